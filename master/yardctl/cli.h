@@ -1,0 +1,33 @@
+#pragma once
+// yardctl's command wiring. Each command group registers its subcommands on the app and
+// sets an action; the action's return value is the process exit code:
+// 0 ok, 1 refused or failed, 2 usage error.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+namespace yard::ctl {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+struct GlobalOptions {
+  std::string master;   // --master, default $YARD_MASTER
+  std::string output;   // -o: "" (table) or "json"
+};
+
+struct Streams {
+  std::ostream& out;
+  std::ostream& err;
+};
+
+// The action chosen by the parsed command line; set by a subcommand's callback.
+using Action = std::function<int()>;
+
+void addValidateCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
+
+}  // namespace yard::ctl

@@ -1,0 +1,37 @@
+// yardctl: the admin and user CLI. main only wires the command groups together.
+#include <cstdlib>
+#include <iostream>
+
+#include "master/yardctl/cli.h"
+#include "yard/version.h"
+
+int main(int argc, char** argv) {
+  using namespace yard::ctl;
+  CLI::App app{"yardctl: submit and inspect Yard jobs, queues, datasets and nodes"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("yardctl ") + yard::kVersion);
+  GlobalOptions global;
+  if (const char* env = std::getenv("YARD_MASTER")) global.master = env;
+  app.add_option("--master", global.master, "Master client address HOST:PORT (default $YARD_MASTER)");
+  app.add_option("-o,--output", global.output, "Output format: json (default: human tables)")
+      ->check(CLI::IsMember({"json", "table"}));
+
+  Streams io{std::cout, std::cerr};
+  Action action;
+  addValidateCommand(app, global, io, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  if (global.output == "table") global.output.clear();
+  return action ? action() : kExitUsage;
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of Yard from Debian 12 packages.
+# Non-interactive and idempotent: packages already present are not reinstalled,
+# and apt is only asked when something is missing. Runs as root, or through sudo.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake pkg-config ninja-build
+  libasio-dev capnproto libcapnp-dev libsqlite3-dev libcgroup-dev
+  libyaml-cpp-dev libtomlplusplus-dev libcli11-dev libssl-dev
+  # tests
+  catch2 python3 sqlite3 procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
