@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   using namespace yard::ctl;
   CLI::App app{"yardctl: submit and inspect Yard jobs, queues, datasets and nodes"};
   app.require_subcommand(1);
+  app.fallthrough();  // global flags (--master, -o) may follow the subcommand, kubectl-style
   app.set_version_flag("--version", std::string("yardctl ") + yard::kVersion);
   GlobalOptions global;
   if (const char* env = std::getenv("YARD_MASTER")) global.master = env;

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test command: installs what is needed (Debian 12 packages), builds with warnings as
+# errors, and runs every test through ctest. Exit status is ctest's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh -DYARD_WERROR=ON
+cd build
+ctest --output-on-failure -j"${YARD_JOBS:-2}" "$@"
