@@ -1,20 +1,85 @@
 // yard-master: holds queues, quotas, datasets, nodes and job state; schedules gangs.
-// This build answers --version and --help; the daemon arrives with the master issue.
+// main only wires components together: config, data-dir lock, store, APIs, signals.
 #include <CLI/CLI.hpp>
+
+#include <asio.hpp>
 
 #include <iostream>
 
+#include "common/wire/server.h"
+#include "master/client_api.h"
+#include "master/config.h"
+#include "master/data_dir.h"
 #include "yard/version.h"
 
+namespace {
+
+void logLine(const std::string& line) { std::cerr << "yard-master: " << line << std::endl; }
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  using namespace yard;
   CLI::App app{"yard-master: the Yard cluster master (queues, quotas, jobs, scheduler)"};
-  app.set_version_flag("--version", std::string("yard-master ") + yard::kVersion);
+  app.set_version_flag("--version", std::string("yard-master ") + kVersion);
+  std::string configPath, dataDir, listen, agentListen, joinToken;
+  app.add_option("--config", configPath, "TOML config file (see configs/master.toml)")->check(CLI::ExistingFile);
+  app.add_option("--data-dir", dataDir, "Data directory (state.db, lock); overrides data_dir");
+  app.add_option("--listen", listen, "Client API address HOST:PORT; overrides listen");
+  app.add_option("--agent-listen", agentListen, "Agent API address HOST:PORT; overrides agent_listen");
+  app.add_option("--join-token", joinToken, "Token agents must present; overrides join_token");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  std::cerr << "yard-master: the daemon is not built yet in this version; see --help\n";
-  return 1;
+
+  master::MasterConfig config;
+  if (!configPath.empty()) {
+    auto loaded = master::loadMasterConfig(configPath);
+    if (!loaded) {
+      logLine(loaded.error());
+      return 2;
+    }
+    config = std::move(loaded).value();
+  }
+  if (!dataDir.empty()) config.dataDir = dataDir;
+  if (!listen.empty()) config.listen = listen;
+  if (!agentListen.empty()) config.agentListen = agentListen;
+  if (!joinToken.empty()) config.joinToken = joinToken;
+
+  auto lock = master::DataDirLock::acquire(config.dataDir);
+  if (!lock) {
+    logLine(lock.error());
+    return 1;
+  }
+
+  asio::io_context io;
+  master::ClientApi api(config);
+  wire::Limits limits;
+  auto server = wire::FrameServer::listen(
+      io, config.listen, limits,
+      [&api](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+        api.handle(conn, std::move(frame));
+      },
+      logLine);
+  if (!server) {
+    logLine(server.error());
+    return 1;
+  }
+  logLine("version " + std::string(kVersion) + ", data " + config.dataDir + ", client API on " +
+      server.value()->address());
+  // Tests and scripts read the bound address from here (useful with port 0).
+  std::cout << "listening " << server.value()->address() << std::endl;
+
+  asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](asio::error_code, int sig) {
+    logLine(std::string("shutting down on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+    server.value()->stop();
+    io.stop();
+  });
+  io.run();
+  logLine("stopped");
+  return 0;
 }

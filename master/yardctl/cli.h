@@ -29,5 +29,6 @@ struct Streams {
 using Action = std::function<int()>;
 
 void addValidateCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
+void addVersionCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 
 }  // namespace yard::ctl

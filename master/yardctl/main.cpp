@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   Streams io{std::cout, std::cerr};
   Action action;
   addValidateCommand(app, global, io, action);
+  addVersionCommand(app, global, io, action);
 
   try {
     app.parse(argc, argv);

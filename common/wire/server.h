@@ -1,0 +1,75 @@
+#pragma once
+// An Asio TCP server speaking frames (frame.h). Each accepted connection reads frames one
+// after another and hands each to the handler on the io thread; the handler may answer
+// right away or later (after a store commit) through Connection::send. A frame that
+// breaks the limits, or a handler that trips over a malformed message (capnp throws on
+// bad pointers or traversal limits), closes that connection only.
+//
+// REQUIRES: every method runs on the io_context's thread.
+
+#include <asio.hpp>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/wire/frame.h"
+
+namespace yard::wire {
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  using Handler = std::function<void(const std::shared_ptr<Connection>&, std::unique_ptr<Frame>)>;
+  using Log = std::function<void(const std::string&)>;
+
+  Connection(asio::ip::tcp::socket socket, const Limits& limits, Handler handler, Log log);
+  void start();
+  // Queues `message` for writing; no-op once closed.
+  void send(capnp::MessageBuilder& message);
+  void close(const std::string& why);
+  bool closed() const { return closed_; }
+  const std::string& peer() const { return peer_; }
+
+ private:
+  void readHeader();
+  void readBody(uint32_t bytes);
+  void writeNext();
+
+  asio::ip::tcp::socket socket_;
+  Limits limits_;
+  Handler handler_;
+  Log log_;
+  std::string peer_;
+  uint8_t header_[kHeaderBytes] = {};
+  kj::Array<capnp::word> body_;
+  std::deque<std::string> writes_;
+  bool closed_ = false;
+};
+
+class FrameServer {
+ public:
+  // Binds and listens on `host:port` (port 0 = any free port).
+  static Result<std::unique_ptr<FrameServer>> listen(asio::io_context& io, const std::string& hostPort,
+                                                     const Limits& limits, Connection::Handler handler,
+                                                     Connection::Log log);
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  std::string address() const;
+  void stop();
+
+  FrameServer(asio::io_context& io, asio::ip::tcp::acceptor acceptor, const Limits& limits,
+              Connection::Handler handler, Connection::Log log);
+
+ private:
+  void accept();
+  asio::io_context& io_;
+  asio::ip::tcp::acceptor acceptor_;
+  Limits limits_;
+  Connection::Handler handler_;
+  Connection::Log log_;
+};
+
+// Splits "HOST:PORT" (or "[v6]:PORT"); error text names the value.
+Result<asio::ip::tcp::endpoint> parseEndpoint(const std::string& hostPort);
+
+}  // namespace yard::wire

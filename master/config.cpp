@@ -1,0 +1,131 @@
+#include "master/config.h"
+
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "common/spec/quantity.h"
+#include "common/spec/validate.h"
+
+namespace yard::master {
+namespace {
+
+using R = Result<MasterConfig>;
+
+// Reads an integer or a string quantity with `parse`; a missing key keeps `out`.
+bool quantity(const toml::table& t, const std::string& key, const std::string& where, int64_t& out,
+              Result<int64_t> (*parse)(std::string_view), std::string& error) {
+  const toml::node* n = t.get(key);
+  if (!n) return true;
+  if (auto i = n->value<int64_t>()) {
+    std::string text = std::to_string(*i);
+    auto r = parse(text);
+    if (!r) { error = where + "." + key + ": " + r.error(); return false; }
+    out = r.value();
+    return true;
+  }
+  if (auto d = n->value<double>()) {
+    std::ostringstream s;
+    s << *d;
+    auto r = parse(s.str());
+    if (!r) { error = where + "." + key + ": " + r.error(); return false; }
+    out = r.value();
+    return true;
+  }
+  if (auto s = n->value<std::string>()) {
+    auto r = parse(*s);
+    if (!r) { error = where + "." + key + ": " + r.error(); return false; }
+    out = r.value();
+    return true;
+  }
+  error = where + "." + key + ": must be a number or a quantity string";
+  return false;
+}
+
+Result<int64_t> parseCount(std::string_view s) { return spec::parseInteger(s); }
+
+}  // namespace
+
+Result<MasterConfig> parseMasterConfig(const std::string& text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << source << ": line " << e.source().begin.line << ", column " << e.source().begin.column << ": "
+        << e.description();
+    return R::fail(msg.str());
+  }
+  MasterConfig c;
+  static const char* kKeys[] = {"data_dir", "listen", "agent_listen", "join_token",
+                                "heartbeat_timeout", "flavors", "etcd_endpoints"};
+  for (const auto& [k, v] : root) {
+    bool known = false;
+    for (const char* key : kKeys) known = known || k.str() == key;
+    if (!known) return R::fail(source + ": unknown key \"" + std::string(k.str()) + "\"");
+  }
+  auto str = [&](const char* key, std::string& out) -> std::string {
+    const toml::node* n = root.get(key);
+    if (!n) return "";
+    auto v = n->value<std::string>();
+    if (!v) return source + ": " + key + ": must be a string";
+    out = *v;
+    return "";
+  };
+  for (auto [key, out] : {std::pair<const char*, std::string*>{"data_dir", &c.dataDir},
+                          {"listen", &c.listen}, {"agent_listen", &c.agentListen},
+                          {"join_token", &c.joinToken}}) {
+    std::string e = str(key, *out);
+    if (!e.empty()) return R::fail(e);
+  }
+  if (const toml::node* n = root.get("heartbeat_timeout")) {
+    std::string durationText;
+    if (auto i = n->value<int64_t>()) durationText = std::to_string(*i);
+    else if (auto s = n->value<std::string>()) durationText = *s;
+    auto d = spec::parseDurationSeconds(durationText);
+    if (!d || d.value() <= 0)
+      return R::fail(source + ": heartbeat_timeout: must be a duration greater than 0 (like 30 or \"30s\")");
+    c.heartbeatTimeoutSeconds = d.value();
+  }
+  if (const toml::node* n = root.get("etcd_endpoints")) {
+    const toml::array* arr = n->as_array();
+    if (!arr) return R::fail(source + ": etcd_endpoints: must be a list of \"host:port\" strings");
+    for (const auto& e : *arr) {
+      auto s = e.value<std::string>();
+      if (!s) return R::fail(source + ": etcd_endpoints: must be a list of \"host:port\" strings");
+      c.etcdEndpoints.push_back(*s);
+    }
+  }
+  if (const toml::node* n = root.get("flavors")) {
+    const toml::table* flavors = n->as_table();
+    if (!flavors) return R::fail(source + ": flavors: must be a table of [flavors.NAME] sections");
+    for (const auto& [name, v] : *flavors) {
+      std::string where = "flavors." + std::string(name.str());
+      std::string why = spec::checkName(name.str(), 1, 63);
+      if (!why.empty()) return R::fail(source + ": " + where + ": flavor name " + why);
+      const toml::table* t = v.as_table();
+      if (!t) return R::fail(source + ": " + where + ": must be a table with cpu, memory, gpu");
+      FlavorConfig f;
+      std::string error;
+      if (!quantity(*t, "cpu", where, f.cpuMillis, spec::parseCpuMillis, error) ||
+          !quantity(*t, "memory", where, f.memoryBytes, spec::parseMemoryBytes, error) ||
+          !quantity(*t, "gpu", where, f.gpu, parseCount, error))
+        return R::fail(source + ": " + error);
+      if (f.cpuMillis <= 0 || f.memoryBytes <= 0 || f.gpu < 0)
+        return R::fail(source + ": " + where + ": cpu and memory must be greater than 0 and gpu 0 or more");
+      c.flavors[std::string(name.str())] = f;
+    }
+  }
+  return R::ok(std::move(c));
+}
+
+Result<MasterConfig> loadMasterConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return R::fail("cannot read config file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parseMasterConfig(ss.str(), path);
+}
+
+}  // namespace yard::master

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# yard-master as a daemon: starts without a config file, answers yardctl, refuses a second
+# instance on the same data directory, rejects a bad config, and stops cleanly on SIGTERM.
+set -u
+bin=$1
+src=$2
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+"$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
+master=$!
+pids+=("$master")
+for _ in $(seq 50); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
+addr=$(sed -n 's/^listening //p' "$tmp/out")
+[ -n "$addr" ] || { fail "master did not start: $(cat "$tmp/err")"; exit 1; }
+
+out=$("$bin/yardctl" --master "$addr" version) || fail "yardctl version failed: $out"
+echo "$out" | grep -q "^master: yard-master .* at $addr" || fail "version output: $out"
+out=$(YARD_MASTER=$addr "$bin/yardctl" version) || fail "YARD_MASTER not used: $out"
+
+"$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 >/dev/null 2>"$tmp/err2"
+rc=$?
+[ $rc -eq 1 ] || fail "second instance: exit $rc, want 1"
+grep -q "another yard-master (pid $master) is using the data directory $tmp/data" "$tmp/err2" || fail "second instance message: $(cat "$tmp/err2")"
+
+printf 'listen = 5\n' >"$tmp/bad.toml"
+"$bin/yard-master" --config "$tmp/bad.toml" --data-dir "$tmp/other" >/dev/null 2>"$tmp/err3"
+rc=$?
+[ $rc -eq 2 ] || fail "bad config: exit $rc, want 2"
+grep -q "bad.toml: listen: must be a string" "$tmp/err3" || fail "bad config message: $(cat "$tmp/err3")"
+
+kill -TERM "$master"
+for _ in $(seq 50); do kill -0 "$master" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$master" 2>/dev/null; then fail "master did not stop on SIGTERM"; else
+  wait "$master"; rc=$?; [ $rc -eq 0 ] || fail "master exit status $rc after SIGTERM"; fi
+grep -q "stopped" "$tmp/err" || fail "no clean stop logged"
+
+"$bin/yardctl" --master "$addr" version >/dev/null 2>"$tmp/err4"
+rc=$?
+[ $rc -eq 1 ] || fail "version against a stopped master: exit $rc, want 1"
+grep -q "cannot reach the master at $addr" "$tmp/err4" || fail "unreachable message: $(cat "$tmp/err4")"
+"$bin/yardctl" version >/dev/null 2>"$tmp/err5"
+grep -q "no master address: pass --master HOST:PORT or set YARD_MASTER" "$tmp/err5" || fail "missing address message"
+
+[ "$fails" -eq 0 ] && echo "master daemon: all checks passed"
+exit $((fails > 0))

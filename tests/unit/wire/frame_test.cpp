@@ -1,0 +1,130 @@
+// Frames over a real loopback socket: good frames are answered; bad frames (oversized,
+// misaligned, malformed segment tables, out-of-bounds pointers) close that connection
+// only, and the server keeps serving others.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "common/wire/client.h"
+#include "common/wire/server.h"
+#include "schema/api.capnp.h"
+
+using namespace yard;
+
+namespace {
+
+class EchoServer {
+ public:
+  EchoServer() {
+    wire::Limits limits;
+    limits.maxFrameBytes = 1 << 20;
+    auto s = wire::FrameServer::listen(
+        io_, "127.0.0.1:0", limits,
+        [](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+          auto req = frame->root<api::Request>();
+          capnp::MallocMessageBuilder out;
+          auto resp = out.initRoot<api::Response>();
+          resp.setId(req.getId());
+          if (req.isQueueShow()) resp.setPong(req.getQueueShow());  // reads a pointer
+          else resp.setPong("pong");
+          conn->send(out);
+        },
+        [this](const std::string& line) { closes_.push_back(line); });
+    REQUIRE(s);
+    server_ = std::move(s).value();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~EchoServer() {
+    asio::post(io_, [this] { server_->stop(); io_.stop(); });
+    thread_.join();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
+  std::vector<std::string> closes_;  // written on the io thread; read after join only
+
+ private:
+  asio::io_context io_;
+  std::unique_ptr<wire::FrameServer> server_;
+  std::thread thread_;
+};
+
+std::string ping(const std::string& address, uint64_t id) {
+  auto c = wire::FrameClient::connect(address);
+  REQUIRE(c);
+  capnp::MallocMessageBuilder m;
+  auto req = m.initRoot<api::Request>();
+  req.setId(id);
+  req.setPing();
+  auto resp = c.value()->call(m);
+  REQUIRE(resp);
+  auto r = resp.value()->root<api::Response>();
+  CHECK(r.getId() == id);
+  return r.getPong();
+}
+
+std::string header(uint32_t n) {
+  std::string h(4, '\0');
+  for (int i = 0; i < 4; ++i) h[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return h;
+}
+
+// Sends raw bytes and expects the server to close the connection without answering.
+void expectClosed(const std::string& address, const std::string& bytes) {
+  auto c = wire::FrameClient::connect(address);
+  REQUIRE(c);
+  REQUIRE(c.value()->sendRaw(bytes));
+  auto resp = c.value()->receive();
+  CHECK_FALSE(resp);
+}
+
+}  // namespace
+
+TEST_CASE("a frame round-trips through the server", "[wire]") {
+  EchoServer server;
+  CHECK(ping(server.address(), 7) == "pong");
+  CHECK(ping(server.address(), 8) == "pong");
+}
+
+TEST_CASE("bad frames close only their connection", "[wire]") {
+  EchoServer server;
+  SECTION("oversized frame, refused from the header before allocating") {
+    expectClosed(server.address(), header(0x7ffffff8));
+  }
+  SECTION("length not a multiple of 8") { expectClosed(server.address(), header(12) + std::string(12, 'x')); }
+  SECTION("empty frame") { expectClosed(server.address(), header(0)); }
+  SECTION("segment table claims more data than the frame has") {
+    std::string body(16, '\0');
+    body[0] = 0;      // one segment
+    body[4] = 100;    // of 100 words, but only one follows
+    expectClosed(server.address(), header(16) + body);
+  }
+  SECTION("root pointer out of bounds") {
+    std::string body(16, '\0');
+    body[4] = 1;                                 // one segment of one word
+    uint64_t ptr = (uint64_t{1000} << 2) | (uint64_t{1} << 32) | (uint64_t{1} << 48);  // struct far away
+    for (int i = 0; i < 8; ++i) body[8 + i] = static_cast<char>((ptr >> (8 * i)) & 0xff);
+    expectClosed(server.address(), header(16) + body);
+  }
+  SECTION("truncated frame then hang-up") {
+    auto c = wire::FrameClient::connect(server.address());
+    REQUIRE(c);
+    REQUIRE(c.value()->sendRaw(header(64) + std::string(10, 'x')));
+  }
+  // The server still answers a well-behaved client afterwards.
+  CHECK(ping(server.address(), 9) == "pong");
+}
+
+TEST_CASE("endpoint parsing names the bad value", "[wire]") {
+  CHECK(wire::parseEndpoint("127.0.0.1:7700"));
+  CHECK(wire::parseEndpoint("localhost:0"));
+  CHECK(wire::parseEndpoint("[::1]:7700"));
+  CHECK(wire::parseEndpoint("127.0.0.1").error() == "\"127.0.0.1\" is not HOST:PORT");
+  CHECK(wire::parseEndpoint("127.0.0.1:http").error() == "\"127.0.0.1:http\": port \"http\" is not a number");
+  CHECK(wire::parseEndpoint("127.0.0.1:70000").error() == "\"127.0.0.1:70000\": port must be 0-65535");
+  CHECK_FALSE(wire::parseEndpoint("master.example:7700"));
+}
+
+TEST_CASE("unreachable master is a clear error", "[wire]") {
+  auto c = wire::FrameClient::connect("127.0.0.1:1", std::chrono::milliseconds(2000));
+  REQUIRE_FALSE(c);
+  CHECK_THAT(c.error(), Catch::StartsWith("cannot reach the master at 127.0.0.1:1: "));
+}
