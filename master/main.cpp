@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "common/wire/server.h"
+#include "master/catalog.h"
 #include "master/client_api.h"
 #include "master/config.h"
 #include "master/data_dir.h"
@@ -55,8 +56,26 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  std::string dbPath = config.dataDir + "/state.db";
+  auto opened = store::Store::open(dbPath);
+  if (!opened) {
+    logLine(opened.error());
+    return 1;
+  }
+  std::unique_ptr<store::Store> db = std::move(opened).value();
+  auto state = db->loadAll();
+  if (!state) {
+    logLine(dbPath + ": " + state.error());
+    return 1;
+  }
+
   asio::io_context io;
-  master::ClientApi api(config);
+  master::Catalog catalog(io, *db);
+  if (auto loaded = catalog.load(state.value()); !loaded) {
+    logLine(loaded.error());
+    return 1;
+  }
+  master::ClientApi api(config, catalog);
   wire::Limits limits;
   auto server = wire::FrameServer::listen(
       io, config.listen, limits,

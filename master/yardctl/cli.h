@@ -30,5 +30,6 @@ using Action = std::function<int()>;
 
 void addValidateCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 void addVersionCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
+void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 
 }  // namespace yard::ctl

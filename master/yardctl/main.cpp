@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   Action action;
   addValidateCommand(app, global, io, action);
   addVersionCommand(app, global, io, action);
+  addCatalogCommands(app, global, io, action);
 
   try {
     app.parse(argc, argv);

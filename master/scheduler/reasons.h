@@ -1,0 +1,64 @@
+#pragma once
+// Internal to master/scheduler: the one-line reasons a pending gang waits, and the facts
+// about the Ready nodes that tell "wait for running work to finish" apart from "cannot run
+// on this cluster as it is" (the latter never blocks a queue, see scheduler.h).
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "master/scheduler/node_index.h"
+#include "master/scheduler/scheduler.h"
+
+namespace yard::sched::detail {
+
+class ClusterFacts {
+ public:
+  explicit ClusterFacts(const std::vector<NodeView>& nodes);
+
+  // Capacity of all Ready nodes: the denominator of dominant shares.
+  const Resources& readyCapacity() const { return readyCapacity_; }
+
+  // Why the gang cannot be placed even on empty Ready nodes, or nullopt. Checks, in order,
+  // per replica: driver / VM runtime, each of cpu, memory, GPUs against the largest node,
+  // all three together; then per gang: the total against all eligible Ready nodes, and
+  // replicas declaring the same port against the number of eligible nodes.
+  std::optional<std::string> neverFits(const GangRequest& gang) const;
+
+ private:
+  struct ClassFacts {
+    size_t nodes = 0;
+    Resources total;
+    Resources largest;            // per dimension, over the class's nodes
+    std::vector<Resources> front; // capacities no other node's capacity dominates
+  };
+
+  std::optional<std::string> noEligibleNode(bool hostImage, bool vm) const;
+  std::optional<std::string> replicaNeverFits(const ReplicaRequest& r, bool vm) const;
+  std::optional<std::string> gangTooLarge(const GangRequest& gang) const;
+
+  Resources readyCapacity_;
+  std::array<ClassFacts, kNodeClasses> classes_;
+  bool anyVmRuntime_ = false;
+  std::array<bool, 2> anyDriver_{};  // [hostImage]
+};
+
+// "cpu 4, memory 16Gi, gpu 1"
+std::string describe(const Resources& r);
+
+// "queue team-a quota: gpu 8/8 in use, needs 4" for the first of cpu, memory, gpu where
+// used + need exceeds the quota; nullopt when the gang fits the quota now.
+std::optional<std::string> quotaShortfall(const QueueView& queue, const Resources& need);
+// The same sentence for the first dimension where need alone exceeds the quota (waiting
+// cannot help); nullopt when the gang fits an idle queue.
+std::optional<std::string> quotaNeverFits(const QueueView& queue, const Resources& need);
+
+std::string stoppedReason(const std::string& queue);
+std::string unknownQueueReason(const std::string& queue);
+std::string maxRunningReason(const QueueView& queue);
+std::string waitingReason(const GangRequest& gang, size_t fitNow);
+std::string behindReason(const GangRequest& head);
+std::string notConsideredReason(int64_t limit);
+
+}  // namespace yard::sched::detail

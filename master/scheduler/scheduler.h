@@ -1,0 +1,217 @@
+#pragma once
+// The gang scheduler: a pure function from a read-only snapshot of the cluster (nodes and
+// their free resources, queues and their usage, pending gangs) to a plan (which gangs go
+// where, and why every other gang still waits). Nomad style: no I/O, no clock but
+// Snapshot::now, no state between calls; the same snapshot always yields the same plan.
+// One writer (the applier, elsewhere) commits a plan after re-checking every placement
+// against the then-current state with checkPlacement().
+//
+// Policy, in the order it is applied to each pending gang:
+//  1. Queues. A Stopped queue dispatches nothing; Running and Closed queues dispatch.
+//  2. Order within a queue: priority descending, then submitSeq ascending (then taskId).
+//     Strict: a gang that could run later but not now (quota in use, cluster full) blocks
+//     every gang behind it in the same queue for this pass. There is no backfill inside a
+//     queue, so a large gang at the head is never starved by a stream of small ones.
+//     Gangs that waiting cannot help are skipped instead of blocking (they would block the
+//     queue forever): a replica larger than any Ready node, a needed driver or VM runtime
+//     no Ready node offers, a gang larger than the queue's quota or than the Ready nodes
+//     together, and a gang of a new job while the queue is at maxRunningJobs (a later gang
+//     of an already-running job must still run, or a DAG job would deadlock its queue).
+//  3. Across queues: weighted dominant-resource fairness. The next gang always comes from
+//     the queue with the smallest dominantShare / weight (dominantShare = max over cpu,
+//     memory, gpu of used / capacity of all Ready nodes), ties broken by queue name, among
+//     queues whose head has not blocked. A blocked queue never blocks another queue.
+//  4. Gang all-or-nothing: every replica is placed or none is. Replicas are placed largest
+//     first (gpu, cpu, memory); each placement updates the working state for the next.
+//  5. Node choice (one replica at a time, eligible Ready nodes only):
+//     Binpack (default) = best fit: the node with the fewest free GPUs that still has
+//     enough, then the least free cpu that is enough, then memory, then node order. This
+//     fills partly used nodes first, keeps whole GPU nodes free for GPU gangs and puts the
+//     replicas of one gang on as few nodes as possible.
+//     Spread = the reverse: the most free GPUs, then the most free cpu.
+//     GPUs are the lowest free indexes of the node. Each replica gets the lowest port of
+//     the node's [portLo, portHi] that is free for both TCP and UDP, plus its declared
+//     ports, which must be free on that node for their protocol; so two replicas that
+//     declare the same port never share a node.
+//
+// Cost: O(P log P) to order P pending gangs, then O(log N) per placed replica on N nodes
+// when free resources are spread evenly; a queue stops being tried once its head blocks.
+// Options::maxGangsPerPass bounds the gangs evaluated in one pass.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace yard::sched {
+
+struct Resources {
+  int64_t cpuMillis = 0;
+  int64_t memoryBytes = 0;
+  int64_t gpu = 0;
+
+  Resources& operator+=(const Resources& o) {
+    cpuMillis += o.cpuMillis;
+    memoryBytes += o.memoryBytes;
+    gpu += o.gpu;
+    return *this;
+  }
+  Resources& operator-=(const Resources& o) {
+    cpuMillis -= o.cpuMillis;
+    memoryBytes -= o.memoryBytes;
+    gpu -= o.gpu;
+    return *this;
+  }
+  friend Resources operator+(Resources a, const Resources& b) { return a += b; }
+  friend Resources operator-(Resources a, const Resources& b) { return a -= b; }
+  friend bool operator==(const Resources&, const Resources&) = default;
+
+  // True when no dimension exceeds the same dimension of `limit`.
+  bool fitsWithin(const Resources& limit) const {
+    return cpuMillis <= limit.cpuMillis && memoryBytes <= limit.memoryBytes &&
+           gpu <= limit.gpu;
+  }
+};
+
+enum class NodeState { Ready, Draining, Down };
+
+struct PortUse {
+  uint16_t port = 0;
+  bool udp = false;
+  friend bool operator==(const PortUse&, const PortUse&) = default;
+};
+
+struct NodeView {
+  std::string name;
+  NodeState state = NodeState::Ready;
+  Resources capacity;
+  Resources allocated;  // by running replicas and by placements already applied
+  // Every GPU index of the node. The node's usable GPU count is the smaller of
+  // capacity.gpu - allocated.gpu and the number of indexes not in gpusInUse.
+  std::vector<uint32_t> gpuIndexes;
+  std::set<uint32_t> gpusInUse;
+  uint16_t portLo = 0;  // inclusive range the scheduler allocates replica ports from
+  uint16_t portHi = 0;
+  std::set<std::pair<uint16_t, bool>> portsInUse;  // (port, udp)
+  std::vector<std::string> drivers;                // "host", "containerd"
+  std::string vmRuntime;                           // empty = cannot run vm jobs
+};
+
+struct ReplicaRequest {
+  std::string role;
+  int32_t index = 0;
+  Resources resources;
+  std::vector<PortUse> declaredPorts;
+  bool hostImage = false;  // needs driver "host"; otherwise "containerd"
+};
+
+// All replicas of one task attempt; placed together or not at all.
+struct GangRequest {
+  int64_t taskId = 0;
+  std::string job;
+  std::string task;
+  std::string queue;
+  int64_t priority = 0;
+  int64_t submitSeq = 0;  // monotonic submit order
+  bool vm = false;        // needs a node with a vmRuntime
+  std::vector<ReplicaRequest> replicas;
+
+  Resources total() const;
+};
+
+enum class QueueState { Running, Closed, Stopped };
+enum class Placement { Binpack, Spread };
+
+struct QueueView {
+  std::string name;
+  QueueState state = QueueState::Running;
+  Resources quota;
+  int64_t maxRunningJobs = 0;  // 0 = unlimited
+  int64_t runningJobs = 0;     // distinct jobs with placed or running work
+  std::set<std::string> runningJobNames;
+  double weight = 1;  // > 0; a non-positive weight is served as the lowest possible
+  Resources used;
+  Placement placement = Placement::Binpack;
+};
+
+struct Snapshot {
+  int64_t now = 0;  // not used by the current policy; the only clock the scheduler may read
+  std::vector<NodeView> nodes;
+  std::vector<QueueView> queues;
+  std::vector<GangRequest> pending;
+};
+
+struct ReplicaPlacement {
+  std::string role;
+  int32_t index = 0;
+  std::string node;
+  std::vector<uint32_t> gpus;  // ascending
+  uint16_t port = 0;           // from the node's [portLo, portHi], taken for TCP and UDP
+  std::vector<PortUse> declaredPorts;
+};
+
+struct GangPlacement {
+  int64_t taskId = 0;
+  std::vector<ReplicaPlacement> replicas;  // in the request's replica order
+};
+
+struct Plan {
+  // In the order they were decided; applying them in this order reproduces the pass.
+  std::vector<GangPlacement> placements;
+  // taskId -> one line saying why that pending gang still waits; set for every pending
+  // gang without a placement.
+  std::map<int64_t, std::string> reasons;
+  int64_t gangsConsidered = 0;  // gangs evaluated: placed, skipped, or found blocked
+  bool limitReached = false;    // Options::maxGangsPerPass stopped the pass early
+};
+
+struct Options {
+  // Most gangs evaluated in one pass; 0 = no limit. Gangs left when the limit is reached
+  // get the reason "not considered this pass (limit: N gangs per pass)" and are tried in
+  // the next pass.
+  int64_t maxGangsPerPass = 0;
+};
+
+Plan schedule(const Snapshot& snapshot, const Options& options = {});
+
+// Name -> position in a snapshot's nodes and queues, for a caller that checks and applies
+// many placements against one snapshot. Valid while those vectors are not resized or
+// reordered (applyPlacement does neither).
+class SnapshotIndex {
+ public:
+  explicit SnapshotIndex(const Snapshot& snapshot);
+  std::optional<size_t> node(std::string_view name) const;
+  std::optional<size_t> queue(std::string_view name) const;
+
+ private:
+  std::unordered_map<std::string_view, size_t> nodes_;
+  std::unordered_map<std::string_view, size_t> queues_;
+};
+
+// The applier's re-check of one placement against the CURRENT state: queue state, quota,
+// max running jobs, node existence and state, drivers, VM runtime, free cpu/memory/GPUs,
+// the exact GPU indexes and ports. Returns nullopt when it still fits, else the reason.
+// The overload without an index looks names up linearly (O(nodes) per replica).
+std::optional<std::string> checkPlacement(const Snapshot& current, const GangRequest& gang,
+                                          const GangPlacement& placement);
+std::optional<std::string> checkPlacement(const Snapshot& current, const SnapshotIndex& index,
+                                          const GangRequest& gang,
+                                          const GangPlacement& placement);
+
+// Records a placement in `snapshot`: node allocated/GPUs/ports, queue used and running
+// jobs. Leaves `pending` alone. REQUIRES: checkPlacement() accepted it on this snapshot.
+void applyPlacement(Snapshot& snapshot, const GangRequest& gang,
+                    const GangPlacement& placement);
+void applyPlacement(Snapshot& snapshot, const SnapshotIndex& index, const GangRequest& gang,
+                    const GangPlacement& placement);
+
+// Human forms used in reasons: 4000 -> "4", 500 -> "500m"; 17179869184 -> "16Gi".
+std::string formatCpu(int64_t millis);
+std::string formatMemory(int64_t bytes);
+
+}  // namespace yard::sched

@@ -1,0 +1,170 @@
+// Store reads: the start-up load and event queries, on the read-only connection.
+
+#include "master/store/sqlite.h"
+#include "master/store/store.h"
+
+namespace yard::store {
+namespace {
+
+QueueRecord queueRow(const sql::Stmt& s) {
+  QueueRecord q;
+  q.name = s.text(0);
+  q.state = s.text(1);
+  q.cpuMillis = s.i64(2);
+  q.memoryBytes = s.i64(3);
+  q.gpu = s.i64(4);
+  q.maxRunningJobs = s.i64(5);
+  q.weight = s.real(6);
+  q.placement = s.text(7);
+  q.createdAt = s.i64(8);
+  return q;
+}
+constexpr const char* kQueues =
+    "SELECT name, state, cpu_millis, memory_bytes, gpu, max_running_jobs, weight, placement,"
+    " created_at FROM queues ORDER BY id";
+
+DatasetRecord datasetRow(const sql::Stmt& s) {
+  return DatasetRecord{s.text(0), s.text(1), s.flag(2), s.i64(3)};
+}
+constexpr const char* kDatasets =
+    "SELECT name, path, read_only, created_at FROM datasets ORDER BY id";
+
+NodeRecord nodeRow(const sql::Stmt& s) {
+  NodeRecord n;
+  n.name = s.text(0);
+  n.address = s.text(1);
+  n.cpuMillis = s.i64(2);
+  n.memoryBytes = s.i64(3);
+  n.gpu = s.i64(4);
+  n.portLo = s.i32(5);
+  n.portHi = s.i32(6);
+  n.labels = s.text(7);
+  n.drivers = s.text(8);
+  n.vmRuntime = s.text(9);
+  n.state = s.text(10);
+  n.drained = s.flag(11);
+  n.registeredAt = s.i64(12);
+  n.lastHeartbeat = s.i64(13);
+  n.agentVersion = s.text(14);
+  return n;
+}
+constexpr const char* kNodes =
+    "SELECT name, address, cpu_millis, memory_bytes, gpu, port_lo, port_hi, labels, drivers,"
+    " vm_runtime, state, drained, registered_at, last_heartbeat, agent_version"
+    " FROM nodes ORDER BY id";
+
+JobRecord jobRow(const sql::Stmt& s) {
+  JobRecord j;
+  j.id = s.i64(0);
+  j.name = s.text(1);
+  j.queue = s.text(2);
+  j.state = s.text(3);
+  j.reason = s.text(4);
+  j.priority = s.i64(5);
+  j.spec = s.blob(6);
+  j.submittedAt = s.i64(7);
+  j.startedAt = s.i64(8);
+  j.finishedAt = s.i64(9);
+  j.deleted = s.flag(10);
+  return j;
+}
+constexpr const char* kJobs =
+    "SELECT id, name, queue, state, reason, priority, spec, submitted_at, started_at,"
+    " finished_at, deleted FROM jobs ORDER BY id";
+
+TaskRecord taskRow(const sql::Stmt& s) {
+  return TaskRecord{s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.i32(5),
+                    s.i64(6), s.i64(7)};
+}
+constexpr const char* kTasks =
+    "SELECT id, job_id, name, state, reason, attempt, started_at, finished_at"
+    " FROM tasks ORDER BY id";
+
+ReplicaRecord replicaRow(const sql::Stmt& s) {
+  ReplicaRecord r;
+  r.id = s.i64(0);
+  r.taskId = s.i64(1);
+  r.role = s.text(2);
+  r.index = s.i32(3);
+  r.attempt = s.i32(4);
+  r.state = s.text(5);
+  r.node = s.text(6);
+  r.gpus = s.text(7);
+  r.port = s.i32(8);
+  r.declaredPorts = s.text(9);
+  r.env = s.text(10);
+  r.exitCode = s.i32(11);
+  r.reason = s.text(12);
+  r.cpuMillis = s.i64(13);
+  r.memoryBytes = s.i64(14);
+  r.gpu = s.i64(15);
+  r.startedAt = s.i64(16);
+  r.finishedAt = s.i64(17);
+  return r;
+}
+constexpr const char* kReplicas =
+    "SELECT id, task_id, role, idx, attempt, state, node, gpus, port, declared_ports, env,"
+    " exit_code, reason, cpu_millis, memory_bytes, gpu, started_at, finished_at"
+    " FROM replicas ORDER BY id";
+
+EventRecord eventRow(const sql::Stmt& s) {
+  return EventRecord{s.i64(0), s.i64(1), s.text(2), s.text(3), s.i32(4),
+                     s.i64(5), s.text(6), s.text(7)};
+}
+// The newest `limit` events (a negative LIMIT means none), returned oldest first.
+constexpr const char* kEvents =
+    "SELECT * FROM (SELECT id, job_id, task, replica, attempt, at, type, reason FROM events"
+    " WHERE job_id = ? ORDER BY id DESC LIMIT ?) ORDER BY id";
+
+// Appends every row of `sqlText` to `out`, converted by `row`.
+template <typename Rec, typename RowFn, typename... Args>
+Result<bool> readRows(sql::Connection& conn, const char* sqlText, RowFn row,
+                      std::vector<Rec>& out, const Args&... args) {
+  auto prepared = conn.prepare(sqlText);
+  if (!prepared.isOk()) return Result<bool>::fail(prepared.error());
+  sql::Stmt stmt = std::move(prepared).value();
+  stmt.bindAll(args...);
+  for (;;) {
+    auto more = stmt.step();
+    if (!more.isOk()) return more;
+    if (!more.value()) return Result<bool>::ok(true);
+    out.push_back(row(stmt));
+  }
+}
+
+Result<bool> readState(sql::Connection& conn, State& st) {
+  Result<bool> r = readRows(conn, kQueues, queueRow, st.queues);
+  if (r.isOk()) r = readRows(conn, kDatasets, datasetRow, st.datasets);
+  if (r.isOk()) r = readRows(conn, kNodes, nodeRow, st.nodes);
+  if (r.isOk()) r = readRows(conn, kJobs, jobRow, st.jobs);
+  if (r.isOk()) r = readRows(conn, kTasks, taskRow, st.tasks);
+  if (r.isOk()) r = readRows(conn, kReplicas, replicaRow, st.replicas);
+  return r;
+}
+
+}  // namespace
+
+Result<State> Store::loadAll() {
+  std::lock_guard<std::mutex> lock(readMu_);
+  // One read transaction, so every table is read from the same committed snapshot.
+  auto begin = reader_->exec("BEGIN");
+  if (!begin.isOk()) return Result<State>::fail(path_ + ": loading state: " + begin.error());
+  State st;
+  auto read = readState(*reader_, st);
+  (void)reader_->exec("COMMIT");  // ends the read snapshot; nothing to make durable
+  if (!read.isOk()) return Result<State>::fail(path_ + ": loading state: " + read.error());
+  return Result<State>::ok(std::move(st));
+}
+
+Result<std::vector<EventRecord>> Store::events(int64_t jobId, size_t limit) {
+  using R = Result<std::vector<EventRecord>>;
+  std::lock_guard<std::mutex> lock(readMu_);
+  std::vector<EventRecord> out;
+  int64_t sqlLimit = limit == 0 ? -1 : static_cast<int64_t>(limit);
+  auto r = readRows(*reader_, kEvents, eventRow, out, jobId, sqlLimit);
+  if (!r.isOk()) return R::fail(path_ + ": reading events of job " + std::to_string(jobId) +
+                                ": " + r.error());
+  return R::ok(std::move(out));
+}
+
+}  // namespace yard::store

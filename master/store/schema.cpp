@@ -1,0 +1,252 @@
+#include "master/store/schema.h"
+
+#include <cstdio>
+
+namespace yard::store::schema {
+namespace {
+
+// Version 1: every table. Notes on choices that are not obvious from the SQL:
+//  - STRICT tables: a value of the wrong type is an error, not silently stored.
+//  - No CHECK constraints on state names: the master validates them, and changing a CHECK
+//    in SQLite means rebuilding the table, which would make every new state a heavy migration.
+//  - jobs.queue and replicas.node are names, not foreign keys: a job's history outlives its
+//    queue and a replica's record outlives the node it ran on. Whether a queue with live jobs
+//    may be deleted is the master's rule.
+//  - Children cascade from jobs, so purging a job removes its tasks, replicas and events.
+//  - A job name is unique only among jobs not deleted (partial index), so a name can be
+//    reused once the old job is deleted.
+constexpr const char* kV1 = R"sql(
+CREATE TABLE queues (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL,
+  cpu_millis INTEGER NOT NULL,
+  memory_bytes INTEGER NOT NULL,
+  gpu INTEGER NOT NULL,
+  max_running_jobs INTEGER NOT NULL DEFAULT 0,
+  weight REAL NOT NULL,
+  placement TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX queues_name ON queues(name);
+
+CREATE TABLE datasets (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  path TEXT NOT NULL,
+  read_only INTEGER NOT NULL,
+  created_at INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX datasets_name ON datasets(name);
+
+CREATE TABLE nodes (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  address TEXT NOT NULL,
+  cpu_millis INTEGER NOT NULL,
+  memory_bytes INTEGER NOT NULL,
+  gpu INTEGER NOT NULL,
+  port_lo INTEGER NOT NULL,
+  port_hi INTEGER NOT NULL,
+  labels TEXT NOT NULL,
+  drivers TEXT NOT NULL,
+  vm_runtime TEXT NOT NULL,
+  state TEXT NOT NULL,
+  drained INTEGER NOT NULL,
+  registered_at INTEGER NOT NULL,
+  last_heartbeat INTEGER NOT NULL,
+  agent_version TEXT NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX nodes_name ON nodes(name);
+
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  spec BLOB NOT NULL,
+  submitted_at INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER NOT NULL,
+  deleted INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE UNIQUE INDEX jobs_live_name ON jobs(name) WHERE deleted = 0;
+
+CREATE TABLE tasks (
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX tasks_job ON tasks(job_id, name);
+
+CREATE TABLE replicas (
+  id INTEGER PRIMARY KEY,
+  task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+  role TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  node TEXT NOT NULL,
+  gpus TEXT NOT NULL,
+  port INTEGER NOT NULL,
+  declared_ports TEXT NOT NULL,
+  env TEXT NOT NULL,
+  exit_code INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  cpu_millis INTEGER NOT NULL,
+  memory_bytes INTEGER NOT NULL,
+  gpu INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX replicas_task ON replicas(task_id, role, idx, attempt);
+CREATE INDEX replicas_node ON replicas(node);
+
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  task TEXT NOT NULL,
+  replica TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  reason TEXT NOT NULL
+) STRICT;
+CREATE INDEX events_job ON events(job_id, id);
+)sql";
+
+// Version 2: events record which attempt of the task/replica they belong to, so
+// `yardctl job events` can tell a retry's failure from the first run's. Old events were
+// written before attempts were tracked; they read as attempt 0.
+constexpr const char* kV2 = R"sql(
+ALTER TABLE events ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+constexpr Migration kMigrations[] = {
+    {1, kV1},
+    {2, kV2},
+};
+
+std::string refuseCorrupt(const std::string& path, const std::string& detail) {
+  return path + ": database is not readable as a Yard store (" + detail +
+         "); refusing to use it. Restore it from a backup or move it aside to start empty.";
+}
+
+// Reads the header fields and checks the file is ours and not from the future.
+// Returns the file's user_version, or 0 for a brand-new (empty) database.
+Result<int64_t> verifyIdentity(sql::Connection& conn) {
+  using R = Result<int64_t>;
+  const std::string& path = conn.path();
+  auto appId = conn.queryInt("PRAGMA application_id");
+  if (!appId.isOk()) return R::fail(refuseCorrupt(path, appId.error()));
+  auto version = conn.queryInt("PRAGMA user_version");
+  if (!version.isOk()) return R::fail(refuseCorrupt(path, version.error()));
+  auto objects = conn.queryInt("SELECT count(*) FROM sqlite_schema");
+  if (!objects.isOk()) return R::fail(refuseCorrupt(path, objects.error()));
+
+  if (appId.value() == 0 && version.value() == 0 && objects.value() == 0) return R::ok(0);
+  if (appId.value() != kApplicationId) {
+    char id[16];
+    std::snprintf(id, sizeof id, "0x%08x", static_cast<unsigned>(appId.value()));
+    return R::fail(path + ": not a Yard database (SQLite application_id is " + id +
+                   ", Yard's is 0x59415244); refusing to use it");
+  }
+  if (version.value() > currentVersion()) {
+    return R::fail(path + ": database schema version " + std::to_string(version.value()) +
+                   " is newer than this yard-master supports (" +
+                   std::to_string(currentVersion()) + "); upgrade yard-master");
+  }
+  return R::ok(version.value());
+}
+
+// PRAGMA quick_check reads every page and checks the b-trees (not index contents), so a
+// torn or overwritten page is found at start-up instead of mid-run. It costs one pass over
+// the file. TODO(perf): if start-up on multi-GB stores gets slow, check in the background.
+Result<bool> verifyIntegrity(sql::Connection& conn) {
+  auto check = conn.queryText("PRAGMA quick_check(5)");
+  if (!check.isOk()) {
+    return Result<bool>::fail(refuseCorrupt(conn.path(), "quick_check: " + check.error()));
+  }
+  if (check.value() != "ok") {
+    return Result<bool>::fail(refuseCorrupt(conn.path(), "quick_check: " + check.value()));
+  }
+  return Result<bool>::ok(true);
+}
+
+// Applies one migration unless another process got there first (the version is re-read
+// under the write lock that BEGIN IMMEDIATE takes).
+Result<bool> applyMigration(sql::Connection& conn, const Migration& m) {
+  auto fail = [&](const std::string& msg) {
+    if (conn.inTransaction()) (void)conn.exec("ROLLBACK");
+    return Result<bool>::fail(conn.path() + ": upgrading the database to schema version " +
+                              std::to_string(m.version) + " failed: " + msg);
+  };
+  auto begin = conn.exec("BEGIN IMMEDIATE");
+  if (!begin.isOk()) return fail(begin.error());
+  auto version = conn.queryInt("PRAGMA user_version");
+  if (!version.isOk()) return fail(version.error());
+  if (version.value() < m.version) {
+    auto step = conn.exec(m.sql);
+    if (!step.isOk()) return fail(step.error());
+    std::string bump = "PRAGMA user_version = " + std::to_string(m.version);
+    if (m.version == 1) bump += "; PRAGMA application_id = " + std::to_string(kApplicationId);
+    auto set = conn.exec(bump);
+    if (!set.isOk()) return fail(set.error());
+  }
+  auto commit = conn.exec("COMMIT");
+  if (!commit.isOk()) return fail(commit.error());
+  return Result<bool>::ok(true);
+}
+
+}  // namespace
+
+std::span<const Migration> migrations() { return kMigrations; }
+
+int currentVersion() { return migrations().back().version; }
+
+Result<bool> configureConnection(sql::Connection& conn) {
+  // A reader may briefly wait on a checkpoint or recovery; a second process on the same
+  // file (yardctl offline tools) may hold the write lock for a moment.
+  conn.setBusyTimeoutMs(5000);
+  return conn.exec("PRAGMA foreign_keys = ON");
+}
+
+Result<std::unique_ptr<sql::Connection>> openForWrite(const std::string& path) {
+  using R = Result<std::unique_ptr<sql::Connection>>;
+  auto opened = sql::Connection::open(path);
+  if (!opened.isOk()) return R::fail(opened.error());
+  std::unique_ptr<sql::Connection> conn = std::move(opened).value();
+  auto configured = configureConnection(*conn);
+  if (!configured.isOk()) return R::fail(path + ": " + configured.error());
+
+  auto version = verifyIdentity(*conn);
+  if (!version.isOk()) return R::fail(version.error());
+  auto intact = verifyIntegrity(*conn);
+  if (!intact.isOk()) return R::fail(intact.error());
+
+  // Durability: WAL with synchronous=FULL fsyncs the WAL on every COMMIT, so an
+  // acknowledged write survives power loss as well as kill -9 (see store.h).
+  auto mode = conn->queryText("PRAGMA journal_mode = WAL");
+  if (!mode.isOk()) return R::fail(path + ": cannot switch to WAL: " + mode.error());
+  if (mode.value() != "wal") {
+    return R::fail(path + ": cannot switch to WAL (journal mode stays " + mode.value() +
+                   "); is the directory on a filesystem without shared-memory support?");
+  }
+  auto sync = conn->exec("PRAGMA synchronous = FULL");
+  if (!sync.isOk()) return R::fail(path + ": " + sync.error());
+
+  for (const Migration& m : migrations()) {
+    if (m.version <= version.value()) continue;
+    auto applied = applyMigration(*conn, m);
+    if (!applied.isOk()) return R::fail(applied.error());
+  }
+  return R::ok(std::move(conn));
+}
+
+}  // namespace yard::store::schema

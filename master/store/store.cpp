@@ -1,0 +1,182 @@
+// Store: opening and the group-commit writer. Reads are in load.cpp, Tx in tx.cpp.
+
+#include "master/store/store.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <future>
+
+#include "master/store/schema.h"
+#include "master/store/sqlite.h"
+
+namespace yard::store {
+namespace {
+
+// Bounds one transaction (its memory and the wait of the first write in it); a storm larger
+// than this simply takes several commits back to back.
+constexpr size_t kMaxBatch = 4096;
+
+// BEGIN/COMMIT/SAVEPOINT go through the statement cache: they run for every write.
+Result<bool> runCached(sql::Connection& conn, const char* text) {
+  auto stmt = conn.prepare(text);
+  if (!stmt.isOk()) return Result<bool>::fail(stmt.error());
+  return std::move(stmt).value().run();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
+  using R = Result<std::unique_ptr<Store>>;
+  auto writer = schema::openForWrite(path);
+  if (!writer.isOk()) return R::fail(writer.error());
+  // The reader is read-only so no code path can write outside the group commit.
+  auto reader = sql::Connection::open(path, /*readOnly=*/true);
+  if (!reader.isOk()) return R::fail(reader.error());
+  auto configured = schema::configureConnection(*reader.value());
+  if (!configured.isOk()) return R::fail(path + ": " + configured.error());
+  return R::ok(std::unique_ptr<Store>(
+      new Store(path, std::move(writer).value(), std::move(reader).value())));
+}
+
+Store::Store(std::string path, std::unique_ptr<sql::Connection> writer,
+             std::unique_ptr<sql::Connection> reader)
+    : path_(std::move(path)), reader_(std::move(reader)), writer_(std::move(writer)) {
+  thread_ = std::thread([this] { writerLoop(); });
+}
+
+Store::~Store() {
+  {
+    std::lock_guard<std::mutex> lock(queueMu_);
+    stopping_ = true;
+  }
+  queueCv_.notify_one();
+  thread_.join();
+  // The writer closes last: the last connection to close checkpoints the WAL into the main
+  // file and removes it, so a cleanly stopped store is one self-contained file.
+  reader_.reset();
+  writer_.reset();
+}
+
+void Store::write(Write w, Done done) {
+  {
+    std::lock_guard<std::mutex> lock(queueMu_);
+    pending_.push_back(Pending{std::move(w), std::move(done)});
+  }
+  queueCv_.notify_one();
+}
+
+Result<bool> Store::writeSync(Write w) {
+  if (std::this_thread::get_id() == thread_.get_id()) {
+    // It would wait for a commit that only this thread can perform.
+    std::fprintf(stderr, "yard store: writeSync called on the writer thread (deadlock)\n");
+    std::abort();
+  }
+  std::promise<Result<bool>> promise;
+  auto future = promise.get_future();
+  write(std::move(w), [&promise](Result<bool> r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+Stats Store::stats() const {
+  Stats s;
+  s.transactions = transactions_.load();
+  s.writesCommitted = writesCommitted_.load();
+  s.writesFailed = writesFailed_.load();
+  s.largestBatch = largestBatch_.load();
+  return s;
+}
+
+// Group commit: whatever queued while the previous COMMIT was fsyncing becomes the next
+// batch. No timer: a lone write commits at once, and batches grow exactly as fast as
+// writers arrive during an fsync.
+void Store::writerLoop() {
+  for (;;) {
+    std::vector<Pending> batch;
+    {
+      std::unique_lock<std::mutex> lock(queueMu_);
+      queueCv_.wait(lock, [this] { return !pending_.empty() || stopping_; });
+      if (pending_.empty()) return;  // stopping, and everything queued has been committed
+      if (pending_.size() <= kMaxBatch) {
+        batch.swap(pending_);
+      } else {
+        auto end = pending_.begin() + static_cast<std::ptrdiff_t>(kMaxBatch);
+        batch.assign(std::make_move_iterator(pending_.begin()), std::make_move_iterator(end));
+        pending_.erase(pending_.begin(), end);
+      }
+    }
+    commitBatch(batch);
+  }
+}
+
+Result<bool> Store::runOne(Pending& p) {
+  auto savepoint = runCached(*writer_, "SAVEPOINT w");
+  if (!savepoint.isOk()) return savepoint;
+  Tx tx(*writer_);
+  try {
+    p.write(tx);
+  } catch (const std::exception& e) {
+    tx.fail(std::string("the write threw: ") + e.what());
+  } catch (...) {
+    tx.fail("the write threw an unknown exception");
+  }
+  if (!tx.failed()) {
+    auto release = runCached(*writer_, "RELEASE w");
+    if (release.isOk()) return release;
+    tx.fail(release.error());
+  }
+  // Undo only this write. If SQLite already rolled back the whole transaction (I/O error,
+  // disk full), there is no savepoint left; commitBatch notices and fails the batch.
+  if (writer_->inTransaction()) {
+    auto rollback = runCached(*writer_, "ROLLBACK TO w");
+    auto release = runCached(*writer_, "RELEASE w");
+    if (!rollback.isOk() || !release.isOk()) {
+      // Cannot leave this write half-applied inside a transaction others will commit.
+      (void)runCached(*writer_, "ROLLBACK");
+    }
+  }
+  return Result<bool>::fail(*tx.error_);
+}
+
+void Store::commitBatch(std::vector<Pending>& batch) {
+  std::vector<Result<bool>> outcomes;
+  outcomes.reserve(batch.size());
+  std::string batchError;  // set when the transaction as a whole is lost
+  auto begin = runCached(*writer_, "BEGIN IMMEDIATE");
+  if (!begin.isOk()) batchError = "cannot start a transaction: " + begin.error();
+
+  for (Pending& p : batch) {
+    if (!batchError.empty()) break;
+    outcomes.push_back(runOne(p));
+    if (!writer_->inTransaction()) {
+      batchError = "SQLite rolled back the transaction after: " + outcomes.back().error();
+    }
+  }
+  if (batchError.empty()) {
+    auto commit = runCached(*writer_, "COMMIT");
+    if (commit.isOk()) {
+      transactions_.fetch_add(1);
+    } else {
+      batchError = "commit failed: " + commit.error();
+      if (writer_->inTransaction()) (void)runCached(*writer_, "ROLLBACK");
+    }
+  }
+  if (!batchError.empty()) {
+    // Nothing in this batch is durable, including writes that ran cleanly.
+    outcomes.assign(batch.size(), Result<bool>::fail(path_ + ": " + batchError));
+  }
+  finishBatch(batch, outcomes);
+}
+
+void Store::finishBatch(std::vector<Pending>& batch, std::vector<Result<bool>>& outcomes) {
+  uint64_t ok = 0;
+  for (const auto& r : outcomes) ok += r.isOk() ? 1 : 0;
+  writesCommitted_.fetch_add(ok);
+  writesFailed_.fetch_add(batch.size() - ok);
+  if (batch.size() > largestBatch_.load()) largestBatch_.store(batch.size());  // one writer
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].done) batch[i].done(std::move(outcomes[i]));
+  }
+}
+
+}  // namespace yard::store

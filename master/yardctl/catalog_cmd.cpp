@@ -1,0 +1,322 @@
+// `yardctl queue ...` and `yardctl dataset ...`.
+#include <memory>
+
+#include "common/spec/quantity.h"
+#include "common/util/json.h"
+#include "master/yardctl/cli.h"
+#include "master/yardctl/client.h"
+#include "master/yardctl/table.h"
+
+namespace yard::ctl {
+namespace {
+
+constexpr int64_t kUnlimited = int64_t{1} << 60;  // the master's "no quota" value
+
+std::string cpuText(int64_t m) { return m >= kUnlimited ? "unlimited" : spec::formatCpuMillis(m); }
+std::string memText(int64_t b) { return b >= kUnlimited ? "unlimited" : spec::formatMemoryBytes(b); }
+std::string countText(int64_t n) { return n >= kUnlimited ? "unlimited" : std::to_string(n); }
+
+const char* stateText(api::QueueState s) {
+  switch (s) {
+    case api::QueueState::RUNNING: return "running";
+    case api::QueueState::CLOSED: return "closed";
+    case api::QueueState::STOPPED: return "stopped";
+  }
+  return "unknown";
+}
+
+void queueJson(JsonWriter& w, api::Queue::Reader q) {
+  w.beginObject();
+  w.field("name", q.getName().cStr());
+  w.field("state", stateText(q.getState()));
+  w.key("quota").beginObject();
+  w.field("cpuMillis", q.getQuota().getCpuMillis());
+  w.field("memoryBytes", q.getQuota().getMemoryBytes());
+  w.field("gpu", q.getQuota().getGpu());
+  w.endObject();
+  w.key("used").beginObject();
+  w.field("cpuMillis", q.getUsed().getCpuMillis());
+  w.field("memoryBytes", q.getUsed().getMemoryBytes());
+  w.field("gpu", q.getUsed().getGpu());
+  w.endObject();
+  w.field("maxRunningJobs", q.getMaxRunningJobs());
+  w.field("weight", q.getWeight());
+  w.field("placement", q.getPlacement() == api::Placement::SPREAD ? "spread" : "binpack");
+  w.field("runningJobs", q.getRunningJobs());
+  w.field("queuedJobs", q.getQueuedJobs());
+  w.field("createdAt", q.getCreatedAt());
+  w.endObject();
+}
+
+void datasetJson(JsonWriter& w, api::Dataset::Reader d) {
+  w.beginObject();
+  w.field("name", d.getName().cStr());
+  w.field("path", d.getPath().cStr());
+  w.field("readOnly", d.getReadOnly());
+  w.field("createdAt", d.getCreatedAt());
+  w.endObject();
+}
+
+std::string weightText(double w) {
+  std::string s = std::to_string(w);
+  while (s.size() > 1 && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+void queueTable(std::ostream& out, capnp::List<api::Queue>::Reader list) {
+  Table t({"NAME", "STATE", "CPU", "MEMORY", "GPU", "MAX-JOBS", "WEIGHT", "PLACEMENT", "RUNNING", "QUEUED"});
+  for (auto q : list) {
+    auto quota = q.getQuota();
+    auto used = q.getUsed();
+    t.row({q.getName().cStr(), stateText(q.getState()),
+           spec::formatCpuMillis(used.getCpuMillis()) + "/" + cpuText(quota.getCpuMillis()),
+           spec::formatMemoryBytes(used.getMemoryBytes()) + "/" + memText(quota.getMemoryBytes()),
+           std::to_string(used.getGpu()) + "/" + countText(quota.getGpu()),
+           q.getMaxRunningJobs() == 0 ? "-" : std::to_string(q.getMaxRunningJobs()), weightText(q.getWeight()),
+           q.getPlacement() == api::Placement::SPREAD ? "spread" : "binpack", std::to_string(q.getRunningJobs()),
+           std::to_string(q.getQueuedJobs())});
+  }
+  t.print(out);
+}
+
+// Quota flags shared by create and update. Strings so that quantities parse our way.
+struct QuotaFlags {
+  std::string cpu, memory, gpu, maxRunningJobs, weight, placement;
+};
+
+void addQuotaFlags(CLI::App* cmd, QuotaFlags& f, bool required) {
+  auto* cpu = cmd->add_option("--cpu", f.cpu, "CPU quota in cores (4) or millicores (500m)");
+  auto* mem = cmd->add_option("--memory", f.memory, "Memory quota (512Gi)");
+  auto* gpu = cmd->add_option("--gpu", f.gpu, "GPU quota (whole GPUs)");
+  if (required) {
+    cpu->required();
+    mem->required();
+    gpu->required();
+  }
+  cmd->add_option("--max-running-jobs", f.maxRunningJobs, "At most this many running jobs (0 = no limit)");
+  cmd->add_option("--weight", f.weight, "Share weight against other queues (default 1)");
+  cmd->add_option("--placement", f.placement, "binpack (default) or spread")->check(CLI::IsMember({"binpack", "spread"}));
+}
+
+// Parses the given flags into `q`; returns the first error naming flag, rule and value.
+std::string parseQuota(const QuotaFlags& f, api::Queue::Builder q) {
+  auto quota = q.getQuota();
+  if (!f.cpu.empty()) {
+    auto v = spec::parseCpuMillis(f.cpu);
+    if (!v) return "--cpu: " + v.error();
+    quota.setCpuMillis(v.value());
+  }
+  if (!f.memory.empty()) {
+    auto v = spec::parseMemoryBytes(f.memory);
+    if (!v) return "--memory: " + v.error();
+    quota.setMemoryBytes(v.value());
+  }
+  if (!f.gpu.empty()) {
+    auto v = spec::parseInteger(f.gpu);
+    if (!v) return "--gpu: " + v.error();
+    quota.setGpu(v.value());
+  }
+  if (!f.maxRunningJobs.empty()) {
+    auto v = spec::parseInteger(f.maxRunningJobs);
+    if (!v) return "--max-running-jobs: " + v.error();
+    q.setMaxRunningJobs(v.value());
+  }
+  if (!f.weight.empty()) {
+    try {
+      size_t used = 0;
+      double w = std::stod(f.weight, &used);
+      if (used != f.weight.size()) throw std::invalid_argument("trailing");
+      q.setWeight(w);
+    } catch (const std::exception&) {
+      return "--weight: \"" + f.weight + "\" is not a number";
+    }
+  }
+  if (!f.placement.empty()) q.setPlacement(f.placement == "spread" ? api::Placement::SPREAD : api::Placement::BINPACK);
+  return "";
+}
+
+// Runs one request and prints its queue/dataset/list/done answer.
+template <typename Fill>
+int run(GlobalOptions& global, Streams io, Fill fill) {
+  auto address = masterAddress(global.master);
+  if (!address) {
+    io.err << "yardctl: " << address.error() << "\n";
+    return kExitFailed;
+  }
+  capnp::MallocMessageBuilder request;
+  auto req = request.initRoot<api::Request>();
+  req.setId(1);
+  std::string usageError = fill(req);
+  if (!usageError.empty()) {  // a bad flag value: nothing is sent
+    io.err << "yardctl: " << usageError << "\n";
+    return kExitUsage;
+  }
+  auto resp = sendRequest(address.value(), request);
+  if (!resp) {
+    io.err << "yardctl: " << resp.error() << "\n";
+    return kExitFailed;
+  }
+  auto r = resp.value()->root<api::Response>();
+  bool json = global.output == "json";
+  JsonWriter w;
+  switch (r.which()) {
+    case api::Response::QUEUE:
+      if (json) queueJson(w, r.getQueue());
+      else {
+        capnp::MallocMessageBuilder m;
+        auto one = m.initRoot<api::Response>().initQueues(1);
+        one.setWithCaveats(0, r.getQueue());
+        queueTable(io.out, one.asReader());
+      }
+      break;
+    case api::Response::QUEUES:
+      if (json) {
+        w.beginArray();
+        for (auto q : r.getQueues()) queueJson(w, q);
+        w.endArray();
+      } else {
+        queueTable(io.out, r.getQueues());
+      }
+      break;
+    case api::Response::DATASET:
+    case api::Response::DATASETS: {
+      std::vector<api::Dataset::Reader> list;
+      if (r.isDataset()) list.push_back(r.getDataset());
+      else for (auto d : r.getDatasets()) list.push_back(d);
+      if (json) {
+        if (!r.isDataset()) w.beginArray();
+        for (auto d : list) datasetJson(w, d);
+        if (!r.isDataset()) w.endArray();
+      } else {
+        Table t({"NAME", "PATH", "MODE"});
+        for (auto d : list) t.row({d.getName().cStr(), d.getPath().cStr(), d.getReadOnly() ? "read-only" : "read-write"});
+        t.print(io.out);
+      }
+      break;
+    }
+    case api::Response::DONE:
+      if (json) w.beginObject().field("result", r.getDone().cStr()).endObject();
+      else io.out << r.getDone().cStr() << "\n";
+      break;
+    default:
+      io.err << "yardctl: unexpected answer from the master\n";
+      return kExitFailed;
+  }
+  if (json) io.out << w.str() << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action) {
+  CLI::App* queue = app.add_subcommand("queue", "Manage queues: quotas, weights and states");
+  queue->require_subcommand(1);
+  auto name = std::make_shared<std::string>();
+  auto flags = std::make_shared<QuotaFlags>();
+  auto state = std::make_shared<std::string>();
+
+  CLI::App* create = queue->add_subcommand("create", "Create a queue with a quota");
+  create->add_option("name", *name, "Queue name")->required();
+  addQuotaFlags(create, *flags, true);
+  create->callback([&global, io, &action, name, flags] {
+    action = [&global, io, name, flags] {
+      return run(global, io, [&](api::Request::Builder r) {
+        auto q = r.initQueueCreate();
+        q.setName(*name);
+        return parseQuota(*flags, q);
+      });
+    };
+  });
+
+  CLI::App* update = queue->add_subcommand("update", "Change a queue's quota, weight, limits or placement");
+  update->add_option("name", *name, "Queue name")->required();
+  addQuotaFlags(update, *flags, false);
+  update->callback([&global, io, &action, name, flags] {
+    action = [&global, io, name, flags] {
+      return run(global, io, [&](api::Request::Builder r) -> std::string {
+        auto u = r.initQueueUpdate();
+        u.setName(*name);
+        const QuotaFlags& f = *flags;
+        u.setSetQuotaCpu(!f.cpu.empty());
+        u.setSetQuotaMemory(!f.memory.empty());
+        u.setSetQuotaGpu(!f.gpu.empty());
+        u.setSetMaxRunningJobs(!f.maxRunningJobs.empty());
+        u.setSetWeight(!f.weight.empty());
+        u.setSetPlacement(!f.placement.empty());
+        if (f.cpu.empty() && f.memory.empty() && f.gpu.empty() && f.maxRunningJobs.empty() && f.weight.empty() &&
+            f.placement.empty())
+          return "queue update: nothing to change (give --cpu, --memory, --gpu, --max-running-jobs, --weight or --placement)";
+        return parseQuota(f, u.initValues());
+      });
+    };
+  });
+
+  CLI::App* setState = queue->add_subcommand("state", "Set a queue's state: running, closed or stopped");
+  setState->add_option("name", *name, "Queue name")->required();
+  setState->add_option("state", *state, "running | closed | stopped")->required()->check(CLI::IsMember({"running", "closed", "stopped"}));
+  setState->callback([&global, io, &action, name, state] {
+    action = [&global, io, name, state] {
+      return run(global, io, [&](api::Request::Builder r) -> std::string {
+        auto u = r.initQueueUpdate();
+        u.setName(*name);
+        u.setSetState(true);
+        u.initValues().setState(*state == "closed" ? api::QueueState::CLOSED
+                                : *state == "stopped" ? api::QueueState::STOPPED
+                                                      : api::QueueState::RUNNING);
+        return "";
+      });
+    };
+  });
+
+  CLI::App* list = queue->add_subcommand("list", "List queues with usage and quota");
+  list->callback([&global, io, &action] {
+    action = [&global, io] { return run(global, io, [](api::Request::Builder r) { r.setQueueList(); return std::string(); }); };
+  });
+  CLI::App* show = queue->add_subcommand("show", "Show one queue");
+  show->add_option("name", *name, "Queue name")->required();
+  show->callback([&global, io, &action, name] {
+    action = [&global, io, name] { return run(global, io, [&](api::Request::Builder r) { r.setQueueShow(*name); return std::string(); }); };
+  });
+  CLI::App* del = queue->add_subcommand("delete", "Delete an empty queue");
+  del->add_option("name", *name, "Queue name")->required();
+  del->callback([&global, io, &action, name] {
+    action = [&global, io, name] { return run(global, io, [&](api::Request::Builder r) { r.setQueueDelete(*name); return std::string(); }); };
+  });
+
+  CLI::App* dataset = app.add_subcommand("dataset", "Manage datasets: named host paths jobs can mount");
+  dataset->require_subcommand(1);
+  auto path = std::make_shared<std::string>();
+  auto readWrite = std::make_shared<bool>(false);
+  CLI::App* dcreate = dataset->add_subcommand("create", "Register a dataset path (read-only unless --read-write)");
+  dcreate->add_option("name", *name, "Dataset name")->required();
+  dcreate->add_option("--path", *path, "Absolute path on the nodes (e.g. an NFS mount)")->required();
+  dcreate->add_flag("--read-write", *readWrite, "Allow jobs to mount it read-write");
+  dcreate->callback([&global, io, &action, name, path, readWrite] {
+    action = [&global, io, name, path, readWrite] {
+      return run(global, io, [&](api::Request::Builder r) {
+        auto d = r.initDatasetCreate();
+        d.setName(*name);
+        d.setPath(*path);
+        d.setReadOnly(!*readWrite);
+        return std::string();
+      });
+    };
+  });
+  CLI::App* dlist = dataset->add_subcommand("list", "List datasets");
+  dlist->callback([&global, io, &action] {
+    action = [&global, io] { return run(global, io, [](api::Request::Builder r) { r.setDatasetList(); return std::string(); }); };
+  });
+  CLI::App* dshow = dataset->add_subcommand("show", "Show one dataset");
+  dshow->add_option("name", *name, "Dataset name")->required();
+  dshow->callback([&global, io, &action, name] {
+    action = [&global, io, name] { return run(global, io, [&](api::Request::Builder r) { r.setDatasetShow(*name); return std::string(); }); };
+  });
+  CLI::App* ddel = dataset->add_subcommand("delete", "Delete a dataset");
+  ddel->add_option("name", *name, "Dataset name")->required();
+  ddel->callback([&global, io, &action, name] {
+    action = [&global, io, name] { return run(global, io, [&](api::Request::Builder r) { r.setDatasetDelete(*name); return std::string(); }); };
+  });
+}
+
+}  // namespace yard::ctl

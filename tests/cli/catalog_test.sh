@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Queues and datasets through yardctl against a real yard-master with a real SQLite file:
+# create/update/state/list/show/delete, the refusals and their exit codes, and that all of
+# it survives a master restart (and a kill -9).
+set -u
+bin=$1
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+start_master() {
+  : >"$tmp/out"
+  "$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 >"$tmp/out" 2>>"$tmp/err" &
+  master=$!
+  pids+=("$master")
+  for _ in $(seq 50); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
+  export YARD_MASTER=$(sed -n 's/^listening //p' "$tmp/out")
+  [ -n "$YARD_MASTER" ] || { echo "master did not start: $(cat "$tmp/err")"; exit 1; }
+}
+y() { "$bin/yardctl" "$@"; }
+expect() {  # expect RC PATTERN -- yardctl args...
+  local want=$1 pattern=$2; shift 3
+  out=$("$bin/yardctl" "$@" 2>&1); local rc=$?
+  [ "$rc" -eq "$want" ] || fail "yardctl $*: exit $rc, want $want: $out"
+  echo "$out" | grep -qE -- "$pattern" || fail "yardctl $*: output does not match /$pattern/: $out"
+}
+
+start_master
+expect 0 '^default +running +0/unlimited' -- queue list
+expect 0 '^team-a +running +0/8 +0/64Gi +0/8 +3 +2 +binpack' -- queue create team-a --cpu 8 --memory 64Gi --gpu 8 --max-running-jobs 3 --weight 2
+expect 1 'queue team-a already exists' -- queue create team-a --cpu 1 --memory 1Gi --gpu 0
+expect 1 'queue name "Team_B" must use only lowercase' -- queue create Team_B --cpu 1 --memory 1Gi --gpu 0
+expect 2 '--cpu: "lots" is not a cpu quantity' -- queue create team-b --cpu lots --memory 1Gi --gpu 0
+expect 1 'queue team-b does not exist' -- queue show team-b
+expect 2 'memory' -- queue create team-b --cpu 1 --gpu 0
+expect 1 '--gpu: -1 must be 0 or more' -- queue create team-b --cpu 1 --memory 1Gi --gpu -1
+expect 0 'team-a +running +0/8 +0/64Gi +0/16 +3 +2 +spread' -- queue update team-a --gpu 16 --placement spread
+expect 2 'nothing to change' -- queue update team-a
+expect 0 'team-a +stopped' -- queue state team-a stopped
+expect 2 '' -- queue state team-a paused
+expect 1 'queue default cannot be deleted' -- queue delete default
+expect 0 '"state": "stopped"' -- queue show team-a -o json
+out=$(y -o json queue list)
+python3 -c 'import json,sys; q={x["name"]: x for x in json.loads(sys.argv[1])}; assert q["team-a"]["quota"] == {"cpuMillis": 8000, "memoryBytes": 64 << 30, "gpu": 16}, q; assert q["team-a"]["weight"] == 2' "$out" || fail "queue list json: $out"
+
+expect 0 '^imagenet +/mnt/nfs/imagenet +read-only' -- dataset create imagenet --path /mnt/nfs/imagenet
+expect 0 '^ckpt +/mnt/nfs/ckpt +read-write' -- dataset create ckpt --path /mnt/nfs/ckpt --read-write
+expect 1 '--path: "rel/path" must be an absolute path' -- dataset create bad-one --path rel/path
+expect 1 'dataset imagenet already exists' -- dataset create imagenet --path /x
+expect 0 '"readOnly": true' -- dataset show imagenet -o json
+expect 0 'dataset ckpt deleted' -- dataset delete ckpt
+expect 1 'dataset ckpt does not exist' -- dataset show ckpt
+
+# Everything acknowledged survives a kill -9 and restart.
+kill -9 "$master"; wait "$master" 2>/dev/null
+start_master
+expect 0 'team-a +stopped +0/8 +0/64Gi +0/16 +3 +2 +spread' -- queue list
+expect 0 '^imagenet +/mnt/nfs/imagenet +read-only' -- dataset list
+expect 1 'dataset ckpt does not exist' -- dataset show ckpt
+expect 0 'queue team-a deleted' -- queue delete team-a
+kill -TERM "$master"; wait "$master"
+start_master
+out=$(y queue list)
+echo "$out" | grep -q team-a && fail "deleted queue came back: $out"
+[ "$(y -o json queue list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 1 ] || fail "expected only default"
+
+[ "$fails" -eq 0 ] && echo "catalog: all checks passed"
+exit $((fails > 0))
