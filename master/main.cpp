@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<store::Store> db = std::move(opened).value();
   auto state = db->loadAll();
   if (!state) {
-    logLine(dbPath + ": " + state.error());
+    logLine(state.error());
     return 1;
   }
 

@@ -203,6 +203,7 @@ class Store {
   // Called on the writer thread once the change is durable (ok) or rolled back (error). It
   // must be short and must not throw or block on the store (no writeSync): post the result
   // back to the caller's own thread (e.g. asio::post to the io_context). It may call write().
+  // An empty Done is allowed (fire and forget).
   using Done = std::function<void(Result<bool>)>;
 
   // Opens or creates the store at `path` (see schema.h for what is refused and why) and

@@ -1,0 +1,553 @@
+// master/store: durability, schema versions, refusal of bad files, group commit.
+
+#include "master/store/store.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iterator>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "master/store/schema.h"
+#include "master/store/sqlite.h"
+
+namespace fs = std::filesystem;
+using namespace yard::store;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "yard-store-XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+std::unique_ptr<Store> openStore(const std::string& path) {
+  auto s = Store::open(path);
+  INFO((s.isOk() ? std::string() : s.error()));
+  REQUIRE(s.isOk());
+  return std::move(s).value();
+}
+
+State load(Store& store) {
+  auto st = store.loadAll();
+  INFO((st.isOk() ? std::string() : st.error()));
+  REQUIRE(st.isOk());
+  return std::move(st).value();
+}
+
+void writeOk(Store& store, Store::Write w) {
+  auto r = store.writeSync(std::move(w));
+  INFO((r.isOk() ? std::string() : r.error()));
+  REQUIRE(r.isOk());
+}
+
+// A spec blob with NUL and high bytes, as capnp messages have.
+std::string specBytes(size_t n, int seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 31 + seed) % 256);
+  return s;
+}
+
+JobRecord job(const std::string& name) {
+  JobRecord j;
+  j.name = name;
+  j.queue = "team-a";
+  j.state = "Queued";
+  j.reason = "waiting for quota";
+  j.priority = 5;
+  j.spec = specBytes(2048, static_cast<int>(name.size()));
+  j.submittedAt = 1700000000123;
+  return j;
+}
+
+// One job with three tasks in one write; the unit the crash test checks for wholeness.
+int64_t insertJobWithTasks(Tx& tx, JobRecord& j) {
+  auto id = tx.insertJob(j);
+  if (!id.isOk()) return 0;
+  std::vector<TaskRecord> tasks(3);
+  for (int i = 0; i < 3; ++i) {
+    tasks[i].jobId = j.id;
+    tasks[i].name = "task-" + std::to_string(i);
+    tasks[i].state = "Waiting";
+  }
+  tx.insertTasks(tasks);
+  EventRecord ev{0, j.id, "", "", 0, j.submittedAt, "Queued", "submitted"};
+  tx.appendEvent(ev);
+  return j.id;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void overwrite(const std::string& path, size_t offset, const std::string& bytes) {
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A closed store holding `jobs` jobs (with tasks), for the corruption tests.
+void makeStore(const std::string& path, int jobs) {
+  auto store = openStore(path);
+  for (int i = 0; i < jobs; ++i) {
+    writeOk(*store, [i](Tx& tx) {
+      JobRecord j = job("job-" + std::to_string(i));
+      insertJobWithTasks(tx, j);
+    });
+  }
+}
+
+void requireRefused(const std::string& path, const std::string& expected) {
+  auto s = Store::open(path);
+  REQUIRE_FALSE(s.isOk());
+  CHECK_THAT(s.error(), Catch::Contains(path));
+  CHECK_THAT(s.error(), Catch::Contains(expected));
+}
+
+}  // namespace
+
+TEST_CASE("store: every record type round-trips through close and reopen", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  QueueRecord q{"team-a", "running", 64000, int64_t{256} << 30, 8, 10, 2.5, "spread", 11};
+  DatasetRecord d{"imagenet", "/mnt/nfs/imagenet", true, 12};
+  NodeRecord n{"gpu-01", "10.0.0.1", 96000, int64_t{512} << 30, 8, 30000, 31000,
+               R"({"zone":"a","ü":"ß"})", "containerd,host", "kata", "ready", true, 13, 14,
+               "0.1.0"};
+  JobRecord j = job("resnet-train");
+  j.startedAt = 15;
+  TaskRecord t{0, 0, "train", "Running", "", 2, 16, 0};
+  ReplicaRecord r{0, 0, "worker", 3, 1, "Running", "gpu-01", "0,1", 30001,
+                  R"({"metrics":30002})", R"({"RANK":"3"})", 0, "", 4000, 1 << 30, 2, 17, 0};
+  EventRecord e{0, 0, "train", "worker/3", 1, 18, "Running", "container started"};
+  {
+    auto store = openStore(path);
+    writeOk(*store, [&](Tx& tx) {
+      tx.upsertQueue(q);
+      tx.upsertDataset(d);
+      tx.upsertNode(n);
+      tx.insertJob(j);
+      t.jobId = j.id;
+      tx.insertTask(t);
+      r.taskId = t.id;
+      tx.insertReplica(r);
+      e.jobId = j.id;
+      tx.appendEvent(e);
+    });
+    REQUIRE(j.id > 0);
+    REQUIRE(t.id > 0);
+    REQUIRE(r.id > 0);
+    REQUIRE(e.id > 0);
+  }
+  auto store = openStore(path);
+  State st = load(*store);
+  REQUIRE(st.queues == std::vector<QueueRecord>{q});
+  REQUIRE(st.datasets == std::vector<DatasetRecord>{d});
+  REQUIRE(st.nodes == std::vector<NodeRecord>{n});
+  REQUIRE(st.jobs == std::vector<JobRecord>{j});
+  REQUIRE(st.tasks == std::vector<TaskRecord>{t});
+  REQUIRE(st.replicas == std::vector<ReplicaRecord>{r});
+  auto events = store->events(j.id, 10);
+  REQUIRE(events.isOk());
+  REQUIRE(events.value() == std::vector<EventRecord>{e});
+}
+
+TEST_CASE("store: updates, upserts, deletes and purges are durable", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  JobRecord j = job("resnet-train");
+  TaskRecord t{0, 0, "train", "Waiting", "", 0, 0, 0};
+  ReplicaRecord r;
+  JobRecord other = job("other-job");
+  JobRecord purged = job("purged-job");
+  {
+    auto store = openStore(path);
+    writeOk(*store, [&](Tx& tx) {
+      tx.upsertQueue({"team-a", "running", 1000, 1000, 0, 0, 1.0, "binpack", 1});
+      tx.upsertDataset({"imagenet", "/data", false, 1});
+      NodeRecord n;
+      n.name = "n1";
+      n.state = "ready";
+      tx.upsertNode(n);
+      tx.insertJob(j);
+      tx.insertJob(other);
+      insertJobWithTasks(tx, purged);
+      t.jobId = j.id;
+      tx.insertTask(t);
+      r.taskId = t.id;
+      r.role = "master";
+      r.state = "Placed";
+      r.node = "n1";
+      tx.insertReplica(r);
+    });
+    j.state = "Running";
+    j.startedAt = 100;
+    t.state = "Running";
+    t.attempt = 1;
+    r.state = "Exited";
+    r.exitCode = 137;
+    r.reason = "OOMKilled";
+    r.finishedAt = 200;
+    writeOk(*store, [&](Tx& tx) {
+      tx.updateJob(j);
+      tx.updateTask(t);
+      tx.updateReplica(r);
+      tx.upsertQueue({"team-a", "closed", 2000, 3000, 4, 1, 3.0, "spread", 1});
+      tx.deleteDataset("imagenet");
+      tx.deleteNode("n1");
+      tx.purgeJob(purged.id);
+    });
+  }
+  auto store = openStore(path);
+  State st = load(*store);
+  REQUIRE(st.queues.size() == 1);
+  CHECK(st.queues[0].state == "closed");
+  CHECK(st.queues[0].weight == 3.0);
+  CHECK(st.datasets.empty());
+  CHECK(st.nodes.empty());
+  REQUIRE(st.jobs.size() == 2);  // resnet-train and other-job; the purged one is gone
+  CHECK(st.jobs[0] == j);
+  CHECK(st.tasks == std::vector<TaskRecord>{t});  // the purged job's tasks went with it
+  CHECK(st.replicas == std::vector<ReplicaRecord>{r});
+  CHECK(st.jobs[1] == other);
+  CHECK(store->events(purged.id, 0).value().empty());
+}
+
+TEST_CASE("store: a failing operation names the record and rolls back its write", "[store]") {
+  TempDir dir;
+  auto store = openStore(dir.file("state.db"));
+  JobRecord j = job("quota-gone");
+  auto r = store->writeSync([&](Tx& tx) {
+    tx.insertJob(j);
+    tx.fail("queue \"team-a\" has no cpu left");
+  });
+  REQUIRE_FALSE(r.isOk());
+  CHECK(r.error() == "queue \"team-a\" has no cpu left");
+
+  JobRecord missing = job("nobody");
+  missing.id = 999;
+  r = store->writeSync([&](Tx& tx) { tx.updateJob(missing); });
+  CHECK(r.error() == "job 999 does not exist");
+  r = store->writeSync([&](Tx& tx) {
+    TaskRecord t{0, 12345, "train", "Waiting", "", 0, 0, 0};
+    tx.insertTask(t);
+  });
+  CHECK(r.error() == "storing task \"train\": job 12345 does not exist");
+  r = store->writeSync([&](Tx& tx) {
+    JobRecord k = job("thrower");
+    tx.insertJob(k);
+    throw std::runtime_error("boom");
+  });
+  CHECK(r.error() == "the write threw: boom");
+  CHECK(load(*store).jobs.empty());
+  CHECK(store->stats().writesFailed == 4);
+}
+
+TEST_CASE("store: events returns the newest events, oldest first", "[store]") {
+  TempDir dir;
+  auto store = openStore(dir.file("state.db"));
+  JobRecord j = job("resnet-train");
+  writeOk(*store, [&](Tx& tx) {
+    tx.insertJob(j);
+    for (int i = 0; i < 5; ++i) {
+      EventRecord e{0, j.id, "", "", 0, i, "Type" + std::to_string(i), ""};
+      tx.appendEvent(e);
+    }
+  });
+  auto last3 = store->events(j.id, 3).value();
+  REQUIRE(last3.size() == 3);
+  CHECK(last3[0].type == "Type2");
+  CHECK(last3[2].type == "Type4");
+  CHECK(store->events(j.id, 0).value().size() == 5);
+  CHECK(store->events(j.id + 1, 0).value().empty());
+}
+
+TEST_CASE("store: a version-1 database is migrated with its data intact", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  {
+    auto conn = sql::Connection::open(path);
+    REQUIRE(conn.isOk());
+    auto& c = *conn.value();
+    REQUIRE(c.exec(schema::migrations()[0].sql).isOk());
+    REQUIRE(c.exec("PRAGMA user_version = 1; PRAGMA application_id = " +
+                   std::to_string(schema::kApplicationId)).isOk());
+    auto rows = c.exec(R"sql(
+      INSERT INTO queues VALUES (1, 'team-a', 'running', 1000, 2000, 1, 0, 1.5, 'binpack', 7);
+      INSERT INTO jobs VALUES (1, 'old-job', 'team-a', 'Running', '', 0, x'00ff10', 1, 2, 0, 0);
+      INSERT INTO tasks VALUES (1, 1, 'train', 'Running', '', 0, 2, 0);
+      INSERT INTO events VALUES (1, 1, 'train', '', 2, 'Running', 'started');
+    )sql");
+    INFO((rows.isOk() ? std::string() : rows.error()));
+    REQUIRE(rows.isOk());
+  }
+  {
+    auto store = openStore(path);
+    State st = load(*store);
+    REQUIRE(st.queues.size() == 1);
+    CHECK(st.queues[0].weight == 1.5);
+    REQUIRE(st.jobs.size() == 1);
+    CHECK(st.jobs[0].name == "old-job");
+    CHECK(st.jobs[0].spec == std::string("\x00\xff\x10", 3));
+    REQUIRE(st.tasks.size() == 1);
+    auto events = store->events(1, 0).value();
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].attempt == 0);  // written before attempts were recorded
+    CHECK(events[0].reason == "started");
+    writeOk(*store, [](Tx& tx) {
+      EventRecord e{0, 1, "train", "worker/0", 3, 9, "Failed", "exit 1"};
+      tx.appendEvent(e);
+    });
+    CHECK(store->events(1, 1).value().at(0).attempt == 3);
+  }
+  auto conn = sql::Connection::open(path, true);
+  CHECK(conn.value()->queryInt("PRAGMA user_version").value() == schema::currentVersion());
+}
+
+TEST_CASE("store: a newer schema version is refused", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  makeStore(path, 1);
+  REQUIRE(sql::Connection::open(path).value()->exec("PRAGMA user_version = 7").isOk());
+  auto s = Store::open(path);
+  REQUIRE_FALSE(s.isOk());
+  CHECK(s.error() == path + ": database schema version 7 is newer than this yard-master"
+                            " supports (2); upgrade yard-master");
+}
+
+TEST_CASE("store: a file of random bytes is refused", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  std::string junk = specBytes(8192, 7);
+  { std::ofstream(path, std::ios::binary) << junk; }
+  requireRefused(path, "refusing to use it");
+  CHECK(readFile(path) == junk);
+}
+
+TEST_CASE("store: a database with an overwritten page is refused untouched", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  makeStore(path, 200);
+  REQUIRE_FALSE(fs::exists(path + "-wal"));  // checkpointed on close: all pages in the file
+  size_t size = fs::file_size(path);
+  REQUIRE(size > 64 * 4096);
+  std::mt19937 rng(42);
+  std::string garbage(4 * 4096, '\0');
+  for (char& c : garbage) c = static_cast<char>(rng());
+  overwrite(path, (size / 2) / 4096 * 4096, garbage);
+  std::string before = readFile(path);
+  requireRefused(path, "quick_check");
+  CHECK(readFile(path) == before);
+}
+
+TEST_CASE("store: a truncated database is refused", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  makeStore(path, 200);
+  fs::resize_file(path, fs::file_size(path) / 2);
+  requireRefused(path, "refusing to use it");
+}
+
+TEST_CASE("store: a SQLite file of another application is refused", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("other.db");
+  {
+    auto c = sql::Connection::open(path);
+    REQUIRE(c.value()->exec("CREATE TABLE t (x); PRAGMA application_id = 1234").isOk());
+  }
+  requireRefused(path, "not a Yard database (SQLite application_id is 0x000004d2");
+  std::string plain = dir.file("plain.db");
+  REQUIRE(sql::Connection::open(plain).value()->exec("CREATE TABLE t (x)").isOk());
+  requireRefused(plain, "not a Yard database");
+}
+
+TEST_CASE("store: 1000 writes from 8 threads share far fewer transactions", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  constexpr int kThreads = 8, kPerThread = 125, kWrites = kThreads * kPerThread;
+  {
+    auto store = openStore(path);
+    std::mutex mu;  // guards finished, failures
+    std::condition_variable cv;
+    int finished = 0;
+    std::vector<std::string> failures;
+    std::promise<void> go;
+    std::shared_future<void> start = go.get_future().share();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        start.wait();
+        for (int i = 0; i < kPerThread; ++i) {
+          std::string name = "job-" + std::to_string(t) + "-" + std::to_string(i);
+          store->write([name](Tx& tx) { JobRecord j = job(name); insertJobWithTasks(tx, j); },
+                       [&](yard::Result<bool> r) {
+                         std::lock_guard<std::mutex> lock(mu);
+                         if (!r.isOk()) failures.push_back(r.error());
+                         ++finished;
+                         cv.notify_all();
+                       });
+        }
+      });
+    }
+    go.set_value();
+    CHECK(store->loadAll().isOk());  // a read while the writes run
+    for (auto& th : threads) th.join();
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return finished == kWrites; });
+    CHECK(failures.empty());
+    Stats s = store->stats();
+    CHECK(s.writesCommitted == kWrites);
+    INFO("transactions: " << s.transactions << ", largest batch: " << s.largestBatch);
+    CHECK(s.transactions < kWrites / 4);
+  }
+  auto store = openStore(path);
+  State st = load(*store);
+  CHECK(st.jobs.size() == kWrites);
+  CHECK(st.tasks.size() == 3 * kWrites);
+}
+
+TEST_CASE("store: a failing write rolls back alone while its batch commits", "[store]") {
+  TempDir dir;
+  auto store = openStore(dir.file("state.db"));
+  // Hold the writer inside a first batch so the next three queue up as one batch.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> holding;
+  store->write([&](Tx&) { holding.set_value(); released.wait(); }, nullptr);
+  holding.get_future().wait();
+
+  std::vector<std::promise<yard::Result<bool>>> results(3);
+  auto done = [&](int i) { return [&, i](yard::Result<bool> r) { results[i].set_value(r); }; };
+  store->write([](Tx& tx) { JobRecord j = job("resnet-train"); tx.insertJob(j); }, done(0));
+  store->write([](Tx& tx) {
+    JobRecord first = job("half-written");
+    tx.insertJob(first);                     // succeeds, then must be rolled back
+    JobRecord dup = job("resnet-train");
+    tx.insertJob(dup);
+  }, done(1));
+  store->write([](Tx& tx) { JobRecord j = job("bert-finetune"); tx.insertJob(j); }, done(2));
+  release.set_value();
+
+  CHECK(results[0].get_future().get().isOk());
+  auto failed = results[1].get_future().get();
+  REQUIRE_FALSE(failed.isOk());
+  CHECK(failed.error() ==
+        "job name \"resnet-train\" is already used by a job that has not been deleted");
+  CHECK(results[2].get_future().get().isOk());
+  Stats s = store->stats();
+  CHECK(s.transactions == 2);  // the holder's batch, then all three together
+  CHECK(s.largestBatch == 3);
+  CHECK(s.writesFailed == 1);
+  std::vector<std::string> names;
+  for (const auto& j : load(*store).jobs) names.push_back(j.name);
+  CHECK(names == std::vector<std::string>{"resnet-train", "bert-finetune"});
+}
+
+TEST_CASE("store: a deleted job's name can be reused", "[store]") {
+  TempDir dir;
+  auto store = openStore(dir.file("state.db"));
+  JobRecord first = job("resnet-train");
+  writeOk(*store, [&](Tx& tx) { tx.insertJob(first); });
+  writeOk(*store, [&](Tx& tx) { tx.markJobDeleted(first.id); });
+  JobRecord second = job("resnet-train");
+  writeOk(*store, [&](Tx& tx) { tx.insertJob(second); });
+  CHECK(second.id != first.id);
+  auto third = store->writeSync([](Tx& tx) { JobRecord j = job("resnet-train"); tx.insertJob(j); });
+  CHECK_FALSE(third.isOk());
+  first.deleted = false;  // un-deleting the first collides with the live second
+  auto undelete = store->writeSync([&](Tx& tx) { tx.updateJob(first); });
+  CHECK_THAT(undelete.error(), Catch::Contains("already used by a job that has not been deleted"));
+  State st = load(*store);
+  REQUIRE(st.jobs.size() == 2);
+  CHECK(st.jobs[0].deleted);
+  CHECK_FALSE(st.jobs[1].deleted);
+}
+
+namespace {
+
+// Child side of the crash test: write jobs forever, reporting each acknowledged id.
+[[noreturn]] void crashChild(const std::string& path, int fd) {
+  auto opened = Store::open(path);
+  if (!opened.isOk()) _exit(2);
+  auto& store = *opened.value();
+  for (int i = 0;; ++i) {
+    JobRecord j = job("job-" + std::to_string(i));
+    auto r = store.writeSync([&](Tx& tx) { insertJobWithTasks(tx, j); });
+    if (!r.isOk()) _exit(3);
+    if (write(fd, &j.id, sizeof j.id) != sizeof j.id) _exit(4);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("store: every acknowledged job survives kill -9 whole", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  pid_t pid = fork();  // this test process has no other threads here
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    crashChild(path, fds[1]);
+  }
+  close(fds[1]);
+  std::vector<int64_t> acked;
+  auto readId = [&] {
+    int64_t id = 0;
+    size_t got = 0;
+    while (got < sizeof id) {
+      ssize_t n = read(fds[0], reinterpret_cast<char*>(&id) + got, sizeof id - got);
+      if (n <= 0) return false;
+      got += static_cast<size_t>(n);
+    }
+    acked.push_back(id);
+    return true;
+  };
+  while (acked.size() < 40 && readId()) {}
+  kill(pid, SIGKILL);
+  while (readId()) {}  // ids acknowledged before the kill, still in the pipe
+  close(fds[0]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFSIGNALED(status));  // killed mid-way, not exited
+  REQUIRE(acked.size() >= 40);
+
+  auto store = openStore(path);
+  State st = load(*store);
+  std::map<int64_t, JobRecord> jobs;
+  for (const auto& j : st.jobs) jobs[j.id] = j;
+  std::map<int64_t, int> taskCount;
+  for (const auto& t : st.tasks) ++taskCount[t.jobId];
+  for (size_t i = 0; i < acked.size(); ++i) {
+    REQUIRE(jobs.count(acked[i]) == 1);
+    CHECK(jobs[acked[i]].name == "job-" + std::to_string(i));
+    CHECK(jobs[acked[i]].spec == job("job-" + std::to_string(i)).spec);
+  }
+  // At most the one write committed but not yet acknowledged when the kill landed.
+  CHECK(jobs.size() <= acked.size() + 1);
+  for (const auto& [id, j] : jobs) {
+    INFO("job " << id);
+    CHECK(taskCount[id] == 3);
+    CHECK(store->events(id, 0).value().size() == 1);
+  }
+}
