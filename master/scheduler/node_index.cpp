@@ -6,6 +6,22 @@
 
 namespace yard::sched::detail {
 
+void NodeIndex::Tree::add(int64_t gpu, const Key& key) {
+  Bucket& b = byGpu[gpu];
+  b.byCpu.insert(key);
+  b.memory.insert(key.memory);
+  size += 1;
+}
+
+void NodeIndex::Tree::remove(int64_t gpu, const Key& key) {
+  auto bucket = byGpu.find(gpu);
+  bucket->second.byCpu.erase(key);
+  bucket->second.memory.erase(bucket->second.memory.find(key.memory));
+  // Empty buckets are dropped so that searches never walk a long run of them.
+  if (bucket->second.byCpu.empty()) byGpu.erase(bucket);
+  size -= 1;
+}
+
 NodeIndex::NodeIndex(const std::vector<NodeView>& nodes)
     : nodes_(nodes), entries_(nodes.size()) {
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -18,6 +34,10 @@ NodeIndex::NodeIndex(const std::vector<NodeView>& nodes)
   }
 }
 
+bool NodeIndex::portFree(size_t node, const PortUse& port) const {
+  return !nodes_[node].portsInUse.contains({port.port, port.udp});
+}
+
 void NodeIndex::insert(size_t node) {
   Entry& e = entries_[node];
   if (e.classes == 0) return;
@@ -25,10 +45,12 @@ void NodeIndex::insert(size_t node) {
   e.gpu = free.gpu;
   e.key = Key{free.cpuMillis, free.memoryBytes, node};
   for (int c = 0; c < kNodeClasses; ++c) {
-    if ((e.classes & (1u << c)) == 0) continue;
-    Bucket& b = classes_[c][e.gpu];
-    b.byCpu.insert(e.key);
-    b.memory.insert(e.key.memory);
+    if ((e.classes & (1u << c)) != 0) classes_[c].add(e.gpu, e.key);
+  }
+  for (PortTree& h : hot_) {
+    if ((e.classes & (1u << h.nodeClass)) == 0 || !portFree(node, h.port)) continue;
+    h.tree.add(e.gpu, e.key);
+    h.present[node] = 1;
   }
 }
 
@@ -36,12 +58,12 @@ void NodeIndex::erase(size_t node) {
   const Entry& e = entries_[node];
   if (e.classes == 0) return;
   for (int c = 0; c < kNodeClasses; ++c) {
-    if ((e.classes & (1u << c)) == 0) continue;
-    auto bucket = classes_[c].find(e.gpu);
-    bucket->second.byCpu.erase(e.key);
-    bucket->second.memory.erase(bucket->second.memory.find(e.key.memory));
-    // Empty buckets are dropped so that searches never walk a long run of them.
-    if (bucket->second.byCpu.empty()) classes_[c].erase(bucket);
+    if ((e.classes & (1u << c)) != 0) classes_[c].remove(e.gpu, e.key);
+  }
+  for (PortTree& h : hot_) {
+    if (!h.present[node]) continue;
+    h.tree.remove(e.gpu, e.key);
+    h.present[node] = 0;
   }
 }
 
@@ -50,35 +72,68 @@ void NodeIndex::update(size_t node) {
   insert(node);
 }
 
-std::optional<size_t> NodeIndex::find(const ReplicaRequest& replica, bool vm,
-                                      Placement how) const {
-  const ClassIndex& index = classes_[nodeClass(replica.hostImage, vm)];
-  return how == Placement::Spread ? spread(index, replica) : binpack(index, replica);
+void NodeIndex::makeHot(int cls, const PortUse& port) {
+  if (!hotByPort_.emplace(std::tuple(cls, port.port, port.udp), hot_.size()).second) return;
+  __builtin_printf("HOT %d %u\n", cls, port.port);
+  PortTree& h = hot_.emplace_back();
+  h.nodeClass = cls;
+  h.port = port;
+  h.present.assign(nodes_.size(), 0);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Entry& e = entries_[i];
+    if ((e.classes & (1u << cls)) == 0 || !portFree(i, port)) continue;
+    h.tree.add(e.gpu, e.key);
+    h.present[i] = 1;
+  }
 }
 
-std::optional<size_t> NodeIndex::binpack(const ClassIndex& index,
-                                         const ReplicaRequest& r) const {
+const NodeIndex::Tree& NodeIndex::smallestTree(const ReplicaRequest& r, int cls) const {
+  const Tree* best = &classes_[cls];
+  for (const PortUse& d : r.declaredPorts) {
+    auto hot = hotByPort_.find(std::tuple(cls, d.port, d.udp));
+    if (hot != hotByPort_.end() && hot_[hot->second].tree.size < best->size)
+      best = &hot_[hot->second].tree;
+  }
+  return *best;
+}
+
+std::optional<size_t> NodeIndex::find(const ReplicaRequest& replica, bool vm, Placement how) {
+  int cls = nodeClass(replica.hostImage, vm);
+  const Tree& tree = smallestTree(replica, cls);
+  size_t skipped = 0;
+  auto found = how == Placement::Spread ? spread(tree, replica, skipped)
+                                        : binpack(tree, replica, skipped);
+  if (skipped > kHotAfter) {
+    for (const PortUse& d : replica.declaredPorts) makeHot(cls, d);
+  }
+  return found;
+}
+
+std::optional<size_t> NodeIndex::binpack(const Tree& tree, const ReplicaRequest& r,
+                                         size_t& skipped) const {
   const Resources& need = r.resources;
-  for (auto b = index.lower_bound(need.gpu); b != index.end(); ++b) {
+  for (auto b = tree.byGpu.lower_bound(need.gpu); b != tree.byGpu.end(); ++b) {
     const Bucket& bucket = b->second;
     if (*bucket.memory.rbegin() < need.memoryBytes) continue;
     Key from{need.cpuMillis, std::numeric_limits<int64_t>::min(), 0};
     for (auto k = bucket.byCpu.lower_bound(from); k != bucket.byCpu.end(); ++k) {
       if (k->memory >= need.memoryBytes && canHold(nodes_[k->node], r)) return k->node;
+      skipped += 1;
     }
   }
   return std::nullopt;
 }
 
-std::optional<size_t> NodeIndex::spread(const ClassIndex& index,
-                                        const ReplicaRequest& r) const {
+std::optional<size_t> NodeIndex::spread(const Tree& tree, const ReplicaRequest& r,
+                                        size_t& skipped) const {
   const Resources& need = r.resources;
-  for (auto b = index.rbegin(); b != index.rend() && b->first >= need.gpu; ++b) {
+  for (auto b = tree.byGpu.rbegin(); b != tree.byGpu.rend() && b->first >= need.gpu; ++b) {
     const Bucket& bucket = b->second;
     if (*bucket.memory.rbegin() < need.memoryBytes) continue;
     for (auto k = bucket.byCpu.rbegin(); k != bucket.byCpu.rend(); ++k) {
       if (k->cpu < need.cpuMillis) break;
       if (k->memory >= need.memoryBytes && canHold(nodes_[k->node], r)) return k->node;
+      skipped += 1;
     }
   }
   return std::nullopt;
