@@ -1,5 +1,6 @@
 #include "common/spec/loader.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -694,6 +695,34 @@ void Loader::loadMounts(const YAML::Node& node, const std::string& path,
   }
 }
 
+// Counts document starts; `stuck` when a document starts where the previous one did.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (documents > 0 && mark.pos == lastPos_) {
+      stuck = true;
+      stuckAt = mark;
+    }
+    lastPos_ = mark.pos;
+    ++documents;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  int documents = 0;
+  bool stuck = false;
+  YAML::Mark stuckAt;
+
+ private:
+  int lastPos_ = -1;
+};
+
 // True when `path` is `prefix` or lies under it (`prefix.x`, `prefix[0]`).
 bool under(const std::string& path, const std::string& prefix) {
   if (prefix.empty()) return true;
@@ -713,7 +742,25 @@ LoadedJob loadJobSpec(std::string_view yaml) {
   }
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(std::string(yaml));
+    // Count documents with the event parser first: yaml-cpp 0.7's LoadAll loops forever on
+    // a stray ',' where a node should start (jbeder/yaml-cpp#1040), emitting null documents
+    // at the same position; two documents starting at one position mean exactly that.
+    std::istringstream in{std::string(yaml)};
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    for (int i = 0; i < 3 && !counter.stuck && parser.HandleNextDocument(counter); ++i) {
+    }
+    if (counter.stuck) {
+      out.errors.push_back({"", "malformed YAML at line " + std::to_string(counter.stuckAt.line + 1) +
+                                    ", column " + std::to_string(counter.stuckAt.column + 1) +
+                                    ": unexpected character where a value should start"});
+      return out;
+    }
+    if (counter.documents > 1) {
+      out.errors.push_back({"", "the file holds more than one YAML document; a job spec is exactly one"});
+      return out;
+    }
+    docs.push_back(YAML::Load(std::string(yaml)));
   } catch (const YAML::Exception& e) {
     std::string msg = e.msg.empty() ? "malformed YAML" : e.msg;
     if (e.mark.is_null())
@@ -725,11 +772,6 @@ LoadedJob loadJobSpec(std::string_view yaml) {
   }
   if (docs.empty() || (docs.size() == 1 && docs[0].IsNull())) {
     out.errors.push_back({"", "the spec is empty: expected a mapping with name and tasks"});
-    return out;
-  }
-  if (docs.size() > 1) {
-    out.errors.push_back({"", "the file holds " + std::to_string(docs.size()) +
-                                  " YAML documents; a job spec is exactly one"});
     return out;
   }
   SpecErrors loadErrors;

@@ -183,12 +183,20 @@ TEST_CASE("malformed YAML reports line and column", "[loader]") {
 
 TEST_CASE("whole-file limits", "[loader]") {
   CHECK_THAT(errorsOf(""), Catch::Contains("the spec is empty"));
-  CHECK_THAT(errorsOf("name: a\n---\nname: b\n"), Catch::Contains("the file holds 2 YAML documents"));
+  CHECK_THAT(errorsOf("name: a\n---\nname: b\n"), Catch::Contains("the file holds more than one YAML document"));
   std::string big = "name: good-job\n# " + std::string(kMaxSpecBytes, 'x') + "\n";
   CHECK_THAT(errorsOf(big), Catch::Contains("more than the limit of 1 MiB"));
   auto missing = loadJobSpecFile("/nonexistent/spec.yaml");
   REQUIRE(missing.errors.size() == 1);
   CHECK(missing.errors[0].str() == "cannot read /nonexistent/spec.yaml");
+}
+
+// yaml-cpp 0.7's LoadAll looped forever (until out of memory) on these.
+TEST_CASE("a stray comma where a value should start is malformed YAML, not a hang", "[loader]") {
+  for (const char* text : {",", "- a\n,", "{\"name\": \"x\"},", "name: good-job\n,\n"}) {
+    INFO(text);
+    CHECK_THAT(errorsOf(text), Catch::StartsWith("malformed YAML at line"));
+  }
 }
 
 TEST_CASE("an alias bomb is refused without expanding it", "[loader]") {
