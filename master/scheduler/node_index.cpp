@@ -74,7 +74,6 @@ void NodeIndex::update(size_t node) {
 
 void NodeIndex::makeHot(int cls, const PortUse& port) {
   if (!hotByPort_.emplace(std::tuple(cls, port.port, port.udp), hot_.size()).second) return;
-  __builtin_printf("HOT %d %u\n", cls, port.port);
   PortTree& h = hot_.emplace_back();
   h.nodeClass = cls;
   h.port = port;

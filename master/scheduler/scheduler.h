@@ -15,8 +15,9 @@
 //     Gangs that waiting cannot help are skipped instead of blocking (they would block the
 //     queue forever): a replica larger than any Ready node, a needed driver or VM runtime
 //     no Ready node offers, a gang larger than the queue's quota or than the Ready nodes
-//     together, and a gang of a new job while the queue is at maxRunningJobs (a later gang
-//     of an already-running job must still run, or a DAG job would deadlock its queue).
+//     together, more replicas declaring one port than eligible nodes, and a gang of a new
+//     job while the queue is at maxRunningJobs (a later gang of an already-running job
+//     must still run, or a DAG job would deadlock its queue).
 //  3. Across queues: weighted dominant-resource fairness. The next gang always comes from
 //     the queue with the smallest dominantShare / weight (dominantShare = max over cpu,
 //     memory, gpu of used / capacity of all Ready nodes), ties broken by queue name, among
@@ -28,15 +29,32 @@
 //     enough, then the least free cpu that is enough, then memory, then node order. This
 //     fills partly used nodes first, keeps whole GPU nodes free for GPU gangs and puts the
 //     replicas of one gang on as few nodes as possible.
-//     Spread = the reverse: the most free GPUs, then the most free cpu.
+//     Spread = the reverse order: the most free GPUs, then the most free cpu, then
+//     memory, then the later node; this puts the replicas of one gang on distinct nodes
+//     while nodes are equally free.
 //     GPUs are the lowest free indexes of the node. Each replica gets the lowest port of
 //     the node's [portLo, portHi] that is free for both TCP and UDP, plus its declared
 //     ports, which must be free on that node for their protocol; so two replicas that
 //     declare the same port never share a node.
 //
-// Cost: O(P log P) to order P pending gangs, then O(log N) per placed replica on N nodes
-// when free resources are spread evenly; a queue stops being tried once its head blocks.
-// Options::maxGangsPerPass bounds the gangs evaluated in one pass.
+// Cost: O(P log P) to order P pending gangs, plus O(log N) per placed replica on N nodes
+// (node_index.h: nodes indexed by free GPUs and cpu, and per declared port once that port
+// makes searches long); gangs behind a blocked head are not evaluated at all, only given
+// their reason. Options::maxGangsPerPass bounds the gangs evaluated in one pass.
+//
+// Reasons (Plan::reasons), one line each, in the order they are checked:
+//   queue team-a does not exist | queue team-a stopped
+//   no ready node offers driver containerd [with a VM runtime] | ... offers a VM runtime
+//   no node has 16 GPUs (largest: 8)        (likewise "64 cpu", "1Ti memory")
+//   no node fits replica worker-0 (cpu 48, memory 16Gi, gpu 8)
+//   cluster too small: needs gpu 32 in total, ready nodes have 24
+//   declared port 9100/TCP is needed by 5 replicas, one per node, but only 3 ready nodes
+//     can run them
+//   queue team-a quota: gpu 8/8 in use, needs 4   (first of cpu, memory, gpu)
+//   queue team-a max running jobs: 2/2
+//   waiting for resources: needs 4 replicas (cpu 4, memory 16Gi, gpu 0 in total), 3 fit now
+//   behind job/task in queue team-a
+//   not considered this pass (limit: 1000 gangs per pass)
 
 #include <cstdint>
 #include <map>
@@ -180,8 +198,9 @@ struct Options {
 Plan schedule(const Snapshot& snapshot, const Options& options = {});
 
 // Name -> position in a snapshot's nodes and queues, for a caller that checks and applies
-// many placements against one snapshot. Valid while those vectors are not resized or
-// reordered (applyPlacement does neither).
+// many placements against one snapshot. It points into that snapshot's names: valid
+// while the snapshot lives and its nodes and queues are not resized, reordered or renamed
+// (applyPlacement does none of these).
 class SnapshotIndex {
  public:
   explicit SnapshotIndex(const Snapshot& snapshot);

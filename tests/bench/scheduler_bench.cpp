@@ -1,0 +1,143 @@
+// yard_scheduler_bench: schedule() on synthetic clusters. For each (nodes, pending gangs)
+// case it prints the median over N runs of the wall time of one schedule() call, the
+// placements per second and the gangs considered, and the time ratio against the baseline
+// case (the first one) measured in the same invocation, so machine noise largely cancels.
+//
+// Usage: yard_scheduler_bench [runs=5]
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "master/scheduler/scheduler.h"
+
+using namespace yard::sched;
+
+namespace {
+
+constexpr int64_t kGi = int64_t(1) << 30;
+
+Resources cores(int64_t n, int64_t memoryGi, int64_t gpu) { return {n * 1000, memoryGi * kGi, gpu}; }
+
+std::vector<NodeView> cluster(int nodes) {
+  std::vector<NodeView> out(static_cast<size_t>(nodes));
+  for (int i = 0; i < nodes; ++i) {
+    NodeView& n = out[size_t(i)];
+    n.name = "node-" + std::to_string(i);
+    n.capacity = cores(64, 512, 8);
+    n.gpuIndexes = {0, 1, 2, 3, 4, 5, 6, 7};
+    n.portLo = 30000;
+    n.portHi = 32767;
+    n.drivers = {"containerd"};
+  }
+  return out;
+}
+
+std::vector<QueueView> queues() {
+  std::vector<QueueView> out;
+  for (int i = 0; i < 4; ++i) {
+    QueueView q;
+    q.name = "team-" + std::string(1, char('a' + i));
+    q.weight = 1 + i;
+    q.quota = cores(100'000'000, 100'000'000, 100'000'000);
+    q.placement = i == 3 ? Placement::Spread : Placement::Binpack;
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+void addReplicas(GangRequest& g, const char* role, int n, Resources each, uint16_t port = 0) {
+  for (int k = 0; k < n; ++k) {
+    ReplicaRequest r;
+    r.role = role;
+    r.index = k;
+    r.resources = each;
+    if (port != 0) r.declaredPorts.push_back({port, false});
+    g.replicas.push_back(std::move(r));
+  }
+}
+
+// Mixed shapes: small cpu jobs, single-GPU jobs, 2-replica services with a declared port,
+// 4-replica 2-GPU trainings, and 8 x 8-GPU trainings.
+std::vector<GangRequest> pendingGangs(int count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<GangRequest> out(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    GangRequest& g = out[size_t(i)];
+    g.taskId = i + 1;
+    g.job = "job-" + std::to_string(i / 2);
+    g.task = "task-" + std::to_string(i % 2);
+    g.queue = "team-" + std::string(1, char('a' + rng() % 4));
+    g.priority = int64_t(rng() % 3);
+    g.submitSeq = i;
+    uint64_t shape = rng() % 100;
+    if (shape < 35) {
+      addReplicas(g, "main", 1, cores(2, 8, 0));
+    } else if (shape < 65) {
+      addReplicas(g, "main", 1, cores(8, 64, 1));
+    } else if (shape < 80) {
+      addReplicas(g, "server", 2, cores(4, 16, 0), 9100);
+    } else if (shape < 95) {
+      addReplicas(g, "master", 1, cores(16, 128, 2));
+      addReplicas(g, "worker", 3, cores(16, 128, 2));
+    } else {
+      addReplicas(g, "worker", 8, cores(32, 256, 8));
+    }
+  }
+  return out;
+}
+
+struct Result {
+  int nodes = 0;
+  int pending = 0;
+  double medianSeconds = 0;
+  size_t placed = 0;
+  int64_t considered = 0;
+};
+
+Result measure(int nodes, int pending, int runs) {
+  Snapshot s;
+  s.now = 1;
+  s.nodes = cluster(nodes);
+  s.queues = queues();
+  s.pending = pendingGangs(pending, 42);
+  std::vector<double> seconds;
+  Result r{nodes, pending};
+  for (int i = 0; i < runs; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    Plan plan = schedule(s);
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                          .count());
+    r.placed = plan.placements.size();
+    r.considered = plan.gangsConsidered;
+  }
+  std::sort(seconds.begin(), seconds.end());
+  r.medianSeconds = seconds[seconds.size() / 2];
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  std::printf("yard_scheduler_bench: median of %d runs of schedule() per case\n", runs);
+  std::printf("nodes: 64 cores, 512Gi, 8 GPUs each; 4 queues (weights 1-4, one spread)\n\n");
+  std::printf("%7s %8s %8s %10s %12s %14s %10s\n", "nodes", "pending", "placed", "considered",
+              "median_ms", "placements/s", "x_baseline");
+  const std::pair<int, int> cases[] = {
+      {1000, 10000}, {1000, 100000}, {10000, 10000}, {10000, 100000}};
+  double baseline = 0;
+  for (auto [nodes, pending] : cases) {
+    Result r = measure(nodes, pending, runs);
+    if (baseline == 0) baseline = r.medianSeconds;
+    std::printf("%7d %8d %8zu %10lld %12.1f %14.0f %10.2f\n", r.nodes, r.pending, r.placed,
+                static_cast<long long>(r.considered), r.medianSeconds * 1e3,
+                double(r.placed) / r.medianSeconds, r.medianSeconds / baseline);
+    std::fflush(stdout);
+  }
+  return 0;
+}
