@@ -1,5 +1,6 @@
 #include "common/spec/loader.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -29,8 +30,11 @@ schema::Job::Builder LoadedJob::jobBuilder() { return message_->getRoot<schema::
 
 namespace {
 
-// Thrown (and caught in loadJobSpec) when a spec expands to more than kMaxSpecValues.
-struct BudgetExceeded {};
+// Thrown (and caught in loadJobSpec) when a spec expands to more than kMaxSpecValues
+// values or kMaxSpecExpandedBytes of scalar text.
+struct BudgetExceeded {
+  bool bytes = false;
+};
 
 std::string quoted(const std::string& s) {
   std::string shown = s.size() > 64 ? s.substr(0, 61) + "..." : s;
@@ -82,11 +86,22 @@ class Loader {
 
  private:
   void error(const std::string& path, std::string message) {
-    errors_.push_back({path, std::move(message)});
+    if (errors_.size() < kMaxSpecErrors) errors_.push_back({path, std::move(message)});
+    else truncated_ = true;
   }
   void visit() {
-    if (++visited_ > kMaxSpecValues) throw BudgetExceeded{};
+    if (++visited_ > kMaxSpecValues) throw BudgetExceeded{false};
   }
+  // Scalars are copied on every use of an alias; their text is bounded too.
+  void visitBytes(size_t n) {
+    bytes_ += n;
+    if (bytes_ > kMaxSpecExpandedBytes) throw BudgetExceeded{true};
+  }
+
+ public:
+  bool truncated() const { return truncated_; }
+
+ private:
   static std::string at(const std::string& path, const std::string& key) {
     return path.empty() ? key : path + "." + key;
   }
@@ -130,10 +145,13 @@ class Loader {
 
   SpecErrors& errors_;
   size_t visited_ = 0;
+  size_t bytes_ = 0;
+  bool truncated_ = false;
 };
 
 void Loader::collect(const YAML::Node& node, const std::string& path, MapView& view,
                      std::set<std::string>& seen, int depth, bool merged) {
+  visit();
   if (depth > 8) {
     error(at(path, "<<"), "merge keys nest too deeply");
     return;
@@ -147,6 +165,7 @@ void Loader::collect(const YAML::Node& node, const std::string& path, MapView& v
       continue;
     }
     const std::string& key = kv.first.Scalar();
+    visitBytes(key.size());
     if (key == "<<") {
       if (kv.second.IsSequence()) {
         for (const auto& m : kv.second) merges.push_back(m);
@@ -162,6 +181,7 @@ void Loader::collect(const YAML::Node& node, const std::string& path, MapView& v
     if (seen.insert(key).second) view.entries_.emplace_back(key, kv.second);
   }
   for (const auto& m : merges) {
+    visit();
     if (!m.IsMap()) {
       error(at(path, "<<"), "a merge key needs a mapping (like <<: *base), got " + describe(m));
       continue;
@@ -194,6 +214,7 @@ std::optional<std::string> Loader::scalar(const YAML::Node& n, const std::string
     error(path, "must be a string, got " + describe(n));
     return std::nullopt;
   }
+  visitBytes(n.Scalar().size());
   return n.Scalar();
 }
 
@@ -245,7 +266,10 @@ std::optional<E> Loader::enumeration(const YAML::Node& n, const std::string& pat
 std::optional<std::vector<std::string>> Loader::stringList(const YAML::Node& n,
                                                            const std::string& path) {
   visit();
-  if (n.IsScalar()) return std::vector<std::string>{n.Scalar()};
+  if (n.IsScalar()) {
+    visitBytes(n.Scalar().size());
+    return std::vector<std::string>{n.Scalar()};
+  }
   if (!n.IsSequence()) {
     error(path, "must be a string or a list of strings, got " + describe(n));
     return std::nullopt;
@@ -265,6 +289,7 @@ std::optional<std::vector<std::string>> Loader::words(const YAML::Node& n,
                                                       const std::string& path) {
   visit();
   if (n.IsScalar()) {
+    visitBytes(n.Scalar().size());
     auto r = splitShellWords(n.Scalar());
     if (!r) {
       error(path, quoted(n.Scalar()) + " cannot be split into words: " + r.error());
@@ -761,6 +786,10 @@ LoadedJob loadJobSpec(std::string_view yaml) {
       return out;
     }
     docs.push_back(YAML::Load(std::string(yaml)));
+  } catch (const YAML::DeepRecursion& e) {
+    out.errors.push_back({"", "malformed YAML: values are nested too deeply (yaml-cpp allows " +
+                                  std::to_string(e.depth()) + " levels)"});
+    return out;
   } catch (const YAML::Exception& e) {
     std::string msg = e.msg.empty() ? "malformed YAML" : e.msg;
     if (e.mark.is_null())
@@ -775,11 +804,16 @@ LoadedJob loadJobSpec(std::string_view yaml) {
     return out;
   }
   SpecErrors loadErrors;
+  bool truncated = false;
   try {
-    Loader(loadErrors).loadJob(docs[0], out.jobBuilder());
-  } catch (const BudgetExceeded&) {
-    out.errors.push_back({"", "spec is too large: more than " + std::to_string(kMaxSpecValues) +
-                                  " values once aliases are expanded"});
+    Loader loader(loadErrors);
+    loader.loadJob(docs[0], out.jobBuilder());
+    truncated = loader.truncated();
+  } catch (const BudgetExceeded& b) {
+    out.errors.push_back({"", b.bytes ? "spec is too large: more than " + std::to_string(kMaxSpecExpandedBytes >> 20) +
+                                            " MiB of text once aliases are expanded"
+                                      : "spec is too large: more than " + std::to_string(kMaxSpecValues) +
+                                            " values once aliases are expanded"});
     return out;
   } catch (const YAML::Exception& e) {
     // yaml-cpp throws on some malformed node accesses; name it rather than crash.
@@ -795,6 +829,10 @@ LoadedJob loadJobSpec(std::string_view yaml) {
     for (size_t i = 0; i < shapeCount && !repeated; ++i)
       repeated = !out.errors[i].path.empty() && under(e.path, out.errors[i].path);
     if (!repeated) out.errors.push_back(std::move(e));
+  }
+  if (truncated || out.errors.size() > kMaxSpecErrors) {
+    out.errors.resize(std::min(out.errors.size(), kMaxSpecErrors));
+    out.errors.push_back({"", "more errors were found; only the first " + std::to_string(kMaxSpecErrors) + " are shown"});
   }
   return out;
 }

@@ -24,6 +24,10 @@ namespace yard::spec {
 inline constexpr size_t kMaxSpecBytes = 1 << 20;  // 1 MiB
 // Values visited while loading, aliases expanded; bounds the work an alias bomb can cause.
 inline constexpr size_t kMaxSpecValues = 1'000'000;
+// Scalar text visited with aliases expanded (an aliased 200 KB command used 500 times).
+inline constexpr size_t kMaxSpecExpandedBytes = 16u << 20;
+// Errors reported per spec (rules and shape each); a note says when more were found.
+inline constexpr size_t kMaxSpecErrors = 100;
 
 class LoadedJob {
  public:

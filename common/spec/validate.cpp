@@ -30,9 +30,12 @@ class Validator {
   void job(schema::Job::Reader job);
 
  private:
+  // Past the cap, errors are dropped (loadJobSpec adds a note); this keeps a hostile spec
+  // from making the validator produce unbounded text.
   void error(std::string path, std::string message) {
-    errors_.push_back({std::move(path), std::move(message)});
+    if (errors_.size() <= kErrorCap) errors_.push_back({std::move(path), std::move(message)});
   }
+  static constexpr size_t kErrorCap = 100;
   void name(const std::string& path, std::string_view value, size_t min, size_t max) {
     if (value.empty()) {
       error(path, "required: " + std::to_string(min) + "-" + std::to_string(max) +
@@ -378,15 +381,27 @@ void Validator::dag(schema::Job::Reader job) {
   // Depth-first search for cycles; each cycle is reported once, at the task that closes it.
   enum Color { kWhite, kGrey, kBlack };
   std::vector<Color> color(tasks.size(), kWhite);
+  constexpr int kMaxCycles = 10;
+  int cycles = 0;
   std::vector<unsigned> stack;
   std::function<void(unsigned)> dfs = [&](unsigned v) {
     color[v] = kGrey;
     stack.push_back(v);
     for (unsigned w : edges[v]) {
       if (color[w] == kGrey) {
+        // Report a few cycles, each named in full up to 20 tasks: a dense graph has
+        // a number of back edges that grows with the square of the tasks.
+        if (++cycles > kMaxCycles) continue;
         auto from = std::find(stack.begin(), stack.end(), w);
         std::string cycle;
-        for (auto it = from; it != stack.end(); ++it) cycle += str(tasks[*it].getName()) + " -> ";
+        size_t shown = 0, length = static_cast<size_t>(stack.end() - from);
+        for (auto it = from; it != stack.end(); ++it) {
+          if (shown++ == 20) {
+            cycle += "... (" + std::to_string(length - 20) + " more) -> ";
+            break;
+          }
+          cycle += str(tasks[*it].getName()) + " -> ";
+        }
         cycle += str(tasks[w].getName());
         error("tasks[" + std::to_string(v) + "].dependsOn", "dependency cycle " + cycle);
       } else if (color[w] == kWhite) {
