@@ -1,5 +1,8 @@
 #include "master/client_api.h"
 
+#include <algorithm>
+
+#include "common/spec/validate.h"
 #include "schema/api.capnp.h"
 #include "yard/version.h"
 
@@ -21,7 +24,7 @@ api::QueueState queueState(const std::string& s) {
   return api::QueueState::RUNNING;
 }
 
-void fillQueue(api::Queue::Builder out, const store::QueueRecord& q) {
+void fillQueue(api::Queue::Builder out, const store::QueueRecord& q, const JobRegistry& jobs) {
   out.setName(q.name);
   out.setState(queueState(q.state));
   auto quota = out.initQuota();
@@ -32,7 +35,13 @@ void fillQueue(api::Queue::Builder out, const store::QueueRecord& q) {
   out.setWeight(q.weight);
   out.setPlacement(q.placement == "spread" ? api::Placement::SPREAD : api::Placement::BINPACK);
   out.setCreatedAt(q.createdAt);
-  out.initUsed();  // TODO(jobs): usage and job counts arrive with job submission.
+  auto used = jobs.queueUsage(q.name);
+  auto u = out.initUsed();
+  u.setCpuMillis(used.cpuMillis);
+  u.setMemoryBytes(used.memoryBytes);
+  u.setGpu(used.gpu);
+  out.setRunningJobs(jobs.runningJobs(q.name));
+  out.setQueuedJobs(jobs.queuedJobs(q.name));
 }
 
 void fillDataset(api::Dataset::Builder out, const store::DatasetRecord& d) {
@@ -67,6 +76,58 @@ struct Answer {
   }
 };
 
+void fillJobSummary(api::JobSummary::Builder out, const JobEntry& job) {
+  out.setName(job.rec.name);
+  out.setQueue(job.rec.queue);
+  out.setState(job.rec.state);
+  out.setReason(job.rec.reason);
+  out.setPriority(job.rec.priority);
+  out.setSubmittedAt(job.rec.submittedAt);
+  out.setStartedAt(job.rec.startedAt);
+  out.setFinishedAt(job.rec.finishedAt);
+  out.setTasksTotal(static_cast<int32_t>(job.tasks.size()));
+  int32_t done = 0;
+  for (const auto& t : job.tasks) done += isFinalTaskState(t.rec.state);
+  out.setTasksDone(done);
+}
+
+void fillJobDetail(api::JobDetail::Builder out, const JobEntry& job) {
+  fillJobSummary(out.initSummary(), job);
+  auto specTasks = job.spec->job().getTasks();
+  auto tasks = out.initTasks(static_cast<unsigned>(job.tasks.size()));
+  for (unsigned i = 0; i < tasks.size(); ++i) {
+    const TaskEntry& t = job.tasks[i];
+    auto st = specTasks[i];
+    auto ti = tasks[i];
+    ti.setName(t.rec.name);
+    ti.setKind(spec::kindName(st.getKind()));
+    if (st.getMode() != schema::TaskMode::NONE) ti.setMode(spec::modeName(st.getMode()));
+    ti.setState(t.rec.state);
+    ti.setReason(t.rec.reason);
+    ti.setAttempt(t.rec.attempt);
+    auto deps = ti.initDependsOn(st.getDependsOn().size());
+    for (unsigned d = 0; d < deps.size(); ++d) deps.set(d, st.getDependsOn()[d]);
+    // The latest attempt's replicas, in role and index order.
+    std::vector<const store::ReplicaRecord*> reps;
+    for (const auto& r : t.replicas)
+      if (r.attempt == t.rec.attempt) reps.push_back(&r);
+    auto out2 = ti.initReplicas(static_cast<unsigned>(reps.size()));
+    for (unsigned k = 0; k < reps.size(); ++k) {
+      const auto& r = *reps[k];
+      out2[k].setRole(r.role);
+      out2[k].setIndex(r.index);
+      out2[k].setAttempt(r.attempt);
+      out2[k].setState(r.state);
+      out2[k].setNode(r.node);
+      out2[k].setPort(r.port);
+      out2[k].setDeclaredPorts(r.declaredPorts);
+      out2[k].setGpus(r.gpus);
+      out2[k].setExitCode(r.exitCode);
+      out2[k].setReason(r.reason);
+    }
+  }
+}
+
 }  // namespace
 
 void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
@@ -87,7 +148,7 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
       return a.send();
     case api::Request::QUEUE_CREATE: {
       store::QueueRecord q = queueFrom(req.getQueueCreate());
-      return catalog_.createQueue(q, done([this, a, name = q.name] { fillQueue(a.resp.initQueue(), catalog_.queues().at(name)); }));
+      return catalog_.createQueue(q, done([this, a, name = q.name] { fillQueue(a.resp.initQueue(), catalog_.queues().at(name), jobs_); }));
     }
     case api::Request::QUEUE_UPDATE: {
       auto u = req.getQueueUpdate();
@@ -108,23 +169,25 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
             if (state) q.state = in.state;
             return "";
           },
-          done([this, a, name] { fillQueue(a.resp.initQueue(), catalog_.queues().at(name)); }));
+          done([this, a, name] { fillQueue(a.resp.initQueue(), catalog_.queues().at(name), jobs_); }));
     }
     case api::Request::QUEUE_DELETE: {
       std::string name = req.getQueueDelete();
+      if (jobs_.queueHasJobs(name))
+        return a.error("queue " + name + " is not empty: delete its jobs first (yardctl job list --queue " + name + ")");
       return catalog_.deleteQueue(name, done([a, name] { a.resp.setDone("queue " + name + " deleted"); }));
     }
     case api::Request::QUEUE_LIST: {
       auto list = a.resp.initQueues(static_cast<unsigned>(catalog_.queues().size()));
       unsigned i = 0;
-      for (const auto& [name, q] : catalog_.queues()) fillQueue(list[i++], q);
+      for (const auto& [name, q] : catalog_.queues()) fillQueue(list[i++], q, jobs_);
       return a.send();
     }
     case api::Request::QUEUE_SHOW: {
       std::string name = req.getQueueShow();
       auto it = catalog_.queues().find(name);
       if (it == catalog_.queues().end()) return a.error("queue " + name + " does not exist");
-      fillQueue(a.resp.initQueue(), it->second);
+      fillQueue(a.resp.initQueue(), it->second, jobs_);
       return a.send();
     }
     case api::Request::DATASET_CREATE: {
@@ -134,6 +197,7 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     }
     case api::Request::DATASET_DELETE: {
       std::string name = req.getDatasetDelete();
+      if (jobs_.datasetInUse(name)) return a.error("dataset " + name + " is mounted by jobs that have not finished");
       return catalog_.deleteDataset(name, done([a, name] { a.resp.setDone("dataset " + name + " deleted"); }));
     }
     case api::Request::DATASET_LIST: {
@@ -149,6 +213,60 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
       fillDataset(a.resp.initDataset(), it->second);
       return a.send();
     }
+    case api::Request::JOB_SUBMIT:
+      return jobs_.submit(req.getJobSubmit(), [a](Result<std::string> r) {
+        if (!r) return a.error(r.error());
+        a.resp.setDone(r.value());
+        a.send();
+      });
+    case api::Request::JOB_CANCEL:
+    case api::Request::JOB_DELETE: {
+      auto reply = [a](Result<std::string> r) {
+        if (!r) return a.error(r.error());
+        a.resp.setDone(r.value());
+        a.send();
+      };
+      if (req.isJobCancel()) return jobs_.cancel(req.getJobCancel(), reply);
+      return jobs_.remove(req.getJobDelete(), reply);
+    }
+    case api::Request::JOB_LIST: {
+      std::string queue = req.getJobList().getQueue(), state = req.getJobList().getState();
+      std::vector<const JobEntry*> list;
+      for (const auto& [name, job] : jobs_.jobs())
+        if ((queue.empty() || job.rec.queue == queue) && (state.empty() || job.rec.state == state)) list.push_back(&job);
+      std::sort(list.begin(), list.end(), [](const JobEntry* x, const JobEntry* y) { return x->rec.id < y->rec.id; });
+      auto out = a.resp.initJobs(static_cast<unsigned>(list.size()));
+      for (unsigned i = 0; i < list.size(); ++i) fillJobSummary(out[i], *list[i]);
+      return a.send();
+    }
+    case api::Request::JOB_SHOW: {
+      const JobEntry* job = jobs_.find(req.getJobShow());
+      if (!job) return a.error("job " + std::string(req.getJobShow()) + " does not exist");
+      fillJobDetail(a.resp.initJob(), *job);
+      return a.send();
+    }
+    case api::Request::JOB_EVENTS: {
+      const JobEntry* job = jobs_.find(req.getJobEvents());
+      if (!job) return a.error("job " + std::string(req.getJobEvents()) + " does not exist");
+      auto events = store_.events(job->rec.id, 0);
+      if (!events) return a.error("cannot read events: " + events.error());
+      auto out = a.resp.initEvents(static_cast<unsigned>(events.value().size()));
+      for (unsigned i = 0; i < out.size(); ++i) {
+        const auto& e = events.value()[i];
+        out[i].setAt(e.at);
+        out[i].setTask(e.task);
+        out[i].setReplica(e.replica);
+        out[i].setAttempt(e.attempt);
+        out[i].setType(e.type);
+        out[i].setReason(e.reason);
+      }
+      return a.send();
+    }
+    case api::Request::NODE_LIST:
+    case api::Request::NODE_SHOW:
+    case api::Request::NODE_DRAIN:
+    case api::Request::NODE_UNDRAIN:
+      return a.error("TEMP: node commands are wired with the node registry");
   }
   a.error("this yard-master does not understand that request (a newer yardctl?)");
 }

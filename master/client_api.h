@@ -8,17 +8,21 @@
 #include "common/wire/server.h"
 #include "master/catalog.h"
 #include "master/config.h"
+#include "master/jobs.h"
 
 namespace yard::master {
 
 class ClientApi {
  public:
-  ClientApi(const MasterConfig& config, Catalog& catalog) : config_(config), catalog_(catalog) {}
+  ClientApi(const MasterConfig& config, Catalog& catalog, JobRegistry& jobs, store::Store& store)
+      : config_(config), catalog_(catalog), jobs_(jobs), store_(store) {}
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
 
  private:
   const MasterConfig& config_;
   Catalog& catalog_;
+  JobRegistry& jobs_;
+  store::Store& store_;
 };
 
 }  // namespace yard::master

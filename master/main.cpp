@@ -11,6 +11,7 @@
 #include "master/client_api.h"
 #include "master/config.h"
 #include "master/data_dir.h"
+#include "master/jobs.h"
 #include "yard/version.h"
 
 namespace {
@@ -75,7 +76,22 @@ int main(int argc, char** argv) {
     logLine(loaded.error());
     return 1;
   }
-  master::ClientApi api(config, catalog);
+  master::JobRegistry jobs(io, *db, config, catalog, [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  });
+  if (auto loaded = jobs.load(state.value()); !loaded) {
+    logLine(dbPath + ": " + loaded.error());
+    return 1;
+  }
+  master::ClientApi api(config, catalog, jobs, *db);
+  // A pass runs on every change; this timer is the safety net (and retries failed commits).
+  asio::steady_timer passTimer(io);
+  std::function<void()> tick = [&] {
+    jobs.requestPass();
+    passTimer.expires_after(std::chrono::seconds(2));
+    passTimer.async_wait([&](asio::error_code ec) { if (!ec) tick(); });
+  };
+  tick();
   wire::Limits limits;
   auto server = wire::FrameServer::listen(
       io, config.listen, limits,
@@ -96,6 +112,7 @@ int main(int argc, char** argv) {
   signals.async_wait([&](asio::error_code, int sig) {
     logLine(std::string("shutting down on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
     server.value()->stop();
+    passTimer.cancel();
     io.stop();
   });
   io.run();

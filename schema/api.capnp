@@ -53,6 +53,78 @@ struct Dataset {
   createdAt @3 :Int64;
 }
 
+struct JobFilter {
+  queue @0 :Text;    # empty = every queue
+  state @1 :Text;    # empty = every state (Queued, Running, Succeeded, Failed, Cancelled)
+}
+
+struct JobSummary {
+  name @0 :Text;
+  queue @1 :Text;
+  state @2 :Text;
+  reason @3 :Text;
+  priority @4 :Int64;
+  submittedAt @5 :Int64;   # unix ms; 0 = not yet
+  startedAt @6 :Int64;
+  finishedAt @7 :Int64;
+  tasksTotal @8 :Int32;
+  tasksDone @9 :Int32;     # tasks in a final state
+}
+
+struct ReplicaInfo {
+  role @0 :Text;
+  index @1 :Int32;
+  attempt @2 :Int32;
+  state @3 :Text;          # Placed, Starting, Running, Exited, Killed, OOMKilled, Lost
+  node @4 :Text;
+  port @5 :Int32;          # the replica's allocated port
+  declaredPorts @6 :Text;  # "name=9100/TCP,..."
+  gpus @7 :Text;           # comma list of GPU indexes
+  exitCode @8 :Int32;
+  reason @9 :Text;
+}
+
+struct TaskInfo {
+  name @0 :Text;
+  kind @1 :Text;
+  mode @2 :Text;
+  state @3 :Text;          # Waiting, Queued, Starting, Running, Restarting, Succeeded, Failed, Cancelled, Skipped
+  reason @4 :Text;         # why it is in that state; a queued task always has one
+  attempt @5 :Int32;
+  dependsOn @6 :List(Text);
+  replicas @7 :List(ReplicaInfo);
+}
+
+struct JobDetail {
+  summary @0 :JobSummary;
+  tasks @1 :List(TaskInfo);
+}
+
+struct Event {
+  at @0 :Int64;            # unix ms
+  task @1 :Text;
+  replica @2 :Text;        # role/index
+  attempt @3 :Int32;
+  type @4 :Text;
+  reason @5 :Text;
+}
+
+struct NodeInfo {
+  name @0 :Text;
+  address @1 :Text;
+  state @2 :Text;          # ready, draining, down
+  drained @3 :Bool;
+  capacity @4 :Common.Resources;
+  allocated @5 :Common.Resources;
+  portLo @6 :Int32;
+  portHi @7 :Int32;
+  drivers @8 :Text;
+  vmRuntime @9 :Text;
+  lastHeartbeat @10 :Int64;
+  agentVersion @11 :Text;
+  replicas @12 :Int32;     # live replicas placed on it
+}
+
 struct Error {
   message @0 :Text;
 }
@@ -70,6 +142,16 @@ struct Request {
     datasetDelete @8 :Text;
     datasetList @9 :Void;
     datasetShow @10 :Text;
+    jobSubmit @11 :Job.Job;   # normalised and validated by yardctl; the master validates again
+    jobList @12 :JobFilter;
+    jobShow @13 :Text;
+    jobEvents @14 :Text;
+    jobCancel @15 :Text;
+    jobDelete @16 :Text;
+    nodeList @17 :Void;
+    nodeShow @18 :Text;
+    nodeDrain @19 :Text;
+    nodeUndrain @20 :Text;
   }
 }
 
@@ -83,5 +165,10 @@ struct Response {
     dataset @5 :Dataset;
     datasets @6 :List(Dataset);
     done @7 :Text;               # a one-line confirmation
+    job @8 :JobDetail;
+    jobs @9 :List(JobSummary);
+    events @10 :List(Event);
+    nodes @11 :List(NodeInfo);
+    node @12 :NodeInfo;
   }
 }

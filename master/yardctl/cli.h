@@ -31,5 +31,6 @@ using Action = std::function<int()>;
 void addValidateCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 void addVersionCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
+void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 
 }  // namespace yard::ctl

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   addValidateCommand(app, global, io, action);
   addVersionCommand(app, global, io, action);
   addCatalogCommands(app, global, io, action);
+  addJobCommands(app, global, io, action);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,127 @@
+#pragma once
+// Jobs, their tasks and replica attempts: submission (every check of DESIGN.md §2 that needs
+// the master's state), the DAG and the state machines, cancel and delete, and the
+// scheduling pass that turns queued gangs into placed replicas through the pure scheduler.
+//
+// The in-memory entries are the working copy of the store's rows. A change is committed
+// to the store first and applied here in the commit's completion, on the io thread.
+// REQUIRES: every method runs on the io thread.
+
+#include <asio.hpp>
+#include <capnp/serialize.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "master/catalog.h"
+#include "master/config.h"
+#include "master/scheduler/scheduler.h"
+#include "master/store/store.h"
+#include "schema/job.capnp.h"
+
+namespace yard::master {
+
+// Job states (DESIGN.md §2).
+inline constexpr const char* kJobQueued = "Queued";
+inline constexpr const char* kJobRunning = "Running";
+inline constexpr const char* kJobSucceeded = "Succeeded";
+inline constexpr const char* kJobFailed = "Failed";
+inline constexpr const char* kJobCancelled = "Cancelled";
+
+// The parsed spec a job was submitted with (kept as the bytes the store holds).
+class JobSpec {
+ public:
+  explicit JobSpec(const std::string& bytes);
+  schema::Job::Reader job() { return reader_->getRoot<schema::Job>(); }
+
+ private:
+  kj::Array<capnp::word> words_;
+  std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
+};
+
+struct TaskEntry {
+  store::TaskRecord rec;
+  std::vector<size_t> deps;                    // indexes of the tasks it depends on
+  std::vector<store::ReplicaRecord> replicas;  // every attempt's rows
+};
+
+struct JobEntry {
+  store::JobRecord rec;
+  std::shared_ptr<JobSpec> spec;
+  std::vector<TaskEntry> tasks;  // in spec order
+};
+
+bool isFinalJobState(const std::string& s);
+bool isFinalTaskState(const std::string& s);
+bool isLiveReplicaState(const std::string& s);  // holds resources on its node
+
+class JobRegistry {
+ public:
+  using Reply = std::function<void(Result<std::string>)>;  // ok: a one-line confirmation
+  using Clock = std::function<int64_t()>;                  // unix ms
+  // The nodes as the scheduler sees them before this registry's allocations are added.
+  using NodeSource = std::function<std::vector<sched::NodeView>()>;
+
+  JobRegistry(asio::io_context& io, store::Store& store, const MasterConfig& config, Catalog& catalog,
+              Clock now);
+  Result<bool> load(const store::State& state);
+
+  // `spec` is the normalised job a client sent. Refusals are one line each.
+  void submit(schema::Job::Reader spec, Reply reply);
+  void cancel(const std::string& name, Reply reply);
+  // Cancels what still runs, then deletes; the name becomes free again.
+  void remove(const std::string& name, Reply reply);
+
+  const std::map<std::string, JobEntry>& jobs() const { return jobs_; }
+  const JobEntry* find(const std::string& name) const;
+  // Resources held by live replicas, per queue and per node.
+  sched::Resources queueUsage(const std::string& queue) const;
+  int64_t runningJobs(const std::string& queue) const;
+  int64_t queuedJobs(const std::string& queue) const;
+  bool queueHasJobs(const std::string& queue) const;
+  bool datasetInUse(const std::string& dataset) const;
+
+  // Runs one scheduling pass now unless one is committing; coalesces requests.
+  void requestPass();
+  void setNodeSource(NodeSource nodes) { nodes_ = std::move(nodes); }
+  // Called after every committed pass that placed something (tests, metrics).
+  std::function<void(size_t placed)> onPlaced;
+
+  // The resources of one replica of `container`: its own, or its flavor's.
+  sched::Resources replicaResources(schema::Container::Reader container) const;
+
+ private:
+  struct PendingGang {
+    std::string job;
+    size_t task = 0;
+    sched::GangRequest request;
+  };
+  std::string checkSubmission(schema::Job::Reader spec) const;
+  void runPass();
+  std::vector<PendingGang> pendingGangs() const;
+  sched::Snapshot snapshot(std::vector<sched::GangRequest> pending) const;
+  void commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs);
+  void applyCancel(JobEntry& job, const std::string& reason, int64_t now,
+                   std::vector<store::EventRecord>& events);
+
+  asio::io_context& io_;
+  store::Store& store_;
+  const MasterConfig& config_;
+  Catalog& catalog_;
+  Clock now_;
+  NodeSource nodes_;
+  std::map<std::string, JobEntry> jobs_;   // not deleted, by name
+  std::set<std::string> busy_;             // job names with a commit in flight
+  bool passQueued_ = false;
+  bool passCommitting_ = false;
+  bool passAgain_ = false;
+  // Cancels and deletes that arrived while a pass was committing: they run after it, so
+  // their copy of the job includes the replicas that pass placed.
+  std::vector<std::function<void()>> deferred_;
+};
+
+}  // namespace yard::master

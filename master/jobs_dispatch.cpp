@@ -1,0 +1,291 @@
+// The scheduling pass: queued gangs + nodes + queues -> the pure scheduler -> a plan,
+// re-checked and committed in one store write, then applied in memory. One pass commits at
+// a time; requests that arrive meanwhile run one more pass afterwards.
+#include <algorithm>
+
+#include "master/jobs.h"
+
+namespace yard::master {
+namespace {
+
+std::string str(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+
+std::string joinGpus(const std::vector<uint32_t>& gpus) {
+  std::string s;
+  for (uint32_t g : gpus) s += (s.empty() ? "" : ",") + std::to_string(g);
+  return s;
+}
+
+std::vector<uint32_t> parseGpus(const std::string& s) {
+  std::vector<uint32_t> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    if (j > i) out.push_back(static_cast<uint32_t>(std::stoul(s.substr(i, j - i))));
+    i = j + 1;
+  }
+  return out;
+}
+
+sched::ReplicaRequest replicaRequest(const JobRegistry& reg, const std::string& role, int32_t index,
+                                     schema::Container::Reader c) {
+  sched::ReplicaRequest r;
+  r.role = role;
+  r.index = index;
+  r.resources = reg.replicaResources(c);
+  r.hostImage = c.getImage() == "host";
+  for (auto p : c.getPorts())
+    r.declaredPorts.push_back({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
+  return r;
+}
+
+std::string declaredPortsText(schema::Container::Reader c) {
+  std::string s;
+  for (auto p : c.getPorts())
+    s += (s.empty() ? "" : ",") + str(p.getName()) + "=" + std::to_string(p.getPort()) +
+         (p.getProtocol() == schema::Protocol::UDP ? "/UDP" : "/TCP");
+  return s;
+}
+
+schema::Container::Reader containerOf(schema::Task::Reader t, const std::string& role) {
+  if (t.getKind() == schema::TaskKind::CONTAINER_JOB) return t.getContainerJob().getContainer();
+  for (auto r : t.getRoles())
+    if (r.getName() == role) return r.getContainer();
+  return t.getRoles()[0].getContainer();  // unreachable for validated specs
+}
+
+}  // namespace
+
+void JobRegistry::requestPass() {
+  if (passCommitting_) {
+    passAgain_ = true;
+    return;
+  }
+  if (passQueued_) return;
+  passQueued_ = true;
+  asio::post(io_, [this] {
+    passQueued_ = false;
+    runPass();
+  });
+}
+
+std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs() const {
+  std::vector<PendingGang> out;
+  for (const auto& [name, job] : jobs_) {
+    if (isFinalJobState(job.rec.state) || busy_.count(name)) continue;  // busy: a cancel is committing
+    auto specTasks = job.spec->job().getTasks();
+    for (size_t i = 0; i < job.tasks.size(); ++i) {
+      const TaskEntry& t = job.tasks[i];
+      auto st = specTasks[static_cast<unsigned>(i)];
+      PendingGang base{name, i, {}};
+      base.request.job = name;
+      base.request.task = t.rec.name;
+      base.request.queue = job.rec.queue;
+      base.request.priority = job.rec.priority;
+      base.request.submitSeq = job.rec.id;
+      base.request.vm = job.spec->job().getType() == schema::JobType::VM;
+      if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
+        if (isFinalTaskState(t.rec.state) || t.rec.state == "Waiting") continue;
+        // Each run is its own one-replica gang; up to min(parallelism, completions) at once.
+        auto cj = st.getContainerJob();
+        int64_t slots = std::min(cj.getParallelism(), cj.getCompletions());
+        std::set<int32_t> live;
+        for (const auto& r : t.replicas)
+          if (isLiveReplicaState(r.state)) live.insert(r.index);
+        for (int32_t slot = 0; slot < slots; ++slot) {
+          if (live.count(slot)) continue;
+          PendingGang g = base;
+          g.request.replicas.push_back(replicaRequest(*this, "run", slot, cj.getContainer()));
+          out.push_back(std::move(g));
+        }
+        continue;
+      }
+      if (t.rec.state != "Queued") continue;
+      bool elastic = st.getMode() == schema::TaskMode::ELASTIC;
+      for (auto role : st.getRoles()) {
+        int64_t n = elastic ? st.getElastic().getMinReplicas() : role.getReplicas();
+        for (int32_t k = 0; k < n; ++k)
+          base.request.replicas.push_back(replicaRequest(*this, str(role.getName()), k, role.getContainer()));
+      }
+      out.push_back(std::move(base));
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i].request.taskId = static_cast<int64_t>(i);
+  return out;
+}
+
+sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) const {
+  sched::Snapshot s;
+  s.now = now_();
+  if (nodes_) s.nodes = nodes_();
+  std::map<std::string, size_t> nodeIndex;
+  for (size_t i = 0; i < s.nodes.size(); ++i) nodeIndex[s.nodes[i].name] = i;
+  std::map<std::string, sched::QueueView> queues;
+  for (const auto& [name, q] : catalog_.queues()) {
+    sched::QueueView v;
+    v.name = name;
+    v.state = q.state == "stopped" ? sched::QueueState::Stopped
+              : q.state == "closed" ? sched::QueueState::Closed
+                                    : sched::QueueState::Running;
+    v.quota = {q.cpuMillis, q.memoryBytes, q.gpu};
+    v.maxRunningJobs = q.maxRunningJobs;
+    v.weight = q.weight;
+    v.placement = q.placement == "spread" ? sched::Placement::Spread : sched::Placement::Binpack;
+    queues[name] = v;
+  }
+  for (const auto& [name, job] : jobs_) {
+    auto qit = queues.find(job.rec.queue);
+    if (qit != queues.end() && job.rec.state == kJobRunning) {
+      qit->second.runningJobs++;
+      qit->second.runningJobNames.insert(name);
+    }
+    for (const auto& t : job.tasks) {
+      for (const auto& r : t.replicas) {
+        if (!isLiveReplicaState(r.state)) continue;
+        sched::Resources res{r.cpuMillis, r.memoryBytes, r.gpu};
+        if (qit != queues.end()) qit->second.used += res;
+        auto nit = nodeIndex.find(r.node);
+        if (nit == nodeIndex.end()) continue;
+        sched::NodeView& n = s.nodes[nit->second];
+        n.allocated += res;
+        for (uint32_t g : parseGpus(r.gpus)) n.gpusInUse.insert(g);
+        if (r.port > 0) {
+          n.portsInUse.insert({static_cast<uint16_t>(r.port), false});
+          n.portsInUse.insert({static_cast<uint16_t>(r.port), true});
+        }
+        auto spec = job.spec->job().getTasks();
+        for (auto st : spec)
+          if (st.getName() == t.rec.name)
+            for (auto p : containerOf(st, r.role).getPorts())
+              n.portsInUse.insert({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
+      }
+    }
+  }
+  for (auto& [name, v] : queues) s.queues.push_back(std::move(v));
+  s.pending = std::move(pending);
+  return s;
+}
+
+void JobRegistry::runPass() {
+  if (passCommitting_) {
+    passAgain_ = true;
+    return;
+  }
+  std::vector<PendingGang> gangs = pendingGangs();
+  if (gangs.empty()) return;
+  std::vector<sched::GangRequest> requests;
+  for (const auto& g : gangs) requests.push_back(g.request);
+  sched::Snapshot snap = snapshot(std::move(requests));
+  sched::Plan plan = sched::schedule(snap);
+  // The single applier: re-check each placement against the state as it stands with the
+  // placements before it applied, and drop any that no longer fit.
+  sched::SnapshotIndex index(snap);
+  sched::Plan accepted;
+  accepted.reasons = plan.reasons;
+  for (const auto& p : plan.placements) {
+    const sched::GangRequest& req = snap.pending[static_cast<size_t>(p.taskId)];
+    if (auto why = sched::checkPlacement(snap, index, req, p)) {
+      accepted.reasons[p.taskId] = *why;
+      continue;
+    }
+    sched::applyPlacement(snap, index, req, p);
+    accepted.placements.push_back(p);
+  }
+  commitPlan(accepted, gangs);
+}
+
+void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs) {
+  int64_t now = now_();
+  // Copies of the entries this pass changes; they replace the live ones once durable.
+  auto changed = std::make_shared<std::map<std::string, JobEntry>>();
+  auto events = std::make_shared<std::vector<store::EventRecord>>();
+  auto entry = [&](const std::string& name) -> JobEntry& {
+    auto it = changed->find(name);
+    if (it == changed->end()) it = changed->emplace(name, jobs_.at(name)).first;
+    return it->second;
+  };
+  auto newReplicas = std::make_shared<std::vector<std::pair<std::string, size_t>>>();  // job, task
+  for (const auto& p : plan.placements) {
+    PendingGang& g = gangs[static_cast<size_t>(p.taskId)];
+    JobEntry& job = entry(g.job);
+    TaskEntry& task = job.tasks[g.task];
+    auto st = job.spec->job().getTasks()[static_cast<unsigned>(g.task)];
+    std::set<std::string> nodes;
+    for (size_t k = 0; k < p.replicas.size(); ++k) {
+      const auto& rp = p.replicas[k];
+      store::ReplicaRecord r;
+      r.taskId = task.rec.id;
+      r.role = rp.role;
+      r.index = rp.index;
+      r.attempt = task.rec.attempt;
+      r.state = "Placed";
+      r.node = rp.node;
+      r.gpus = joinGpus(rp.gpus);
+      r.port = rp.port;
+      r.declaredPorts = declaredPortsText(containerOf(st, rp.role));
+      const auto& res = g.request.replicas[k].resources;
+      r.cpuMillis = res.cpuMillis;
+      r.memoryBytes = res.memoryBytes;
+      r.gpu = res.gpu;
+      task.replicas.push_back(r);
+      nodes.insert(rp.node);
+    }
+    std::string where;
+    for (const auto& n : nodes) where += (where.empty() ? "" : ", ") + n;
+    events->push_back({0, job.rec.id, task.rec.name, "", task.rec.attempt, now, "Placed",
+                       std::to_string(p.replicas.size()) + (p.replicas.size() == 1 ? " replica on " : " replicas on ") + where});
+    if (task.rec.state == "Queued") {
+      task.rec.state = "Starting";
+      task.rec.reason = "placed; waiting for the agents to start the replicas";
+      task.rec.startedAt = now;
+    }
+    if (job.rec.state == kJobQueued) {
+      job.rec.state = kJobRunning;
+      job.rec.startedAt = now;
+      events->push_back({0, job.rec.id, "", "", 0, now, kJobRunning, "first task placed"});
+    }
+  }
+  // Reasons for what still waits, persisted only when they change.
+  for (const auto& [gangId, why] : plan.reasons) {
+    const PendingGang& g = gangs[static_cast<size_t>(gangId)];
+    const TaskEntry& live = jobs_.at(g.job).tasks[g.task];
+    if (live.rec.state != "Queued" || live.rec.reason == why) continue;
+    JobEntry& job = entry(g.job);
+    if (job.tasks[g.task].rec.state == "Queued") job.tasks[g.task].rec.reason = why;
+  }
+  if (changed->empty()) return;
+  passCommitting_ = true;
+  size_t placed = plan.placements.size();
+  store_.write(
+      [changed, events](store::Tx& tx) {
+        for (auto& [name, job] : *changed) {
+          tx.updateJob(job.rec);
+          for (auto& t : job.tasks) {
+            tx.updateTask(t.rec);
+            for (auto& r : t.replicas)
+              if (r.id == 0) tx.insertReplica(r);
+          }
+        }
+        for (auto& e : *events) tx.appendEvent(e);
+      },
+      [this, changed, placed](Result<bool> r) {
+        asio::post(io_, [this, changed, placed, r] {
+          passCommitting_ = false;
+          if (r) {
+            for (auto& [name, job] : *changed)
+              if (jobs_.count(name)) jobs_[name] = std::move(job);
+            if (placed > 0 && onPlaced) onPlaced(placed);
+          }
+          auto deferred = std::move(deferred_);
+          deferred_.clear();
+          for (auto& f : deferred) f();
+          if (passAgain_ || (r && placed > 0)) {
+            passAgain_ = false;
+            requestPass();
+          }
+        });
+      });
+}
+
+}  // namespace yard::master

@@ -1,0 +1,313 @@
+// `yardctl job ...` and `yardctl node ...`.
+#include <ctime>
+#include <memory>
+
+#include "common/spec/loader.h"
+#include "common/spec/quantity.h"
+#include "common/util/json.h"
+#include "master/yardctl/cli.h"
+#include "master/yardctl/client.h"
+#include "master/yardctl/table.h"
+
+namespace yard::ctl {
+namespace {
+
+std::string timeText(int64_t ms) {
+  if (ms <= 0) return "-";
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+void summaryJson(JsonWriter& w, api::JobSummary::Reader j) {
+  w.beginObject();
+  w.field("name", j.getName().cStr());
+  w.field("queue", j.getQueue().cStr());
+  w.field("state", j.getState().cStr());
+  w.field("reason", j.getReason().cStr());
+  w.field("priority", j.getPriority());
+  w.field("submittedAt", j.getSubmittedAt());
+  w.field("startedAt", j.getStartedAt());
+  w.field("finishedAt", j.getFinishedAt());
+  w.field("tasksTotal", j.getTasksTotal());
+  w.field("tasksDone", j.getTasksDone());
+  w.endObject();
+}
+
+void detailJson(JsonWriter& w, api::JobDetail::Reader d) {
+  w.beginObject();
+  w.key("job");
+  summaryJson(w, d.getSummary());
+  w.key("tasks").beginArray();
+  for (auto t : d.getTasks()) {
+    w.beginObject();
+    w.field("name", t.getName().cStr());
+    w.field("kind", t.getKind().cStr());
+    w.field("mode", t.getMode().cStr());
+    w.field("state", t.getState().cStr());
+    w.field("reason", t.getReason().cStr());
+    w.field("attempt", t.getAttempt());
+    w.key("dependsOn").beginArray();
+    for (auto dep : t.getDependsOn()) w.value(dep.cStr());
+    w.endArray();
+    w.key("replicas").beginArray();
+    for (auto r : t.getReplicas()) {
+      w.beginObject();
+      w.field("role", r.getRole().cStr());
+      w.field("index", r.getIndex());
+      w.field("attempt", r.getAttempt());
+      w.field("state", r.getState().cStr());
+      w.field("node", r.getNode().cStr());
+      w.field("port", r.getPort());
+      w.field("declaredPorts", r.getDeclaredPorts().cStr());
+      w.field("gpus", r.getGpus().cStr());
+      w.field("exitCode", r.getExitCode());
+      w.field("reason", r.getReason().cStr());
+      w.endObject();
+    }
+    w.endArray();
+    w.endObject();
+  }
+  w.endArray();
+  w.endObject();
+}
+
+void detailText(std::ostream& out, api::JobDetail::Reader d) {
+  auto j = d.getSummary();
+  out << "Name:       " << j.getName().cStr() << "\n"
+      << "Queue:      " << j.getQueue().cStr() << "\n"
+      << "State:      " << j.getState().cStr() << (j.getReason().size() ? " (" + std::string(j.getReason().cStr()) + ")" : "") << "\n"
+      << "Priority:   " << j.getPriority() << "\n"
+      << "Submitted:  " << timeText(j.getSubmittedAt()) << "\n"
+      << "Started:    " << timeText(j.getStartedAt()) << "\n"
+      << "Finished:   " << timeText(j.getFinishedAt()) << "\n\nTasks:\n";
+  Table tasks({"TASK", "KIND", "STATE", "ATTEMPT", "AFTER", "REASON"});
+  for (auto t : d.getTasks()) {
+    std::string deps;
+    for (auto dep : t.getDependsOn()) deps += (deps.empty() ? "" : ",") + std::string(dep.cStr());
+    std::string kind = t.getKind().cStr();
+    if (t.getMode().size()) kind += "/" + std::string(t.getMode().cStr());
+    tasks.row({t.getName().cStr(), kind, t.getState().cStr(), std::to_string(t.getAttempt()), or_dash(deps), or_dash(t.getReason().cStr())});
+  }
+  tasks.print(out);
+  bool any = false;
+  Table reps({"REPLICA", "ATTEMPT", "STATE", "NODE", "PORT", "DECLARED", "GPUS", "EXIT", "REASON"});
+  for (auto t : d.getTasks())
+    for (auto r : t.getReplicas()) {
+      any = true;
+      reps.row({std::string(t.getName().cStr()) + "/" + r.getRole().cStr() + "/" + std::to_string(r.getIndex()),
+                std::to_string(r.getAttempt()), r.getState().cStr(), or_dash(r.getNode().cStr()),
+                r.getPort() ? std::to_string(r.getPort()) : "-", or_dash(r.getDeclaredPorts().cStr()),
+                or_dash(r.getGpus().cStr()),
+                (r.getState() == "Exited" ? std::to_string(r.getExitCode()) : "-"), or_dash(r.getReason().cStr())});
+    }
+  if (any) {
+    out << "\nReplicas:\n";
+    reps.print(out);
+  }
+}
+
+void nodeJson(JsonWriter& w, api::NodeInfo::Reader n) {
+  w.beginObject();
+  w.field("name", n.getName().cStr());
+  w.field("address", n.getAddress().cStr());
+  w.field("state", n.getState().cStr());
+  w.field("drained", n.getDrained());
+  for (auto [key, r] : {std::pair<const char*, api::NodeInfo::Reader>{"capacity", n}, {"allocated", n}}) {
+    auto res = std::string(key) == "capacity" ? r.getCapacity() : r.getAllocated();
+    w.key(key).beginObject();
+    w.field("cpuMillis", res.getCpuMillis());
+    w.field("memoryBytes", res.getMemoryBytes());
+    w.field("gpu", res.getGpu());
+    w.endObject();
+  }
+  w.field("portLo", n.getPortLo());
+  w.field("portHi", n.getPortHi());
+  w.field("drivers", n.getDrivers().cStr());
+  w.field("vmRuntime", n.getVmRuntime().cStr());
+  w.field("lastHeartbeat", n.getLastHeartbeat());
+  w.field("agentVersion", n.getAgentVersion().cStr());
+  w.field("replicas", n.getReplicas());
+  w.endObject();
+}
+
+void nodeTable(std::ostream& out, const std::vector<api::NodeInfo::Reader>& nodes) {
+  Table t({"NAME", "ADDRESS", "STATE", "CPU", "MEMORY", "GPU", "REPLICAS", "DRIVERS", "HEARTBEAT"});
+  for (auto n : nodes) {
+    auto c = n.getCapacity();
+    auto a = n.getAllocated();
+    t.row({n.getName().cStr(), n.getAddress().cStr(), n.getState().cStr(),
+           spec::formatCpuMillis(a.getCpuMillis()) + "/" + spec::formatCpuMillis(c.getCpuMillis()),
+           spec::formatMemoryBytes(a.getMemoryBytes()) + "/" + spec::formatMemoryBytes(c.getMemoryBytes()),
+           std::to_string(a.getGpu()) + "/" + std::to_string(c.getGpu()), std::to_string(n.getReplicas()),
+           or_dash(n.getDrivers().cStr()), timeText(n.getLastHeartbeat())});
+  }
+  t.print(out);
+}
+
+// Sends one request and prints the answer; fill returns a usage error or "".
+template <typename Fill>
+int run(GlobalOptions& global, Streams io, Fill fill) {
+  auto address = masterAddress(global.master);
+  if (!address) {
+    io.err << "yardctl: " << address.error() << "\n";
+    return kExitFailed;
+  }
+  capnp::MallocMessageBuilder request;
+  auto req = request.initRoot<api::Request>();
+  req.setId(1);
+  std::string usage = fill(req);
+  if (!usage.empty()) {
+    io.err << "yardctl: " << usage << "\n";
+    return kExitUsage;
+  }
+  auto resp = sendRequest(address.value(), request);
+  if (!resp) {
+    io.err << "yardctl: " << resp.error() << "\n";
+    return kExitFailed;
+  }
+  auto r = resp.value()->root<api::Response>();
+  bool json = global.output == "json";
+  JsonWriter w;
+  switch (r.which()) {
+    case api::Response::DONE:
+      if (json) w.beginObject().field("result", r.getDone().cStr()).endObject();
+      else io.out << r.getDone().cStr() << "\n";
+      break;
+    case api::Response::JOBS:
+      if (json) {
+        w.beginArray();
+        for (auto j : r.getJobs()) summaryJson(w, j);
+        w.endArray();
+      } else {
+        Table t({"NAME", "QUEUE", "STATE", "TASKS", "PRIORITY", "SUBMITTED"});
+        for (auto j : r.getJobs())
+          t.row({j.getName().cStr(), j.getQueue().cStr(), j.getState().cStr(),
+                 std::to_string(j.getTasksDone()) + "/" + std::to_string(j.getTasksTotal()),
+                 std::to_string(j.getPriority()), timeText(j.getSubmittedAt())});
+        t.print(io.out);
+      }
+      break;
+    case api::Response::JOB:
+      if (json) detailJson(w, r.getJob());
+      else detailText(io.out, r.getJob());
+      break;
+    case api::Response::EVENTS:
+      if (json) {
+        w.beginArray();
+        for (auto e : r.getEvents())
+          w.beginObject().field("at", e.getAt()).field("task", e.getTask().cStr()).field("replica", e.getReplica().cStr())
+              .field("attempt", e.getAttempt()).field("type", e.getType().cStr()).field("reason", e.getReason().cStr()).endObject();
+        w.endArray();
+      } else {
+        Table t({"TIME", "TASK", "REPLICA", "ATTEMPT", "EVENT", "REASON"});
+        for (auto e : r.getEvents())
+          t.row({timeText(e.getAt()), or_dash(e.getTask().cStr()), or_dash(e.getReplica().cStr()),
+                 std::to_string(e.getAttempt()), e.getType().cStr(), or_dash(e.getReason().cStr())});
+        t.print(io.out);
+      }
+      break;
+    case api::Response::NODES:
+    case api::Response::NODE: {
+      std::vector<api::NodeInfo::Reader> nodes;
+      if (r.isNode()) nodes.push_back(r.getNode());
+      else for (auto n : r.getNodes()) nodes.push_back(n);
+      if (json) {
+        if (!r.isNode()) w.beginArray();
+        for (auto n : nodes) nodeJson(w, n);
+        if (!r.isNode()) w.endArray();
+      } else {
+        nodeTable(io.out, nodes);
+      }
+      break;
+    }
+    default:
+      io.err << "yardctl: unexpected answer from the master\n";
+      return kExitFailed;
+  }
+  if (json) io.out << w.str() << "\n";
+  return kExitOk;
+}
+
+// A subcommand taking one NAME whose request is set by `set`.
+template <typename Set>
+void named(CLI::App* parent, const char* cmd, const char* help, GlobalOptions& global, Streams io, Action& action,
+           Set set) {
+  auto name = std::make_shared<std::string>();
+  CLI::App* c = parent->add_subcommand(cmd, help);
+  c->add_option("name", *name, "Name")->required();
+  c->callback([&global, io, &action, name, set] {
+    action = [&global, io, name, set] {
+      return run(global, io, [&](api::Request::Builder r) { set(r, *name); return std::string(); });
+    };
+  });
+}
+
+}  // namespace
+
+void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action) {
+  CLI::App* job = app.add_subcommand("job", "Submit, inspect, cancel and delete jobs");
+  job->require_subcommand(1);
+
+  auto file = std::make_shared<std::string>();
+  CLI::App* submit = job->add_subcommand("submit", "Validate a job spec and submit it");
+  submit->add_option("file", *file, "Job spec (YAML)")->required();
+  submit->callback([&global, io, &action, file] {
+    action = [&global, io, file]() -> int {
+      spec::LoadedJob loaded = spec::loadJobSpecFile(*file);
+      if (!loaded.ok()) {
+        io.err << "INVALID " << *file << "\n";
+        for (const auto& e : loaded.errors) io.err << "  " << e.str() << "\n";
+        return kExitFailed;
+      }
+      return run(global, io, [&](api::Request::Builder r) {
+        r.setJobSubmit(loaded.job());
+        return std::string();
+      });
+    };
+  });
+
+  auto queue = std::make_shared<std::string>();
+  auto state = std::make_shared<std::string>();
+  CLI::App* list = job->add_subcommand("list", "List jobs (not deleted)");
+  list->add_option("--queue", *queue, "Only jobs of this queue");
+  list->add_option("--state", *state, "Only jobs in this state")
+      ->check(CLI::IsMember({"Queued", "Running", "Succeeded", "Failed", "Cancelled"}));
+  list->callback([&global, io, &action, queue, state] {
+    action = [&global, io, queue, state] {
+      return run(global, io, [&](api::Request::Builder r) {
+        auto f = r.initJobList();
+        f.setQueue(*queue);
+        f.setState(*state);
+        return std::string();
+      });
+    };
+  });
+  named(job, "show", "Show a job, its tasks (with why they wait) and replicas", global, io, action,
+        [](api::Request::Builder r, const std::string& n) { r.setJobShow(n); });
+  named(job, "events", "Show a job's events, oldest first", global, io, action,
+        [](api::Request::Builder r, const std::string& n) { r.setJobEvents(n); });
+  named(job, "cancel", "Stop a job: its tasks end Cancelled", global, io, action,
+        [](api::Request::Builder r, const std::string& n) { r.setJobCancel(n); });
+  named(job, "delete", "Delete a job (cancelling it first if needed); frees its name", global, io, action,
+        [](api::Request::Builder r, const std::string& n) { r.setJobDelete(n); });
+
+  CLI::App* node = app.add_subcommand("node", "List, inspect, drain and undrain nodes");
+  node->require_subcommand(1);
+  CLI::App* nlist = node->add_subcommand("list", "List nodes with allocation and state");
+  nlist->callback([&global, io, &action] {
+    action = [&global, io] { return run(global, io, [](api::Request::Builder r) { r.setNodeList(); return std::string(); }); };
+  });
+  named(node, "show", "Show one node", global, io, action, [](api::Request::Builder r, const std::string& n) { r.setNodeShow(n); });
+  named(node, "drain", "Stop placing new replicas on a node (running ones continue)", global, io, action,
+        [](api::Request::Builder r, const std::string& n) { r.setNodeDrain(n); });
+  named(node, "undrain", "Let a drained node take new replicas again", global, io, action,
+        [](api::Request::Builder r, const std::string& n) { r.setNodeUndrain(n); });
+}
+
+}  // namespace yard::ctl
