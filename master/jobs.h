@@ -10,6 +10,7 @@
 #include <asio.hpp>
 #include <capnp/serialize.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -117,6 +118,11 @@ class JobRegistry {
   std::map<std::string, JobEntry> jobs_;   // not deleted, by name
   std::set<std::string> busy_;             // job names with a commit in flight
   bool passQueued_ = false;
+  // Passes run at most every kMinPassInterval: a pass reads every active job, so one per
+  // submission would make a submission storm quadratic.
+  static constexpr std::chrono::milliseconds kMinPassInterval{100};
+  std::chrono::steady_clock::time_point lastPass_{};
+  asio::steady_timer passTimer_{io_};
   bool passCommitting_ = false;
   bool passAgain_ = false;
   // Cancels and deletes that arrived while a pass was committing: they run after it, so

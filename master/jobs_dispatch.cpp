@@ -64,8 +64,12 @@ void JobRegistry::requestPass() {
   }
   if (passQueued_) return;
   passQueued_ = true;
-  asio::post(io_, [this] {
+  auto wait = lastPass_ + kMinPassInterval - std::chrono::steady_clock::now();
+  passTimer_.expires_after(std::max<std::chrono::steady_clock::duration>(wait, std::chrono::milliseconds(0)));
+  passTimer_.async_wait([this](asio::error_code ec) {
     passQueued_ = false;
+    if (ec) return;
+    lastPass_ = std::chrono::steady_clock::now();
     runPass();
   });
 }
