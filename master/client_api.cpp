@@ -266,7 +266,51 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     case api::Request::NODE_SHOW:
     case api::Request::NODE_DRAIN:
     case api::Request::NODE_UNDRAIN:
-      return a.error("TEMP: node commands are wired with the node registry");
+    {
+      auto fill = [this](api::NodeInfo::Builder out, const NodeInfo& n) {
+        const auto& r = n.record;
+        out.setName(r.name);
+        out.setAddress(r.address);
+        out.setState(r.state);
+        out.setDrained(r.drained);
+        auto cap = out.initCapacity();
+        cap.setCpuMillis(r.cpuMillis);
+        cap.setMemoryBytes(r.memoryBytes);
+        cap.setGpu(r.gpu);
+        auto [used, count] = jobs_.nodeUsage(r.name);
+        auto alloc = out.initAllocated();
+        alloc.setCpuMillis(used.cpuMillis);
+        alloc.setMemoryBytes(used.memoryBytes);
+        alloc.setGpu(used.gpu);
+        out.setPortLo(r.portLo);
+        out.setPortHi(r.portHi);
+        out.setDrivers(r.drivers);
+        out.setVmRuntime(r.vmRuntime);
+        out.setLastHeartbeat(r.lastHeartbeat);
+        out.setAgentVersion(r.agentVersion);
+        out.setReplicas(count);
+      };
+      if (req.isNodeList()) {
+        auto list = a.resp.initNodes(static_cast<unsigned>(nodes_.nodes().size()));
+        unsigned i = 0;
+        for (const auto& [name, n] : nodes_.nodes()) fill(list[i++], n);
+        return a.send();
+      }
+      std::string name = req.isNodeShow() ? req.getNodeShow() : req.isNodeDrain() ? req.getNodeDrain() : req.getNodeUndrain();
+      if (req.isNodeShow()) {
+        auto it = nodes_.nodes().find(name);
+        if (it == nodes_.nodes().end()) return a.error("node " + name + " does not exist");
+        fill(a.resp.initNode(), it->second);
+        return a.send();
+      }
+      auto reply = [this, a, name, fill](Result<bool> r) {
+        if (!r) return a.error(r.error());
+        fill(a.resp.initNode(), nodes_.nodes().at(name));
+        a.send();
+      };
+      if (req.isNodeDrain()) return nodes_.drain(name, reply);
+      return nodes_.undrain(name, reply);
+    }
   }
   a.error("this yard-master does not understand that request (a newer yardctl?)");
 }

@@ -9,13 +9,14 @@
 #include "master/catalog.h"
 #include "master/config.h"
 #include "master/jobs.h"
+#include "master/nodes.h"
 
 namespace yard::master {
 
 class ClientApi {
  public:
-  ClientApi(const MasterConfig& config, Catalog& catalog, JobRegistry& jobs, store::Store& store)
-      : config_(config), catalog_(catalog), jobs_(jobs), store_(store) {}
+  ClientApi(const MasterConfig& config, Catalog& catalog, JobRegistry& jobs, store::Store& store, NodeRegistry& nodes)
+      : config_(config), catalog_(catalog), jobs_(jobs), store_(store), nodes_(nodes) {}
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
 
  private:
@@ -23,6 +24,7 @@ class ClientApi {
   Catalog& catalog_;
   JobRegistry& jobs_;
   store::Store& store_;
+  NodeRegistry& nodes_;
 };
 
 }  // namespace yard::master

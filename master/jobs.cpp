@@ -348,6 +348,19 @@ sched::Resources JobRegistry::queueUsage(const std::string& queue) const {
   return used;
 }
 
+std::pair<sched::Resources, int32_t> JobRegistry::nodeUsage(const std::string& node) const {
+  sched::Resources used;
+  int32_t n = 0;
+  for (const auto& [name, job] : jobs_)
+    for (const auto& t : job.tasks)
+      for (const auto& r : t.replicas)
+        if (r.node == node && isLiveReplicaState(r.state)) {
+          used += sched::Resources{r.cpuMillis, r.memoryBytes, r.gpu};
+          ++n;
+        }
+  return {used, n};
+}
+
 int64_t JobRegistry::runningJobs(const std::string& queue) const {
   int64_t n = 0;
   for (const auto& [name, job] : jobs_) n += job.rec.queue == queue && job.rec.state == kJobRunning;

@@ -81,6 +81,8 @@ class JobRegistry {
   const JobEntry* find(const std::string& name) const;
   // Resources held by live replicas, per queue and per node.
   sched::Resources queueUsage(const std::string& queue) const;
+  // Resources and count of the live replicas placed on `node`.
+  std::pair<sched::Resources, int32_t> nodeUsage(const std::string& node) const;
   int64_t runningJobs(const std::string& queue) const;
   int64_t queuedJobs(const std::string& queue) const;
   bool queueHasJobs(const std::string& queue) const;

@@ -11,7 +11,9 @@
 #include "master/client_api.h"
 #include "master/config.h"
 #include "master/data_dir.h"
+#include "master/agent_api.h"
 #include "master/jobs.h"
+#include "master/nodes.h"
 #include "yard/version.h"
 
 namespace {
@@ -71,6 +73,7 @@ int main(int argc, char** argv) {
   }
 
   asio::io_context io;
+  wire::Limits limits;
   master::Catalog catalog(io, *db);
   if (auto loaded = catalog.load(state.value()); !loaded) {
     logLine(loaded.error());
@@ -83,7 +86,28 @@ int main(int argc, char** argv) {
     logLine(dbPath + ": " + loaded.error());
     return 1;
   }
-  master::ClientApi api(config, catalog, jobs, *db);
+  master::NodeRegistry nodes(io, *db, config.heartbeatTimeoutSeconds, [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }, logLine);
+  if (auto loaded = nodes.load(state.value()); !loaded) {
+    logLine(dbPath + ": " + loaded.error());
+    return 1;
+  }
+  jobs.setNodeSource([&nodes] { return nodes.schedulerView(); });
+  nodes.setOnChange([&jobs] { jobs.requestPass(); });
+  nodes.start();
+  master::ClientApi api(config, catalog, jobs, *db, nodes);
+  master::AgentApi agentApi(config.joinToken, nodes);
+  auto agentServer = wire::FrameServer::listen(
+      io, config.agentListen, limits,
+      [&agentApi](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+        agentApi.handle(conn, std::move(frame));
+      },
+      logLine);
+  if (!agentServer) {
+    logLine(agentServer.error());
+    return 1;
+  }
   // A pass runs on every change; this timer is the safety net (and retries failed commits).
   asio::steady_timer passTimer(io);
   std::function<void()> tick = [&] {
@@ -92,7 +116,6 @@ int main(int argc, char** argv) {
     passTimer.async_wait([&](asio::error_code ec) { if (!ec) tick(); });
   };
   tick();
-  wire::Limits limits;
   auto server = wire::FrameServer::listen(
       io, config.listen, limits,
       [&api](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
@@ -106,12 +129,16 @@ int main(int argc, char** argv) {
   logLine("version " + std::string(kVersion) + ", data " + config.dataDir + ", client API on " +
       server.value()->address());
   // Tests and scripts read the bound address from here (useful with port 0).
+  logLine("agent API on " + agentServer.value()->address());
   std::cout << "listening " << server.value()->address() << std::endl;
+  std::cout << "agents " << agentServer.value()->address() << std::endl;
 
   asio::signal_set signals(io, SIGTERM, SIGINT);
   signals.async_wait([&](asio::error_code, int sig) {
     logLine(std::string("shutting down on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
     server.value()->stop();
+    agentServer.value()->stop();
+    nodes.stop();
     passTimer.cancel();
     io.stop();
   });

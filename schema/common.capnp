@@ -43,4 +43,5 @@ struct Node {
   drivers @6 :List(Text);  # "host", "containerd"
   state @7 :NodeState;
   agentVersion @8 :Text;
+  vmRuntime @9 :Text;      # containerd runtime for VM-isolated replicas (e.g. Kata); "" = none
 }

@@ -1,0 +1,34 @@
+#pragma once
+// The agent API: decodes each agentapi::AgentRequest frame and answers with an
+// agentapi::AgentResponse carrying the same id (after the registry's commit when the
+// request changes state). The join token is checked before anything else: a request
+// without the right token is answered with an error and its connection is closed, and
+// nothing in it is acted on.
+//
+// REQUIRES: handle() runs on the io thread (the FrameServer's), like the registry.
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/wire/server.h"
+#include "master/nodes.h"
+
+namespace yard::master {
+
+class AgentApi {
+ public:
+  // An empty `joinToken` refuses every agent (the master was not configured for them).
+  AgentApi(const std::string& joinToken, NodeRegistry& registry) : joinToken_(joinToken), registry_(registry) {}
+  void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
+
+  // Compares in time that depends only on `expected`'s length, so a peer cannot find the
+  // token byte by byte from response times.
+  static bool tokenMatches(std::string_view given, std::string_view expected);
+
+ private:
+  const std::string joinToken_;
+  NodeRegistry& registry_;
+};
+
+}  // namespace yard::master

@@ -1,0 +1,172 @@
+#pragma once
+// The node registry: the nodes agents registered, their liveness (heartbeats, timeout ->
+// down) and the admin's drain flag. Like the catalog, the in-memory map is the working copy
+// and every state change is committed to the store first and applied here only once
+// durable (DESIGN.md "Durable before visible").
+//
+// States: `ready` takes new replicas; `draining` (drain flag set) keeps what it runs and
+// takes nothing new; `down` missed heartbeats for the timeout. A down node that beats again
+// becomes ready, or draining when the flag is set. The flag survives re-registration, down
+// and master restarts; only undrain clears it.
+//
+// Changes to one node are serialised: each waits for the previous one's commit, and each is
+// computed from the state the previous one left, so a drain and a timeout racing each other
+// never store a record that loses one of them.
+//
+// Heartbeats change only memory, except when they revive a down node (a durable state
+// change) and at most once every kPersistHeartbeatEveryMs per node, when lastHeartbeat is
+// written so that `last seen` survives a restart without one store write per beat (10k nodes
+// beating every 10 s would otherwise be 1k writes/s for a value nothing durable depends on).
+//
+// REQUIRES: every method runs on the io thread. Completions are posted back to it. The
+// io_context outlives the registry.
+
+#include <asio.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "master/scheduler/scheduler.h"
+#include "master/store/store.h"
+
+namespace yard::master {
+
+struct GpuInfo {
+  uint32_t index = 0;  // what the scheduler allocates and the agent maps to a device
+  std::string uuid;    // "" when unknown (see NodeInfo::gpusReported)
+  std::string model;
+  uint64_t memoryBytes = 0;
+  bool operator==(const GpuInfo&) const = default;
+};
+
+// What an agent registers. From `record` only the advertised fields are used: name,
+// address, cpuMillis, memoryBytes, gpu, portLo, portHi, vmRuntime, agentVersion; the master
+// sets the rest. The lists are given here because the record stores them only as text.
+struct NodeRegistration {
+  store::NodeRecord record;
+  std::vector<GpuInfo> gpus;
+  std::vector<std::pair<std::string, std::string>> labels;  // key, value
+  std::vector<std::string> drivers;                          // "host", "containerd"
+};
+
+struct NodeInfo {
+  // The durable record, except lastHeartbeat, which is the newest beat (stored at most every
+  // kPersistHeartbeatEveryMs).
+  store::NodeRecord record;
+  std::vector<GpuInfo> gpus;  // ordered by index
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> drivers;
+  // The store keeps only the GPU count, so after a master restart `gpus` holds indexes
+  // 0..gpu-1 without uuids until the agent registers again; then this is true.
+  bool gpusReported = false;
+};
+
+class NodeRegistry {
+ public:
+  using Reply = std::function<void(Result<bool>)>;
+  using Clock = std::function<int64_t()>;  // unix milliseconds
+  using Log = std::function<void(const std::string&)>;
+
+  static constexpr int64_t kCheckEveryMs = 1000;  // how often start()'s timer runs checkTimeouts
+  static constexpr int64_t kPersistHeartbeatEveryMs = 60'000;
+
+  NodeRegistry(asio::io_context& io, store::Store& store, int64_t heartbeatTimeoutSeconds, Clock nowMs,
+               Log log = {});
+  // Completions of writes still in the store after this are dropped, not run.
+  ~NodeRegistry();
+  NodeRegistry(const NodeRegistry&) = delete;
+  NodeRegistry& operator=(const NodeRegistry&) = delete;
+
+  // Loads the durable nodes. A master restart does not count against the nodes: each
+  // loaded node that is not down gets one full timeout from now to beat again (its stored
+  // lastHeartbeat is kept for display). Fails on a record this master cannot read.
+  Result<bool> load(const store::State& state);
+
+  // Starts / stops the timer that runs checkTimeouts() every kCheckEveryMs. stop() must run
+  // before the registry is destroyed if start() ran; both are idempotent.
+  void start();
+  void stop();
+
+  // Validates (checkRegistration), stores, then applies and replies. A known name is
+  // updated (address, capacity, lists) and keeps its drain flag; state becomes ready, or
+  // draining when drained.
+  void registerNode(NodeRegistration incoming, Reply reply);
+  // Records a beat now. Unknown node: "node X is not registered". A down node becomes ready
+  // (or draining) durably before the reply.
+  void heartbeat(const std::string& name, Reply reply);
+  // Marks down, durably, every ready or draining node whose last beat (or the load, after a
+  // restart) is at least the timeout ago. A node with a change in flight is checked on the
+  // next run.
+  void checkTimeouts();
+  // Set / clear the admin drain flag: state draining / ready, or stays down.
+  // Unknown node: "node X does not exist".
+  void drain(const std::string& name, Reply reply);
+  void undrain(const std::string& name, Reply reply);
+
+  const std::map<std::string, NodeInfo>& nodes() const { return nodes_; }
+  // Every node as the scheduler sees it, in name order, with nothing allocated yet (the
+  // job registry adds its allocations): what JobRegistry::setNodeSource wants.
+  std::vector<sched::NodeView> schedulerView() const;
+  // Called on the io thread after every applied change that matters to the scheduler
+  // (registration, state change, drain flag); not after a plain heartbeat.
+  void setOnChange(std::function<void()> onChange) { onChange_ = std::move(onChange); }
+  // How often agents should beat: a third of the timeout, so two lost beats are survived.
+  uint32_t heartbeatIntervalMs() const;
+
+  // "" when `r` is acceptable, else one line naming the field, the rule and the value.
+  static std::string checkRegistration(const NodeRegistration& r);
+
+ private:
+  // Runs `op` now when no change to `name` is in flight, else after the changes queued
+  // before it. `op` must end with exactly one finish(name), directly or via commitNode.
+  void serial(const std::string& name, std::function<void()> op);
+  void finish(const std::string& name);
+  // Stores `next` as the node's record; once durable applies it (io thread), logs `what`,
+  // notifies when `schedulingChange`, replies, then finish(name). On failure replies the
+  // error and changes nothing.
+  void commitNode(NodeInfo next, bool schedulingChange, std::string what, Reply reply);
+  void apply(NodeInfo next);
+
+  void doRegister(const NodeRegistration& reg, const Reply& reply);
+  void revive(const std::string& name, const Reply& reply);
+  void markDown(const std::string& name);
+  void persistHeartbeat(const std::string& name);
+  void setDrained(const std::string& name, bool drained, const Reply& reply);
+  void scheduleCheck();
+  void say(const std::string& line) const;
+  // Posts `f` to the io thread; it runs only if the registry still exists then.
+  void post(std::function<void()> f);
+
+  // Shared with store completions and posted handlers, which can outlive the registry: the
+  // store's destructor commits what is queued and runs those completions, in the master's
+  // shutdown as in tests, possibly after the registry is gone.
+  struct Lifeline {
+    std::mutex mu;
+    bool alive = true;  // guarded by mu
+  };
+
+  asio::io_context& io_;
+  std::shared_ptr<Lifeline> lifeline_ = std::make_shared<Lifeline>();
+  store::Store& store_;
+  const int64_t timeoutMs_;
+  Clock now_;
+  Log log_;
+  std::function<void()> onChange_;
+  asio::steady_timer timer_;
+  bool running_ = false;
+  int64_t loadedAt_ = 0;  // timeouts count from here at the earliest (restart grace)
+
+  std::map<std::string, NodeInfo> nodes_;
+  std::map<std::string, int64_t> persistedBeat_;  // lastHeartbeat as last stored
+  // A node with a change in flight -> the changes waiting behind it.
+  std::map<std::string, std::deque<std::function<void()>>> inFlight_;
+};
+
+}  // namespace yard::master
