@@ -22,6 +22,20 @@ out=$("$bin/yardctl" --master "$addr" version) || fail "yardctl version failed: 
 echo "$out" | grep -q "^master: yard-master .* at $addr" || fail "version output: $out"
 out=$(YARD_MASTER=$addr "$bin/yardctl" version) || fail "YARD_MASTER not used: $out"
 
+# Bad frames (oversized, misaligned, garbage) close only their own connection.
+python3 - "$addr" <<'PY' || fail "bad frames: the master did not close the connections"
+import socket, struct, sys
+host, port = sys.argv[1].rsplit(":", 1)
+for frame in [struct.pack("<I", 0x7ffffff8), struct.pack("<I", 12) + b"x" * 12,
+              struct.pack("<I", 16) + b"\x00\x00\x00\x00\x64\x00\x00\x00" + b"\xff" * 8]:
+    s = socket.create_connection((host, int(port)), timeout=5)
+    s.sendall(frame)
+    assert s.recv(16) == b"", "connection left open after a bad frame"
+    s.close()
+PY
+out=$("$bin/yardctl" --master "$addr" queue list) || fail "master unusable after bad frames: $out"
+kill -0 "$master" 2>/dev/null || fail "master died on a bad frame"
+
 "$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 >/dev/null 2>"$tmp/err2"
 rc=$?
 [ $rc -eq 1 ] || fail "second instance: exit $rc, want 1"
