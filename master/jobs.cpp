@@ -268,6 +268,32 @@ void JobRegistry::applyCancel(JobEntry& job, const std::string& reason, int64_t 
   events.push_back({0, job.rec.id, "", "", 0, now, kJobCancelled, reason});
 }
 
+void JobRegistry::commitJobChange(std::shared_ptr<JobEntry> job, std::shared_ptr<std::vector<store::EventRecord>> events,
+                                  std::string done, Reply reply) {
+  std::string name = job->rec.name;
+  busy_.insert(name);
+  store_.write(
+      [job, events](store::Tx& tx) {
+        tx.updateJob(job->rec);
+        for (auto& t : job->tasks) {
+          tx.updateTask(t.rec);
+          for (auto& r : t.replicas) tx.updateReplica(r);
+        }
+        for (auto& e : *events) tx.appendEvent(e);
+        if (job->rec.deleted) tx.markJobDeleted(job->rec.id);
+      },
+      [this, job, name, done, reply](Result<bool> r) {
+        asio::post(io_, [this, job, name, done, reply, r] {
+          busy_.erase(name);
+          if (!r) return reply(R::fail(r.error()));
+          if (job->rec.deleted) jobs_.erase(name);
+          else jobs_[name] = std::move(*job);
+          reply(R::ok(done));
+          requestPass();  // freed resources may let others start
+        });
+      });
+}
+
 void JobRegistry::cancel(const std::string& name, Reply reply) {
   if (passCommitting_) {
     deferred_.push_back([this, name, reply] { cancel(name, reply); });
@@ -282,25 +308,7 @@ void JobRegistry::cancel(const std::string& name, Reply reply) {
   auto job = std::make_shared<JobEntry>(it->second);
   auto events = std::make_shared<std::vector<store::EventRecord>>();
   applyCancel(*job, "cancelled by user", now_(), *events);
-  busy_.insert(name);
-  store_.write(
-      [job, events](store::Tx& tx) {
-        tx.updateJob(job->rec);
-        for (auto& t : job->tasks) {
-          tx.updateTask(t.rec);
-          for (auto& r : t.replicas) tx.updateReplica(r);
-        }
-        for (auto& e : *events) tx.appendEvent(e);
-      },
-      [this, job, name, reply](Result<bool> r) {
-        asio::post(io_, [this, job, name, reply, r] {
-          busy_.erase(name);
-          if (!r) return reply(R::fail(r.error()));
-          jobs_[name] = std::move(*job);
-          reply(R::ok("job " + name + " cancelled"));
-          requestPass();  // freed resources may let others start
-        });
-      });
+  commitJobChange(job, events, "job " + name + " cancelled", reply);
 }
 
 void JobRegistry::remove(const std::string& name, Reply reply) {
@@ -315,26 +323,7 @@ void JobRegistry::remove(const std::string& name, Reply reply) {
   auto events = std::make_shared<std::vector<store::EventRecord>>();
   if (!isFinalJobState(job->rec.state)) applyCancel(*job, "job deleted", now_(), *events);
   job->rec.deleted = true;
-  busy_.insert(name);
-  store_.write(
-      [job, events](store::Tx& tx) {
-        tx.updateJob(job->rec);
-        for (auto& t : job->tasks) {
-          tx.updateTask(t.rec);
-          for (auto& r : t.replicas) tx.updateReplica(r);
-        }
-        for (auto& e : *events) tx.appendEvent(e);
-        tx.markJobDeleted(job->rec.id);
-      },
-      [this, name, reply](Result<bool> r) {
-        asio::post(io_, [this, name, reply, r] {
-          busy_.erase(name);
-          if (!r) return reply(R::fail(r.error()));
-          jobs_.erase(name);
-          reply(R::ok("job " + name + " deleted"));
-          requestPass();
-        });
-      });
+  commitJobChange(job, events, "job " + name + " deleted", reply);
 }
 
 sched::Resources JobRegistry::queueUsage(const std::string& queue) const {

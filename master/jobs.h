@@ -108,6 +108,10 @@ class JobRegistry {
   std::vector<PendingGang> pendingGangs() const;
   sched::Snapshot snapshot(std::vector<sched::GangRequest> pending) const;
   void commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs);
+  // Stores the changed copy `job` (deleted when job->rec.deleted) with `events`; once
+  // durable it replaces (or removes) the live entry and replies `done`.
+  void commitJobChange(std::shared_ptr<JobEntry> job, std::shared_ptr<std::vector<store::EventRecord>> events,
+                       std::string done, Reply reply);
   void applyCancel(JobEntry& job, const std::string& reason, int64_t now,
                    std::vector<store::EventRecord>& events);
 

@@ -309,9 +309,15 @@ void NodeRegistry::stop() {
 
 void NodeRegistry::scheduleCheck() {
   timer_.expires_after(std::chrono::milliseconds(kCheckEveryMs));
-  // `ec` first: a cancelled wait may run after the registry is gone and must not touch it.
-  timer_.async_wait([this](asio::error_code ec) {
-    if (ec || !running_) return;
+  // A wait that completed just before stop() still runs, possibly after the registry is
+  // gone: check the lifeline before touching `this`.
+  timer_.async_wait([this, life = lifeline_](asio::error_code ec) {
+    if (ec) return;
+    {
+      std::lock_guard lock(life->mu);
+      if (!life->alive) return;
+    }
+    if (!running_) return;
     checkTimeouts();
     scheduleCheck();
   });

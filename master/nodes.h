@@ -99,7 +99,8 @@ class NodeRegistry {
   // draining when drained.
   void registerNode(NodeRegistration incoming, Reply reply);
   // Records a beat now. Unknown node: "node X is not registered". A down node becomes ready
-  // (or draining) durably before the reply.
+  // (or draining) durably before the reply. While a change to the node is in flight the
+  // reply waits for it, so a timeout racing the beat cannot leave a beating node down.
   void heartbeat(const std::string& name, Reply reply);
   // Marks down, durably, every ready or draining node whose last beat (or the load, after a
   // restart) is at least the timeout ago. A node with a change in flight is checked on the

@@ -5,6 +5,7 @@
 #include "common/util/json.h"
 #include "master/yardctl/cli.h"
 #include "master/yardctl/client.h"
+#include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
 namespace yard::ctl {
@@ -139,25 +140,10 @@ std::string parseQuota(const QuotaFlags& f, api::Queue::Builder q) {
 // Runs one request and prints its queue/dataset/list/done answer.
 template <typename Fill>
 int run(GlobalOptions& global, Streams io, Fill fill) {
-  auto address = masterAddress(global.master);
-  if (!address) {
-    io.err << "yardctl: " << address.error() << "\n";
-    return kExitFailed;
-  }
-  capnp::MallocMessageBuilder request;
-  auto req = request.initRoot<api::Request>();
-  req.setId(1);
-  std::string usageError = fill(req);
-  if (!usageError.empty()) {  // a bad flag value: nothing is sent
-    io.err << "yardctl: " << usageError << "\n";
-    return kExitUsage;
-  }
-  auto resp = sendRequest(address.value(), request);
-  if (!resp) {
-    io.err << "yardctl: " << resp.error() << "\n";
-    return kExitFailed;
-  }
-  auto r = resp.value()->root<api::Response>();
+  int exitCode = kExitOk;
+  auto frame = request(global, io, fill, exitCode);
+  if (!frame) return exitCode;
+  auto r = frame->template root<api::Response>();
   bool json = global.output == "json";
   JsonWriter w;
   switch (r.which()) {

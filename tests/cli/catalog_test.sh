@@ -4,28 +4,8 @@
 # it survives a master restart (and a kill -9).
 set -u
 bin=$1
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-start_master() {
-  : >"$tmp/out"
-  "$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 >"$tmp/out" 2>>"$tmp/err" &
-  master=$!
-  pids+=("$master")
-  for _ in $(seq 50); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
-  export YARD_MASTER=$(sed -n 's/^listening //p' "$tmp/out")
-  [ -n "$YARD_MASTER" ] || { echo "master did not start: $(cat "$tmp/err")"; exit 1; }
-}
+source "$(dirname "$0")/lib.sh"
 y() { "$bin/yardctl" "$@"; }
-expect() {  # expect RC PATTERN -- yardctl args...
-  local want=$1 pattern=$2; shift 3
-  out=$("$bin/yardctl" "$@" 2>&1); local rc=$?
-  [ "$rc" -eq "$want" ] || fail "yardctl $*: exit $rc, want $want: $out"
-  echo "$out" | grep -qE -- "$pattern" || fail "yardctl $*: output does not match /$pattern/: $out"
-}
 
 start_master
 expect 0 '^default +running +0/unlimited' -- queue list
@@ -66,5 +46,4 @@ out=$(y queue list)
 echo "$out" | grep -q team-a && fail "deleted queue came back: $out"
 [ "$(y -o json queue list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" = 1 ] || fail "expected only default"
 
-[ "$fails" -eq 0 ] && echo "catalog: all checks passed"
-exit $((fails > 0))
+finish "catalog"

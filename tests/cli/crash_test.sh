@@ -4,21 +4,7 @@
 # and first events written with it), and that no job is half-written.
 set -u
 bin=$1
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-start_master() {
-  : >"$tmp/out"
-  "$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 >"$tmp/out" 2>>"$tmp/err" &
-  master=$!
-  pids+=("$master")
-  for _ in $(seq 100); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
-  addr=$(sed -n 's/^listening //p' "$tmp/out")
-  [ -n "$addr" ] || { echo "master did not start: $(cat "$tmp/err")"; exit 1; }
-}
+source "$(dirname "$0")/lib.sh"
 
 start_master
 "$bin/yard-submit-storm" --master "$addr" --clients 16 --jobs 400 --prefix crash >"$tmp/acked" 2>"$tmp/storm.err" &
@@ -50,5 +36,4 @@ first=$(sort "$tmp/acked" | head -1)
 "$bin/yardctl" --master "$addr" job show "$first" | grep -qE '^main +container-job +Queued' || fail "job show $first"
 "$bin/yardctl" --master "$addr" job events "$first" | grep -q 'Submitted' || fail "events of $first"
 
-[ "$fails" -eq 0 ] && echo "crash test: all checks passed"
-exit $((fails > 0))
+finish "crash test"

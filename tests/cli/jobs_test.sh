@@ -6,27 +6,7 @@
 set -u
 bin=$1
 src=$2
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-start_master() {
-  : >"$tmp/out"
-  "$bin/yard-master" --config "$tmp/master.toml" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 >"$tmp/out" 2>>"$tmp/err" &
-  master=$!
-  pids+=("$master")
-  for _ in $(seq 50); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
-  export YARD_MASTER=$(sed -n 's/^listening //p' "$tmp/out")
-  [ -n "$YARD_MASTER" ] || { echo "master did not start: $(cat "$tmp/err")"; exit 1; }
-}
-expect() {  # expect RC PATTERN -- yardctl args...
-  local want=$1 pattern=$2; shift 3
-  out=$("$bin/yardctl" "$@" 2>&1); local rc=$?
-  [ "$rc" -eq "$want" ] || fail "yardctl $*: exit $rc, want $want: $out"
-  echo "$out" | grep -qE -- "$pattern" || fail "yardctl $*: output does not match /$pattern/: $out"
-}
+source "$(dirname "$0")/lib.sh"
 spec() {  # spec FILE NAME QUEUE GPU [extra container yaml]
   cat >"$1" <<YAML
 name: $2
@@ -40,7 +20,7 @@ tasks:
 YAML
 }
 printf '[flavors.cpu-2c4g]\ncpu = 2\nmemory = "4Gi"\n' >"$tmp/master.toml"
-start_master
+start_master --config "$tmp/master.toml"
 
 "$bin/yardctl" queue create team-a --cpu 32 --memory 64Gi --gpu 8 >/dev/null
 spec "$tmp/big.yaml" big-train team-a 4
@@ -94,11 +74,10 @@ expect 0 'dataset imagenet deleted' -- dataset delete imagenet
 
 # State survives a restart: jobs, states and reasons come back.
 kill -9 "$master"; wait "$master" 2>/dev/null
-start_master
+start_master --config "$tmp/master.toml"
 sleep 1
 expect 0 '^ok-train +team-a +Queued' -- job list
 expect 0 '^prep-data +container-job +Queued .*no ready node offers driver host' -- job show resnet-train
 expect 1 'job mount-train does not exist' -- job show mount-train
 
-[ "$fails" -eq 0 ] && echo "jobs: all checks passed"
-exit $((fails > 0))
+finish "jobs"

@@ -4,23 +4,7 @@
 # the scheduler's reasons; drain, heartbeat timeout and cancel behave as documented.
 set -u
 bin=$1
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect() {  # expect RC PATTERN -- yardctl args...
-  local want=$1 pattern=$2; shift 3
-  out=$("$bin/yardctl" "$@" 2>&1); local rc=$?
-  [ "$rc" -eq "$want" ] || fail "yardctl $*: exit $rc, want $want: $out"
-  echo "$out" | grep -qE -- "$pattern" || fail "yardctl $*: output does not match /$pattern/: $out"
-}
-eventually() {  # eventually PATTERN -- yardctl args...  (up to 10 s)
-  local pattern=$1; shift 2
-  for _ in $(seq 50); do "$bin/yardctl" "$@" 2>&1 | grep -qE -- "$pattern" && return 0; sleep 0.2; done
-  fail "yardctl $*: never matched /$pattern/: $("$bin/yardctl" "$@" 2>&1)"
-}
+source "$(dirname "$0")/lib.sh"
 job() {  # job FILE NAME QUEUE REPLICAS GPU
   cat >"$1" <<YAML
 name: $2
@@ -35,12 +19,7 @@ YAML
 }
 
 printf 'heartbeat_timeout = "2s"\njoin_token = "s3cret"\n' >"$tmp/master.toml"
-"$bin/yard-master" --config "$tmp/master.toml" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
-pids+=($!)
-for _ in $(seq 50); do grep -q '^agents ' "$tmp/out" && break; sleep 0.1; done
-export YARD_MASTER=$(sed -n 's/^listening //p' "$tmp/out")
-agents=$(sed -n 's/^agents //p' "$tmp/out")
-[ -n "$agents" ] || { echo "master did not start: $(cat "$tmp/err")"; exit 1; }
+start_master --config "$tmp/master.toml"
 
 # A wrong token is refused and registers nothing.
 "$bin/yard-synthetic-nodes" --master "$agents" --token wrong --count 1 --once >"$tmp/bad.out" 2>&1 && fail "wrong token accepted"
@@ -113,5 +92,4 @@ kill "$nodes"
 eventually '^node-1 +127\.0\.0\.1 +down' -- node list
 expect 0 '"state": "down"' -- node show node-2 -o json
 
-[ "$fails" -eq 0 ] && echo "scheduling: all checks passed"
-exit $((fails > 0))
+finish "scheduling"

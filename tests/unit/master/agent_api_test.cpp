@@ -326,7 +326,7 @@ TEST_CASE("yard-synthetic-nodes registers N nodes and keeps them beating", "[age
   CHECK(tool.wait(SIGTERM) == 0);
 }
 
-TEST_CASE("yard-synthetic-nodes --once registers and exits; a wrong token fails it", "[agent-api][tool]") {
+TEST_CASE("yard-synthetic-nodes --once registers and exits, and a wrong token fails it", "[agent-api][tool]") {
   ApiHarness h("s3cret");
   Child once({YARD_SYNTHETIC_NODES, "--master", h.address(), "--token", "s3cret", "--count", "300", "--gpu", "0",
               "--prefix", "cpu", "--address-base", "10.1.", "--once"});

@@ -127,7 +127,7 @@ TEST_CASE("re-registration updates address and capacity and keeps the drain flag
   CHECK(h.stored("gpu-01") == n.record);
 }
 
-TEST_CASE("a silent node goes down after the timeout; a heartbeat brings it back", "[nodes]") {
+TEST_CASE("a silent node goes down after the timeout and a heartbeat brings it back", "[nodes]") {
   NodeHarness h(30);
   REQUIRE(h.registerNode(goodNode("gpu-01")));
   REQUIRE(h.registerNode(goodNode("gpu-02")));
