@@ -69,11 +69,8 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
     if (refusal.empty() && !tokenMatches(token, joinToken_)) refusal = "join token refused";
   }
   if (!refusal.empty()) {
-    // The answer is written before the close: Connection::send starts the write at once and
-    // a frame this small reaches the socket buffer in that call.
-    // TODO(wire): a Connection::closeAfterWrite() would not depend on that.
     a.error(refusal);
-    conn->close(refusal);
+    conn->closeAfterWrite(refusal);
     return;
   }
 

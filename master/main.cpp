@@ -143,6 +143,9 @@ int main(int argc, char** argv) {
     io.stop();
   });
   io.run();
+  // Finish queued writes while the io_context and everything their completions post to
+  // still exist (they are posted, not run: the loop has stopped).
+  db.reset();
   logLine("stopped");
   return 0;
 }

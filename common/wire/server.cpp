@@ -70,7 +70,7 @@ void Connection::readBody(uint32_t bytes) {
       self->close(std::string("malformed message: ") + e.getDescription().cStr());
       return;
     }
-    if (!self->closed_) self->readHeader();
+    if (!self->closed_ && !self->closeWhenWritten_) self->readHeader();
   });
 }
 
@@ -89,7 +89,13 @@ void Connection::writeNext() {
     }
     self->writes_.pop_front();
     if (!self->writes_.empty()) self->writeNext();
+    else if (self->closeWhenWritten_) self->close(*self->closeWhenWritten_);
   });
+}
+
+void Connection::closeAfterWrite(const std::string& why) {
+  if (writes_.empty()) return close(why);
+  closeWhenWritten_ = why;
 }
 
 void Connection::close(const std::string& why) {

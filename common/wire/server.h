@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/wire/frame.h"
@@ -28,6 +29,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Queues `message` for writing; no-op once closed.
   void send(capnp::MessageBuilder& message);
   void close(const std::string& why);
+  // Closes once every queued frame has been written (a refusal the peer should read).
+  void closeAfterWrite(const std::string& why);
   bool closed() const { return closed_; }
   const std::string& peer() const { return peer_; }
 
@@ -45,6 +48,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   kj::Array<capnp::word> body_;
   std::deque<std::string> writes_;
   bool closed_ = false;
+  std::optional<std::string> closeWhenWritten_;
 };
 
 class FrameServer {
