@@ -86,12 +86,24 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
     });
   }
   auto beat = req.getHeartbeat();
-  // TODO(agent): hand beat.getReplicas() (what the agent runs, with usage) to the replica
-  // state machine, and answer with the replicas placed on this node, once the agent issue
-  // ("yard-agent: register, heartbeat, run replicas") lands. Until then nothing is desired.
-  registry_.heartbeat(std::string(view(beat.getNode())), [a](Result<bool> r) {
+  std::string node(view(beat.getNode()));
+  std::vector<JobRegistry::ReplicaReport> reports;
+  for (auto r : beat.getReplicas())
+    reports.push_back({r.getReplicaId(), r.getAttempt(), std::string(view(r.getState())), r.getExitCode(),
+                       std::string(view(r.getReason()))});
+  registry_.heartbeat(node, [this, a, node, reports](Result<bool> r) {
     if (!r) return a.error(r.error());
-    a.resp.initDesired().initReplicas(0);
+    // Reports only from a registered node that is beating; the answer is what it should run.
+    std::vector<std::pair<int64_t, int32_t>> desired;
+    if (jobs_) {
+      jobs_->reportReplicas(node, reports);
+      desired = jobs_->desiredFor(node);
+    }
+    auto list = a.resp.initDesired().initReplicas(static_cast<unsigned>(desired.size()));
+    for (unsigned i = 0; i < list.size(); ++i) {
+      list[i].setReplicaId(desired[i].first);
+      list[i].setAttempt(desired[i].second);
+    }
     a.send();
   });
 }

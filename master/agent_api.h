@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "common/wire/server.h"
+#include "master/jobs.h"
 #include "master/nodes.h"
 
 namespace yard::master {
@@ -20,6 +21,9 @@ class AgentApi {
  public:
   // An empty `joinToken` refuses every agent (the master was not configured for them).
   AgentApi(const std::string& joinToken, NodeRegistry& registry) : joinToken_(joinToken), registry_(registry) {}
+  // Where heartbeats' replica reports go and where the answer's desired replicas come from
+  // (the job registry); without it nothing is desired and reports are dropped.
+  void setJobs(JobRegistry* jobs) { jobs_ = jobs; }
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
 
   // Compares in time that depends only on `expected`'s length, so a peer cannot find the
@@ -29,6 +33,7 @@ class AgentApi {
  private:
   const std::string joinToken_;
   NodeRegistry& registry_;
+  JobRegistry* jobs_ = nullptr;
 };
 
 }  // namespace yard::master

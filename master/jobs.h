@@ -88,11 +88,28 @@ class JobRegistry {
   bool queueHasJobs(const std::string& queue) const;
   bool datasetInUse(const std::string& dataset) const;
 
+  // What an agent reports about one replica attempt it runs (level-triggered: the agent
+  // repeats it every heartbeat, so a report dropped while a job is busy is not lost).
+  struct ReplicaReport {
+    int64_t replicaId = 0;
+    int32_t attempt = 0;
+    std::string state;  // Starting | Running | Exited | Killed | OOMKilled | Lost
+    int32_t exitCode = 0;
+    std::string reason;
+  };
+  // Applies reports from `node` to the replica state machine, then the task's success and
+  // failure policy (DESIGN.md §2), the DAG (dependants Queued or Skipped) and the job's
+  // final state; every transition an event, committed before it is visible.
+  void reportReplicas(const std::string& node, const std::vector<ReplicaReport>& reports);
+  // The replica attempts `node` should run: live (Placed, Starting, Running) ones placed there.
+  std::vector<std::pair<int64_t, int32_t>> desiredFor(const std::string& node) const;
+
   // Runs one scheduling pass now unless one is committing; coalesces requests.
   void requestPass();
   void setNodeSource(NodeSource nodes) { nodes_ = std::move(nodes); }
   // Called after every committed pass that placed something (tests, metrics).
   std::function<void(size_t placed)> onPlaced;
+  std::function<void(const std::string&)> log;
 
   // The resources of one replica of `container`: its own, or its flavor's.
   sched::Resources replicaResources(schema::Container::Reader container) const;
@@ -112,6 +129,11 @@ class JobRegistry {
   // durable it replaces (or removes) the live entry and replies `done`.
   void commitJobChange(std::shared_ptr<JobEntry> job, std::shared_ptr<std::vector<store::EventRecord>> events,
                        std::string done, Reply reply);
+  // The lifecycle rules on a copy of a job; true when anything changed.
+  bool evaluateTask(JobEntry& job, size_t task, int64_t now, std::vector<store::EventRecord>& events);
+  void finishTask(JobEntry& job, size_t task, const std::string& state, const std::string& reason, int64_t now,
+                  std::vector<store::EventRecord>& events);
+  void advanceDag(JobEntry& job, int64_t now, std::vector<store::EventRecord>& events);
   void applyCancel(JobEntry& job, const std::string& reason, int64_t now,
                    std::vector<store::EventRecord>& events);
 

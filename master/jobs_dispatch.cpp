@@ -91,16 +91,19 @@ std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs() const {
       base.request.vm = job.spec->job().getType() == schema::JobType::VM;
       if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
         if (isFinalTaskState(t.rec.state) || t.rec.state == "Waiting") continue;
-        // Each run is its own one-replica gang; up to min(parallelism, completions) at once.
+        // Each run is its own one-replica gang, numbered in order (run/0, run/1, ...); up
+        // to min(parallelism, completions still needed) run at once.
         auto cj = st.getContainerJob();
-        int64_t slots = std::min(cj.getParallelism(), cj.getCompletions());
-        std::set<int32_t> live;
-        for (const auto& r : t.replicas)
-          if (isLiveReplicaState(r.state)) live.insert(r.index);
-        for (int32_t slot = 0; slot < slots; ++slot) {
-          if (live.count(slot)) continue;
+        int64_t succeeded = 0, live = 0;
+        for (const auto& r : t.replicas) {
+          succeeded += r.state == "Exited" && r.exitCode == 0;
+          live += isLiveReplicaState(r.state);
+        }
+        int64_t wanted = std::min(cj.getParallelism(), cj.getCompletions() - succeeded) - live;
+        for (int64_t k = 0; k < wanted; ++k) {
           PendingGang g = base;
-          g.request.replicas.push_back(replicaRequest(*this, "run", slot, cj.getContainer()));
+          g.request.replicas.push_back(
+              replicaRequest(*this, "run", static_cast<int32_t>(t.replicas.size() + k), cj.getContainer()));
           out.push_back(std::move(g));
         }
         continue;
@@ -182,6 +185,7 @@ void JobRegistry::runPass() {
   for (const auto& g : gangs) requests.push_back(g.request);
   sched::Snapshot snap = snapshot(std::move(requests));
   sched::Plan plan = sched::schedule(snap);
+
   // The single applier: re-check each placement against the state as it stands with the
   // placements before it applied, and drop any that no longer fit.
   sched::SnapshotIndex index(snap);
@@ -276,6 +280,7 @@ void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& 
       [this, changed, placed](Result<bool> r) {
         asio::post(io_, [this, changed, placed, r] {
           passCommitting_ = false;
+          if (!r && log) log("scheduling pass not committed: " + r.error());
           if (r) {
             for (auto& [name, job] : *changed)
               if (jobs_.count(name)) jobs_[name] = std::move(job);

@@ -93,11 +93,13 @@ int main(int argc, char** argv) {
     logLine(dbPath + ": " + loaded.error());
     return 1;
   }
+  jobs.log = logLine;
   jobs.setNodeSource([&nodes] { return nodes.schedulerView(); });
   nodes.setOnChange([&jobs] { jobs.requestPass(); });
   nodes.start();
   master::ClientApi api(config, catalog, jobs, *db, nodes);
   master::AgentApi agentApi(config.joinToken, nodes);
+  agentApi.setJobs(&jobs);
   auto agentServer = wire::FrameServer::listen(
       io, config.agentListen, limits,
       [&agentApi](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {

@@ -1,0 +1,265 @@
+// The master's replica, task and job state machines driven by agent reports, with a real
+// store, catalog, scheduler pass and job registry: success policies, gang restarts,
+// failure skipping dependants, the DAG moving on, cleanup, and stale reports ignored.
+#include <catch2/catch.hpp>
+
+#include <asio.hpp>
+
+#include <chrono>
+#include <functional>
+
+#include "common/spec/loader.h"
+#include "master/catalog.h"
+#include "master/jobs.h"
+#include "tests/unit/master/node_harness.h"
+
+using namespace yard;
+using master::JobRegistry;
+
+namespace {
+
+class Cluster {
+ public:
+  Cluster() {
+    auto s = store::Store::open(dir_.path() + "/state.db");
+    REQUIRE(s);
+    db_ = std::move(s).value();
+    auto state = db_->loadAll();
+    REQUIRE(state);
+    catalog_ = std::make_unique<master::Catalog>(io_, *db_);
+    REQUIRE(catalog_->load(state.value()));
+    jobs_ = std::make_unique<JobRegistry>(io_, *db_, config_, *catalog_, [this] { return now_ += 1000; });
+    REQUIRE(jobs_->load(state.value()));
+    jobs_->setNodeSource([] {
+      sched::NodeView n;
+      n.name = "n1";
+      n.capacity = {64000, int64_t{256} << 30, 0};
+      n.portLo = 20000;
+      n.portHi = 20999;
+      n.drivers = {"host", "containerd"};
+      return std::vector<sched::NodeView>{n};
+    });
+  }
+  ~Cluster() {
+    jobs_.reset();
+    db_.reset();
+  }
+
+  // Runs the io loop until `done` holds (or fails after 5 s).
+  void until(const std::function<bool()>& done, const char* what) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) FAIL("timed out waiting for " << what);
+      io_.restart();
+      io_.run_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  void submit(const std::string& yaml) {
+    auto loaded = spec::loadJobSpec(yaml);
+    INFO((loaded.ok() ? "" : loaded.errors[0].str()));
+    REQUIRE(loaded.ok());
+    std::optional<Result<std::string>> r;
+    jobs_->submit(loaded.job(), [&](Result<std::string> x) { r = x; });
+    until([&] { return r.has_value(); }, "submit");
+    INFO((*r ? "" : r->error()));
+    REQUIRE(*r);
+  }
+
+  const master::JobEntry& job(const std::string& name) { return jobs_->jobs().at(name); }
+  const master::TaskEntry& task(const std::string& j, size_t t) { return job(j).tasks[t]; }
+
+  // Waits until task `t` of `j` has `n` live replicas of its current attempt placed.
+  void placed(const std::string& j, size_t t, size_t n) {
+    jobs_->requestPass();
+    until([&] {
+      size_t live = 0;
+      for (const auto& r : task(j, t).replicas) live += r.attempt == task(j, t).rec.attempt && master::isLiveReplicaState(r.state);
+      return live == n;
+    }, "placement");
+  }
+
+  // Reports `state` (and exit code) for replica role/index of the task's current attempt,
+  // then waits for the commit.
+  void report(const std::string& j, size_t t, const std::string& role, int32_t index, const std::string& state,
+              int32_t code = 0, const std::string& node = "n1") {
+    const store::ReplicaRecord* rep = nullptr;
+    for (const auto& r : task(j, t).replicas)
+      if (r.role == role && r.index == index && r.attempt == task(j, t).rec.attempt) rep = &r;
+    REQUIRE(rep != nullptr);
+    jobs_->reportReplicas(node, {{rep->id, rep->attempt, state, code, ""}});
+    settle();
+  }
+
+  void settle() {
+    for (int i = 0; i < 10; ++i) {
+      REQUIRE(db_->writeSync([](store::Tx&) {}));
+      io_.restart();
+      io_.run_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  std::string events(const std::string& j) {
+    auto ev = db_->events(job(j).rec.id, 0);
+    REQUIRE(ev);
+    std::string out;
+    for (const auto& e : ev.value()) out += e.task + "|" + e.replica + "|" + e.type + "|" + e.reason + "\n";
+    return out;
+  }
+
+  std::unique_ptr<JobRegistry> jobs_;
+
+ private:
+  test::TempDir dir_;
+  asio::io_context io_;
+  master::MasterConfig config_;
+  std::unique_ptr<store::Store> db_;
+  std::unique_ptr<master::Catalog> catalog_;
+  int64_t now_ = 1'700'000'000'000;
+};
+
+const char* kDag = R"(
+name: dag-job
+tasks:
+  - name: prep
+    kind: container-job
+    completions: 2
+    parallelism: 2
+    container: { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } }
+  - name: train
+    kind: pytorch
+    dependsOn: [prep]
+    roles:
+      master: { replicas: 1, container: &c { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } } }
+      worker: { replicas: 1, container: *c }
+  - name: evaluate
+    kind: tensorflow
+    dependsOn: [train]
+    roles:
+      worker: { replicas: 1, container: *c }
+)";
+
+}  // namespace
+
+TEST_CASE("a DAG runs to Succeeded as agents report", "[lifecycle]") {
+  Cluster c;
+  c.submit(kDag);
+  c.placed("dag-job", 0, 2);
+  CHECK(c.job("dag-job").rec.state == "Running");
+  CHECK(c.task("dag-job", 1).rec.state == "Waiting");
+  c.report("dag-job", 0, "run", 0, "Running");
+  CHECK(c.task("dag-job", 0).rec.state == "Running");
+  c.report("dag-job", 0, "run", 0, "Exited", 0);
+  CHECK(c.task("dag-job", 0).rec.state == "Running");  // 1 of 2 completions
+  c.report("dag-job", 0, "run", 1, "Exited", 0);  // run numbers are unique per task
+  CHECK(c.task("dag-job", 0).rec.state == "Succeeded");
+  CHECK((c.task("dag-job", 1).rec.state == "Queued" || c.task("dag-job", 1).rec.state == "Starting"));
+
+  c.placed("dag-job", 1, 2);
+  c.report("dag-job", 1, "master", 0, "Running");
+  c.report("dag-job", 1, "worker", 0, "Running");
+  CHECK(c.task("dag-job", 1).rec.state == "Running");
+  c.report("dag-job", 1, "master", 0, "Exited", 0);
+  // Success policy: the master exited 0; cleanup running stops the blocked worker.
+  CHECK(c.task("dag-job", 1).rec.state == "Succeeded");
+  for (const auto& r : c.task("dag-job", 1).replicas)
+    if (r.role == "worker") CHECK(r.state == "Killed");
+  for (const auto& [id, attempt] : c.jobs_->desiredFor("n1"))  // only evaluate's replica is wanted now
+    for (const auto& r : c.task("dag-job", 1).replicas) CHECK(r.id != id);
+  CHECK(c.task("dag-job", 2).rec.state != "Waiting");
+
+  c.placed("dag-job", 2, 1);
+  c.report("dag-job", 2, "worker", 0, "Exited", 0);
+  CHECK(c.task("dag-job", 2).rec.state == "Succeeded");
+  CHECK(c.job("dag-job").rec.state == "Succeeded");
+  std::string ev = c.events("dag-job");
+  CHECK_THAT(ev, Catch::Contains("train||Succeeded|master exited 0"));
+  CHECK_THAT(ev, Catch::Contains("train|worker/0|Killed|cleanup: task Succeeded"));
+  CHECK_THAT(ev, Catch::Contains("evaluate||Succeeded|worker 0 exited 0 (no chief)"));
+  CHECK_THAT(ev, Catch::Contains("||Succeeded|every task succeeded"));
+}
+
+TEST_CASE("a failing worker restarts the gang, then fails the task and skips dependants", "[lifecycle]") {
+  Cluster c;
+  c.submit(R"(
+name: fail-job
+tasks:
+  - name: train
+    kind: pytorch
+    advanced: { retries: 1 }
+    roles:
+      master: { replicas: 1, container: &c { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } } }
+      worker: { replicas: 1, container: *c }
+  - { name: after, kind: container-job, dependsOn: [train], container: *c }
+)");
+  c.placed("fail-job", 0, 2);
+  c.report("fail-job", 0, "worker", 0, "Exited", 1);
+  const auto& t = c.task("fail-job", 0);
+  CHECK(t.rec.attempt == 1);
+  CHECK(t.rec.state != "Failed");
+  CHECK_THAT(c.events("fail-job"), Catch::Contains("train||Restarting|restarting as attempt 1 after worker/0 exited 1"));
+  for (const auto& r : t.replicas)
+    if (r.attempt == 0) CHECK(!master::isLiveReplicaState(r.state));
+  c.placed("fail-job", 0, 2);
+  for (const auto& r : c.task("fail-job", 0).replicas)
+    if (master::isLiveReplicaState(r.state)) CHECK(r.attempt == 1);
+  c.report("fail-job", 0, "worker", 0, "Exited", 1);
+  CHECK(c.task("fail-job", 0).rec.state == "Failed");
+  CHECK(c.task("fail-job", 0).rec.reason == "worker/0 exited 1; retries exhausted");
+  CHECK(c.task("fail-job", 1).rec.state == "Skipped");
+  CHECK(c.task("fail-job", 1).rec.reason == "dependency train did not succeed");
+  CHECK(c.job("fail-job").rec.state == "Failed");
+  CHECK(c.jobs_->desiredFor("n1").empty());
+}
+
+TEST_CASE("stale and foreign reports change nothing", "[lifecycle]") {
+  Cluster c;
+  c.submit(R"(
+name: stale-job
+tasks:
+  - name: train
+    kind: openmpi
+    roles:
+      launcher: { replicas: 1, container: &c { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } } }
+      worker: { replicas: 2, container: *c }
+)");
+  c.placed("stale-job", 0, 3);
+  c.report("stale-job", 0, "launcher", 0, "Exited", 0, "another-node");
+  CHECK(c.task("stale-job", 0).rec.state == "Starting");
+  const auto& r = c.task("stale-job", 0).replicas[0];
+  c.jobs_->reportReplicas("n1", {{r.id, r.attempt + 5, "Exited", 0, ""}});
+  c.settle();
+  CHECK(c.task("stale-job", 0).rec.state == "Starting");
+  CHECK(c.jobs_->desiredFor("n1").size() == 3);
+  // Backwards moves are ignored: Running then Starting stays Running.
+  c.report("stale-job", 0, "worker", 0, "Running");
+  c.report("stale-job", 0, "worker", 0, "Starting");
+  for (const auto& x : c.task("stale-job", 0).replicas)
+    if (x.role == "worker" && x.index == 0) CHECK(x.state == "Running");
+  c.report("stale-job", 0, "launcher", 0, "Exited", 0);
+  CHECK(c.task("stale-job", 0).rec.state == "Succeeded");
+  CHECK(c.job("stale-job").rec.state == "Succeeded");
+}
+
+TEST_CASE("container-job runs fail until retries are used up", "[lifecycle]") {
+  Cluster c;
+  c.submit(R"(
+name: runs-job
+tasks:
+  - name: batch
+    kind: container-job
+    completions: 1
+    retries: 1
+    container: { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } }
+)");
+  c.placed("runs-job", 0, 1);
+  c.report("runs-job", 0, "run", 0, "OOMKilled");
+  INFO(c.events("runs-job"));
+  CHECK(c.task("runs-job", 0).rec.state != "Failed");
+  c.placed("runs-job", 0, 1);  // a new run replaces the failed one
+  CHECK(c.task("runs-job", 0).replicas.size() == 2);
+  c.report("runs-job", 0, "run", 1, "Exited", 2);
+  CHECK(c.task("runs-job", 0).rec.state == "Failed");
+  CHECK(c.task("runs-job", 0).rec.reason == "2 runs failed; retries allow 1");
+  CHECK(c.job("runs-job").rec.state == "Failed");
+}
