@@ -24,22 +24,22 @@ api::QueueState queueState(const std::string& s) {
   return api::QueueState::RUNNING;
 }
 
+void setResources(schema::Resources::Builder out, int64_t cpuMillis, int64_t memoryBytes, int64_t gpu) {
+  out.setCpuMillis(cpuMillis);
+  out.setMemoryBytes(memoryBytes);
+  out.setGpu(gpu);
+}
+
 void fillQueue(api::Queue::Builder out, const store::QueueRecord& q, const JobRegistry& jobs) {
   out.setName(q.name);
   out.setState(queueState(q.state));
-  auto quota = out.initQuota();
-  quota.setCpuMillis(q.cpuMillis);
-  quota.setMemoryBytes(q.memoryBytes);
-  quota.setGpu(q.gpu);
+  setResources(out.initQuota(), q.cpuMillis, q.memoryBytes, q.gpu);
   out.setMaxRunningJobs(q.maxRunningJobs);
   out.setWeight(q.weight);
   out.setPlacement(q.placement == "spread" ? api::Placement::SPREAD : api::Placement::BINPACK);
   out.setCreatedAt(q.createdAt);
   auto used = jobs.queueUsage(q.name);
-  auto u = out.initUsed();
-  u.setCpuMillis(used.cpuMillis);
-  u.setMemoryBytes(used.memoryBytes);
-  u.setGpu(used.gpu);
+  setResources(out.initUsed(), used.cpuMillis, used.memoryBytes, used.gpu);
   out.setRunningJobs(jobs.runningJobs(q.name));
   out.setQueuedJobs(jobs.queuedJobs(q.name));
 }
@@ -273,15 +273,9 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
         out.setAddress(r.address);
         out.setState(r.state);
         out.setDrained(r.drained);
-        auto cap = out.initCapacity();
-        cap.setCpuMillis(r.cpuMillis);
-        cap.setMemoryBytes(r.memoryBytes);
-        cap.setGpu(r.gpu);
+        setResources(out.initCapacity(), r.cpuMillis, r.memoryBytes, r.gpu);
         auto [used, count] = jobs_.nodeUsage(r.name);
-        auto alloc = out.initAllocated();
-        alloc.setCpuMillis(used.cpuMillis);
-        alloc.setMemoryBytes(used.memoryBytes);
-        alloc.setGpu(used.gpu);
+        setResources(out.initAllocated(), used.cpuMillis, used.memoryBytes, used.gpu);
         out.setPortLo(r.portLo);
         out.setPortHi(r.portHi);
         out.setDrivers(r.drivers);
