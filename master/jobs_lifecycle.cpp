@@ -25,6 +25,9 @@ int rank(const std::string& s) {  // forward-only order of replica states
 
 }  // namespace
 
+// TODO(perf): desiredFor and reportReplicas scan every job on each heartbeat; an index of
+// live replicas by node keeps them proportional to what the node runs once clusters beat
+// at scale (1,000 nodes every 10 s over 10,000 jobs is ~1e8 replica visits a minute).
 std::vector<std::pair<int64_t, int32_t>> JobRegistry::desiredFor(const std::string& node) const {
   std::vector<std::pair<int64_t, int32_t>> out;
   for (const auto& [name, job] : jobs_)
