@@ -5,6 +5,7 @@
 #include "common/util/json.h"
 #include "master/yardctl/cli.h"
 #include "master/yardctl/client.h"
+#include "master/yardctl/output.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
@@ -170,15 +171,11 @@ int run(GlobalOptions& global, Streams io, Fill fill) {
       std::vector<api::Dataset::Reader> list;
       if (r.isDataset()) list.push_back(r.getDataset());
       else for (auto d : r.getDatasets()) list.push_back(d);
-      if (json) {
-        if (!r.isDataset()) w.beginArray();
-        for (auto d : list) datasetJson(w, d);
-        if (!r.isDataset()) w.endArray();
-      } else {
+      printItems(w, json, r.isDataset(), list, datasetJson, [&](const std::vector<api::Dataset::Reader>& items) {
         Table t({"NAME", "PATH", "MODE"});
-        for (auto d : list) t.row({d.getName().cStr(), d.getPath().cStr(), d.getReadOnly() ? "read-only" : "read-write"});
+        for (auto d : items) t.row({d.getName().cStr(), d.getPath().cStr(), d.getReadOnly() ? "read-only" : "read-write"});
         t.print(io.out);
-      }
+      });
       break;
     }
     case api::Response::DONE:

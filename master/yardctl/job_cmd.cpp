@@ -7,6 +7,7 @@
 #include "common/util/json.h"
 #include "master/yardctl/cli.h"
 #include "master/yardctl/client.h"
+#include "master/yardctl/output.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
@@ -203,13 +204,8 @@ int run(GlobalOptions& global, Streams io, Fill fill) {
       std::vector<api::NodeInfo::Reader> nodes;
       if (r.isNode()) nodes.push_back(r.getNode());
       else for (auto n : r.getNodes()) nodes.push_back(n);
-      if (json) {
-        if (!r.isNode()) w.beginArray();
-        for (auto n : nodes) nodeJson(w, n);
-        if (!r.isNode()) w.endArray();
-      } else {
-        nodeTable(io.out, nodes);
-      }
+      printItems(w, json, r.isNode(), nodes, nodeJson,
+                 [&](const std::vector<api::NodeInfo::Reader>& items) { nodeTable(io.out, items); });
       break;
     }
     default:

@@ -4,19 +4,9 @@
 set -u
 bin=$1
 src=$2
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+source "$(dirname "$0")/lib.sh"
 
-"$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
-master=$!
-pids+=("$master")
-for _ in $(seq 50); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
-addr=$(sed -n 's/^listening //p' "$tmp/out")
-[ -n "$addr" ] || { fail "master did not start: $(cat "$tmp/err")"; exit 1; }
+start_master
 
 out=$("$bin/yardctl" --master "$addr" version) || fail "yardctl version failed: $out"
 echo "$out" | grep -q "^master: yard-master .* at $addr" || fail "version output: $out"
@@ -57,8 +47,7 @@ grep -q "stopped" "$tmp/err" || fail "no clean stop logged"
 rc=$?
 [ $rc -eq 1 ] || fail "version against a stopped master: exit $rc, want 1"
 grep -q "cannot reach the master at $addr" "$tmp/err4" || fail "unreachable message: $(cat "$tmp/err4")"
-"$bin/yardctl" version >/dev/null 2>"$tmp/err5"
+env -u YARD_MASTER "$bin/yardctl" version >/dev/null 2>"$tmp/err5"
 grep -q "no master address: pass --master HOST:PORT or set YARD_MASTER" "$tmp/err5" || fail "missing address message"
 
-[ "$fails" -eq 0 ] && echo "master daemon: all checks passed"
-exit $((fails > 0))
+finish "master daemon"
