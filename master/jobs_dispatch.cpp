@@ -147,8 +147,10 @@ sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) c
       qit->second.runningJobs++;
       qit->second.runningJobNames.insert(name);
     }
-    for (const auto& t : job.tasks) {
-      for (const auto& r : t.replicas) {
+    auto specTasks = job.spec->job().getTasks();
+    for (size_t ti = 0; ti < job.tasks.size(); ++ti) {
+      auto st = specTasks[static_cast<unsigned>(ti)];  // tasks are kept in spec order
+      for (const auto& r : job.tasks[ti].replicas) {
         if (!isLiveReplicaState(r.state)) continue;
         sched::Resources res{r.cpuMillis, r.memoryBytes, r.gpu};
         if (qit != queues.end()) qit->second.used += res;
@@ -161,11 +163,8 @@ sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) c
           n.portsInUse.insert({static_cast<uint16_t>(r.port), false});
           n.portsInUse.insert({static_cast<uint16_t>(r.port), true});
         }
-        auto spec = job.spec->job().getTasks();
-        for (auto st : spec)
-          if (st.getName() == t.rec.name)
-            for (auto p : containerOf(st, r.role).getPorts())
-              n.portsInUse.insert({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
+        for (auto p : containerOf(st, r.role).getPorts())
+          n.portsInUse.insert({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
       }
     }
   }
