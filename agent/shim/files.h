@@ -1,0 +1,27 @@
+#pragma once
+// The few file operations the shim needs, as errno-returning POSIX helpers: they run between
+// fork and exec as well as in the long-lived shim, so they neither throw nor log.
+
+#include <fcntl.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace yard::shim {
+
+// Writes `content` to `path` through `path.tmp`: write, fsync, rename, fsync the directory. A
+// reader sees either no file (or the old one) or all of `content`. Returns 0 or an errno.
+int writeFileAtomically(const std::string& path, std::string_view content);
+
+// Reads the whole file at `path` (relative to `dirFd`) into `out`. Returns 0 or an errno.
+int readWholeFile(const std::string& path, std::string& out, int dirFd = AT_FDCWD);
+
+// Splits an env file's contents: NUL-separated `KEY=VALUE` entries; empty entries (a trailing
+// NUL) are skipped. Returns the 1-based index of the first entry without a KEY= prefix, or 0.
+size_t splitEnvFile(const std::string& content, std::vector<std::string>& env);
+
+// The value of `key` in KEY=VALUE entries, or nullptr.
+const char* findEnv(const std::vector<std::string>& env, std::string_view key);
+
+}  // namespace yard::shim

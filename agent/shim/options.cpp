@@ -1,0 +1,122 @@
+#include "agent/shim/options.h"
+
+#include <string_view>
+
+namespace yard::shim {
+
+namespace {
+
+std::vector<std::string> splitColons(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t colon = s.find(':', start);
+    parts.push_back(s.substr(start, colon - start));
+    if (colon == std::string::npos) return parts;
+    start = colon + 1;
+  }
+}
+
+// Sets `slot` from a flag that may be given once.
+std::optional<std::string> setOnce(std::optional<std::string>& slot, std::string_view flag,
+                                   const std::string& value) {
+  if (slot) return std::string(flag) + " given twice ('" + *slot + "' and '" + value + "')";
+  slot = value;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* usage() {
+  return "usage: yard-shim run --dir DIR [--env-file FILE] [--cgroup-procs FILE]...\n"
+         "                     [--mount SRC:DST[:ro|:rw]]... [--workdir PATH] -- ARGV...\n"
+         "       yard-shim exec --dir DIR [--env-file FILE] [--cgroup-procs FILE]...\n"
+         "                      [--workdir PATH] -- ARGV...\n";
+}
+
+Result<BindMount> parseMount(const std::string& value) {
+  auto fail = [&](const std::string& why) {
+    return Result<BindMount>::fail("--mount '" + value + "': " + why);
+  };
+  std::vector<std::string> parts = splitColons(value);
+  if (parts.size() < 2 || parts.size() > 3) return fail("expected SRC:DST[:ro|:rw]");
+  BindMount m{parts[0], parts[1], false};
+  if (m.source.empty() || m.source[0] != '/') return fail("SRC must be an absolute path");
+  if (m.target.empty() || m.target[0] != '/') return fail("DST must be an absolute path");
+  if (parts.size() == 3) {
+    if (parts[2] == "ro") {
+      m.readOnly = true;
+    } else if (parts[2] != "rw") {
+      return fail("mode must be ro or rw, not '" + parts[2] + "'");
+    }
+  }
+  return Result<BindMount>::ok(m);
+}
+
+Result<ShimOptions> parseShimArgs(int argc, char** argv) {
+  using R = Result<ShimOptions>;
+  ShimOptions o;
+  if (argc < 2) return R::fail("missing command (run or exec)");
+  std::string_view command = argv[1];
+  if (command == "-h" || command == "--help" || command == "help") return R::ok(o);
+  if (command == "run") {
+    o.mode = Mode::kRun;
+  } else if (command == "exec") {
+    o.mode = Mode::kExec;
+  } else {
+    return R::fail("unknown command '" + std::string(command) + "' (expected run or exec)");
+  }
+
+  std::optional<std::string> dir;
+  int i = 2;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "-h" || arg == "--help") {
+      o.mode = Mode::kHelp;
+      return R::ok(o);
+    }
+    // Accept both `--flag value` and `--flag=value`.
+    std::string flag = arg, value;
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    } else if (arg.rfind("--", 0) == 0) {
+      if (i + 1 >= argc) return R::fail(flag + " needs a value");
+      value = argv[++i];
+    } else {
+      return R::fail("unexpected argument '" + arg + "' (put the command after --)");
+    }
+    if (value.empty()) return R::fail(flag + " needs a non-empty value");
+
+    std::optional<std::string> err;
+    if (flag == "--dir") {
+      err = setOnce(dir, flag, value);
+    } else if (flag == "--env-file") {
+      err = setOnce(o.envFile, flag, value);
+    } else if (flag == "--workdir") {
+      err = setOnce(o.workdir, flag, value);
+    } else if (flag == "--cgroup-procs") {
+      o.cgroupProcs.push_back(value);
+    } else if (flag == "--mount" && o.mode == Mode::kRun) {
+      Result<BindMount> m = parseMount(value);
+      if (!m) return R::fail(m.error());
+      o.mounts.push_back(std::move(m).value());
+    } else if (flag == "--mount") {
+      return R::fail("--mount is only for run (exec joins the workload's mounts)");
+    } else {
+      return R::fail("unknown option '" + flag + "'");
+    }
+    if (err) return R::fail(*err);
+  }
+  if (!dir) return R::fail("--dir is required");
+  o.dir = *dir;
+  if (i >= argc) return R::fail("missing '-- ARGV...' (the command to run)");
+  for (++i; i < argc; ++i) o.argv.emplace_back(argv[i]);
+  if (o.argv.empty()) return R::fail("nothing to run after '--'");
+  if (o.argv[0].empty()) return R::fail("ARGV[0] is empty");
+  return R::ok(std::move(o));
+}
+
+}  // namespace yard::shim

@@ -1,0 +1,509 @@
+// yard-shim against the real binary (daemonizing, mount namespaces and cgroups only mean
+// something in real processes), plus its option and env-file parsing in-process. Each test gets
+// its own temp dir and kills whatever workload it leaves running.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/shim/files.h"
+#include "agent/shim/options.h"
+
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void writeFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// Polls `done` every 10 ms; false if it still does not hold after 5 s.
+bool eventually(const std::function<bool()>& done) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// True once `pid` has ended: reaped here, gone, or a zombie nobody reaps.
+bool processGone(pid_t pid) {
+  if (::waitpid(pid, nullptr, WNOHANG) == pid) return true;
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::string stat = readFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+}
+
+pid_t parentOf(pid_t pid) {
+  std::string stat = readFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 4 >= stat.size()) return 0;
+  return static_cast<pid_t>(std::atoi(stat.c_str() + paren + 4));
+}
+
+struct Ran {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs yard-shim and collects stdout and stderr until both close. A daemonized shim that kept
+// the launcher's pipes open would hang the agent reading them; here it fails the test instead.
+Ran runShim(const std::vector<std::string>& args) {
+  int out[2], err[2];
+  REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(err, O_CLOEXEC) == 0);
+  std::vector<char*> argv{const_cast<char*>(YARD_SHIM)};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::execv(YARD_SHIM, argv.data());
+    ::_exit(126);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  Ran ran;
+  struct pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  std::string* sinks[2] = {&ran.out, &ran.err};
+  int open = 2;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (open > 0 && std::chrono::steady_clock::now() < deadline) {
+    if (::poll(fds, 2, 50) <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[4096];
+      ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<size_t>(n));
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  for (auto& p : fds) {
+    if (p.fd >= 0) ::close(p.fd);
+  }
+  if (open > 0) ::kill(child, SIGKILL);
+  int wstatus = 0;
+  ::waitpid(child, &wstatus, 0);
+  INFO("stdout: " << ran.out << "\nstderr: " << ran.err);
+  REQUIRE(open == 0);  // stdout and stderr reached EOF in time
+  ran.rc = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+  return ran;
+}
+
+// One replica's temp dir: DIR (the state dir the agent would create) and room for mount sources
+// and env files beside it. The test process adopts orphans, as an agent may, so a shim whose
+// launcher has exited becomes its child and is reaped here rather than left a zombie.
+class Replica {
+ public:
+  Replica() {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    std::string tmpl = (std::filesystem::temp_directory_path() / "yard-shim-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    root_ = tmpl;
+    dir_ = root_ + "/replica";
+    std::filesystem::create_directory(dir_);
+  }
+  ~Replica() {
+    stop();
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+  }
+
+  const std::string& dir() const { return dir_; }
+  std::string path(const std::string& rel) const { return root_ + "/" + rel; }
+
+  Ran run(std::vector<std::string> flags, const std::vector<std::string>& argv) const {
+    std::vector<std::string> args{"run", "--dir", dir_};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--");
+    args.insert(args.end(), argv.begin(), argv.end());
+    return runShim(args);
+  }
+  Ran exec(std::vector<std::string> flags, const std::vector<std::string>& argv) const {
+    std::vector<std::string> args{"exec", "--dir", dir_};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("--");
+    args.insert(args.end(), argv.begin(), argv.end());
+    return runShim(args);
+  }
+
+  std::string envFile(const std::vector<std::string>& entries) const {
+    std::string content;
+    for (const std::string& e : entries) content += e + '\0';
+    writeFile(path("env"), content);
+    return path("env");
+  }
+
+  pid_t pid() const { return std::atoi(readFile(dir_ + "/pid").c_str()); }
+  pid_t shimPid() const { return std::atoi(readFile(dir_ + "/shim.pid").c_str()); }
+  std::string output() const { return readFile(dir_ + "/output.log"); }
+  std::string status() const {
+    bool written = eventually([&] { return exists(dir_ + "/status"); });
+    REQUIRE(written);
+    return readFile(dir_ + "/status");
+  }
+  bool outputHas(const std::string& text) const {
+    return eventually([&] { return output().find(text) != std::string::npos; });
+  }
+  bool shimGone() const { return eventually([&] { return processGone(shimPid()); }); }
+
+ private:
+  // Kills a workload the test left running (a failed REQUIRE), so nothing outlives the test.
+  void stop() const {
+    if (!exists(dir_ + "/pid") || exists(dir_ + "/status")) return;
+    ::kill(-pid(), SIGKILL);
+    eventually([&] { return exists(dir_ + "/status"); });
+    eventually([&] { return processGone(shimPid()); });
+  }
+
+  std::string root_, dir_;
+};
+
+}  // namespace
+
+TEST_CASE("run: stdout and stderr go to output.log in order and the outcome is exited 0") {
+  Replica r;
+  std::string env = r.envFile({"GREETING=hi", "PATH=/usr/bin:/bin"});
+  Ran ran = r.run({"--env-file", env}, {"sh", "-c", "echo out $GREETING; echo err >&2; echo out2"});
+  INFO(ran.err);
+  REQUIRE(ran.rc == 0);
+  // The launcher's exit 0 promises both pid files are already there.
+  REQUIRE(r.pid() > 0);
+  REQUIRE(r.shimPid() > 0);
+  CHECK(r.status() == "exited 0\n");
+  CHECK(r.output() == "out hi\nerr\nout2\n");
+  CHECK(r.shimGone());
+}
+
+TEST_CASE("run: the environment is exactly the env file's") {
+  ::setenv("YARD_SHIM_TEST_LEAK", "from-the-test", 1);
+  Replica r;
+  SECTION("with PATH from the file") {
+    std::string env = r.envFile({"GREETING=hi", "PATH=/usr/bin:/bin", "SPACED=a b=c"});
+    REQUIRE(r.run({"--env-file", env}, {"env"}).rc == 0);
+    CHECK(r.status() == "exited 0\n");
+    CHECK(r.output() == "GREETING=hi\nPATH=/usr/bin:/bin\nSPACED=a b=c\n");
+  }
+  SECTION("without PATH the program is found in the default PATH") {
+    std::string env = r.envFile({"ONLY=1"});
+    REQUIRE(r.run({"--env-file", env}, {"env"}).rc == 0);
+    CHECK(r.status() == "exited 0\n");
+    CHECK(r.output() == "ONLY=1\n");
+  }
+  SECTION("no env file means an empty environment") {
+    REQUIRE(r.run({}, {"env"}).rc == 0);
+    CHECK(r.status() == "exited 0\n");
+    CHECK(r.output() == "");
+  }
+  ::unsetenv("YARD_SHIM_TEST_LEAK");
+}
+
+TEST_CASE("run: an exit code is recorded and the shim exits after") {
+  Replica r;
+  REQUIRE(r.run({}, {"/bin/sh", "-c", "exit 3"}).rc == 0);
+  CHECK(r.status() == "exited 3\n");
+  CHECK(r.shimGone());
+}
+
+TEST_CASE("run: a signal to the workload's process group is recorded and the shim ignores it") {
+  Replica r;
+  REQUIRE(r.run({}, {"sleep", "100"}).rc == 0);
+  pid_t pid = r.pid();
+  CHECK(::getpgid(pid) == pid);  // its own group, so the agent can signal -pgid
+  CHECK(::getsid(r.shimPid()) == r.shimPid());
+  // Signals meant for the workload must not take the shim down (it would lose the outcome).
+  for (int sig : {SIGTERM, SIGHUP, SIGINT, SIGPIPE}) ::kill(r.shimPid(), sig);
+  REQUIRE(::kill(-pid, SIGTERM) == 0);
+  CHECK(r.status() == "signaled 15\n");
+  CHECK(r.shimGone());
+  CHECK(processGone(pid));
+}
+
+TEST_CASE("run: a program that does not exist fails the launcher, naming it") {
+  Replica r;
+  Ran ran = r.run({}, {"no-such-program-yard"});
+  CHECK(ran.rc == 1);
+  CHECK_THAT(ran.err, Catch::Contains("no-such-program-yard"));
+  CHECK_THAT(ran.err, Catch::Contains("No such file or directory"));
+  std::string status = r.status();
+  CHECK_THAT(status, Catch::StartsWith("failed exec: No such file or directory (no-such-program-yard"));
+  CHECK(status.back() == '\n');
+  CHECK_FALSE(exists(r.dir() + "/pid"));
+  CHECK(r.shimGone());
+}
+
+TEST_CASE("run: setup failures name the step and what it was working on") {
+  Replica r;
+  SECTION("a malformed env file") {
+    writeFile(r.path("env"), std::string("GOOD=1\0NOEQUALS\0", 16));
+    Ran ran = r.run({"--env-file", r.path("env")}, {"true"});
+    CHECK(ran.rc == 1);
+    CHECK_THAT(r.status(), Catch::StartsWith("failed env-file: Invalid argument"));
+    CHECK_THAT(r.status(), Catch::Contains("entry 2"));
+  }
+  SECTION("a missing workdir") {
+    Ran ran = r.run({"--workdir", r.path("nowhere")}, {"true"});
+    CHECK(ran.rc == 1);
+    CHECK_THAT(ran.err, Catch::Contains("failed chdir: No such file or directory"));
+    CHECK_THAT(r.status(), Catch::StartsWith("failed chdir: No such file or directory (" + r.path("nowhere")));
+  }
+  SECTION("a cgroup that cannot be joined") {
+    Ran ran = r.run({"--cgroup-procs", r.path("missing/cgroup.procs")}, {"true"});
+    CHECK(ran.rc == 1);
+    CHECK_THAT(r.status(), Catch::StartsWith("failed cgroup-procs: No such file or directory"));
+  }
+}
+
+TEST_CASE("run: the workdir is the workload's cwd") {
+  Replica r;
+  std::filesystem::create_directory(r.path("work"));
+  REQUIRE(r.run({"--workdir", r.path("work")}, {"/bin/pwd"}).rc == 0);
+  CHECK(r.status() == "exited 0\n");
+  CHECK(r.output() == r.path("work") + "\n");
+}
+
+TEST_CASE("run: usage errors exit 2 with a message") {
+  Replica r;
+  auto usageError = [&](const std::vector<std::string>& args, const std::string& says) {
+    Ran ran = runShim(args);
+    CHECK(ran.rc == 2);
+    CHECK_THAT(ran.err, Catch::Contains(says));
+  };
+  usageError({}, "missing command");
+  usageError({"start"}, "unknown command 'start'");
+  usageError({"run", "--", "true"}, "--dir is required");
+  usageError({"run", "--dir", r.dir(), "true"}, "unexpected argument 'true'");
+  usageError({"run", "--dir", r.dir()}, "missing '-- ARGV...'");
+  usageError({"run", "--dir", r.dir(), "--"}, "nothing to run");
+  usageError({"run", "--dir", r.dir(), "--mount", "/a:/b:rx", "--", "true"}, "mode must be ro or rw");
+  usageError({"exec", "--dir", r.dir(), "--mount", "/a:/b", "--", "true"}, "only for run");
+  usageError({"run", "--dir", r.path("absent"), "--", "true"}, "No such file or directory");
+  writeFile(r.path("plain"), "");
+  usageError({"run", "--dir", r.path("plain"), "--", "true"}, "not a directory");
+  CHECK_FALSE(exists(r.dir() + "/status"));
+}
+
+TEST_CASE("run: the workload outlives its launcher's parent") {
+  Replica r;
+  std::string go = r.path("go");
+  pid_t parent = ::fork();
+  REQUIRE(parent >= 0);
+  if (parent == 0) {
+    // Stands in for the agent: its own group, spawns the launcher, then is SIGKILLed.
+    ::setpgid(0, 0);
+    pid_t launcher = ::fork();
+    if (launcher == 0) {
+      std::string dir = r.dir(), script = "while [ ! -e " + go + " ]; do sleep 0.02; done; echo after";
+      ::execl(YARD_SHIM, YARD_SHIM, "run", "--dir", dir.c_str(), "--", "/bin/sh", "-c",
+              script.c_str(), static_cast<char*>(nullptr));
+      ::_exit(126);
+    }
+    ::waitpid(launcher, nullptr, 0);
+    while (true) ::pause();
+  }
+  bool started = eventually([&] { return exists(r.dir() + "/pid"); });
+  ::kill(-parent, SIGKILL);
+  ::waitpid(parent, nullptr, 0);
+  REQUIRE(started);
+  pid_t workload = r.pid();
+  CHECK(::kill(workload, 0) == 0);
+  writeFile(go, "");
+  CHECK(r.status() == "exited 0\n");
+  CHECK(r.output() == "after\n");
+  CHECK(r.shimGone());
+}
+
+TEST_CASE("run: reparented descendants are reaped and do not count as the outcome") {
+  Replica r;
+  std::string bg = r.path("bg"), go = r.path("go");
+  std::string script = "(sleep 30 & echo $! > " + bg + "); while [ ! -e " + go +
+                       " ]; do sleep 0.02; done; exit 4";
+  REQUIRE(r.run({}, {"/bin/sh", "-c", script}).rc == 0);
+  REQUIRE(eventually([&] { return readFile(bg).find('\n') != std::string::npos; }));
+  pid_t orphan = std::atoi(readFile(bg).c_str());
+  // The subshell has exited: the orphan belongs to the shim (a subreaper), not to init.
+  CHECK(eventually([&] { return parentOf(orphan) == r.shimPid(); }));
+  ::kill(orphan, SIGKILL);
+  CHECK(eventually([&] { return processGone(orphan); }));  // the shim reaped it...
+  CHECK_FALSE(exists(r.dir() + "/status"));                // ...and kept waiting
+  writeFile(go, "");
+  CHECK(r.status() == "exited 4\n");
+  CHECK(r.shimGone());
+}
+
+TEST_CASE("run: bind mounts are private to the workload, ro is read-only, rw is writable") {
+  if (::geteuid() != 0) {
+    WARN("skipped: bind mounts need root");
+    return;
+  }
+  Replica r;
+  std::filesystem::create_directory(r.path("src"));
+  std::filesystem::create_directory(r.path("rwsrc"));
+  writeFile(r.path("src/hello"), "from-src\n");
+  writeFile(r.path("one-file"), "just a file\n");
+  // Hosts running systemd make every mount shared, and a bind mount made under a shared mount
+  // propagates to the host unless the workload's namespace is private first. Recreate that here.
+  std::string shared = r.path("shared");
+  std::filesystem::create_directory(shared);
+  REQUIRE(::mount("tmpfs", shared.c_str(), "tmpfs", 0, "size=1m") == 0);
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{shared};
+  REQUIRE(::mount(nullptr, shared.c_str(), nullptr, MS_SHARED, nullptr) == 0);
+  std::string ro = shared + "/dst", rw = shared + "/nested/rwdst", file = shared + "/files/f";
+  std::string script = "cat " + ro + "/hello " + file + "; touch " + ro +
+                       "/x || echo touch-failed; echo rwdata > " + rw + "/y && echo ready; sleep 30";
+  Ran ran = r.run({"--mount", r.path("src") + ":" + ro + ":ro", "--mount", r.path("rwsrc") + ":" + rw + ":rw",
+                   "--mount", r.path("one-file") + ":" + file},
+                  {"/bin/sh", "-c", script});
+  INFO(ran.err);
+  REQUIRE(ran.rc == 0);
+  REQUIRE(r.outputHas("ready\n"));
+  std::string out = r.output();
+  CHECK_THAT(out, Catch::Contains("from-src\njust a file\n"));
+  CHECK_THAT(out, Catch::Contains("Read-only file system"));
+  CHECK_THAT(out, Catch::Contains("touch-failed"));
+  // Outside the namespace the mount points are plain (created) directories.
+  CHECK(std::filesystem::is_directory(ro));
+  CHECK_FALSE(exists(ro + "/hello"));
+  CHECK_FALSE(exists(rw + "/y"));
+  CHECK(readFile(file).empty());
+  CHECK_FALSE(exists(r.path("src/x")));
+  CHECK(readFile(r.path("rwsrc/y")) == "rwdata\n");  // written through the rw mount
+  CHECK(readFile("/proc/self/mountinfo").find(ro) == std::string::npos);
+  ::kill(-r.pid(), SIGKILL);
+  CHECK(r.status() == "signaled 9\n");
+}
+
+TEST_CASE("run: the workload is in its cgroup before it runs") {
+  std::string cgroup = "/sys/fs/cgroup/pids/yard-shim-test-" + std::to_string(::getpid());
+  if (::geteuid() != 0 || ::mkdir(cgroup.c_str(), 0755) != 0) {
+    WARN("skipped: cannot create " << cgroup << " (needs root and a cgroup v1 pids hierarchy)");
+    return;
+  }
+  // Removed even when a check below fails; after the Replica, which kills the workload first.
+  struct RemoveCgroup {
+    std::string path;
+    ~RemoveCgroup() { eventually([&] { return ::rmdir(path.c_str()) == 0 || errno == ENOENT; }); }
+  } removeCgroup{cgroup};
+  {
+    Replica r;
+    // The workload reads its own cgroup as its first act: it must already be the test's.
+    Ran ran = r.run({"--cgroup-procs", cgroup + "/cgroup.procs"},
+                    {"/bin/sh", "-c", "grep pids: /proc/self/cgroup; sleep 30"});
+    INFO(ran.err);
+    REQUIRE(ran.rc == 0);
+    std::string procs = readFile(cgroup + "/cgroup.procs");
+    CHECK_THAT(procs, Catch::Contains(std::to_string(r.pid()) + "\n"));
+    CHECK_THAT(procs, !Catch::Contains(std::to_string(r.shimPid()) + "\n"));
+    CHECK(r.outputHas("/yard-shim-test-"));
+    ::kill(-r.pid(), SIGKILL);
+    CHECK(r.status() == "signaled 9\n");
+  }
+  CHECK(eventually([&] { return ::rmdir(cgroup.c_str()) == 0; }));  // empty once it ended
+}
+
+TEST_CASE("exec: runs beside the workload in its mount namespace with the env file's environment") {
+  if (::geteuid() != 0) {
+    WARN("skipped: exec joins a mount namespace, which needs root");
+    return;
+  }
+  Replica r;
+  std::filesystem::create_directory(r.path("src"));
+  writeFile(r.path("src/file"), "inside the namespace\n");
+  std::string dst = r.path("dst");
+  REQUIRE(r.run({"--mount", r.path("src") + ":" + dst + ":ro"}, {"sleep", "30"}).rc == 0);
+
+  Ran cat = r.exec({}, {"cat", dst + "/file"});
+  CHECK(cat.rc == 0);
+  CHECK(cat.out == "inside the namespace\n");
+  CHECK_FALSE(exists(dst + "/file"));  // only there inside
+
+  std::string env = r.envFile({"HOOK=pre-stop", "PATH=/bin:/usr/bin"});
+  Ran envRan = r.exec({"--env-file", env, "--workdir", dst}, {"sh", "-c", "env; pwd; cat file"});
+  CHECK(envRan.rc == 0);
+  // sh adds PWD itself; nothing comes from the caller's environment.
+  CHECK(envRan.out == "HOOK=pre-stop\nPATH=/bin:/usr/bin\nPWD=" + dst + "\n" + dst + "\ninside the namespace\n");
+
+  CHECK(r.exec({}, {"sh", "-c", "exit 5"}).rc == 5);
+  CHECK(r.exec({}, {"/bin/sh", "-c", "kill -TERM $$"}).rc == 128 + SIGTERM);
+  Ran missing = r.exec({}, {"no-such-program-yard"});
+  CHECK(missing.rc == 127);
+  CHECK_THAT(missing.err, Catch::Contains("no-such-program-yard"));
+
+  ::kill(-r.pid(), SIGKILL);
+  CHECK(r.status() == "signaled 9\n");
+  Ran after = r.exec({}, {"true"});
+  CHECK(after.rc == 127);
+  CHECK_THAT(after.err, Catch::Contains("already ended: signaled 9"));
+}
+
+TEST_CASE("exec: fails with 127 when there is no workload") {
+  Replica r;
+  Ran ran = r.exec({}, {"true"});
+  CHECK(ran.rc == 127);
+  CHECK_THAT(ran.err, Catch::Contains(r.dir() + "/pid"));
+}
+
+TEST_CASE("options: --mount values") {
+  using yard::shim::parseMount;
+  auto m = parseMount("/data:/mnt/data:ro");
+  REQUIRE(m);
+  CHECK(m.value().source == "/data");
+  CHECK(m.value().target == "/mnt/data");
+  CHECK(m.value().readOnly);
+  CHECK_FALSE(parseMount("/data:/mnt/data").value().readOnly);
+  CHECK_FALSE(parseMount("/data:/mnt/data:rw").value().readOnly);
+  CHECK_THAT(parseMount("/data").error(), Catch::Contains("expected SRC:DST"));
+  CHECK_THAT(parseMount("data:/mnt").error(), Catch::Contains("SRC must be an absolute path"));
+  CHECK_THAT(parseMount("/data:mnt").error(), Catch::Contains("DST must be an absolute path"));
+  CHECK_THAT(parseMount("/a:/b:ro:x").error(), Catch::Contains("'/a:/b:ro:x'"));
+}
+
+TEST_CASE("options: env files are NUL-separated KEY=VALUE entries") {
+  using yard::shim::splitEnvFile;
+  std::vector<std::string> env;
+  CHECK(splitEnvFile(std::string("A=1\0B=x=y\0\0EMPTY=\0", 19), env) == 0);
+  CHECK(env == std::vector<std::string>{"A=1", "B=x=y", "EMPTY="});
+  CHECK(splitEnvFile(std::string("A=1\0=nokey\0", 11), env) == 2);
+  CHECK(splitEnvFile("A=1", env) == 0);
+  CHECK(env == std::vector<std::string>{"A=1"});
+  CHECK(yard::shim::findEnv({"PATHX=1", "PATH=/x"}, "PATH") == std::string("/x"));
+}
