@@ -1,20 +1,195 @@
-// yard-agent: runs replicas on one host for the master.
-// This build answers --version and --help; the daemon arrives with the agent issue.
+// yard-agent: runs replicas on one host for the master. main only wires components
+// together: config and flags, the data-dir lock, cgroups, the host driver, the runner, the
+// link to the master and the agent's own API.
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <asio.hpp>
+
+#include <filesystem>
 #include <iostream>
+#include <set>
 
+#include "agent/agent_server.h"
+#include "agent/capacity.h"
+#include "agent/cgroup/cgroup.h"
+#include "agent/config.h"
+#include "agent/host_driver.h"
+#include "agent/master_link.h"
+#include "agent/runner.h"
+#include "common/spec/quantity.h"
 #include "yard/version.h"
 
+namespace {
+
+void logLine(const std::string& line) { std::cerr << "yard-agent: " << line << std::endl; }
+
+int64_t steadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"yard-agent: the Yard node agent (runs replicas under cgroups)"};
-  app.set_version_flag("--version", std::string("yard-agent ") + yard::kVersion);
+  using namespace yard;
+  CLI::App app{"yard-agent: the Yard node agent (runs replicas under cgroups for the master)"};
+  app.set_version_flag("--version", std::string("yard-agent ") + kVersion);
+  std::string configPath, master, token, name, address, dataDir, portRange, cpu, memory, cgroupParent, shim;
+  int apiPort = -1;
+  bool allowHost = false;
+  app.add_option("--config", configPath, "TOML config file (see configs/agent.toml)")->check(CLI::ExistingFile);
+  app.add_option("--master", master, "The master's agent API HOST:PORT; overrides master");
+  app.add_option("--token", token, "The master's join token; overrides token");
+  app.add_option("--name", name, "Node name (default: the host name); overrides name");
+  app.add_option("--address", address, "Advertised address; replicas bind it; overrides address");
+  app.add_option("--data-dir", dataDir, "State directory (replicas, logs); overrides data_dir");
+  app.add_option("--port-range", portRange, "Ports for replicas, LO-HI; overrides port_range");
+  app.add_option("--api-port", apiPort, "Port of the agent's own API (logs); 0 = any; overrides api_port");
+  app.add_flag("--allow-host-tasks", allowHost, "Run image: host replicas as host processes");
+  app.add_option("--cpu", cpu, "Advertise this many cores (e.g. 2 or 1500m) instead of all");
+  app.add_option("--memory", memory, "Advertise this much memory (e.g. 4Gi) instead of all");
+  app.add_option("--cgroup-parent", cgroupParent, "Parent cgroup of the replicas (default yard/<name>)");
+  app.add_option("--shim", shim, "Path of yard-shim (default: next to yard-agent)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  std::cerr << "yard-agent: the daemon is not built yet in this version; see --help\n";
-  return 1;
+
+  agent::AgentConfig config;
+  if (!configPath.empty()) {
+    auto loaded = agent::loadAgentConfig(configPath);
+    if (!loaded) {
+      logLine(loaded.error());
+      return 2;
+    }
+    config = std::move(loaded).value();
+  }
+  auto usage = [](const std::string& why) {
+    logLine(why);
+    return 2;
+  };
+  if (!master.empty()) config.master = master;
+  if (!token.empty()) config.token = token;
+  if (!name.empty()) config.name = name;
+  if (!address.empty()) config.address = address;
+  if (!dataDir.empty()) config.dataDir = dataDir;
+  if (!cgroupParent.empty()) config.cgroupParent = cgroupParent;
+  if (!shim.empty()) config.shim = shim;
+  if (allowHost) config.allowHostTasks = true;
+  if (apiPort >= 0) {
+    if (apiPort > 65535) return usage("--api-port: " + std::to_string(apiPort) + " must be 0-65535");
+    config.apiPort = static_cast<uint16_t>(apiPort);
+  }
+  if (!portRange.empty()) {
+    auto r = agent::parsePortRange(portRange);
+    if (!r) return usage("--port-range: " + r.error());
+    config.portLo = r.value().first;
+    config.portHi = r.value().second;
+  }
+  if (!cpu.empty()) {
+    auto c = spec::parseCpuMillis(cpu);
+    if (!c) return usage("--cpu: " + c.error());
+    config.cpuMillis = c.value();
+  }
+  if (!memory.empty()) {
+    auto m = spec::parseMemoryBytes(memory);
+    if (!m) return usage("--memory: " + m.error());
+    config.memoryBytes = m.value();
+  }
+  if (config.name.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    config.name = host;
+  }
+  if (config.cgroupParent.empty()) config.cgroupParent = "yard/" + config.name;
+  std::error_code ec;
+  if (config.shim.empty())
+    config.shim = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "yard-shim").string();
+  if (auto bad = agent::checkAgentConfig(config); !bad.empty()) return usage(bad);
+
+  std::filesystem::create_directories(config.dataDir + "/replicas", ec);
+  if (ec) {
+    logLine("cannot create " + config.dataDir + ": " + ec.message());
+    return 1;
+  }
+  // One agent per state directory.
+  int lockFd = ::open((config.dataDir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lockFd < 0 || ::flock(lockFd, LOCK_EX | LOCK_NB) != 0) {
+    logLine(config.dataDir + " is in use by another yard-agent");
+    return 1;
+  }
+  if (access(config.shim.c_str(), X_OK) != 0) {
+    logLine("yard-shim not found at " + config.shim + " (set --shim)");
+    return 1;
+  }
+  auto cgroups = agent::Cgroups::open(config.cgroupParent);
+  if (!cgroups) {
+    logLine("cgroups: " + cgroups.error());
+    return 1;
+  }
+  agent::HostCapacity capacity = agent::discoverCapacity();
+
+  asio::io_context io;
+  agent::HostDriver host(config.shim, cgroups.value().get());
+  agent::Runner runner({config.dataDir, config.allowHostTasks}, &host, nullptr, steadyMs, logLine);
+  runner.recover();
+  // Cgroups left by replicas this agent no longer holds (their directories are gone).
+  auto held = runner.names();
+  std::set<std::string> heldSet(held.begin(), held.end());
+  for (const auto& child : cgroups.value()->children())
+    if (!heldSet.count(child)) {
+      logLine("removing leftover cgroup " + config.cgroupParent + "/" + child);
+      cgroups.value()->destroy(child);
+    }
+
+  agent::MasterLink link(io, config, capacity, runner, logLine);
+  agent::AgentServer server(io, config.token, runner, [&link] { link.beatSoon(); }, logLine);
+  auto port = server.listen(config.address + ":" + std::to_string(config.apiPort));
+  if (!port) {
+    logLine(port.error());
+    return 1;
+  }
+  link.setAgentPort(port.value());
+  runner.onChange = [&link] { link.beatSoon(); };
+  int rc = 0;
+  link.onRefused = [&](const std::string&) {
+    rc = 1;
+    io.stop();
+  };
+
+  asio::steady_timer tickTimer(io);
+  std::function<void()> tick = [&] {
+    runner.tick();
+    tickTimer.expires_after(std::chrono::milliseconds(100));
+    tickTimer.async_wait([&](asio::error_code e) { if (!e) tick(); });
+  };
+  tick();
+  link.start();
+  logLine("version " + std::string(kVersion) + ", node " + config.name + " at " + config.address + ", " +
+          std::to_string(capacity.cpuMillis / 1000) + " cores, " + std::to_string(capacity.memoryBytes >> 20) +
+          " MiB, " + std::to_string(capacity.gpus.size()) + " GPUs" +
+          (capacity.gpuSource.empty() ? "" : " (" + capacity.gpuSource + ")") + ", cgroup " +
+          (cgroups.value()->version() == agent::CgroupVersion::V2 ? "v2 " : "v1 ") + config.cgroupParent +
+          ", state " + config.dataDir);
+  std::cout << "agent " << config.name << " api " << config.address << ":" << port.value() << std::endl;
+
+  asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](asio::error_code, int sig) {
+    // Replicas keep running under their shims; a restarted agent re-adopts them.
+    logLine(std::string("shutting down on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + "; replicas keep running");
+    link.stop();
+    server.stop();
+    tickTimer.cancel();
+    io.stop();
+  });
+  io.run();
+  // An agent holding no replicas leaves no empty parent group behind.
+  if (runner.names().empty()) cgroups.value()->removeParent();
+  logLine(rc == 0 ? "stopped" : "stopped: refused by the master");
+  return rc;
 }

@@ -32,13 +32,70 @@ NodeRegistration registrationFrom(schema::Node::Reader node) {
   rec.portHi = node.getPortRange().getHi();
   rec.vmRuntime = node.getVmRuntime();
   rec.agentVersion = node.getAgentVersion();
+  rec.agentPort = node.getAgentPort();
   for (auto g : node.getGpus()) r.gpus.push_back(GpuInfo{g.getIndex(), g.getUuid(), g.getModel(), g.getMemoryBytes()});
   for (auto l : node.getLabels()) r.labels.emplace_back(l.getKey(), l.getValue());
   for (auto d : node.getDrivers()) r.drivers.emplace_back(d);
   return r;
 }
 
+schema::Container::Reader containerOf(schema::Task::Reader t, const std::string& role) {
+  if (t.getKind() == schema::TaskKind::CONTAINER_JOB) return t.getContainerJob().getContainer();
+  for (auto r : t.getRoles())
+    if (r.getName() == role) return r.getContainer();
+  return t.getRoles()[0].getContainer();
+}
+
+void setArgv(capnp::List<capnp::Text>::Builder out, capnp::List<capnp::Text>::Reader in) {
+  for (unsigned i = 0; i < in.size(); ++i) out.set(i, in[i]);
+}
+
 }  // namespace
+
+void AgentApi::fillSpec(const JobEntry& job, size_t task, const store::ReplicaRecord& r,
+                        agentapi::ReplicaSpec::Builder spec) const {
+  auto st = job.spec->job().getTasks()[static_cast<unsigned>(task)];
+  auto c = containerOf(st, r.role);
+  spec.setJob(job.rec.name);
+  spec.setTask(st.getName());
+  spec.setRole(r.role);
+  spec.setIndex(r.index);
+  spec.setImage(c.getImage());
+  setArgv(spec.initArgv(c.getArgv().size()), c.getArgv());
+  // Yard's variables, then the user's: a user value wins over an injected one of the same name.
+  Env env = decodeEnv(r.env);
+  for (auto e : c.getEnv()) setEnv(env, e.getName(), e.getValue());
+  auto envOut = spec.initEnv(static_cast<unsigned>(env.size()));
+  for (unsigned i = 0; i < envOut.size(); ++i) {
+    envOut[i].setName(env[i].first);
+    envOut[i].setValue(env[i].second);
+  }
+  auto res = spec.initResources();
+  res.setCpuMillis(r.cpuMillis);
+  res.setMemoryBytes(r.memoryBytes);
+  res.setGpu(r.gpu);
+  spec.setGpus(r.gpus);
+  auto mounts = spec.initMounts(c.getMounts().size());
+  for (unsigned i = 0; i < mounts.size(); ++i) {
+    auto m = c.getMounts()[i];
+    std::string path;
+    bool datasetReadOnly = false;
+    if (catalog_) {
+      auto it = catalog_->datasets().find(m.getDataset());
+      if (it != catalog_->datasets().end()) {
+        path = it->second.path;
+        datasetReadOnly = it->second.readOnly;
+      }
+    }
+    mounts[i].setHostPath(path);
+    mounts[i].setPath(m.getPath());
+    mounts[i].setReadOnly(m.getReadOnly() || datasetReadOnly);
+  }
+  setArgv(spec.initPostStart(c.getPostStart().getExec().size()), c.getPostStart().getExec());
+  setArgv(spec.initPreStop(c.getPreStop().getExec().size()), c.getPreStop().getExec());
+  spec.setWorkingDir(c.getWorkingDir());
+  spec.setStopGraceMs(stopGraceMs_);
+}
 
 bool AgentApi::tokenMatches(std::string_view given, std::string_view expected) {
   // Every byte of `expected` is visited whatever `given` holds; no early exit.
@@ -90,19 +147,30 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
   std::vector<JobRegistry::ReplicaReport> reports;
   for (auto r : beat.getReplicas())
     reports.push_back({r.getReplicaId(), r.getAttempt(), std::string(view(r.getState())), r.getExitCode(),
-                       std::string(view(r.getReason()))});
+                       std::string(view(r.getReason())), r.getCpuMillisUsed(), r.getMemoryBytesUsed()});
   registry_.heartbeat(node, [this, a, node, reports](Result<bool> r) {
     if (!r) return a.error(r.error());
     // Reports only from a registered node that is beating; the answer is what it should run.
-    std::vector<std::pair<int64_t, int32_t>> desired;
+    struct Item {
+      const JobEntry* job;
+      size_t task;
+      const store::ReplicaRecord* rec;
+      bool run;
+    };
+    std::vector<Item> desired;
     if (jobs_) {
       jobs_->reportReplicas(node, reports);
-      desired = jobs_->desiredFor(node);
+      jobs_->forEachDesired(node, [&](const JobEntry& job, size_t task, const store::ReplicaRecord& rec, bool run) {
+        desired.push_back({&job, task, &rec, run});
+      });
     }
     auto list = a.resp.initDesired().initReplicas(static_cast<unsigned>(desired.size()));
     for (unsigned i = 0; i < list.size(); ++i) {
-      list[i].setReplicaId(desired[i].first);
-      list[i].setAttempt(desired[i].second);
+      const Item& d = desired[i];
+      list[i].setReplicaId(d.rec->id);
+      list[i].setAttempt(d.rec->attempt);
+      list[i].setRun(d.run);
+      if (d.run) fillSpec(*d.job, d.task, *d.rec, list[i].initSpec());
     }
     a.send();
   });

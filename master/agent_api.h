@@ -12,6 +12,8 @@
 #include <string_view>
 
 #include "common/wire/server.h"
+#include "master/catalog.h"
+#include "schema/agent.capnp.h"
 #include "master/jobs.h"
 #include "master/nodes.h"
 
@@ -24,6 +26,10 @@ class AgentApi {
   // Where heartbeats' replica reports go and where the answer's desired replicas come from
   // (the job registry); without it nothing is desired and reports are dropped.
   void setJobs(JobRegistry* jobs) { jobs_ = jobs; }
+  // Where mounts' datasets are resolved to host paths.
+  void setCatalog(const Catalog* catalog) { catalog_ = catalog; }
+  // How long an agent gives preStop and SIGTERM before SIGKILL.
+  void setStopGraceMs(uint32_t ms) { stopGraceMs_ = ms; }
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
 
   // Compares in time that depends only on `expected`'s length, so a peer cannot find the
@@ -31,9 +37,14 @@ class AgentApi {
   static bool tokenMatches(std::string_view given, std::string_view expected);
 
  private:
+  void fillSpec(const JobEntry& job, size_t task, const store::ReplicaRecord& r,
+                agentapi::ReplicaSpec::Builder spec) const;
+
   const std::string joinToken_;
   NodeRegistry& registry_;
   JobRegistry* jobs_ = nullptr;
+  const Catalog* catalog_ = nullptr;
+  uint32_t stopGraceMs_ = 10000;
 };
 
 }  // namespace yard::master

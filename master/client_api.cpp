@@ -108,9 +108,15 @@ void fillJobDetail(api::JobDetail::Builder out, const JobEntry& job) {
     auto deps = ti.initDependsOn(st.getDependsOn().size());
     for (unsigned d = 0; d < deps.size(); ++d) deps.set(d, st.getDependsOn()[d]);
     // The latest attempt's replicas, in role and index order.
+    // Container-job runs restart on their own (restartPolicy OnFailure): each run's newest.
     std::vector<const store::ReplicaRecord*> reps;
-    for (const auto& r : t.replicas)
-      if (r.attempt == t.rec.attempt) reps.push_back(&r);
+    bool runs = st.getKind() == schema::TaskKind::CONTAINER_JOB;
+    for (const auto& r : t.replicas) {
+      if (!runs && r.attempt != t.rec.attempt) continue;
+      auto same = std::find_if(reps.begin(), reps.end(), [&](auto* o) { return o->role == r.role && o->index == r.index; });
+      if (same == reps.end()) reps.push_back(&r);
+      else if ((*same)->attempt < r.attempt) *same = &r;
+    }
     auto out2 = ti.initReplicas(static_cast<unsigned>(reps.size()));
     for (unsigned k = 0; k < reps.size(); ++k) {
       const auto& r = *reps[k];
@@ -143,6 +149,8 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     };
   };
   switch (req.which()) {
+    case api::Request::LOGS: return logs(conn, req.getId(), req.getLogs());
+    case api::Request::JOB_TOP: return top(conn, req.getId(), req.getJobTop());
     case api::Request::PING:
       a.resp.setPong(std::string("yard-master ") + kVersion);
       return a.send();
@@ -266,8 +274,9 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     case api::Request::NODE_SHOW:
     case api::Request::NODE_DRAIN:
     case api::Request::NODE_UNDRAIN:
+    case api::Request::NODE_TOP:
     {
-      auto fill = [this](api::NodeInfo::Builder out, const NodeInfo& n) {
+      auto fill = [this, top = req.isNodeTop()](api::NodeInfo::Builder out, const NodeInfo& n) {
         const auto& r = n.record;
         out.setName(r.name);
         out.setAddress(r.address);
@@ -283,8 +292,12 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
         out.setLastHeartbeat(r.lastHeartbeat);
         out.setAgentVersion(r.agentVersion);
         out.setReplicas(count);
+        if (top) {
+          auto now = jobs_.nodeUsed(r.name);
+          setResources(out.initUsed(), now.cpuMillis, now.memoryBytes, 0);
+        }
       };
-      if (req.isNodeList()) {
+      if (req.isNodeList() || req.isNodeTop()) {
         auto list = a.resp.initNodes(static_cast<unsigned>(nodes_.nodes().size()));
         unsigned i = 0;
         for (const auto& [name, n] : nodes_.nodes()) fill(list[i++], n);

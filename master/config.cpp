@@ -59,7 +59,7 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   }
   MasterConfig c;
   static const char* kKeys[] = {"data_dir", "listen", "agent_listen", "join_token",
-                                "heartbeat_timeout", "flavors", "etcd_endpoints"};
+                                "heartbeat_timeout", "flavors", "etcd_endpoints", "stop_grace"};
   for (const auto& [k, v] : root) {
     bool known = false;
     for (const char* key : kKeys) known = known || k.str() == key;
@@ -87,6 +87,15 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
     if (!d || d.value() <= 0)
       return R::fail(source + ": heartbeat_timeout: must be a duration greater than 0 (like 30 or \"30s\")");
     c.heartbeatTimeoutSeconds = d.value();
+  }
+  if (const toml::node* n = root.get("stop_grace")) {
+    std::string durationText;
+    if (auto i = n->value<int64_t>()) durationText = std::to_string(*i);
+    else if (auto s = n->value<std::string>()) durationText = *s;
+    auto d = spec::parseDurationSeconds(durationText);
+    if (!d || d.value() < 0 || d.value() > 3600)
+      return R::fail(source + ": stop_grace: must be a duration from 0 to 1h (like 10 or \"10s\")");
+    c.stopGraceSeconds = d.value();
   }
   if (const toml::node* n = root.get("etcd_endpoints")) {
     const toml::array* arr = n->as_array();

@@ -25,6 +25,7 @@ struct MasterConfig {
   int64_t heartbeatTimeoutSeconds = 30;         // a node missing heartbeats this long is down
   std::map<std::string, FlavorConfig> flavors;  // named resource sizes (container.flavor)
   std::vector<std::string> etcdEndpoints;       // for elastic rendezvous
+  int64_t stopGraceSeconds = 10;                // preStop + SIGTERM get this long before SIGKILL
 };
 
 // Parses TOML text; errors name the key, the rule and the value.

@@ -277,7 +277,9 @@ void JobRegistry::commitJobChange(std::shared_ptr<JobEntry> job, std::shared_ptr
         tx.updateJob(job->rec);
         for (auto& t : job->tasks) {
           tx.updateTask(t.rec);
-          for (auto& r : t.replicas) tx.updateReplica(r);
+          for (auto& r : t.replicas)
+            if (r.id == 0) tx.insertReplica(r);  // a run restarted in place
+            else tx.updateReplica(r);
         }
         for (auto& e : *events) tx.appendEvent(e);
         if (job->rec.deleted) tx.markJobDeleted(job->rec.id);
@@ -286,6 +288,8 @@ void JobRegistry::commitJobChange(std::shared_ptr<JobEntry> job, std::shared_ptr
         asio::post(io_, [this, job, name, done, reply, r] {
           busy_.erase(name);
           if (!r) return reply(R::fail(r.error()));
+          auto before = jobs_.find(name);
+          notifyNodes(before == jobs_.end() ? nullptr : &before->second, *job);
           if (job->rec.deleted) jobs_.erase(name);
           else jobs_[name] = std::move(*job);
           reply(R::ok(done));

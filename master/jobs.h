@@ -22,6 +22,7 @@
 #include "master/config.h"
 #include "master/scheduler/scheduler.h"
 #include "master/store/store.h"
+#include "master/wiring.h"
 #include "schema/job.capnp.h"
 
 namespace yard::master {
@@ -37,7 +38,7 @@ inline constexpr const char* kJobCancelled = "Cancelled";
 class JobSpec {
  public:
   explicit JobSpec(const std::string& bytes);
-  schema::Job::Reader job() { return reader_->getRoot<schema::Job>(); }
+  schema::Job::Reader job() const { return reader_->getRoot<schema::Job>(); }
 
  private:
   kj::Array<capnp::word> words_;
@@ -96,6 +97,8 @@ class JobRegistry {
     std::string state;  // Starting | Running | Exited | Killed | OOMKilled | Lost
     int32_t exitCode = 0;
     std::string reason;
+    int64_t cpuMillisUsed = 0;  // recent usage
+    int64_t memoryBytesUsed = 0;
   };
   // Applies reports from `node` to the replica state machine, then the task's success and
   // failure policy (DESIGN.md §2), the DAG (dependants Queued or Skipped) and the job's
@@ -103,6 +106,27 @@ class JobRegistry {
   void reportReplicas(const std::string& node, const std::vector<ReplicaReport>& reports);
   // The replica attempts `node` should run: live (Placed, Starting, Running) ones placed there.
   std::vector<std::pair<int64_t, int32_t>> desiredFor(const std::string& node) const;
+  // Every replica attempt `node` should know about (the agent's desired state): live ones,
+  // which it runs (`run`), and finished ones whose logs it keeps for the task's retention
+  // (`run` false). An attempt not visited is one the agent removes.
+  using DesiredVisitor = std::function<void(const JobEntry&, size_t task, const store::ReplicaRecord&, bool run)>;
+  void forEachDesired(const std::string& node, const DesiredVisitor& visit) const;
+
+  // Usage as agents last reported it, per live replica.
+  struct UsageSample {
+    int64_t cpuMillis = 0, memoryBytes = 0, at = 0;
+  };
+  const UsageSample* usageOf(int64_t replicaId) const;
+  sched::Resources nodeUsed(const std::string& node) const;
+
+  // Time-driven rules, run every second: maxLifetime (the task fails, DeadlineExceeded),
+  // container-job run timeouts (the run is stopped and counts as failed), and live
+  // replicas on `downNodes` becoming Lost.
+  void tick(const std::set<std::string>& downNodes);
+  void setNodeWiring(NodeWiringLookup lookup) { nodeWiring_ = std::move(lookup); }
+  // Called after a committed change with the nodes whose desired replicas it changed, so
+  // their agents can be told at once instead of at their next heartbeat.
+  std::function<void(const std::set<std::string>&)> onNodesChanged;
 
   // Runs one scheduling pass now unless one is committing; coalesces requests.
   void requestPass();
@@ -136,6 +160,11 @@ class JobRegistry {
   void advanceDag(JobEntry& job, int64_t now, std::vector<store::EventRecord>& events);
   void applyCancel(JobEntry& job, const std::string& reason, int64_t now,
                    std::vector<store::EventRecord>& events);
+  // A failed container-job run under restartPolicy OnFailure: its next attempt, on the same
+  // node with the same allocation, Placed.
+  void restartRunInPlace(JobEntry& job, size_t task, const store::ReplicaRecord& failed, int64_t now,
+                         std::vector<store::EventRecord>& events);
+  void notifyNodes(const JobEntry* before, const JobEntry& after);
 
   asio::io_context& io_;
   store::Store& store_;
@@ -143,6 +172,8 @@ class JobRegistry {
   Catalog& catalog_;
   Clock now_;
   NodeSource nodes_;
+  NodeWiringLookup nodeWiring_;
+  std::map<int64_t, UsageSample> usage_;  // by replica id; only live replicas
   std::map<std::string, JobEntry> jobs_;   // not deleted, by name
   std::set<std::string> busy_;             // job names with a commit in flight
   bool passQueued_ = false;

@@ -219,6 +219,7 @@ void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& 
     TaskEntry& task = job.tasks[g.task];
     auto st = job.spec->job().getTasks()[static_cast<unsigned>(g.task)];
     std::set<std::string> nodes;
+    size_t first = task.replicas.size();
     for (size_t k = 0; k < p.replicas.size(); ++k) {
       const auto& rp = p.replicas[k];
       store::ReplicaRecord r;
@@ -238,6 +239,11 @@ void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& 
       task.replicas.push_back(r);
       nodes.insert(rp.node);
     }
+    // The injected environment is fixed now, from the placement (WIRING.md).
+    std::vector<const store::ReplicaRecord*> gang;
+    for (size_t k = first; k < task.replicas.size(); ++k) gang.push_back(&task.replicas[k]);
+    std::vector<Env> envs = gangEnv(job.rec.name, st, gang, nodeWiring_);
+    for (size_t k = 0; k < envs.size(); ++k) task.replicas[first + k].env = encodeEnv(envs[k]);
     std::string where;
     for (const auto& n : nodes) where += (where.empty() ? "" : ", ") + n;
     events->push_back({0, job.rec.id, task.rec.name, "", task.rec.attempt, now, "Placed",
@@ -282,7 +288,10 @@ void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& 
           if (!r && log) log("scheduling pass not committed: " + r.error());
           if (r) {
             for (auto& [name, job] : *changed)
-              if (jobs_.count(name)) jobs_[name] = std::move(job);
+              if (auto it = jobs_.find(name); it != jobs_.end()) {
+                notifyNodes(&it->second, job);
+                it->second = std::move(job);
+              }
             if (placed > 0 && onPlaced) onPlaced(placed);
           }
           auto deferred = std::move(deferred_);

@@ -12,7 +12,7 @@ namespace {
 bool isFinalReplicaState(const std::string& s) { return !isLiveReplicaState(s); }
 bool failedReplica(const store::ReplicaRecord& r) {
   return (r.state == "Exited" && r.exitCode != 0) || r.state == "OOMKilled" || r.state == "Lost" ||
-         (r.state == "Killed" && r.reason.rfind("agent:", 0) == 0);
+         (r.state == "Killed" && (r.reason.rfind("agent:", 0) == 0 || r.reason.rfind("DeadlineExceeded", 0) == 0));
 }
 bool exitedOk(const store::ReplicaRecord& r) { return r.state == "Exited" && r.exitCode == 0; }
 std::string replicaName(const store::ReplicaRecord& r) { return r.role + "/" + std::to_string(r.index); }
@@ -38,10 +38,13 @@ std::vector<std::pair<int64_t, int32_t>> JobRegistry::desiredFor(const std::stri
 }
 
 void JobRegistry::reportReplicas(const std::string& node, const std::vector<ReplicaReport>& reports) {
+  int64_t now = now_();
+  for (const auto& r : reports)
+    if (r.state == "Running") usage_[r.replicaId] = UsageSample{r.cpuMillisUsed, r.memoryBytesUsed, now};
+    else usage_.erase(r.replicaId);
   if (passCommitting_ || reports.empty()) return;  // the agent reports again next beat
   std::map<int64_t, const ReplicaReport*> byId;
   for (const auto& r : reports) byId[r.replicaId] = &r;
-  int64_t now = now_();
   for (const auto& [name, live] : jobs_) {
     if (busy_.count(name) || isFinalJobState(live.rec.state)) continue;
     std::shared_ptr<JobEntry> job;
@@ -99,8 +102,19 @@ bool JobRegistry::evaluateTask(JobEntry& job, size_t ti, int64_t now, std::vecto
       finishTask(job, ti, "Succeeded", std::to_string(ok) + " of " + std::to_string(cj.getCompletions()) + " runs succeeded", now, events);
     } else if (failed > cj.getRetries()) {
       finishTask(job, ti, "Failed", std::to_string(failed) + " runs failed; retries allow " + std::to_string(cj.getRetries()), now, events);
-    } else if (t.rec.state == "Starting" &&
-               std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == "Running"; })) {
+    } else if (cj.getRestartPolicy() == schema::RestartPolicy::ON_FAILURE &&
+               std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return failedReplica(r); })) {
+      // Each failed run whose latest attempt failed starts again where it ran.
+      std::map<int32_t, size_t> latest;  // run index -> its newest record
+      for (size_t i = 0; i < t.replicas.size(); ++i) {
+        auto it = latest.find(t.replicas[i].index);
+        if (it == latest.end() || t.replicas[it->second].attempt < t.replicas[i].attempt) latest[t.replicas[i].index] = i;
+      }
+      for (const auto& [index, i] : latest)
+        if (failedReplica(t.replicas[i])) restartRunInPlace(job, ti, store::ReplicaRecord(t.replicas[i]), now, events);
+    }
+    if (t.rec.state == "Starting" &&
+        std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == "Running"; })) {
       t.rec.state = "Running";
       t.rec.reason = "";
       events.push_back({0, job.rec.id, t.rec.name, "", t.rec.attempt, now, "Running", "a run started"});

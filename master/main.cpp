@@ -11,6 +11,7 @@
 #include "master/client_api.h"
 #include "master/config.h"
 #include "master/data_dir.h"
+#include "master/dev_agent.h"
 #include "master/agent_api.h"
 #include "master/jobs.h"
 #include "master/nodes.h"
@@ -27,11 +28,15 @@ int main(int argc, char** argv) {
   CLI::App app{"yard-master: the Yard cluster master (queues, quotas, jobs, scheduler)"};
   app.set_version_flag("--version", std::string("yard-master ") + kVersion);
   std::string configPath, dataDir, listen, agentListen, joinToken;
+  bool dev = false;
   app.add_option("--config", configPath, "TOML config file (see configs/master.toml)")->check(CLI::ExistingFile);
   app.add_option("--data-dir", dataDir, "Data directory (state.db, lock); overrides data_dir");
   app.add_option("--listen", listen, "Client API address HOST:PORT; overrides listen");
   app.add_option("--agent-listen", agentListen, "Agent API address HOST:PORT; overrides agent_listen");
   app.add_option("--join-token", joinToken, "Token agents must present; overrides join_token");
+  app.add_flag("--dev", dev,
+               "Embedded dev cluster: this master plus a yard-agent child (host tasks allowed) on loopback, "
+               "state under --data-dir (default ./yard-dev)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -47,6 +52,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     config = std::move(loaded).value();
+  }
+  if (dev) {
+    // Loopback only; a fresh token per start unless one is given; short heartbeats so a
+    // laptop-sized cluster reacts quickly.
+    config.dataDir = "./yard-dev";
+    config.agentListen = "127.0.0.1:0";
+    if (config.joinToken.empty()) config.joinToken = master::randomToken();
+    config.heartbeatTimeoutSeconds = 6;
   }
   if (!dataDir.empty()) config.dataDir = dataDir;
   if (!listen.empty()) config.listen = listen;
@@ -100,6 +113,26 @@ int main(int argc, char** argv) {
   master::ClientApi api(config, catalog, jobs, *db, nodes);
   master::AgentApi agentApi(config.joinToken, nodes);
   agentApi.setJobs(&jobs);
+  agentApi.setCatalog(&catalog);
+  agentApi.setStopGraceMs(static_cast<uint32_t>(config.stopGraceSeconds * 1000));
+  master::AgentCalls calls(io, config.joinToken, logLine);
+  api.setAgentCalls(&calls);
+  jobs.setNodeWiring([&nodes](const std::string& name) {
+    master::NodeWiring w;
+    auto it = nodes.nodes().find(name);
+    if (it == nodes.nodes().end()) return w;
+    w.address = it->second.record.address;
+    for (const auto& g : it->second.gpus) w.gpuUuid[g.index] = g.uuid;
+    return w;
+  });
+  // Agents hear of new work at once rather than at their next heartbeat.
+  jobs.onNodesChanged = [&nodes, &calls](const std::set<std::string>& changed) {
+    for (const auto& name : changed) {
+      auto it = nodes.nodes().find(name);
+      if (it != nodes.nodes().end() && it->second.record.agentPort > 0)
+        calls.wake(it->second.record.address + ":" + std::to_string(it->second.record.agentPort));
+    }
+  };
   auto agentServer = wire::FrameServer::listen(
       io, config.agentListen, limits,
       [&agentApi](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
@@ -112,9 +145,15 @@ int main(int argc, char** argv) {
   }
   // A pass runs on every change; this timer is the safety net (and retries failed commits).
   asio::steady_timer passTimer(io);
+  // Once a second: deadlines and lost nodes; every other second a safety-net pass.
+  int ticks = 0;
   std::function<void()> tick = [&] {
-    jobs.requestPass();
-    passTimer.expires_after(std::chrono::seconds(2));
+    std::set<std::string> down;
+    for (const auto& [name, n] : nodes.nodes())
+      if (n.record.state == "down") down.insert(name);
+    jobs.tick(down);
+    if (++ticks % 2 == 0) jobs.requestPass();
+    passTimer.expires_after(std::chrono::seconds(1));
     passTimer.async_wait([&](asio::error_code ec) { if (!ec) tick(); });
   };
   tick();
@@ -134,6 +173,16 @@ int main(int argc, char** argv) {
   logLine("agent API on " + agentServer.value()->address());
   std::cout << "listening " << server.value()->address() << std::endl;
   std::cout << "agents " << agentServer.value()->address() << std::endl;
+  std::unique_ptr<master::DevAgent> devAgent;
+  if (dev) {
+    auto started = master::DevAgent::start(agentServer.value()->address(), config.joinToken, config.dataDir + "/agent");
+    if (!started) {
+      logLine(started.error());
+      return 1;
+    }
+    devAgent = std::move(started).value();
+    logLine("dev cluster: agent pid " + std::to_string(devAgent->pid()) + ", node \"dev\", state in " + config.dataDir + "/agent");
+  }
 
   asio::signal_set signals(io, SIGTERM, SIGINT);
   signals.async_wait([&](asio::error_code, int sig) {
@@ -142,6 +191,7 @@ int main(int argc, char** argv) {
     agentServer.value()->stop();
     nodes.stop();
     passTimer.cancel();
+    if (devAgent) devAgent->stop();
     io.stop();
   });
   io.run();

@@ -400,6 +400,7 @@ void NodeRegistry::doRegister(const NodeRegistration& reg, const Reply& reply) {
   r.portHi = in.portHi;
   r.vmRuntime = in.vmRuntime;
   r.agentVersion = in.agentVersion;
+  r.agentPort = in.agentPort;
   next.gpus = reg.gpus;
   std::sort(next.gpus.begin(), next.gpus.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.index < b.index; });
   next.gpusReported = true;

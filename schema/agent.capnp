@@ -12,6 +12,7 @@ using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("yard::agentapi");
 
 using Common = import "common.capnp";
+using Job = import "job.capnp";
 
 struct AgentRequest {
   id @0 :UInt64;
@@ -70,6 +71,66 @@ struct Desired {
 struct DesiredReplica {
   replicaId @0 :Int64;
   attempt @1 :Int32;
-  # The agent issue adds what the agent needs to start it (image, argv, env, resources,
-  # GPU indexes, ports, mounts) as fields @2 onwards.
+  # true: the attempt should run; the agent starts it when it has no such attempt (it never
+  # starts an attempt again once it has ended). false: it has ended for the master (killed,
+  # cleaned up, finished); the agent stops it if it still runs and keeps its logs, until
+  # the attempt is no longer listed at all (retention over, job deleted): then it removes
+  # the attempt's processes, cgroup and logs.
+  run @2 :Bool;
+  spec @3 :ReplicaSpec;           # set when `run`
+}
+
+# Everything an agent needs to start one replica attempt; fixed when it was placed.
+struct ReplicaSpec {
+  job @0 :Text;
+  task @1 :Text;
+  role @2 :Text;
+  index @3 :Int32;
+  image @4 :Text;                 # "host" or an image reference
+  argv @5 :List(Text);
+  env @6 :List(Job.EnvVar);       # final: Yard's variables (WIRING.md) then the user's
+  resources @7 :Common.Resources;
+  gpus @8 :Text;                  # comma list of the node's GPU indexes assigned to it
+  mounts @9 :List(HostMount);
+  postStart @10 :List(Text);      # argv; empty = no hook
+  preStop @11 :List(Text);
+  workingDir @12 :Text;
+  stopGraceMs @13 :UInt32;        # preStop + SIGTERM get this long before SIGKILL
+}
+
+struct HostMount {
+  hostPath @0 :Text;              # the dataset's path on the node
+  path @1 :Text;                  # where the replica sees it
+  readOnly @2 :Bool;
+}
+
+# The agent's own API, served on the node's address at `agentPort`: the master calls it to
+# stream a replica's logs (yardctl logs). Framed like the other APIs; every call carries
+# the join token and is refused without it.
+struct AgentCall {
+  id @0 :UInt64;
+  token @1 :Text;
+  union {
+    logs @2 :LogsCall;
+    wake @3 :Void;                # the master changed what this node should run: heartbeat now
+  }
+}
+
+struct LogsCall {
+  replicaId @0 :Int64;
+  attempt @1 :Int32;
+  follow @2 :Bool;                # keep streaming until the attempt ends
+  tailLines @3 :Int64 = -1;       # only the last N lines; -1 = everything
+}
+
+# Answers to one call, all with its id: any number of `chunk`s (whole lines, except a last
+# line without a newline), then `end`; or one `error`. A following stream sends an empty
+# chunk every second or so while nothing new is written (so a relay notices a gone peer).
+struct AgentCallResponse {
+  id @0 :UInt64;
+  union {
+    error @1 :Text;
+    chunk @2 :Data;
+    end @3 :Void;                 # also the answer to `wake`
+  }
 }

@@ -123,6 +123,36 @@ struct NodeInfo {
   lastHeartbeat @10 :Int64;
   agentVersion @11 :Text;
   replicas @12 :Int32;     # live replicas placed on it
+  used @13 :Common.Resources;  # what its replicas use now, as its agent last reported
+}
+
+# One replica attempt's resources: requested, and used as its agent last sampled them.
+struct ReplicaUsage {
+  task @0 :Text;
+  role @1 :Text;
+  index @2 :Int32;
+  attempt @3 :Int32;
+  node @4 :Text;
+  state @5 :Text;
+  requested @6 :Common.Resources;
+  used @7 :Common.Resources;
+  sampledAt @8 :Int64;     # unix ms; 0 = no sample yet
+}
+
+struct LogsQuery {
+  job @0 :Text;
+  task @1 :Text;           # empty = every task
+  role @2 :Text;           # empty = every role
+  index @3 :Int32 = -1;    # -1 = every index
+  attempt @4 :Int32 = -1;  # -1 = the latest attempt of each replica
+  follow @5 :Bool;
+  tailLines @6 :Int64 = -1;
+}
+
+# Log output of one replica attempt: whole lines, labelled `task/role/index`.
+struct LogChunk {
+  replica @0 :Text;
+  data @1 :Data;
 }
 
 struct Error {
@@ -152,6 +182,9 @@ struct Request {
     nodeShow @18 :Text;
     nodeDrain @19 :Text;
     nodeUndrain @20 :Text;
+    logs @21 :LogsQuery;       # answered by logChunk frames, then logEnd (or one error)
+    jobTop @22 :Text;
+    nodeTop @23 :Void;         # answered by `nodes` with `used` filled
   }
 }
 
@@ -170,5 +203,8 @@ struct Response {
     events @10 :List(Event);
     nodes @11 :List(NodeInfo);
     node @12 :NodeInfo;
+    logChunk @13 :LogChunk;
+    logEnd @14 :Text;            # the stream is over; text says why when it ended early
+    usage @15 :List(ReplicaUsage);
   }
 }

@@ -44,4 +44,5 @@ struct Node {
   state @7 :NodeState;
   agentVersion @8 :Text;
   vmRuntime @9 :Text;      # containerd runtime for VM-isolated replicas (e.g. Kata); "" = none
+  agentPort @10 :UInt16;   # the agent's own API (logs, exec) on `address`; 0 = none
 }

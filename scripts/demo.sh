@@ -1,18 +1,59 @@
 #!/usr/bin/env bash
-# The "run it" command: sets up, builds, and shows the main example job (a three-task DAG:
-# container-job -> pytorch -> tensorflow). Today it validates the DAG and prints its
-# normalised form; when the master and agents land it runs the DAG on `yard-master --dev`.
+# The "run it" command: sets up, builds, starts the embedded dev cluster
+# (`yard-master --dev`: a master plus one agent allowed to run host tasks, all on loopback)
+# and runs the main example, a three-task DAG (container-job -> pytorch -> tensorflow), to
+# its end. Prints the DAG, the final job state, its events and some logs, then stops the
+# cluster. Needs root (replicas run in cgroups).
+#   scripts/demo.sh [SPEC]      default configs/examples/dag.yaml
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh
-spec=configs/examples/dag.yaml
+spec=${1:-configs/examples/dag.yaml}
+if [ "${YARD_DEMO_NO_BUILD:-}" != 1 ]; then
+  scripts/setup.sh
+  scripts/build.sh
+fi
+bin=build/bin
+work=$(mktemp -d)
+master=""
+stop() {
+  if [ -n "$master" ]; then kill "$master" 2>/dev/null; wait "$master" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap stop EXIT
+
+echo "== the DAG ($spec)"
+"$bin/yardctl" validate -o json "$spec" | python3 scripts/lib/show_dag.py
+
 echo
-echo "== yardctl validate $spec"
-build/bin/yardctl validate "$spec"
+echo "== yard-master --dev (state in $work)"
+"$bin/yard-master" --dev --data-dir "$work" --listen 127.0.0.1:0 >"$work/master.out" 2>"$work/master.log" &
+master=$!
+for _ in $(seq 100); do grep -q '^listening ' "$work/master.out" && break; sleep 0.1; done
+YARD_MASTER=$(sed -n 's/^listening //p' "$work/master.out")
+[ -n "$YARD_MASTER" ] || { cat "$work/master.log"; exit 1; }
+export YARD_MASTER
+for _ in $(seq 100); do "$bin/yardctl" node list 2>/dev/null | grep -q ' ready ' && break; sleep 0.1; done
+"$bin/yardctl" node list
+
+name=$("$bin/yardctl" validate -o json "$spec" | python3 -c 'import json,sys; print(json.load(sys.stdin)["name"])')
 echo
-echo "== the DAG"
-build/bin/yardctl validate -o json "$spec" | python3 scripts/lib/show_dag.py
+echo "== yardctl job submit $spec"
+"$bin/yardctl" job submit "$spec"
+state=""
+for _ in $(seq 600); do
+  state=$("$bin/yardctl" job show "$name" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["job"]["state"])')
+  case "$state" in Succeeded|Failed|Cancelled) break ;; esac
+  sleep 0.2
+done
 echo
-echo "== normalised spec (yardctl validate -o json $spec)"
-build/bin/yardctl validate -o json "$spec"
+echo "== yardctl job show $name"
+"$bin/yardctl" job show "$name"
+echo
+echo "== yardctl job events $name"
+"$bin/yardctl" job events "$name"
+echo
+echo "== yardctl logs $name --tail 5"
+"$bin/yardctl" logs "$name" --tail 5
+echo
+echo "job $name: $state"
+[ "$state" = Succeeded ] || { echo "== master and agent log"; tail -40 "$work/master.log"; exit 1; }

@@ -105,6 +105,46 @@ void Connection::close(const std::string& why) {
   asio::error_code ec;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
+  auto callbacks = std::move(onClose_);
+  onClose_.clear();
+  for (auto& f : callbacks) f();
+}
+
+void Connection::onClose(std::function<void()> f) {
+  if (closed_) return f();
+  onClose_.push_back(std::move(f));
+}
+
+void connectFrames(asio::io_context& io, const std::string& hostPort, const Limits& limits,
+                   Connection::Handler handler, Connection::Log log, std::chrono::milliseconds timeout,
+                   std::function<void(Result<std::shared_ptr<Connection>>)> done) {
+  using R = Result<std::shared_ptr<Connection>>;
+  auto ep = parseEndpoint(hostPort);
+  if (!ep) return done(R::fail(ep.error()));
+  struct Attempt {
+    asio::ip::tcp::socket socket;
+    asio::steady_timer timer;
+    bool timedOut = false;
+  };
+  auto a = std::make_shared<Attempt>(Attempt{asio::ip::tcp::socket(io), asio::steady_timer(io), false});
+  a->timer.expires_after(timeout);
+  a->timer.async_wait([a](asio::error_code ec) {
+    if (ec) return;
+    a->timedOut = true;
+    asio::error_code ignored;
+    a->socket.close(ignored);
+  });
+  a->socket.async_connect(ep.value(), [a, hostPort, limits, handler = std::move(handler), log = std::move(log),
+                                       done = std::move(done)](asio::error_code ec) mutable {
+    a->timer.cancel();
+    if (ec || a->timedOut)
+      return done(R::fail("cannot connect to " + hostPort + ": " + (a->timedOut ? "timed out" : ec.message())));
+    asio::error_code ignored;
+    a->socket.set_option(asio::ip::tcp::no_delay(true), ignored);
+    auto conn = std::make_shared<Connection>(std::move(a->socket), limits, std::move(handler), std::move(log));
+    conn->start();
+    done(R::ok(conn));
+  });
 }
 
 FrameServer::FrameServer(asio::io_context& io, asio::ip::tcp::acceptor acceptor, const Limits& limits,

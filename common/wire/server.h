@@ -9,11 +9,13 @@
 
 #include <asio.hpp>
 
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/wire/frame.h"
 
@@ -32,6 +34,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Closes once every queued frame has been written (a refusal the peer should read).
   void closeAfterWrite(const std::string& why);
   bool closed() const { return closed_; }
+  // Runs `f` once when the connection closes (right away when it already has).
+  void onClose(std::function<void()> f);
   const std::string& peer() const { return peer_; }
 
  private:
@@ -49,7 +53,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<std::string> writes_;
   bool closed_ = false;
   std::optional<std::string> closeWhenWritten_;
+  std::vector<std::function<void()>> onClose_;
 };
+
+// Opens an outgoing connection to `hostPort` that speaks frames like an accepted one: each
+// frame the peer sends goes to `handler`. `done` gets the started connection, or why it
+// could not connect within `timeout`.
+void connectFrames(asio::io_context& io, const std::string& hostPort, const Limits& limits,
+                   Connection::Handler handler, Connection::Log log, std::chrono::milliseconds timeout,
+                   std::function<void(Result<std::shared_ptr<Connection>>)> done);
 
 class FrameServer {
  public:

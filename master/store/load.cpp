@@ -46,11 +46,12 @@ NodeRecord nodeRow(const sql::Stmt& s) {
   n.registeredAt = s.i64(12);
   n.lastHeartbeat = s.i64(13);
   n.agentVersion = s.text(14);
+  n.agentPort = s.i32(15);
   return n;
 }
 constexpr const char* kNodes =
     "SELECT name, address, cpu_millis, memory_bytes, gpu, port_lo, port_hi, labels, drivers,"
-    " vm_runtime, state, drained, registered_at, last_heartbeat, agent_version"
+    " vm_runtime, state, drained, registered_at, last_heartbeat, agent_version, agent_port"
     " FROM nodes ORDER BY id";
 
 JobRecord jobRow(const sql::Stmt& s) {

@@ -128,9 +128,16 @@ constexpr const char* kV2 = R"sql(
 ALTER TABLE events ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 3: the port of each agent's own API (logs, exec), so the master can reach an
+// agent that registered before the master restarted.
+constexpr const char* kV3 = R"sql(
+ALTER TABLE nodes ADD COLUMN agent_port INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
+    {3, kV3},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

@@ -72,6 +72,7 @@ struct NodeRecord {
   bool drained = false;  // admin drain flag
   int64_t registeredAt = 0, lastHeartbeat = 0;
   std::string agentVersion;
+  int32_t agentPort = 0;  // the agent's own API on `address`; 0 = none
   bool operator==(const NodeRecord&) const = default;
 };
 
@@ -111,7 +112,7 @@ struct ReplicaRecord {
   std::string gpus;  // comma list
   int32_t port = 0;
   std::string declaredPorts;  // JSON
-  std::string env;            // JSON, the injected env fixed at placement
+  std::string env;            // NAME=value lines: the injected env, fixed at placement (master/wiring.h)
   int32_t exitCode = 0;
   std::string reason;
   int64_t cpuMillis = 0, memoryBytes = 0, gpu = 0;

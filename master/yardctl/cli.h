@@ -32,5 +32,7 @@ void addValidateCommand(CLI::App& app, GlobalOptions& global, Streams io, Action
 void addVersionCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
+// REQUIRES: after addJobCommands (adds `job top` and `node top`).
+void addLogsCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 
 }  // namespace yard::ctl

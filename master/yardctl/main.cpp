@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   addVersionCommand(app, global, io, action);
   addCatalogCommands(app, global, io, action);
   addJobCommands(app, global, io, action);
+  addLogsCommands(app, global, io, action);
 
   try {
     app.parse(argc, argv);

@@ -250,6 +250,7 @@ tasks:
     kind: container-job
     completions: 1
     retries: 1
+    restartPolicy: Never
     container: { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } }
 )");
   c.placed("runs-job", 0, 1);
@@ -262,4 +263,158 @@ tasks:
   CHECK(c.task("runs-job", 0).rec.state == "Failed");
   CHECK(c.task("runs-job", 0).rec.reason == "2 runs failed; retries allow 1");
   CHECK(c.job("runs-job").rec.state == "Failed");
+}
+
+TEST_CASE("restartPolicy OnFailure restarts a failed run in place as its next attempt", "[lifecycle]") {
+  Cluster c;
+  c.submit(R"(
+name: inplace-job
+tasks:
+  - name: batch
+    kind: container-job
+    retries: 2
+    container: { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } }
+)");
+  c.placed("inplace-job", 0, 1);
+  const auto first = c.task("inplace-job", 0).replicas[0];
+  c.jobs_->reportReplicas("n1", {{first.id, 0, "Exited", 3, ""}});
+  c.settle();
+  INFO(c.events("inplace-job"));
+  const auto& reps = c.task("inplace-job", 0).replicas;
+  REQUIRE(reps.size() == 2);
+  CHECK(reps[1].index == 0);
+  CHECK(reps[1].attempt == 1);
+  CHECK(reps[1].state == "Placed");
+  CHECK(reps[1].node == first.node);
+  CHECK(reps[1].port == first.port);
+  CHECK(reps[1].id != first.id);
+  CHECK(reps[1].env.find("YARD_ATTEMPT=1\n") != std::string::npos);
+  c.jobs_->reportReplicas("n1", {{reps[1].id, 1, "Exited", 0, ""}});
+  c.settle();
+  CHECK(c.task("inplace-job", 0).rec.state == "Succeeded");
+}
+
+TEST_CASE("the injected environment is fixed at placement (WIRING.md, every replica)", "[lifecycle]") {
+  Cluster c;
+  c.jobs_->setNodeWiring([](const std::string& node) { return master::NodeWiring{node == "n1" ? "10.1.2.3" : "?", {}}; });
+  c.submit(R"(
+name: wired-job
+tasks:
+  - name: train
+    kind: pytorch
+    roles:
+      master: { replicas: 1, container: &c { image: host, command: ls, resources: { cpu: 1, memory: 1Gi }, ports: [ { name: metrics-http, port: 9100 } ] } }
+      worker: { replicas: 2, container: { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } } }
+)");
+  c.placed("wired-job", 0, 3);
+  const store::ReplicaRecord* w1 = nullptr;
+  const store::ReplicaRecord* m = nullptr;
+  std::vector<int32_t> workerPorts(2);
+  for (const auto& r : c.task("wired-job", 0).replicas) {
+    if (r.role == "worker") workerPorts[static_cast<size_t>(r.index)] = r.port;
+    if (r.role == "worker" && r.index == 1) w1 = &r;
+    if (r.role == "master") m = &r;
+  }
+  REQUIRE(w1);
+  REQUIRE(m);
+  auto env = master::decodeEnv(w1->env);
+  auto get = [&](const master::Env& e, const std::string& k) {
+    for (const auto& [name, v] : e)
+      if (name == k) return v;
+    return std::string("<unset>");
+  };
+  CHECK(get(env, "YARD_JOB") == "wired-job");
+  CHECK(get(env, "YARD_TASK") == "train");
+  CHECK(get(env, "YARD_ROLE") == "worker");
+  CHECK(get(env, "YARD_REPLICA_INDEX") == "1");
+  CHECK(get(env, "YARD_ATTEMPT") == "0");
+  CHECK(get(env, "YARD_NODE") == "n1");
+  CHECK(get(env, "YARD_NODE_ADDR") == "10.1.2.3");
+  CHECK(get(env, "YARD_PORT") == std::to_string(w1->port));
+  CHECK(get(env, "YARD_HOSTS_MASTER") == "10.1.2.3:" + std::to_string(m->port));
+  CHECK(get(env, "YARD_HOSTS_WORKER") ==
+        "10.1.2.3:" + std::to_string(workerPorts[0]) + ",10.1.2.3:" + std::to_string(workerPorts[1]));
+  CHECK(get(env, "CUDA_VISIBLE_DEVICES").empty());
+  CHECK(get(env, "NVIDIA_VISIBLE_DEVICES").empty());
+  CHECK(get(env, "PYTHONUNBUFFERED") == "1");
+  CHECK(get(master::decodeEnv(m->env), "YARD_PORT_METRICS_HTTP") == "9100");
+  CHECK(get(env, "YARD_PORT_METRICS_HTTP") == "<unset>");
+}
+
+TEST_CASE("time: maxLifetime fails the task with DeadlineExceeded, and replicas on a down node are Lost", "[lifecycle]") {
+  Cluster c;
+  c.submit(R"(
+name: lifetime-job
+tasks:
+  - name: sleeper
+    kind: pytorch
+    roles:
+      master: { replicas: 1, container: { image: host, command: sleep 100, resources: { cpu: 1, memory: 1Gi } } }
+    advanced: { maxLifetime: 30 }
+)");
+  c.placed("lifetime-job", 0, 1);
+  c.report("lifetime-job", 0, "master", 0, "Running");
+  c.jobs_->tick({});  // the fake clock moves 1 s per reading: not yet 30 s
+  c.settle();
+  CHECK(c.task("lifetime-job", 0).rec.state == "Running");
+  for (int i = 0; i < 40 && c.task("lifetime-job", 0).rec.state == "Running"; ++i) {
+    c.jobs_->tick({});
+    c.settle();
+  }
+  INFO(c.events("lifetime-job"));
+  CHECK(c.task("lifetime-job", 0).rec.state == "Failed");
+  CHECK(c.task("lifetime-job", 0).rec.reason == "DeadlineExceeded: ran longer than maxLifetime 30s");
+  CHECK(c.task("lifetime-job", 0).replicas[0].state == "Killed");
+
+  c.submit(R"(
+name: lost-job
+tasks:
+  - name: train
+    kind: pytorch
+    roles:
+      master: { replicas: 1, container: { image: host, command: sleep 100, resources: { cpu: 1, memory: 1Gi } } }
+)");
+  c.placed("lost-job", 0, 1);
+  c.report("lost-job", 0, "master", 0, "Running");
+  c.jobs_->tick({"n1"});
+  c.settle();
+  INFO(c.events("lost-job"));
+  CHECK(c.task("lost-job", 0).replicas[0].state == "Lost");
+  CHECK(c.task("lost-job", 0).replicas[0].reason == "node n1 is down");
+  CHECK(c.task("lost-job", 0).rec.state == "Failed");
+}
+
+TEST_CASE("desired replicas: live ones run, ended ones are kept for retention, cleanup all removes", "[lifecycle]") {
+  Cluster c;
+  c.submit(R"(
+name: keep-job
+tasks:
+  - name: kept
+    kind: pytorch
+    roles:
+      master: { replicas: 1, container: &c { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } } }
+    advanced: { retention: 3600 }
+  - name: removed
+    kind: pytorch
+    roles:
+      master: { replicas: 1, container: *c }
+    advanced: { cleanup: all }
+)");
+  c.placed("keep-job", 0, 1);
+  c.placed("keep-job", 1, 1);
+  auto desired = [&] {
+    std::vector<std::pair<std::string, bool>> out;
+    c.jobs_->forEachDesired("n1", [&](const master::JobEntry&, size_t t, const store::ReplicaRecord&, bool run) {
+      out.emplace_back(t == 0 ? "kept" : "removed", run);
+    });
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  CHECK(desired() == std::vector<std::pair<std::string, bool>>{{"kept", true}, {"removed", true}});
+  c.report("keep-job", 0, "master", 0, "Exited", 0);
+  c.report("keep-job", 1, "master", 0, "Exited", 0);
+  CHECK(desired() == std::vector<std::pair<std::string, bool>>{{"kept", false}});
+  bool other = false;
+  c.jobs_->forEachDesired("n2", [&](const master::JobEntry&, size_t, const store::ReplicaRecord&, bool) { other = true; });
+  CHECK_FALSE(other);
 }

@@ -1,0 +1,42 @@
+#pragma once
+// The agent's own API (schema/agent.capnp AgentCall), served on the node's address: the
+// master asks it to heartbeat now (`wake`) and streams replica logs through it. Every call
+// must carry the join token; anything else is refused and the connection closed.
+//
+// REQUIRES: every method runs on the io thread.
+
+#include <asio.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "agent/runner.h"
+#include "common/wire/server.h"
+
+namespace yard::agent {
+
+class AgentServer {
+ public:
+  using Log = std::function<void(const std::string&)>;
+  AgentServer(asio::io_context& io, std::string token, Runner& runner, std::function<void()> wake, Log log)
+      : io_(io), token_(std::move(token)), runner_(runner), wake_(std::move(wake)), log_(std::move(log)) {}
+  // Listens on `hostPort`; returns the bound port.
+  Result<uint16_t> listen(const std::string& hostPort);
+  void stop();
+
+ private:
+  void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
+
+  asio::io_context& io_;
+  std::string token_;
+  Runner& runner_;
+  std::function<void()> wake_;
+  Log log_;
+  std::unique_ptr<wire::FrameServer> server_;
+};
+
+// The byte offset where the last `lines` lines of `text` begin (0 when it has fewer).
+size_t tailOffset(const std::string& text, int64_t lines);
+
+}  // namespace yard::agent

@@ -1,0 +1,34 @@
+#pragma once
+// What this host offers: cores, memory and GPUs. GPUs come from NVML (libnvidia-ml.so.1,
+// loaded at run time, so the agent has no link-time dependency on the NVIDIA driver) or,
+// when NVML cannot be loaded, from `nvidia-smi`; a host without either has no GPUs.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace yard::agent {
+
+struct GpuDevice {
+  uint32_t index = 0;
+  std::string uuid;
+  std::string model;
+  uint64_t memoryBytes = 0;
+};
+
+struct HostCapacity {
+  int64_t cpuMillis = 0;
+  int64_t memoryBytes = 0;
+  std::vector<GpuDevice> gpus;
+  std::string gpuSource;  // "nvml", "nvidia-smi" or "" (none)
+};
+
+HostCapacity discoverCapacity();
+
+// Parses `nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader,nounits`
+// (memory in MiB); lines that do not parse are skipped.
+std::vector<GpuDevice> parseNvidiaSmi(const std::string& csv);
+// MemTotal from /proc/meminfo text, in bytes; 0 when absent.
+int64_t parseMemTotal(const std::string& meminfo);
+
+}  // namespace yard::agent

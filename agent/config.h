@@ -1,0 +1,39 @@
+#pragma once
+// yard-agent's configuration: a TOML file (configs/agent.toml documents every key),
+// overridden by command-line flags so an agent also starts without a file.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/util/result.h"
+
+namespace yard::agent {
+
+struct AgentConfig {
+  std::string master = "127.0.0.1:7701";  // the master's agent API
+  std::string token;                      // the master's join token
+  std::string name;                       // node name; default: the host name
+  std::string address = "127.0.0.1";      // advertised; replicas bind it, peers dial it
+  std::string dataDir = "/var/lib/yard/agent";
+  uint16_t portLo = 30000, portHi = 32767;  // ports the scheduler may hand to replicas
+  uint16_t apiPort = 0;                   // the agent's own API (logs, wake); 0 = any free port
+  bool allowHostTasks = false;            // run `image: host` replicas
+  std::vector<std::string> drivers = {"host"};
+  int64_t cpuMillis = 0;                  // advertise this much; 0 = every core
+  int64_t memoryBytes = 0;                // 0 = all memory
+  std::map<std::string, std::string> labels;
+  std::string cgroupParent;               // default "yard/<name>"
+  std::string shim;                       // yard-shim path; default: next to yard-agent
+};
+
+// Parses TOML text; errors name the key, the rule and the value.
+Result<AgentConfig> parseAgentConfig(const std::string& toml, const std::string& sourceName);
+Result<AgentConfig> loadAgentConfig(const std::string& path);
+// "LO-HI" with 1 <= LO <= HI <= 65535.
+Result<std::pair<uint16_t, uint16_t>> parsePortRange(const std::string& text);
+// Checks the final config (after flags): name, address, ranges. "" when fine.
+std::string checkAgentConfig(const AgentConfig& c);
+
+}  // namespace yard::agent

@@ -1,0 +1,61 @@
+#pragma once
+// The narrow interface every way of running a replica implements (Nomad's DriverPlugin):
+// start, inspect (non-blocking), signal, exec, stats, destroy and recover. The runner
+// drives it from one thread; no call blocks for long.
+
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/replica.h"
+#include "common/util/result.h"
+
+namespace yard::agent {
+
+struct DriverStatus {
+  enum class Phase { Starting, Running, Exited, Lost };
+  Phase phase = Phase::Starting;
+  int exitCode = 0;        // Exited: the exit code; 128 + signal when a signal ended it
+  int signal = 0;          // Exited: the signal that ended it, 0 if none
+  bool oomKilled = false;  // Exited: the kernel's OOM killer ended it (memory limit)
+  std::string reason;      // Exited without ever running (setup failure), or Lost
+};
+
+struct ReplicaUsage {
+  int64_t cpuNanos = 0;  // cumulative
+  int64_t memoryBytes = 0;
+};
+
+// A command running inside a replica (a hook, later an exec channel).
+class ExecHandle {
+ public:
+  virtual ~ExecHandle() = default;
+  // The exit code once it has ended (128 + signal for a signal), nullopt while it runs.
+  virtual std::optional<int> poll() = 0;
+  virtual void kill() = 0;
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  virtual std::string name() const = 0;
+  // Starts the replica; returns once it is on its way (inspect() tells how it goes).
+  // `dir` exists and holds the spec; the replica's output goes to dir/output.log.
+  virtual Result<bool> start(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) = 0;
+  virtual DriverStatus inspect(const ReplicaKey& key, const std::string& dir) = 0;
+  // SIGTERM goes to the main process's group; SIGKILL to every process of the replica.
+  virtual void signal(const ReplicaKey& key, const std::string& dir, int sig) = 0;
+  // Runs `argv` inside the replica with its environment, output appended to its log.
+  virtual Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& key, const std::string& dir,
+                                                   const std::vector<std::string>& argv) = 0;
+  virtual Result<ReplicaUsage> stats(const ReplicaKey& key) = 0;
+  // Releases what the replica holds on the node (processes, cgroup); its directory stays.
+  virtual void destroy(const ReplicaKey& key, const std::string& dir) = 0;
+  // After an agent restart: re-attaches to a replica found in `dir` and says how it is.
+  virtual DriverStatus recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) = 0;
+};
+
+}  // namespace yard::agent

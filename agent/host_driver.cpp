@@ -1,0 +1,236 @@
+#include "agent/host_driver.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace yard::agent {
+namespace {
+
+std::string firstLine(const std::string& s) {
+  size_t nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+pid_t readPid(const std::string& path) {
+  auto text = readFile(path);
+  if (!text) return 0;
+  try {
+    return static_cast<pid_t>(std::stol(text.value()));
+  } catch (...) {
+    return 0;
+  }
+}
+
+bool alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
+class ChildExec : public ExecHandle {
+ public:
+  explicit ChildExec(pid_t pid) : pid_(pid) {}
+  ~ChildExec() override {
+    if (!done_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  std::optional<int> poll() override {
+    if (done_) return code_;
+    int status = 0;
+    pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == 0) return std::nullopt;
+    done_ = true;
+    code_ = r < 0 ? 127 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return code_;
+  }
+  void kill() override {
+    if (!done_) ::kill(pid_, SIGKILL);
+  }
+
+ private:
+  pid_t pid_;
+  bool done_ = false;
+  int code_ = 0;
+};
+
+}  // namespace
+
+Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    if (devnull >= 0) ::close(devnull);
+    return Result<pid_t>::fail(std::string("fork failed: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    int out = outFd >= 0 ? outFd : devnull;
+    ::dup2(devnull, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::close_range(3, ~0u, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execv(args[0], args.data());
+    _exit(127);
+  }
+  if (devnull >= 0) ::close(devnull);
+  return Result<pid_t>::ok(pid);
+}
+
+std::vector<std::string> HostDriver::cgroupArgs(const ReplicaKey& key) const {
+  std::vector<std::string> out;
+  if (!cgroups_) return out;
+  for (const auto& f : cgroups_->procsFiles(key.name())) {
+    out.push_back("--cgroup-procs");
+    out.push_back(f);
+  }
+  return out;
+}
+
+Result<bool> HostDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) {
+  using R = Result<bool>;
+  if (cgroups_) {
+    CgroupLimits limits;
+    limits.cpuMillis = spec.cpuMillis;
+    limits.memoryBytes = spec.memoryBytes;
+    limits.pids = 4096;  // a fork bomb stays inside its replica
+    auto made = cgroups_->create(key.name(), limits);
+    if (!made) return R::fail("cgroup: " + made.error());
+  }
+  // The environment file the shim hands to the workload verbatim: NAME=value, NUL-separated.
+  std::string env;
+  for (const auto& [k, v] : spec.env) env += k + "=" + v + std::string(1, '\0');
+  if (auto w = writeFileAtomic(dir + "/env", env); !w) return R::fail(w.error());
+  std::vector<std::string> argv = {shim_, "run", "--dir", dir, "--env-file", dir + "/env"};
+  for (auto& a : cgroupArgs(key)) argv.push_back(a);
+  for (const auto& m : spec.mounts) {
+    argv.push_back("--mount");
+    argv.push_back(m.hostPath + ":" + m.path + (m.readOnly ? ":ro" : ":rw"));
+  }
+  argv.push_back("--workdir");
+  argv.push_back(spec.workingDir.empty() ? dir : spec.workingDir);
+  argv.push_back("--");
+  for (const auto& a : spec.argv) argv.push_back(a);
+  // The launcher reports setup failures on stderr; keep them next to the replica's output.
+  int out = ::open((dir + "/launch.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  auto pid = spawnProcess(argv, out);
+  if (out >= 0) ::close(out);
+  if (!pid) return R::fail(pid.error());
+  launchers_[key] = pid.value();
+  return R::ok(true);
+}
+
+DriverStatus HostDriver::finished(const ReplicaKey& key, const std::string& dir, const std::string& status) {
+  DriverStatus s;
+  s.phase = DriverStatus::Phase::Exited;
+  std::string line = firstLine(status);
+  if (line.rfind("exited ", 0) == 0) {
+    s.exitCode = std::atoi(line.c_str() + 7);
+  } else if (line.rfind("signaled ", 0) == 0) {
+    s.signal = std::atoi(line.c_str() + 9);
+    s.exitCode = 128 + s.signal;
+  } else {
+    // "failed <step>: ..." — it never ran; 127 like a shell that cannot run a command.
+    s.exitCode = 127;
+    s.reason = line.empty() ? "the replica could not be started" : line;
+  }
+  if (cgroups_ && s.reason.empty()) {
+    auto u = cgroups_->usage(key.name());
+    if (u && u.value().oomKills > 0 && (s.signal == SIGKILL || s.exitCode != 0)) s.oomKilled = true;
+  }
+  (void)dir;
+  return s;
+}
+
+DriverStatus HostDriver::inspect(const ReplicaKey& key, const std::string& dir) {
+  auto launcher = launchers_.find(key);
+  if (launcher != launchers_.end()) {
+    int status = 0;
+    pid_t r = ::waitpid(launcher->second, &status, WNOHANG);
+    if (r == 0) return DriverStatus{};  // still starting
+    launchers_.erase(launcher);
+    bool ok = r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok) {
+      auto st = readFile(dir + "/status");
+      if (st && !st.value().empty()) return finished(key, dir, st.value());
+      auto why = readFile(dir + "/launch.log");
+      DriverStatus s;
+      s.phase = DriverStatus::Phase::Exited;
+      s.exitCode = 127;
+      s.reason = "yard-shim could not start it: " + firstLine(why ? why.value() : std::string("no message"));
+      return s;
+    }
+  }
+  if (auto st = readFile(dir + "/status"); st && !st.value().empty()) return finished(key, dir, st.value());
+  if (alive(readPid(dir + "/shim.pid"))) {
+    DriverStatus s;
+    s.phase = DriverStatus::Phase::Running;
+    return s;
+  }
+  // The shim writes the status before it exits; check once more in case it just did.
+  if (auto st = readFile(dir + "/status"); st && !st.value().empty()) return finished(key, dir, st.value());
+  DriverStatus s;
+  s.phase = DriverStatus::Phase::Lost;
+  s.reason = "agent: yard-shim is gone and left no exit status";
+  return s;
+}
+
+void HostDriver::signal(const ReplicaKey& key, const std::string& dir, int sig) {
+  pid_t pid = readPid(dir + "/pid");
+  if (pid > 0) ::kill(-pid, sig);  // the workload leads its own process group
+  if (sig == SIGKILL && cgroups_) cgroups_->signalAll(key.name(), SIGKILL);
+}
+
+Result<std::unique_ptr<ExecHandle>> HostDriver::exec(const ReplicaKey& key, const std::string& dir,
+                                                     const std::vector<std::string>& argv) {
+  using R = Result<std::unique_ptr<ExecHandle>>;
+  std::vector<std::string> args = {shim_, "exec", "--dir", dir, "--env-file", dir + "/env"};
+  for (auto& a : cgroupArgs(key)) args.push_back(a);
+  args.push_back("--");
+  for (const auto& a : argv) args.push_back(a);
+  int out = ::open((dir + "/output.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  auto pid = spawnProcess(args, out);
+  if (out >= 0) ::close(out);
+  if (!pid) return R::fail(pid.error());
+  return R::ok(std::make_unique<ChildExec>(pid.value()));
+}
+
+Result<ReplicaUsage> HostDriver::stats(const ReplicaKey& key) {
+  if (!cgroups_) return Result<ReplicaUsage>::fail("no cgroups");
+  auto u = cgroups_->usage(key.name());
+  if (!u) return Result<ReplicaUsage>::fail(u.error());
+  return Result<ReplicaUsage>::ok(ReplicaUsage{u.value().cpuNanos, u.value().memoryBytes});
+}
+
+void HostDriver::destroy(const ReplicaKey& key, const std::string& dir) {
+  auto launcher = launchers_.find(key);
+  if (launcher != launchers_.end()) {
+    ::kill(launcher->second, SIGKILL);
+    ::waitpid(launcher->second, nullptr, 0);
+    launchers_.erase(launcher);
+  }
+  signal(key, dir, SIGKILL);
+  if (cgroups_) cgroups_->destroy(key.name());
+}
+
+DriverStatus HostDriver::recover(const ReplicaKey& key, const ReplicaSpec&, const std::string& dir) {
+  // Nothing to re-attach for a host process: the shim holds it; its files tell its state.
+  if (!std::filesystem::exists(dir + "/pid") && !std::filesystem::exists(dir + "/status")) {
+    if (alive(readPid(dir + "/shim.pid"))) return DriverStatus{};  // the launcher was interrupted mid-start
+    DriverStatus s;
+    s.phase = DriverStatus::Phase::Lost;
+    s.reason = "agent: restarted while starting it; it never ran";
+    return s;
+  }
+  return inspect(key, dir);
+}
+
+}  // namespace yard::agent

@@ -1,0 +1,45 @@
+#pragma once
+// The host driver: `image: host` replicas as host processes, each under its own yard-shim
+// (so it outlives an agent restart and its exit status is kept) and in its own cgroup.
+// The shim's files in the replica's directory are the truth about the process
+// (docs/shim.md): pid, shim.pid, status, output.log.
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "agent/cgroup/cgroup.h"
+#include "agent/driver.h"
+
+namespace yard::agent {
+
+class HostDriver : public Driver {
+ public:
+  // `shim`: path of yard-shim. `cgroups` may be null (no resource limits; tests, non-root).
+  HostDriver(std::string shim, Cgroups* cgroups) : shim_(std::move(shim)), cgroups_(cgroups) {}
+  std::string name() const override { return "host"; }
+  Result<bool> start(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) override;
+  DriverStatus inspect(const ReplicaKey& key, const std::string& dir) override;
+  void signal(const ReplicaKey& key, const std::string& dir, int sig) override;
+  Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& key, const std::string& dir,
+                                           const std::vector<std::string>& argv) override;
+  Result<ReplicaUsage> stats(const ReplicaKey& key) override;
+  void destroy(const ReplicaKey& key, const std::string& dir) override;
+  DriverStatus recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) override;
+
+ private:
+  DriverStatus finished(const ReplicaKey& key, const std::string& dir, const std::string& status);
+  std::vector<std::string> cgroupArgs(const ReplicaKey& key) const;
+
+  std::string shim_;
+  Cgroups* cgroups_;
+  std::map<ReplicaKey, pid_t> launchers_;  // `yard-shim run` processes not yet reaped
+};
+
+// Spawns `argv` with stdin /dev/null and stdout+stderr to `outFd` (-1: /dev/null); returns
+// the child's pid. Every other descriptor is closed in the child.
+Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd);
+
+}  // namespace yard::agent

@@ -1,0 +1,67 @@
+#pragma once
+// The agent's connection to the master's agent API: register, then heartbeat with every
+// replica attempt the runner holds; each answer is the desired state the runner converges
+// on. Reconnects with jittered exponential backoff; re-registers when the master no longer
+// knows the node (a master that lost or restored state).
+//
+// REQUIRES: every method runs on the io thread.
+
+#include <asio.hpp>
+
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "agent/capacity.h"
+#include "agent/config.h"
+#include "agent/runner.h"
+#include "common/wire/server.h"
+
+namespace yard::agent {
+
+class MasterLink {
+ public:
+  using Log = std::function<void(const std::string&)>;
+  MasterLink(asio::io_context& io, const AgentConfig& config, HostCapacity capacity, Runner& runner, Log log);
+  void start();
+  void stop();
+  // Heartbeat as soon as possible (a replica changed state; the master woke us).
+  void beatSoon();
+  // Set once the agent API is listening (0 = none), before start().
+  void setAgentPort(uint16_t port) { agentPort_ = port; }
+  // The master refused this agent's join token: nothing will change that but a new config.
+  std::function<void(const std::string&)> onRefused;
+
+ private:
+  void connect();
+  void reconnectLater(const std::string& why);
+  void onFrame(std::unique_ptr<wire::Frame> frame);
+  void sendRegister();
+  void beat();
+  void send(capnp::MessageBuilder& msg);
+
+  asio::io_context& io_;
+  const AgentConfig& config_;
+  HostCapacity capacity_;
+  Runner& runner_;
+  Log log_;
+  uint16_t agentPort_ = 0;
+  std::shared_ptr<wire::Connection> conn_;
+  bool stopped_ = false;
+  bool registered_ = false;
+  bool inFlight_ = false;     // a request waits for its answer
+  bool beatAgain_ = false;    // beat once the answer is in
+  bool beatQueued_ = false;
+  uint64_t nextId_ = 1;
+  uint32_t intervalMs_ = 1000;
+  int64_t backoffMs_ = 0;
+  bool connected_once_ = false;
+  std::mt19937 rng_{std::random_device{}()};
+  asio::steady_timer beatTimer_{io_};
+  asio::steady_timer soonTimer_{io_};
+  asio::steady_timer retryTimer_{io_};
+  asio::steady_timer answerTimer_{io_};
+};
+
+}  // namespace yard::agent

@@ -1,0 +1,55 @@
+#pragma once
+// One replica attempt as the agent holds it: its key, the spec the master placed it with,
+// and the directory that keeps it across agent restarts (the spec, the shim's files, logs).
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/util/result.h"
+#include "schema/agent.capnp.h"
+
+namespace yard::agent {
+
+struct ReplicaKey {
+  int64_t id = 0;
+  int32_t attempt = 0;
+  // "<id>-<attempt>": the replica's directory and cgroup name.
+  std::string name() const { return std::to_string(id) + "-" + std::to_string(attempt); }
+  auto operator<=>(const ReplicaKey&) const = default;
+};
+
+struct HostMount {
+  std::string hostPath, path;
+  bool readOnly = true;
+};
+
+struct ReplicaSpec {
+  std::string job, task, role;
+  int32_t index = 0;
+  std::string image;
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  int64_t cpuMillis = 0, memoryBytes = 0, gpu = 0;
+  std::string gpus;
+  std::vector<HostMount> mounts;
+  std::vector<std::string> postStart, preStop;
+  std::string workingDir;
+  uint32_t stopGraceMs = 10000;
+  // task/role/index, for log lines.
+  std::string label() const { return task + "/" + role + "/" + std::to_string(index); }
+};
+
+ReplicaSpec specFrom(agentapi::ReplicaSpec::Reader in);
+void specTo(const ReplicaSpec& in, agentapi::ReplicaSpec::Builder out);
+// The spec as the bytes kept in the replica's directory, and back.
+std::string encodeSpec(const ReplicaSpec& spec);
+Result<ReplicaSpec> decodeSpec(const std::string& bytes);
+
+// Writes `data` to `path` atomically (temp file + rename + fsync of the file).
+Result<bool> writeFileAtomic(const std::string& path, const std::string& data);
+// The file's contents, or nullopt-like failure when it cannot be read.
+Result<std::string> readFile(const std::string& path);
+
+}  // namespace yard::agent

@@ -1,0 +1,298 @@
+#include "agent/runner.h"
+
+#include <signal.h>
+
+#include <filesystem>
+
+namespace yard::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Marks a replica the agent was stopping, so a restarted agent reports it Killed (by
+// Yard) and not as a process that died of SIGTERM on its own.
+constexpr const char* kStopFile = "stop-reason";
+
+}  // namespace
+
+Runner::Runner(Options options, Driver* host, Driver* containers, Clock now, Log log)
+    : options_(std::move(options)), host_(host), containers_(containers), now_(std::move(now)), log_(std::move(log)) {}
+
+std::string Runner::dirOf(const ReplicaKey& key) const { return options_.dataDir + "/replicas/" + key.name(); }
+
+void Runner::setState(Replica& r, const std::string& state) {
+  if (r.state == state) return;
+  r.state = state;
+  if (log_) log_(r.spec.label() + " attempt " + std::to_string(r.key.attempt) + " (replica " + r.key.name() + "): " +
+                 state + (r.reason.empty() ? "" : " (" + r.reason + ")"));
+  if (onChange) onChange();
+}
+
+void Runner::recover() {
+  std::error_code ec;
+  fs::create_directories(options_.dataDir + "/replicas", ec);
+  for (const auto& entry : fs::directory_iterator(options_.dataDir + "/replicas", ec)) {
+    std::string name = entry.path().filename().string();
+    size_t dash = name.find('-');
+    ReplicaKey key;
+    try {
+      if (dash == std::string::npos) throw 0;
+      key.id = std::stoll(name.substr(0, dash));
+      key.attempt = std::stoi(name.substr(dash + 1));
+    } catch (...) {
+      continue;  // not ours
+    }
+    auto bytes = readFile(entry.path().string() + "/spec");
+    auto spec = bytes ? decodeSpec(bytes.value()) : Result<ReplicaSpec>::fail(bytes.error());
+    if (!spec) {
+      if (log_) log_("replica " + name + ": " + spec.error() + "; removing it");
+      fs::remove_all(entry.path(), ec);
+      continue;
+    }
+    Replica r;
+    r.key = key;
+    r.spec = std::move(spec).value();
+    r.dir = entry.path().string();
+    r.driver = r.spec.image == "host" ? host_ : containers_;
+    if (auto why = readFile(r.dir + "/" + kStopFile)) {
+      r.stop = true;
+      r.stopReason = why.value();
+    }
+    if (!r.driver) continue;
+    DriverStatus st = r.driver->recover(key, r.spec, r.dir);
+    auto& slot = replicas_[key] = std::move(r);
+    switch (st.phase) {
+      case DriverStatus::Phase::Starting: slot.phase = Phase::Starting; break;
+      case DriverStatus::Phase::Running:
+        slot.phase = slot.stop ? Phase::Terminating : Phase::Running;
+        slot.state = "Running";
+        slot.deadline = now_() + slot.spec.stopGraceMs;
+        break;
+      default: finish(slot, st); break;
+    }
+    if (log_) log_("re-adopted " + slot.spec.label() + " attempt " + std::to_string(key.attempt) + ": " + slot.state);
+  }
+}
+
+void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
+  Replica r;
+  r.key = key;
+  r.spec = spec;
+  r.dir = dirOf(key);
+  std::error_code ec;
+  fs::create_directories(r.dir, ec);
+  auto fail = [&](const std::string& why) {
+    auto& slot = replicas_[key] = std::move(r);
+    DriverStatus st;
+    st.phase = DriverStatus::Phase::Exited;
+    st.exitCode = 127;
+    st.reason = why;
+    finish(slot, st);
+  };
+  if (ec) return fail("agent: cannot create " + r.dir + ": " + ec.message());
+  if (auto w = writeFileAtomic(r.dir + "/spec", encodeSpec(spec)); !w) return fail("agent: " + w.error());
+  if (spec.image == "host") {
+    if (!options_.allowHostTasks) return fail("agent: this node does not allow host tasks (image: host)");
+    r.driver = host_;
+  } else {
+    r.driver = containers_;
+    if (!r.driver) return fail("agent: this node has no container runtime for image " + spec.image);
+  }
+  auto started = r.driver->start(key, spec, r.dir);
+  if (!started) return fail("agent: " + started.error());
+  auto& slot = replicas_[key] = std::move(r);
+  if (log_) log_(slot.spec.label() + " attempt " + std::to_string(key.attempt) + " (replica " + key.name() + "): starting");
+  if (onChange) onChange();
+}
+
+void Runner::converge(const std::vector<DesiredReplica>& desired) {
+  std::map<ReplicaKey, const DesiredReplica*> listed;
+  for (const auto& d : desired) listed[d.key] = &d;
+  for (const auto& d : desired) {
+    auto it = replicas_.find(d.key);
+    if (it == replicas_.end()) {
+      // Never started again once ended: only an attempt this agent has not held starts.
+      if (d.run && d.spec) start(d.key, *d.spec);
+      continue;
+    }
+    if (!d.run) requestStop(it->second, "stopped: the master ended this attempt");
+  }
+  for (auto& [key, r] : replicas_)
+    if (!listed.count(key)) {
+      requestStop(r, "stopped: the master no longer lists this attempt");
+      r.remove = true;
+    }
+}
+
+void Runner::requestStop(Replica& r, const std::string& why) {
+  if (r.stop || r.phase == Phase::Done) return;
+  r.stop = true;
+  r.stopReason = why;
+  writeFileAtomic(r.dir + "/" + kStopFile, why);
+}
+
+void Runner::beginStop(Replica& r, int64_t now) {
+  if (r.hook) {
+    r.hook->kill();
+    r.hook.reset();
+  }
+  if (!r.spec.preStop.empty()) {
+    auto h = r.driver->exec(r.key, r.dir, r.spec.preStop);
+    if (h) {
+      r.hook = std::move(h).value();
+      r.phase = Phase::PreStop;
+      r.deadline = now + r.spec.stopGraceMs;
+      return;
+    }
+    if (log_) log_(r.spec.label() + ": preStop could not run: " + h.error());
+  }
+  r.driver->signal(r.key, r.dir, SIGTERM);
+  r.phase = Phase::Terminating;
+  r.deadline = now + r.spec.stopGraceMs;
+}
+
+void Runner::finish(Replica& r, const DriverStatus& st) {
+  if (r.hook) {
+    r.hook->kill();
+    r.hook.reset();
+  }
+  r.phase = Phase::Done;
+  r.exitCode = st.exitCode;
+  std::string state;
+  if (!r.failure.empty()) {
+    state = "Killed";
+    r.reason = r.failure;
+  } else if (st.phase == DriverStatus::Phase::Lost) {
+    state = "Lost";
+    r.reason = st.reason;
+  } else if (st.oomKilled) {
+    state = "OOMKilled";
+    r.reason = "memory limit of " + std::to_string(r.spec.memoryBytes) + " bytes exceeded";
+  } else if (r.stop && st.reason.empty()) {
+    state = "Killed";
+    r.reason = r.stopReason;
+  } else {
+    state = "Exited";
+    r.reason = !st.reason.empty() ? st.reason : st.signal ? "ended by signal " + std::to_string(st.signal) : "";
+  }
+  r.cpuMillis = 0;
+  r.memoryBytes = 0;
+  if (r.driver) r.driver->destroy(r.key, r.dir);
+  setState(r, state);
+}
+
+void Runner::sample(Replica& r, int64_t now) {
+  if (now - r.lastSampleMs < options_.sampleEveryMs) return;
+  auto u = r.driver->stats(r.key);
+  if (!u) return;
+  if (r.lastCpuNanos >= 0 && now > r.lastSampleMs)
+    r.cpuMillis = (u.value().cpuNanos - r.lastCpuNanos) / (now - r.lastSampleMs) / 1000;
+  r.lastCpuNanos = u.value().cpuNanos;
+  r.lastSampleMs = now;
+  r.memoryBytes = u.value().memoryBytes;
+}
+
+void Runner::advance(Replica& r, int64_t now) {
+  if (r.phase == Phase::Done) return;
+  DriverStatus st = r.driver->inspect(r.key, r.dir);
+  if (st.phase == DriverStatus::Phase::Exited || st.phase == DriverStatus::Phase::Lost) return finish(r, st);
+  switch (r.phase) {
+    case Phase::Starting:
+      if (st.phase != DriverStatus::Phase::Running) return;
+      if (r.stop) return beginStop(r, now);
+      if (!r.spec.postStart.empty()) {
+        auto h = r.driver->exec(r.key, r.dir, r.spec.postStart);
+        if (!h) {
+          r.failure = "agent: postStart hook could not run: " + h.error();
+          r.driver->signal(r.key, r.dir, SIGKILL);
+          r.phase = Phase::Killing;
+          return;
+        }
+        r.hook = std::move(h).value();
+        r.phase = Phase::PostStart;
+        r.deadline = now + options_.postStartTimeoutMs;
+        return;
+      }
+      r.phase = Phase::Running;
+      return setState(r, "Running");
+    case Phase::PostStart: {
+      if (r.stop) return beginStop(r, now);
+      auto code = r.hook->poll();
+      if (!code && now < r.deadline) return;
+      r.hook.reset();
+      if (code && *code == 0) {
+        r.phase = Phase::Running;
+        return setState(r, "Running");
+      }
+      // A failing postStart fails the replica (Kubernetes' rule).
+      r.failure = code ? "agent: postStart hook exited " + std::to_string(*code) : "agent: postStart hook timed out";
+      r.driver->signal(r.key, r.dir, SIGKILL);
+      r.phase = Phase::Killing;
+      return;
+    }
+    case Phase::Running:
+      if (r.stop) return beginStop(r, now);
+      return sample(r, now);
+    case Phase::PreStop: {
+      auto code = r.hook->poll();
+      if (!code && now < r.deadline) return;
+      r.hook.reset();
+      r.driver->signal(r.key, r.dir, SIGTERM);
+      r.phase = Phase::Terminating;
+      r.deadline = now + r.spec.stopGraceMs;
+      return;
+    }
+    case Phase::Terminating:
+      if (now < r.deadline) return;
+      r.driver->signal(r.key, r.dir, SIGKILL);
+      r.phase = Phase::Killing;
+      r.deadline = now + 30000;
+      return;
+    case Phase::Killing:
+      if (now >= r.deadline && r.deadline > 0) {
+        DriverStatus lost;
+        lost.phase = DriverStatus::Phase::Lost;
+        lost.reason = "agent: it did not end 30s after SIGKILL";
+        return finish(r, lost);
+      }
+      return;
+    case Phase::Done: return;
+  }
+}
+
+void Runner::tick() {
+  int64_t now = now_();
+  for (auto it = replicas_.begin(); it != replicas_.end();) {
+    Replica& r = it->second;
+    advance(r, now);
+    if (r.phase == Phase::Done && r.remove) {
+      std::error_code ec;
+      fs::remove_all(r.dir, ec);
+      if (log_) log_("removed " + r.spec.label() + " attempt " + std::to_string(r.key.attempt) + " (replica " + r.key.name() + ")");
+      it = replicas_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+}
+
+std::vector<ReplicaReport> Runner::reports() const {
+  std::vector<ReplicaReport> out;
+  for (const auto& [key, r] : replicas_)
+    out.push_back({key, r.state, r.exitCode, r.reason, r.cpuMillis, r.memoryBytes});
+  return out;
+}
+
+std::vector<std::string> Runner::names() const {
+  std::vector<std::string> out;
+  for (const auto& [key, r] : replicas_) out.push_back(key.name());
+  return out;
+}
+
+std::optional<Runner::LogSource> Runner::logSource(const ReplicaKey& key) const {
+  auto it = replicas_.find(key);
+  if (it == replicas_.end()) return std::nullopt;
+  return LogSource{it->second.dir + "/output.log", it->second.phase == Phase::Done};
+}
+
+}  // namespace yard::agent

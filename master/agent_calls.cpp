@@ -1,0 +1,97 @@
+#include "master/agent_calls.h"
+
+#include "schema/agent.capnp.h"
+
+namespace yard::master {
+namespace {
+
+constexpr std::chrono::seconds kConnectTimeout{3};
+
+}  // namespace
+
+void AgentCalls::wake(const std::string& hostPort) {
+  if (!waking_.insert(hostPort).second) return;
+  auto finished = std::make_shared<bool>(false);
+  auto finish = [this, hostPort, finished] {
+    if (*finished) return;
+    *finished = true;
+    waking_.erase(hostPort);
+  };
+  wire::connectFrames(
+      io_, hostPort, wire::Limits{},
+      [finish](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame>) {
+        finish();
+        conn->close("");
+      },
+      nullptr, kConnectTimeout,
+      [this, finish, hostPort](Result<std::shared_ptr<wire::Connection>> r) {
+        if (!r) {
+          finish();
+          return;  // the agent's next heartbeat brings the change anyway
+        }
+        auto conn = r.value();
+        conn->onClose(finish);
+        capnp::MallocMessageBuilder msg;
+        auto call = msg.initRoot<agentapi::AgentCall>();
+        call.setId(1);
+        call.setToken(token_);
+        call.setWake();
+        conn->send(msg);
+      });
+}
+
+void AgentCalls::LogStream::cancel() {
+  cancelled = true;
+  if (conn) conn->close("");
+}
+
+std::shared_ptr<AgentCalls::LogStream> AgentCalls::logs(const std::string& hostPort, int64_t replicaId, int32_t attempt,
+                                                        bool follow, int64_t tailLines,
+                                                        std::function<void(const std::string&)> chunk,
+                                                        std::function<void(const std::string&)> done) {
+  auto stream = std::make_shared<LogStream>();
+  auto ended = std::make_shared<bool>(false);
+  std::weak_ptr<LogStream> weak = stream;  // the connection's handlers must not keep it alive
+  auto end = [weak, ended, done](const std::string& why) {
+    auto s = weak.lock();
+    if (*ended || (s && s->cancelled)) return;
+    *ended = true;
+    done(why);
+  };
+  wire::connectFrames(
+      io_, hostPort, wire::Limits{},
+      [end, chunk, weak](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+        auto resp = frame->root<agentapi::AgentCallResponse>();
+        auto s = weak.lock();
+        if (!s || s->cancelled) return conn->close("");
+        if (resp.isChunk()) {
+          auto d = resp.getChunk();
+          if (d.size() > 0) chunk(std::string(reinterpret_cast<const char*>(d.begin()), d.size()));
+          return;
+        }
+        end(resp.isError() ? std::string(resp.getError().cStr()) : "");
+        conn->close("");
+      },
+      nullptr, kConnectTimeout,
+      [this, weak, end, hostPort, replicaId, attempt, follow, tailLines](Result<std::shared_ptr<wire::Connection>> r) {
+        if (!r) return end("the node's agent is unreachable: " + r.error());
+        auto held = weak.lock();
+        if (!held) return r.value()->close("");
+        held->conn = r.value();
+        if (held->cancelled) return held->conn->close("");
+        held->conn->onClose([end] { end("the node's agent closed the stream"); });
+        capnp::MallocMessageBuilder msg;
+        auto call = msg.initRoot<agentapi::AgentCall>();
+        call.setId(1);
+        call.setToken(token_);
+        auto l = call.initLogs();
+        l.setReplicaId(replicaId);
+        l.setAttempt(attempt);
+        l.setFollow(follow);
+        l.setTailLines(tailLines);
+        held->conn->send(msg);
+      });
+  return stream;
+}
+
+}  // namespace yard::master

@@ -1,0 +1,148 @@
+// yardctl logs and top: log streams relayed from the agents that hold them, and the usage
+// agents report.
+#include "master/client_api.h"
+#include "schema/api.capnp.h"
+
+namespace yard::master {
+namespace {
+
+void sendFrame(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
+               const std::function<void(api::Response::Builder)>& fill) {
+  capnp::MallocMessageBuilder msg;
+  auto resp = msg.initRoot<api::Response>();
+  resp.setId(id);
+  fill(resp);
+  conn->send(msg);
+}
+
+// The replicas a query names: per task, the requested attempt, or the newest attempt of
+// each replica.
+std::vector<const store::ReplicaRecord*> selectReplicas(const TaskEntry& t, api::LogsQuery::Reader q) {
+  std::map<std::pair<std::string, int32_t>, const store::ReplicaRecord*> newest;
+  for (const auto& r : t.replicas) {
+    if (q.getRole().size() > 0 && r.role != q.getRole().cStr()) continue;
+    if (q.getIndex() >= 0 && r.index != q.getIndex()) continue;
+    if (q.getAttempt() >= 0 && r.attempt != q.getAttempt()) continue;
+    auto& slot = newest[{r.role, r.index}];
+    if (!slot || slot->attempt < r.attempt) slot = &r;
+  }
+  std::vector<const store::ReplicaRecord*> out;
+  for (const auto& [key, r] : newest) out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
+void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader q) {
+  auto fail = [&](const std::string& why) { sendFrame(conn, id, [&](auto r) { r.initError().setMessage(why); }); };
+  const JobEntry* job = jobs_.find(q.getJob());
+  if (!job) return fail(std::string("job ") + q.getJob().cStr() + " does not exist");
+  if (!calls_) return fail("this master cannot reach agents");
+  std::vector<ClientApi::LogTarget> targets;
+  std::string problems;
+  bool taskFound = q.getTask().size() == 0;
+  for (const auto& t : job->tasks) {
+    if (q.getTask().size() > 0 && t.rec.name != q.getTask().cStr()) continue;
+    taskFound = true;
+    for (const auto* r : selectReplicas(t, q)) {
+      if (r->state == "Placed") continue;  // nothing written yet
+      std::string label = t.rec.name + "/" + r->role + "/" + std::to_string(r->index);
+      auto n = nodes_.nodes().find(r->node);
+      if (n == nodes_.nodes().end() || n->second.record.agentPort == 0) {
+        problems += (problems.empty() ? "" : "; ") + label + ": node " + r->node + " has no agent API";
+        continue;
+      }
+      targets.push_back({label, n->second.record.address + ":" + std::to_string(n->second.record.agentPort), r->id, r->attempt});
+    }
+  }
+  if (!taskFound) return fail(std::string("job ") + q.getJob().cStr() + " has no task " + q.getTask().cStr());
+  if (targets.empty() && problems.empty()) {
+    std::string what = "job " + job->rec.name + " has no started replicas";
+    if (q.getTask().size() || q.getRole().size() || q.getIndex() >= 0 || q.getAttempt() >= 0) what += " matching the filters";
+    return fail(what);
+  }
+
+  // Following: every stream at once, until each ends or the client goes away. Otherwise one
+  // replica after another, so each one's output stays together.
+  auto relay = std::make_shared<Relay>();
+  relay->conn = conn;
+  relay->id = id;
+  relay->targets = std::move(targets);
+  relay->problems = problems;
+  relay->follow = q.getFollow();
+  relay->tail = q.getTailLines();
+  conn->onClose([relay] {
+    relay->over = true;
+    auto streams = std::move(relay->streams);  // breaks stream -> callback -> relay cycles
+    relay->streams.clear();
+    for (auto& st : streams) st->cancel();
+  });
+  startNextLog(relay);
+}
+
+void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
+  if (relay->over) return;
+  if (relay->next == relay->targets.size()) {
+    if (relay->open > 0) return;
+    relay->over = true;
+    relay->streams.clear();
+    sendFrame(relay->conn, relay->id, [&](auto r) { r.setLogEnd(relay->problems); });
+    return;
+  }
+  const LogTarget& t = relay->targets[relay->next++];
+  relay->open++;
+  std::string label = t.label;
+  auto conn = relay->conn;
+  uint64_t id = relay->id;
+  relay->streams.push_back(calls_->logs(
+      t.hostPort, t.replicaId, t.attempt, relay->follow, relay->tail,
+      [conn, id, label](const std::string& data) {
+        sendFrame(conn, id, [&](auto r) {
+          auto c = r.initLogChunk();
+          c.setReplica(label);
+          c.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(data.data()), data.size()));
+        });
+      },
+      [this, weak = std::weak_ptr<Relay>(relay), label](const std::string& why) {
+        auto r = weak.lock();
+        if (!r) return;
+        r->open--;
+        if (!why.empty()) r->problems += (r->problems.empty() ? "" : "; ") + label + ": " + why;
+        startNextLog(r);
+      }));
+  if (relay->follow) startNextLog(relay);
+}
+
+void ClientApi::top(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& jobName) {
+  const JobEntry* job = jobs_.find(jobName);
+  if (!job) return sendFrame(conn, id, [&](auto r) { r.initError().setMessage("job " + jobName + " does not exist"); });
+  std::vector<std::pair<const TaskEntry*, const store::ReplicaRecord*>> live;
+  for (const auto& t : job->tasks)
+    for (const auto& r : t.replicas)
+      if (isLiveReplicaState(r.state)) live.emplace_back(&t, &r);
+  sendFrame(conn, id, [&](api::Response::Builder resp) {
+    auto list = resp.initUsage(static_cast<unsigned>(live.size()));
+    for (unsigned i = 0; i < list.size(); ++i) {
+      const auto& [t, r] = live[i];
+      auto u = list[i];
+      u.setTask(t->rec.name);
+      u.setRole(r->role);
+      u.setIndex(r->index);
+      u.setAttempt(r->attempt);
+      u.setNode(r->node);
+      u.setState(r->state);
+      auto req = u.initRequested();
+      req.setCpuMillis(r->cpuMillis);
+      req.setMemoryBytes(r->memoryBytes);
+      req.setGpu(r->gpu);
+      if (const auto* s = jobs_.usageOf(r->id)) {
+        auto used = u.initUsed();
+        used.setCpuMillis(s->cpuMillis);
+        used.setMemoryBytes(s->memoryBytes);
+        u.setSampledAt(s->at);
+      }
+    }
+  });
+}
+
+}  // namespace yard::master

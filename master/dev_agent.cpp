@@ -1,0 +1,67 @@
+#include "master/dev_agent.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <vector>
+
+namespace yard::master {
+
+Result<std::unique_ptr<DevAgent>> DevAgent::start(const std::string& agentApi, const std::string& token,
+                                                  const std::string& dataDir) {
+  using R = Result<std::unique_ptr<DevAgent>>;
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return R::fail("--dev: cannot find this program's path: " + ec.message());
+  std::string agent = (self.parent_path() / "yard-agent").string();
+  if (access(agent.c_str(), X_OK) != 0) return R::fail("--dev: " + agent + " is missing; build yard-agent next to yard-master");
+  std::filesystem::create_directories(dataDir, ec);
+  // One cgroup parent per state directory: two dev clusters on one machine (a demo next to a
+  // test run) must not see each other's replica groups as leftovers.
+  auto dir = std::filesystem::weakly_canonical(dataDir, ec).string();
+  char suffix[17];
+  std::snprintf(suffix, sizeof suffix, "%016zx", std::hash<std::string>{}(dir));
+  std::vector<std::string> args = {agent, "--master", agentApi, "--token", token, "--name", "dev",
+                                   "--address", "127.0.0.1", "--data-dir", dataDir, "--allow-host-tasks",
+                                   "--cgroup-parent", std::string("yard/dev-") + suffix};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return R::fail("--dev: fork failed");
+  if (pid == 0) {
+    // The agent's output goes to the master's stderr, next to the master's own log.
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return R::ok(std::make_unique<DevAgent>(pid));
+}
+
+void DevAgent::stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+std::string randomToken() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char bytes[16] = {};
+  in.read(reinterpret_cast<char*>(bytes), sizeof bytes);
+  std::string out;
+  char hex[3];
+  for (unsigned char b : bytes) {
+    std::snprintf(hex, sizeof hex, "%02x", b);
+    out += hex;
+  }
+  return out;
+}
+
+}  // namespace yard::master

@@ -1,0 +1,34 @@
+#pragma once
+// `yard-master --dev`: the agent of the embedded dev cluster, run as a child process (the
+// yard-agent binary next to yard-master) so it behaves exactly like a real node: host tasks
+// allowed, loopback address, state under the master's data dir.
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+#include "common/util/result.h"
+
+namespace yard::master {
+
+class DevAgent {
+ public:
+  // Starts `yard-agent --master AGENT_API --token TOKEN --name dev --address 127.0.0.1
+  // --data-dir DIR --allow-host-tasks`.
+  static Result<std::unique_ptr<DevAgent>> start(const std::string& agentApi, const std::string& token,
+                                                 const std::string& dataDir);
+  explicit DevAgent(pid_t pid) : pid_(pid) {}
+  ~DevAgent() { stop(); }
+  pid_t pid() const { return pid_; }
+  // SIGTERM, then waits for it (its replicas keep running under their shims).
+  void stop();
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// 32 hex characters from /dev/urandom.
+std::string randomToken();
+
+}  // namespace yard::master

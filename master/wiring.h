@@ -1,0 +1,42 @@
+#pragma once
+// The environment Yard injects into a replica (WIRING.md), fixed when its gang is placed so
+// that a restarted agent or master hands the replica exactly what its peers were told.
+// This file has the variables every replica gets; framework wiring adds its own here.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "master/store/store.h"
+#include "schema/job.capnp.h"
+
+namespace yard::master {
+
+using Env = std::vector<std::pair<std::string, std::string>>;  // in order; names unique
+
+// What wiring needs to know about the node a replica was placed on.
+struct NodeWiring {
+  std::string address;                     // advertised address
+  std::map<uint32_t, std::string> gpuUuid;  // index -> UUID, when the agent reported them
+};
+using NodeWiringLookup = std::function<NodeWiring(const std::string& node)>;
+
+// The injected variables of every replica of one placed gang (`gang`: the gang's records,
+// all of one task attempt, with node, port, gpus and declaredPorts set), in gang order.
+std::vector<Env> gangEnv(const std::string& job, schema::Task::Reader task,
+                         const std::vector<const store::ReplicaRecord*>& gang, const NodeWiringLookup& nodes);
+
+// YARD_PORT_<NAME>: upper case, '-' becomes '_'.
+std::string portVariable(const std::string& portName);
+
+// The store keeps the injected env as `NAME=value` lines (values never hold a newline:
+// they are addresses, ports, lists and one-line JSON).
+std::string encodeEnv(const Env& env);
+Env decodeEnv(const std::string& text);
+// Sets `name` in `env` (replacing an earlier value).
+void setEnv(Env& env, const std::string& name, const std::string& value);
+
+}  // namespace yard::master

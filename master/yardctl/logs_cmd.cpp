@@ -1,0 +1,192 @@
+// `yardctl logs`, `yardctl job top` and `yardctl node top`: replica output streamed from
+// the agents through the master, and the usage agents report.
+#include <memory>
+
+#include "common/spec/quantity.h"
+#include "common/util/json.h"
+#include "master/yardctl/cli.h"
+#include "master/yardctl/client.h"
+#include "master/yardctl/request.h"
+#include "master/yardctl/table.h"
+
+namespace yard::ctl {
+namespace {
+
+struct LogsOptions {
+  std::string job, task, role;
+  int index = -1, attempt = -1;
+  bool follow = false;
+  int64_t tail = -1;
+};
+
+std::string usedText(int64_t cpuMillis, int64_t reqCpu) {
+  if (reqCpu <= 0) return spec::formatCpuMillis(cpuMillis);
+  return spec::formatCpuMillis(cpuMillis) + " (" + std::to_string(cpuMillis * 100 / reqCpu) + "%)";
+}
+
+int runLogs(GlobalOptions& global, Streams io, const LogsOptions& o) {
+  auto address = masterAddress(global.master);
+  if (!address) {
+    io.err << "yardctl: " << address.error() << "\n";
+    return kExitFailed;
+  }
+  auto client = wire::FrameClient::connect(address.value());
+  if (!client) {
+    io.err << "yardctl: " << client.error() << "\n";
+    return kExitFailed;
+  }
+  capnp::MallocMessageBuilder message;
+  auto req = message.initRoot<api::Request>();
+  req.setId(1);
+  auto q = req.initLogs();
+  q.setJob(o.job);
+  q.setTask(o.task);
+  q.setRole(o.role);
+  q.setIndex(o.index);
+  q.setAttempt(o.attempt);
+  q.setFollow(o.follow);
+  q.setTailLines(o.tail);
+  if (auto sent = client.value()->sendRaw(wire::encodeFrame(message)); !sent) {
+    io.err << "yardctl: " << sent.error() << "\n";
+    return kExitFailed;
+  }
+  // One replica named exactly prints bare lines (kubectl logs); otherwise each line says
+  // whose it is (docker compose logs).
+  bool prefix = o.task.empty() || o.role.empty() || o.index < 0;
+  bool json = global.output == "json";
+  for (;;) {
+    auto frame = client.value()->receive();
+    if (!frame) {
+      io.err << "yardctl: " << frame.error() << "\n";
+      return kExitFailed;
+    }
+    auto r = frame.value()->root<api::Response>();
+    if (r.isError()) {
+      io.err << "yardctl: " << r.getError().getMessage().cStr() << "\n";
+      return kExitFailed;
+    }
+    if (r.isLogEnd()) {
+      if (r.getLogEnd().size()) io.err << "yardctl: some output could not be read: " << r.getLogEnd().cStr() << "\n";
+      return kExitOk;
+    }
+    if (!r.isLogChunk()) continue;
+    auto c = r.getLogChunk();
+    std::string label = c.getReplica().cStr();
+    std::string data(reinterpret_cast<const char*>(c.getData().begin()), c.getData().size());
+    size_t i = 0;
+    while (i < data.size()) {
+      size_t nl = data.find('\n', i);
+      std::string line = data.substr(i, nl == std::string::npos ? std::string::npos : nl - i);
+      i = nl == std::string::npos ? data.size() : nl + 1;
+      if (json) {
+        JsonWriter w(0);  // one object per line (JSON Lines), so -f output can be read as it comes
+        w.beginObject().field("replica", label).field("line", line).endObject();
+        io.out << w.str() << "\n";
+      } else if (prefix) {
+        io.out << label << " | " << line << "\n";
+      } else {
+        io.out << line << "\n";
+      }
+    }
+    io.out.flush();
+  }
+}
+
+int runJobTop(GlobalOptions& global, Streams io, const std::string& job) {
+  int exitCode = kExitOk;
+  auto frame = request(global, io, [&](api::Request::Builder r) { r.setJobTop(job); return std::string(); }, exitCode);
+  if (!frame) return exitCode;
+  auto r = frame->root<api::Response>();
+  if (!r.isUsage()) {
+    io.err << "yardctl: unexpected answer from the master\n";
+    return kExitFailed;
+  }
+  if (global.output == "json") {
+    JsonWriter w;
+    w.beginArray();
+    for (auto u : r.getUsage()) {
+      w.beginObject().field("task", u.getTask().cStr()).field("role", u.getRole().cStr()).field("index", u.getIndex())
+          .field("attempt", u.getAttempt()).field("node", u.getNode().cStr()).field("state", u.getState().cStr());
+      w.key("requested").beginObject().field("cpuMillis", u.getRequested().getCpuMillis())
+          .field("memoryBytes", u.getRequested().getMemoryBytes()).field("gpu", u.getRequested().getGpu()).endObject();
+      w.key("used").beginObject().field("cpuMillis", u.getUsed().getCpuMillis())
+          .field("memoryBytes", u.getUsed().getMemoryBytes()).endObject();
+      w.field("sampledAt", u.getSampledAt()).endObject();
+    }
+    w.endArray();
+    io.out << w.str() << "\n";
+    return kExitOk;
+  }
+  Table t({"REPLICA", "ATTEMPT", "NODE", "STATE", "CPU USED", "CPU REQ", "MEMORY USED", "MEMORY REQ"});
+  for (auto u : r.getUsage()) {
+    bool sampled = u.getSampledAt() > 0;
+    t.row({std::string(u.getTask().cStr()) + "/" + u.getRole().cStr() + "/" + std::to_string(u.getIndex()),
+           std::to_string(u.getAttempt()), u.getNode().cStr(), u.getState().cStr(),
+           sampled ? usedText(u.getUsed().getCpuMillis(), u.getRequested().getCpuMillis()) : "-",
+           spec::formatCpuMillis(u.getRequested().getCpuMillis()),
+           sampled ? spec::formatMemoryBytes(u.getUsed().getMemoryBytes()) : "-",
+           spec::formatMemoryBytes(u.getRequested().getMemoryBytes())});
+  }
+  t.print(io.out);
+  return kExitOk;
+}
+
+int runNodeTop(GlobalOptions& global, Streams io) {
+  int exitCode = kExitOk;
+  auto frame = request(global, io, [&](api::Request::Builder r) { r.setNodeTop(); return std::string(); }, exitCode);
+  if (!frame) return exitCode;
+  auto r = frame->root<api::Response>();
+  if (!r.isNodes()) {
+    io.err << "yardctl: unexpected answer from the master\n";
+    return kExitFailed;
+  }
+  if (global.output == "json") {
+    JsonWriter w;
+    w.beginArray();
+    for (auto n : r.getNodes()) {
+      w.beginObject().field("name", n.getName().cStr()).field("state", n.getState().cStr()).field("replicas", n.getReplicas());
+      for (auto [key, res] : {std::pair<const char*, schema::Resources::Reader>{"capacity", n.getCapacity()},
+                              {"allocated", n.getAllocated()}, {"used", n.getUsed()}})
+        w.key(key).beginObject().field("cpuMillis", res.getCpuMillis()).field("memoryBytes", res.getMemoryBytes())
+            .field("gpu", res.getGpu()).endObject();
+      w.endObject();
+    }
+    w.endArray();
+    io.out << w.str() << "\n";
+    return kExitOk;
+  }
+  Table t({"NAME", "STATE", "REPLICAS", "CPU USED", "CPU ALLOC", "CPU CAP", "MEMORY USED", "MEMORY ALLOC", "MEMORY CAP"});
+  for (auto n : r.getNodes())
+    t.row({n.getName().cStr(), n.getState().cStr(), std::to_string(n.getReplicas()),
+           spec::formatCpuMillis(n.getUsed().getCpuMillis()), spec::formatCpuMillis(n.getAllocated().getCpuMillis()),
+           spec::formatCpuMillis(n.getCapacity().getCpuMillis()), spec::formatMemoryBytes(n.getUsed().getMemoryBytes()),
+           spec::formatMemoryBytes(n.getAllocated().getMemoryBytes()),
+           spec::formatMemoryBytes(n.getCapacity().getMemoryBytes())});
+  t.print(io.out);
+  return kExitOk;
+}
+
+}  // namespace
+
+void addLogsCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action) {
+  auto o = std::make_shared<LogsOptions>();
+  CLI::App* logs = app.add_subcommand("logs", "Print a job's replica output (every replica's latest attempt by default)");
+  logs->add_option("job", o->job, "Job name")->required();
+  logs->add_option("--task", o->task, "Only this task");
+  logs->add_option("--role", o->role, "Only this role (worker, master, run, ...)");
+  logs->add_option("--index", o->index, "Only this replica index")->check(CLI::NonNegativeNumber);
+  logs->add_option("--attempt", o->attempt, "This attempt instead of the latest")->check(CLI::NonNegativeNumber);
+  logs->add_flag("-f,--follow", o->follow, "Keep printing new output until the replicas end");
+  logs->add_option("--tail", o->tail, "Only the last N lines of each replica")->check(CLI::NonNegativeNumber);
+  logs->callback([&global, io, &action, o] { action = [&global, io, o] { return runLogs(global, io, *o); }; });
+
+  auto job = std::make_shared<std::string>();
+  CLI::App* top = app.get_subcommand("job")->add_subcommand("top", "Show the resources a job's live replicas use");
+  top->add_option("name", *job, "Job name")->required();
+  top->callback([&global, io, &action, job] { action = [&global, io, job] { return runJobTop(global, io, *job); }; });
+
+  CLI::App* ntop = app.get_subcommand("node")->add_subcommand("top", "Show what each node's replicas use");
+  ntop->callback([&global, io, &action] { action = [&global, io] { return runNodeTop(global, io); }; });
+}
+
+}  // namespace yard::ctl

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# A master and two agents on loopback run a DAG of real host processes: a container job
+# (completions 4, parallelism 2), then a two-replica PyTorch-style task; the job ends
+# Succeeded with every replica's output in `yardctl logs`, wired with the common variables.
+# Also: a read-only dataset mount, usage in `job top`/`node top`, and nothing left behind
+# once the job is deleted.
+bin=$1
+source "$(dirname "$0")/cluster.sh"
+
+start_master
+start_agent 1 --cpu 2 --memory 2Gi
+start_agent 2 --cpu 2 --memory 2Gi
+wait_nodes 2
+
+say "a DAG runs to Succeeded across two agents"
+cat >"$tmp/dag.yaml" <<'YAML'
+name: e2e-dag
+tasks:
+  - name: prep-data
+    kind: container-job
+    completions: 4
+    parallelism: 2
+    container:
+      image: host
+      resources: { cpu: 500m, memory: 64Mi }
+      command: sh -c
+      args: "'echo shard $YARD_REPLICA_INDEX on $YARD_NODE at $YARD_NODE_ADDR:$YARD_PORT; sleep 0.5'"
+  - name: train
+    kind: pytorch
+    dependsOn: [prep-data]
+    roles:
+      master:
+        replicas: 1
+        container: &c
+          image: host
+          resources: { cpu: 1500m, memory: 128Mi }
+          command: sh -c
+          args: "'echo $YARD_ROLE $YARD_REPLICA_INDEX attempt $YARD_ATTEMPT masters=$YARD_HOSTS_MASTER workers=$YARD_HOSTS_WORKER job=$YARD_JOB task=$YARD_TASK epochs=$EPOCHS'"
+          env: [ { name: EPOCHS, value: "3" } ]
+      worker: { replicas: 1, container: *c }
+    advanced: { cleanup: running }
+YAML
+submit "$tmp/dag.yaml"
+wait_job e2e-dag Succeeded 60
+out=$("$bin/yardctl" logs e2e-dag 2>&1)
+for i in 0 1 2 3; do
+  echo "$out" | grep -qE "^prep-data/run/$i \| shard $i on node-[12] at 127\.0\.0\.[23]:31[12][0-9][0-9]$" || fail "logs of run $i: $out"
+done
+echo "$out" | grep -qE '^train/master/0 \| master 0 attempt 0 masters=127\.0\.0\.[23]:31[12][0-9][0-9] workers=127\.0\.0\.[23]:31[12][0-9][0-9] job=e2e-dag task=train epochs=3$' \
+  || fail "master's log: $out"
+echo "$out" | grep -qE '^train/worker/0 \| worker 0 attempt 0 ' || fail "worker's log: $out"
+# The gang needs 3 cpu: it cannot fit on one 2-cpu node, so it spans both agents.
+nodes=$(jshow e2e-dag '" ".join(sorted(r["node"] for t in j["tasks"] if t["name"]=="train" for r in t["replicas"]))')
+[ "$nodes" = "node-1 node-2" ] || fail "train replicas on $nodes, want one on each node"
+one=$("$bin/yardctl" logs e2e-dag --task train --role worker --index 0)
+echo "$one" | grep -qE '^worker 0 attempt 0 ' || fail "one replica's log is printed bare: $one"
+[ "$("$bin/yardctl" logs e2e-dag --task prep-data --tail 0 | wc -l)" -eq 0 ] || fail "--tail 0 printed lines"
+"$bin/yardctl" logs e2e-dag --task nope >/dev/null 2>&1 && fail "logs of a missing task succeeded"
+
+say "a dataset mounted read-only; usage shows in job top and node top"
+mkdir -p "$tmp/dataset"
+echo "imagenet-sample" >"$tmp/dataset/labels.txt"
+"$bin/yardctl" dataset create sample --path "$tmp/dataset" >/dev/null || fail "dataset create"
+cat >"$tmp/busy.yaml" <<'YAML'
+name: e2e-busy
+tasks:
+  - name: spin
+    kind: container-job
+    container:
+      image: host
+      resources: { cpu: 500m, memory: 64Mi }
+      command: sh -c
+      args: "'cat /mnt/yard-e2e-data/labels.txt; touch /mnt/yard-e2e-data/x 2>/dev/null && echo WRITABLE || echo read-only; end=$(($(date +%s) + 6)); while [ $(date +%s) -lt $end ]; do :; done'"
+      mounts: [ { dataset: sample, path: /mnt/yard-e2e-data, readOnly: true } ]
+YAML
+submit "$tmp/busy.yaml"
+used=""
+for _ in $(seq 60); do
+  used=$("$bin/yardctl" job top e2e-busy -o json | python3 -c 'import json,sys; u=json.load(sys.stdin); print(u[0]["used"]["cpuMillis"] if u and u[0]["sampledAt"] else "")' 2>/dev/null)
+  [ -n "$used" ] && [ "$used" -gt 100 ] && break
+  sleep 0.2
+done
+[ -n "$used" ] && [ "$used" -gt 100 ] && [ "$used" -le 650 ] || fail "job top: cpu used '$used' millicores, want 100-650 (limit 500m)"
+"$bin/yardctl" job top e2e-busy | grep -qE '^spin/run/0 ' || fail "job top table: $("$bin/yardctl" job top e2e-busy)"
+"$bin/yardctl" node top -o json | python3 -c 'import json,sys; n=json.load(sys.stdin); assert sum(x["used"]["cpuMillis"] for x in n) > 100' \
+  || fail "node top shows no usage: $("$bin/yardctl" node top)"
+wait_job e2e-busy Succeeded 30
+out=$("$bin/yardctl" logs e2e-busy)
+echo "$out" | grep -q 'imagenet-sample' || fail "dataset not visible: $out"
+echo "$out" | grep -q 'read-only' || fail "dataset mount writable: $out"
+[ -e "$tmp/dataset/x" ] && fail "the replica wrote into a read-only dataset"
+[ -d /mnt/yard-e2e-data ] && [ -e /mnt/yard-e2e-data/labels.txt ] && fail "the mount leaked into the host namespace"
+
+say "deleting the jobs removes every replica, log and cgroup"
+"$bin/yardctl" job delete e2e-dag >/dev/null || fail "delete e2e-dag"
+"$bin/yardctl" job delete e2e-busy >/dev/null || fail "delete e2e-busy"
+for _ in $(seq 100); do
+  [ -z "$(find "$tmp"/agent*/replicas -mindepth 1 -maxdepth 1)" ] && break
+  sleep 0.1
+done
+no_leftovers
+rmdir /mnt/yard-e2e-data 2>/dev/null
+finish e2e.run

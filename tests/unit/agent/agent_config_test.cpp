@@ -1,0 +1,77 @@
+#include <catch2/catch.hpp>
+
+#include "agent/agent_server.h"
+#include "agent/capacity.h"
+#include "agent/config.h"
+
+using namespace yard::agent;
+
+TEST_CASE("agent config: every key, and flags-style checks") {
+  auto c = parseAgentConfig(R"(
+master = "10.0.0.1:7701"
+token = "t"
+name = "gpu-01"
+address = "10.0.0.5"
+data_dir = "/tmp/a"
+port_range = "40000-40100"
+api_port = 7702
+allow_host_tasks = true
+drivers = ["host"]
+cpu = "1500m"
+memory = "4Gi"
+[labels]
+zone = "r1"
+)", "agent.toml");
+  REQUIRE(c.isOk());
+  CHECK(c.value().master == "10.0.0.1:7701");
+  CHECK(c.value().portLo == 40000);
+  CHECK(c.value().portHi == 40100);
+  CHECK(c.value().apiPort == 7702);
+  CHECK(c.value().allowHostTasks);
+  CHECK(c.value().cpuMillis == 1500);
+  CHECK(c.value().memoryBytes == 4LL << 30);
+  CHECK(c.value().labels.at("zone") == "r1");
+  CHECK(checkAgentConfig(c.value()).empty());
+}
+
+TEST_CASE("agent config: bad values name the key, the rule and the value") {
+  CHECK(parseAgentConfig("bogus = 1", "a.toml").error() == "a.toml: unknown key \"bogus\"");
+  CHECK(parseAgentConfig("port_range = \"9-3\"", "a.toml").error() ==
+        "a.toml: port_range: port range \"9-3\" must be LO-HI with 1 <= LO <= HI <= 65535");
+  CHECK(parseAgentConfig("drivers = [\"docker\"]", "a.toml").error() ==
+        "a.toml: drivers: each entry must be \"host\" or \"containerd\"");
+  CHECK(parseAgentConfig("cpu = \"lots\"", "a.toml").error().rfind("a.toml: cpu: ", 0) == 0);
+  AgentConfig c;
+  c.token = "t";
+  c.name = "bad name";
+  CHECK(checkAgentConfig(c) == "name: \"bad name\" must be 1-63 characters of [A-Za-z0-9._-]");
+  c.name = "ok";
+  c.token = "";
+  CHECK(checkAgentConfig(c) == "token: must be set (the master's join token)");
+}
+
+TEST_CASE("capacity: nvidia-smi CSV and /proc/meminfo") {
+  auto gpus = parseNvidiaSmi(
+      "0, GPU-8f3c1a2e-aaaa-bbbb-cccc-000000000000, NVIDIA H200, 143771\n"
+      "1, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H200, 143771\n"
+      "garbage line\n");
+  REQUIRE(gpus.size() == 2);
+  CHECK(gpus[1].index == 1);
+  CHECK(gpus[0].uuid == "GPU-8f3c1a2e-aaaa-bbbb-cccc-000000000000");
+  CHECK(gpus[0].model == "NVIDIA H200");
+  CHECK(gpus[0].memoryBytes == 143771ULL << 20);
+  CHECK(parseNvidiaSmi("").empty());
+  CHECK(parseMemTotal("MemTotal:       24683620 kB\nMemFree: 1 kB\n") == 24683620LL * 1024);
+  CHECK(parseMemTotal("nothing") == 0);
+}
+
+TEST_CASE("logs: the offset of the last N lines") {
+  std::string t = "a\nb\nc\n";
+  CHECK(tailOffset(t, -1) == 0);
+  CHECK(tailOffset(t, 0) == t.size());
+  CHECK(t.substr(tailOffset(t, 1)) == "c\n");
+  CHECK(t.substr(tailOffset(t, 2)) == "b\nc\n");
+  CHECK(tailOffset(t, 3) == 0);
+  CHECK(tailOffset(t, 10) == 0);
+  CHECK(std::string("a\nb").substr(tailOffset("a\nb", 1)) == "b");
+}

@@ -1,0 +1,241 @@
+// The runner's state machines against a recording driver and a fake clock: convergence,
+// the stop sequence (preStop, SIGTERM, grace, SIGKILL), postStart failure, OOM and removal,
+// and re-adoption from disk after a restart.
+#include <catch2/catch.hpp>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "agent/runner.h"
+
+using namespace yard::agent;
+using yard::Result;
+
+namespace {
+
+struct FakeExec : ExecHandle {
+  std::optional<int> result;
+  bool killed = false;
+  std::optional<int> poll() override { return result; }
+  void kill() override { killed = true; }
+};
+
+struct FakeDriver : Driver {
+  std::map<ReplicaKey, DriverStatus> status;
+  std::vector<std::string> calls;
+  std::vector<FakeExec*> execs;
+  std::string name() const override { return "fake"; }
+  Result<bool> start(const ReplicaKey& k, const ReplicaSpec&, const std::string&) override {
+    calls.push_back("start " + k.name());
+    status[k] = DriverStatus{};
+    return Result<bool>::ok(true);
+  }
+  DriverStatus inspect(const ReplicaKey& k, const std::string&) override { return status[k]; }
+  void signal(const ReplicaKey& k, const std::string&, int sig) override {
+    calls.push_back("signal " + k.name() + " " + std::to_string(sig));
+  }
+  Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& k, const std::string&, const std::vector<std::string>& argv) override {
+    calls.push_back("exec " + k.name() + " " + argv[0]);
+    auto e = std::make_unique<FakeExec>();
+    execs.push_back(e.get());
+    return Result<std::unique_ptr<ExecHandle>>::ok(std::move(e));
+  }
+  Result<ReplicaUsage> stats(const ReplicaKey&) override { return Result<ReplicaUsage>::ok(ReplicaUsage{}); }
+  void destroy(const ReplicaKey& k, const std::string&) override { calls.push_back("destroy " + k.name()); }
+  DriverStatus recover(const ReplicaKey& k, const ReplicaSpec&, const std::string&) override {
+    calls.push_back("recover " + k.name());
+    return status[k];
+  }
+  void set(const ReplicaKey& k, DriverStatus::Phase p, int code = 0, bool oom = false) {
+    DriverStatus s;
+    s.phase = p;
+    s.exitCode = code;
+    s.oomKilled = oom;
+    status[k] = s;
+  }
+  bool called(const std::string& c) const { return std::find(calls.begin(), calls.end(), c) != calls.end(); }
+};
+
+struct Fixture {
+  std::string dir;
+  FakeDriver driver;
+  int64_t now = 1000;
+  std::unique_ptr<Runner> runner;
+  int changes = 0;
+  Fixture() {
+    char tmpl[] = "/tmp/yard-runner-XXXXXX";
+    dir = mkdtemp(tmpl);
+    make();
+  }
+  ~Fixture() { std::filesystem::remove_all(dir); }
+  void make() {
+    runner = std::make_unique<Runner>(Runner::Options{dir, true}, &driver, nullptr, [this] { return now; }, nullptr);
+    runner->onChange = [this] { changes++; };
+  }
+  static ReplicaSpec spec() {
+    ReplicaSpec s;
+    s.job = "j";
+    s.task = "t";
+    s.role = "worker";
+    s.image = "host";
+    s.argv = {"sleep", "1"};
+    s.memoryBytes = 64 << 20;
+    s.stopGraceMs = 1000;
+    return s;
+  }
+  void want(std::vector<DesiredReplica> d) { runner->converge(d); }
+  std::string state(const ReplicaKey& k) {
+    for (const auto& r : runner->reports())
+      if (r.key == k) return r.state;
+    return "absent";
+  }
+  ReplicaReport report(const ReplicaKey& k) {
+    for (const auto& r : runner->reports())
+      if (r.key == k) return r;
+    FAIL("no report");
+    return {};
+  }
+};
+
+DesiredReplica run(ReplicaKey k, ReplicaSpec s = Fixture::spec()) { return {k, true, s}; }
+
+}  // namespace
+
+TEST_CASE("runner: starts what is wanted once, reports Starting, Running, Exited") {
+  Fixture f;
+  ReplicaKey k{7, 0};
+  f.want({run(k)});
+  CHECK(f.driver.called("start 7-0"));
+  CHECK(f.state(k) == "Starting");
+  CHECK(std::filesystem::exists(f.dir + "/replicas/7-0/spec"));
+  f.driver.set(k, DriverStatus::Phase::Running);
+  f.runner->tick();
+  CHECK(f.state(k) == "Running");
+  f.driver.set(k, DriverStatus::Phase::Exited, 3);
+  f.runner->tick();
+  CHECK(f.state(k) == "Exited");
+  CHECK(f.report(k).exitCode == 3);
+  CHECK(f.driver.called("destroy 7-0"));
+  // Still wanted by a stale answer: an ended attempt is never started again.
+  f.driver.calls.clear();
+  f.want({run(k)});
+  CHECK_FALSE(f.driver.called("start 7-0"));
+  CHECK(f.state(k) == "Exited");
+}
+
+TEST_CASE("runner: a stop runs preStop, then SIGTERM, then SIGKILL after the grace period") {
+  Fixture f;
+  ReplicaKey k{1, 2};
+  auto s = Fixture::spec();
+  s.preStop = {"sh", "-c", "touch /ckpt/stop"};
+  f.want({run(k, s)});
+  f.driver.set(k, DriverStatus::Phase::Running);
+  f.runner->tick();
+  f.want({{k, false, std::nullopt}});  // the master ended it (cancel)
+  f.runner->tick();
+  CHECK(f.driver.called("exec 1-2 sh"));
+  CHECK_FALSE(f.driver.called("signal 1-2 15"));
+  f.driver.execs.back()->result = 0;
+  f.runner->tick();
+  CHECK(f.driver.called("signal 1-2 15"));
+  CHECK_FALSE(f.driver.called("signal 1-2 9"));
+  f.now += 1001;
+  f.runner->tick();
+  CHECK(f.driver.called("signal 1-2 9"));
+  f.driver.set(k, DriverStatus::Phase::Exited, 137);
+  f.runner->tick();
+  CHECK(f.state(k) == "Killed");
+  CHECK(f.report(k).reason == "stopped: the master ended this attempt");
+  // Kept (logs) while listed; removed with its directory once no longer listed.
+  CHECK(std::filesystem::exists(f.dir + "/replicas/1-2"));
+  f.want({});
+  f.runner->tick();
+  CHECK(f.state(k) == "absent");
+  CHECK_FALSE(std::filesystem::exists(f.dir + "/replicas/1-2"));
+}
+
+TEST_CASE("runner: a preStop that overruns the grace period does not delay SIGTERM for ever") {
+  Fixture f;
+  ReplicaKey k{1, 0};
+  auto s = Fixture::spec();
+  s.preStop = {"sleep", "100"};
+  f.want({run(k, s)});
+  f.driver.set(k, DriverStatus::Phase::Running);
+  f.runner->tick();
+  f.want({});
+  f.runner->tick();
+  f.now += 1001;
+  f.runner->tick();
+  CHECK(f.driver.called("signal 1-0 15"));
+}
+
+TEST_CASE("runner: a failing postStart fails the replica; Running only after postStart succeeds") {
+  Fixture f;
+  ReplicaKey ok{1, 0}, bad{2, 0};
+  auto s = Fixture::spec();
+  s.postStart = {"true"};
+  f.want({run(ok, s), run(bad, s)});
+  f.driver.set(ok, DriverStatus::Phase::Running);
+  f.driver.set(bad, DriverStatus::Phase::Running);
+  f.runner->tick();
+  CHECK(f.state(ok) == "Starting");
+  f.driver.execs[0]->result = 0;
+  f.driver.execs[1]->result = 4;
+  f.runner->tick();
+  CHECK(f.state(ok) == "Running");
+  CHECK(f.driver.called("signal 2-0 9"));
+  f.driver.set(bad, DriverStatus::Phase::Exited, 137);
+  f.runner->tick();
+  CHECK(f.state(bad) == "Killed");
+  CHECK(f.report(bad).reason == "agent: postStart hook exited 4");
+}
+
+TEST_CASE("runner: OOM, lost processes and refused host tasks are reported as such") {
+  Fixture f;
+  ReplicaKey oom{1, 0}, lost{2, 0};
+  f.want({run(oom), run(lost)});
+  f.driver.set(oom, DriverStatus::Phase::Exited, 137, true);
+  f.driver.set(lost, DriverStatus::Phase::Lost);
+  f.runner->tick();
+  CHECK(f.state(oom) == "OOMKilled");
+  CHECK(f.report(oom).reason == "memory limit of 67108864 bytes exceeded");
+  CHECK(f.state(lost) == "Lost");
+
+  Fixture g;
+  g.runner = std::make_unique<Runner>(Runner::Options{g.dir, false}, &g.driver, nullptr, [&g] { return g.now; }, nullptr);
+  ReplicaKey k{3, 0};
+  g.want({run(k)});
+  CHECK(g.state(k) == "Exited");
+  CHECK(g.report(k).exitCode == 127);
+  CHECK(g.report(k).reason == "agent: this node does not allow host tasks (image: host)");
+  ReplicaKey c{4, 0};
+  auto img = Fixture::spec();
+  img.image = "registry.local/busybox:1";
+  g.want({run(c, img)});
+  CHECK(g.report(c).reason == "agent: this node has no container runtime for image registry.local/busybox:1");
+}
+
+TEST_CASE("runner: a restarted agent re-adopts what runs and remembers what it was stopping") {
+  Fixture f;
+  ReplicaKey running{1, 0}, stopping{2, 0}, done{3, 1};
+  f.want({run(running), run(stopping), run(done)});
+  for (auto k : {running, stopping, done}) f.driver.set(k, DriverStatus::Phase::Running);
+  f.runner->tick();
+  f.want({run(running), {stopping, false, std::nullopt}, run(done)});
+  f.runner->tick();  // stopping: SIGTERM sent
+  // The agent dies; meanwhile `stopping` ends from the SIGTERM and `done` exits on its own.
+  f.driver.set(stopping, DriverStatus::Phase::Exited, 143);
+  f.driver.set(done, DriverStatus::Phase::Exited, 0);
+  f.driver.calls.clear();
+  f.make();
+  f.runner->recover();
+  CHECK(f.driver.called("recover 1-0"));
+  CHECK_FALSE(f.driver.called("start 1-0"));
+  CHECK(f.state(running) == "Running");
+  CHECK(f.state(stopping) == "Killed");
+  CHECK(f.state(done) == "Exited");
+  CHECK(f.report(done).exitCode == 0);
+  f.want({run(running), {stopping, false, std::nullopt}, {done, false, std::nullopt}});
+  CHECK_FALSE(f.driver.called("start 1-0"));
+}
