@@ -169,6 +169,17 @@ int main(int argc, char** argv) {
     tickTimer.async_wait([&](asio::error_code e) { if (!e) tick(); });
   };
   tick();
+  // A child ending (a shim launcher once its replica runs, a hook) is news now, not at the
+  // next tick: it is most of a replica's start latency.
+  asio::signal_set children(io, SIGCHLD);
+  std::function<void()> onChild = [&] {
+    children.async_wait([&](asio::error_code e, int) {
+      if (e) return;
+      runner.tick();
+      onChild();
+    });
+  };
+  onChild();
   link.start();
   logLine("version " + std::string(kVersion) + ", node " + config.name + " at " + config.address + ", " +
           std::to_string(capacity.cpuMillis / 1000) + " cores, " + std::to_string(capacity.memoryBytes >> 20) +
@@ -185,6 +196,7 @@ int main(int argc, char** argv) {
     link.stop();
     server.stop();
     tickTimer.cancel();
+    children.cancel();
     io.stop();
   });
   io.run();

@@ -123,7 +123,7 @@ void MasterLink::beatSoon() {
   if (beatQueued_) return;
   beatQueued_ = true;
   // A short delay gathers the changes of one tick into one heartbeat.
-  soonTimer_.expires_after(std::chrono::milliseconds(20));
+  soonTimer_.expires_after(std::chrono::milliseconds(2));
   soonTimer_.async_wait([this](asio::error_code ec) {
     beatQueued_ = false;
     if (!ec) beat();

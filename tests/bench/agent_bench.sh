@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Agent benchmarks on the dev cluster (`yard-master --dev`, one agent, host driver):
+#  - submit-to-running latency of a one-replica host job: from the job's Submitted event to
+#    its replica's Running event, both stamped by the master (p50, p99 over N jobs, run
+#    one after another); baseline: starting the same process with `yard-shim run` directly
+#    on the same machine, in the same invocation (ratio = Yard / direct);
+#  - the agent's resident memory idle, and again after the N jobs (growth = leak check).
+#   tests/bench/agent_bench.sh [BUILD_BIN] [N]   (default build/bin, 50)
+set -euo pipefail
+bin=$(cd "${1:-build/bin}" && pwd)
+n=${2:-50}
+tmp=$(mktemp -d)
+master=
+cleanup() {
+  [ -n "$master" ] && kill "$master" 2>/dev/null && wait "$master" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+"$bin/yard-master" --dev --data-dir "$tmp/dev" --listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
+master=$!
+for _ in $(seq 100); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
+export YARD_MASTER=$(sed -n 's/^listening //p' "$tmp/out")
+for _ in $(seq 100); do "$bin/yardctl" node list 2>/dev/null | grep -q ' ready ' && break; sleep 0.1; done
+agent=$(sed -n 's/.*dev cluster: agent pid \([0-9]*\).*/\1/p' "$tmp/err")
+rss() { awk '/VmRSS/ {print $2}' "/proc/$agent/status"; }
+sleep 2
+rss_idle=$(rss)
+
+job() {
+  cat >"$tmp/job.yaml" <<YAML
+name: bench-$1
+tasks:
+  - name: serve
+    kind: pytorch
+    roles:
+      master: { replicas: 1, container: { image: host, resources: { cpu: 100m, memory: 32Mi }, command: sleep 60 } }
+    advanced: { cleanup: all }
+YAML
+}
+measure() {  # measure PREFIX PAUSE: N jobs, PAUSE seconds between one's delete and the next submit
+  lat=()
+  for i in $(seq "$n"); do
+  sleep "$2"
+  job "$1$i"
+  i="$1$i"
+  "$bin/yardctl" job submit "$tmp/job.yaml" >/dev/null
+  for _ in $(seq 200); do
+    "$bin/yardctl" job show "bench-$i" | grep -q 'serve/master/0 .* Running ' && break
+    sleep 0.01
+  done
+  lat+=("$("$bin/yardctl" job events "bench-$i" -o json | python3 -c '
+import json, sys
+ev = json.load(sys.stdin)
+sub = next(e["at"] for e in ev if e["type"] == "Submitted")
+run = next(e["at"] for e in ev if e["type"] == "Running" and e["replica"])
+print(run - sub)')")
+  "$bin/yardctl" job delete "bench-$i" >/dev/null
+  done
+  echo "${lat[*]}"
+}
+# Spaced: each job meets an idle master (the common case). Back to back: the next submit
+# lands within the scheduler's 100 ms pass throttle (kMinPassInterval) of the last delete.
+spaced=$(measure s 0.3)
+packed=$(measure p 0)
+sleep 3
+rss_after=$(rss)
+
+# Baseline: the same process started by yard-shim directly (spawn to pid file written).
+base=()
+for i in $(seq "$n"); do
+  d="$tmp/direct$i"
+  mkdir -p "$d"
+  t0=$(date +%s%N)
+  "$bin/yard-shim" run --dir "$d" -- /bin/sleep 60
+  t1=$(date +%s%N)
+  base+=("$(( (t1 - t0) / 1000000 ))")
+  kill -9 -- "-$(cat "$d/pid")" 2>/dev/null || true
+done
+
+python3 - "$n" "$rss_idle" "$rss_after" "$spaced" "$packed" "${base[*]}" <<'PY'
+import statistics, sys
+n, idle, after = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+spaced = sorted(int(x) for x in sys.argv[4].split())
+packed = sorted(int(x) for x in sys.argv[5].split())
+base = sorted(int(x) for x in sys.argv[6].split())
+def pct(v, p): return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+b50 = statistics.median(base)
+for name, lat in (("spaced", spaced), ("back to back", packed)):
+    p50 = statistics.median(lat)
+    print(f"submit-to-running, one-replica host job, {n} jobs {name}: p50 {p50:.0f} ms, p99 {pct(lat, 99)} ms,"
+          f" max {lat[-1]} ms; ratio p50 to direct {p50 / max(b50, 1):.1f}")
+print(f"baseline yard-shim run directly, {n} starts: p50 {b50:.0f} ms, p99 {pct(base, 99)} ms")
+print(f"agent RSS idle: {idle} KiB; after {n} jobs: {after} KiB (growth {after - idle} KiB)")
+PY
