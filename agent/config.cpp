@@ -1,6 +1,6 @@
 #include "agent/config.h"
 
-#include <toml++/toml.h>
+#include "common/config/toml_config.h"
 
 #include <fstream>
 #include <sstream>
@@ -48,23 +48,15 @@ Result<std::pair<uint16_t, uint16_t>> parsePortRange(const std::string& text) {
 }
 
 Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream msg;
-    msg << source << ": line " << e.source().begin.line << ", column " << e.source().begin.column << ": "
-        << e.description();
-    return R::fail(msg.str());
-  }
+  auto parsed = config::parseToml(text, source);
+  if (!parsed) return R::fail(parsed.error());
+  const toml::table& root = parsed.value();
   AgentConfig c;
-  static const char* kKeys[] = {"master", "token", "name", "address", "data_dir", "port_range", "api_port",
-                                "allow_host_tasks", "drivers", "cpu", "memory", "labels", "cgroup_parent", "shim"};
-  for (const auto& [k, v] : root) {
-    bool known = false;
-    for (const char* key : kKeys) known = known || k.str() == key;
-    if (!known) return R::fail(source + ": unknown key " + quoted(std::string(k.str())));
-  }
+  if (auto e = config::unknownKey(root, {"master", "token", "name", "address", "data_dir", "port_range", "api_port",
+                                         "allow_host_tasks", "drivers", "cpu", "memory", "labels", "cgroup_parent",
+                                         "shim"});
+      !e.empty())
+    return R::fail(source + ": " + e);
   auto fail = [&](const std::string& e) { return R::fail(source + ": " + e); };
   auto str = [&](const char* key, std::string& out) -> std::string {
     const toml::node* n = root.get(key);

@@ -1,6 +1,6 @@
 #include "master/config.h"
 
-#include <toml++/toml.h>
+#include "common/config/toml_config.h"
 
 #include <fstream>
 #include <sstream>
@@ -48,23 +48,14 @@ Result<int64_t> parseCount(std::string_view s) { return spec::parseInteger(s); }
 }  // namespace
 
 Result<MasterConfig> parseMasterConfig(const std::string& text, const std::string& source) {
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream msg;
-    msg << source << ": line " << e.source().begin.line << ", column " << e.source().begin.column << ": "
-        << e.description();
-    return R::fail(msg.str());
-  }
+  auto parsed = config::parseToml(text, source);
+  if (!parsed) return R::fail(parsed.error());
+  const toml::table& root = parsed.value();
   MasterConfig c;
-  static const char* kKeys[] = {"data_dir", "listen", "agent_listen", "join_token",
-                                "heartbeat_timeout", "flavors", "etcd_endpoints", "stop_grace"};
-  for (const auto& [k, v] : root) {
-    bool known = false;
-    for (const char* key : kKeys) known = known || k.str() == key;
-    if (!known) return R::fail(source + ": unknown key \"" + std::string(k.str()) + "\"");
-  }
+  if (auto e = config::unknownKey(root, {"data_dir", "listen", "agent_listen", "join_token", "heartbeat_timeout",
+                                         "flavors", "etcd_endpoints", "stop_grace"});
+      !e.empty())
+    return R::fail(source + ": " + e);
   auto str = [&](const char* key, std::string& out) -> std::string {
     const toml::node* n = root.get(key);
     if (!n) return "";
@@ -79,24 +70,16 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
     std::string e = str(key, *out);
     if (!e.empty()) return R::fail(e);
   }
-  if (const toml::node* n = root.get("heartbeat_timeout")) {
-    std::string durationText;
-    if (auto i = n->value<int64_t>()) durationText = std::to_string(*i);
-    else if (auto s = n->value<std::string>()) durationText = *s;
-    auto d = spec::parseDurationSeconds(durationText);
-    if (!d || d.value() <= 0)
-      return R::fail(source + ": heartbeat_timeout: must be a duration greater than 0 (like 30 or \"30s\")");
-    c.heartbeatTimeoutSeconds = d.value();
-  }
-  if (const toml::node* n = root.get("stop_grace")) {
-    std::string durationText;
-    if (auto i = n->value<int64_t>()) durationText = std::to_string(*i);
-    else if (auto s = n->value<std::string>()) durationText = *s;
-    auto d = spec::parseDurationSeconds(durationText);
-    if (!d || d.value() < 0 || d.value() > 3600)
-      return R::fail(source + ": stop_grace: must be a duration from 0 to 1h (like 10 or \"10s\")");
-    c.stopGraceSeconds = d.value();
-  }
+  if (const toml::node* n = root.get("heartbeat_timeout"))
+    if (auto e = config::durationSeconds(*n, "heartbeat_timeout", 1, INT64_MAX,
+                                         "must be a duration greater than 0 (like 30 or \"30s\")", c.heartbeatTimeoutSeconds);
+        !e.empty())
+      return R::fail(source + ": " + e);
+  if (const toml::node* n = root.get("stop_grace"))
+    if (auto e = config::durationSeconds(*n, "stop_grace", 0, 3600, "must be a duration from 0 to 1h (like 10 or \"10s\")",
+                                         c.stopGraceSeconds);
+        !e.empty())
+      return R::fail(source + ": " + e);
   if (const toml::node* n = root.get("etcd_endpoints")) {
     const toml::array* arr = n->as_array();
     if (!arr) return R::fail(source + ": etcd_endpoints: must be a list of \"host:port\" strings");

@@ -61,7 +61,14 @@ say "a dataset mounted read-only; usage shows in job top and node top"
 mkdir -p "$tmp/dataset"
 echo "imagenet-sample" >"$tmp/dataset/labels.txt"
 "$bin/yardctl" dataset create sample --path "$tmp/dataset" >/dev/null || fail "dataset create"
-cat >"$tmp/busy.yaml" <<'YAML'
+# It spins until the test has seen its usage (or 60 s pass).
+cat >"$tmp/spin.sh" <<EOF
+cat /mnt/yard-e2e-data/labels.txt
+touch /mnt/yard-e2e-data/x 2>/dev/null && echo WRITABLE || echo read-only
+end=\$((\$(date +%s) + 60))
+while [ ! -f $tmp/stop-spin ] && [ \$(date +%s) -lt \$end ]; do :; done
+EOF
+cat >"$tmp/busy.yaml" <<YAML
 name: e2e-busy
 tasks:
   - name: spin
@@ -69,13 +76,12 @@ tasks:
     container:
       image: host
       resources: { cpu: 500m, memory: 64Mi }
-      command: sh -c
-      args: "'cat /mnt/yard-e2e-data/labels.txt; touch /mnt/yard-e2e-data/x 2>/dev/null && echo WRITABLE || echo read-only; end=$(($(date +%s) + 6)); while [ $(date +%s) -lt $end ]; do :; done'"
+      command: sh $tmp/spin.sh
       mounts: [ { dataset: sample, path: /mnt/yard-e2e-data, readOnly: true } ]
 YAML
 submit "$tmp/busy.yaml"
 used=""
-for _ in $(seq 60); do
+for _ in $(seq 150); do
   used=$("$bin/yardctl" job top e2e-busy -o json | python3 -c 'import json,sys; u=json.load(sys.stdin); print(u[0]["used"]["cpuMillis"] if u and u[0]["sampledAt"] else "")' 2>/dev/null)
   [ -n "$used" ] && [ "$used" -gt 100 ] && break
   sleep 0.2
@@ -84,12 +90,33 @@ done
 "$bin/yardctl" job top e2e-busy | grep -qE '^spin/run/0 ' || fail "job top table: $("$bin/yardctl" job top e2e-busy)"
 "$bin/yardctl" node top -o json | python3 -c 'import json,sys; n=json.load(sys.stdin); assert sum(x["used"]["cpuMillis"] for x in n) > 100' \
   || fail "node top shows no usage: $("$bin/yardctl" node top)"
+touch "$tmp/stop-spin"
 wait_job e2e-busy Succeeded 30
 out=$("$bin/yardctl" logs e2e-busy)
 echo "$out" | grep -q 'imagenet-sample' || fail "dataset not visible: $out"
 echo "$out" | grep -q 'read-only' || fail "dataset mount writable: $out"
 [ -e "$tmp/dataset/x" ] && fail "the replica wrote into a read-only dataset"
 [ -d /mnt/yard-e2e-data ] && [ -e /mnt/yard-e2e-data/labels.txt ] && fail "the mount leaked into the host namespace"
+
+say "logs -f streams while the replica runs and ends when it ends"
+cat >"$tmp/ticker.yaml" <<'YAML'
+name: e2e-ticker
+tasks:
+  - name: ticker
+    kind: container-job
+    container:
+      image: host
+      resources: { cpu: 100m, memory: 32Mi }
+      command: sh -c
+      args: "'for i in 1 2 3 4 5 6; do echo tick $i; sleep 0.3; done'"
+YAML
+submit "$tmp/ticker.yaml"
+for _ in $(seq 100); do "$bin/yardctl" logs e2e-ticker 2>/dev/null | grep -q 'tick 1' && break; sleep 0.05; done
+timeout 20 "$bin/yardctl" logs e2e-ticker -f >"$tmp/follow.out" 2>&1; rc=$?
+[ "$rc" -eq 0 ] || fail "logs -f exit $rc: $(cat "$tmp/follow.out")"
+[ "$(grep -c '^ticker/run/0 | tick [1-6]$' "$tmp/follow.out")" -eq 6 ] || fail "logs -f output: $(cat "$tmp/follow.out")"
+wait_job e2e-ticker Succeeded 10
+"$bin/yardctl" job delete e2e-ticker >/dev/null
 
 say "deleting the jobs removes every replica, log and cgroup"
 "$bin/yardctl" job delete e2e-dag >/dev/null || fail "delete e2e-dag"

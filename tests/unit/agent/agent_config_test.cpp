@@ -34,6 +34,15 @@ zone = "r1"
   CHECK(checkAgentConfig(c.value()).empty());
 }
 
+TEST_CASE("agent config: configs/agent.toml as shipped") {
+  auto c = loadAgentConfig(std::string(YARD_SOURCE_DIR) + "/configs/agent.toml");
+  INFO((c ? "" : c.error()));
+  REQUIRE(c.isOk());
+  CHECK(c.value().master == "127.0.0.1:7701");
+  CHECK(c.value().portLo == 30000);
+  CHECK_FALSE(c.value().allowHostTasks);
+}
+
 TEST_CASE("agent config: bad values name the key, the rule and the value") {
   CHECK(parseAgentConfig("bogus = 1", "a.toml").error() == "a.toml: unknown key \"bogus\"");
   CHECK(parseAgentConfig("port_range = \"9-3\"", "a.toml").error() ==
