@@ -1,7 +1,12 @@
 #include "agent/agent_server.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fstream>
 
+#include "agent/driver.h"
+#include "common/util/random.h"
 #include "schema/agent.capnp.h"
 
 namespace yard::agent {
@@ -10,14 +15,6 @@ namespace {
 constexpr size_t kChunkBytes = 256 * 1024;
 constexpr auto kPollEvery = std::chrono::milliseconds(200);
 constexpr int kKeepAliveEvery = 5;  // polls without output, then an empty chunk
-
-bool tokensEqual(const std::string& given, const std::string& expected) {
-  unsigned diff = given.size() == expected.size() ? 0u : 1u;
-  for (size_t i = 0; i < expected.size(); ++i)
-    diff |= static_cast<unsigned>(static_cast<unsigned char>(i < given.size() ? given[i] : 0) ^
-                                  static_cast<unsigned char>(expected[i]));
-  return diff == 0 && !expected.empty();
-}
 
 void respond(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
              const std::function<void(agentapi::AgentCallResponse::Builder)>& fill) {
@@ -86,6 +83,54 @@ struct LogStream : std::enable_shared_from_this<LogStream> {
   }
 };
 
+// One exec: the command's stdout and stderr read from pipes and sent as they come; once
+// both are closed, its exit code. A closed connection kills it.
+struct ExecSession : std::enable_shared_from_this<ExecSession> {
+  ExecSession(asio::io_context& io) : out(io), err(io), timer(io) {}
+  asio::posix::stream_descriptor out, err;
+  asio::steady_timer timer;
+  std::shared_ptr<wire::Connection> conn;
+  uint64_t id = 0;
+  std::unique_ptr<ExecHandle> handle;
+  int open = 2;
+  char outBuf[16384], errBuf[16384];
+
+  void read(asio::posix::stream_descriptor& fd, char* buf, uint8_t stream) {
+    fd.async_read_some(asio::buffer(buf, sizeof outBuf), [self = shared_from_this(), &fd, buf, stream](asio::error_code ec, size_t n) {
+      if (ec) {
+        asio::error_code ignored;
+        fd.close(ignored);
+        if (--self->open == 0) self->waitExit();
+        return;
+      }
+      respond(self->conn, self->id, [&](auto r) {
+        auto o = r.initOutput();
+        o.setStream(stream);
+        o.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(buf), n));
+      });
+      self->read(fd, buf, stream);
+    });
+  }
+  void waitExit() {
+    if (!handle) return;
+    if (auto code = handle->poll()) {
+      handle.reset();
+      return respond(conn, id, [&](auto r) { r.setExitCode(*code); });
+    }
+    timer.expires_after(std::chrono::milliseconds(10));
+    timer.async_wait([self = shared_from_this()](asio::error_code ec) {
+      if (!ec) self->waitExit();
+    });
+  }
+  void stop() {
+    if (handle) handle->kill();
+    asio::error_code ignored;
+    out.close(ignored);
+    err.close(ignored);
+    timer.cancel();
+  }
+};
+
 }  // namespace
 
 size_t tailOffset(const std::string& text, int64_t lines) {
@@ -126,6 +171,43 @@ void AgentServer::handle(const std::shared_ptr<wire::Connection>& conn, std::uni
     case agentapi::AgentCall::WAKE:
       if (wake_) wake_();
       return respond(conn, id, [](auto r) { r.setEnd(); });
+    case agentapi::AgentCall::EXEC: {
+      auto q = call.getExec();
+      ReplicaKey key{q.getReplicaId(), q.getAttempt()};
+      auto target = runner_.execTarget(key);
+      if (!target)
+        return respond(conn, id, [&](auto r) { r.setError("replica " + key.name() + " is not running on this node"); });
+      std::vector<std::string> argv;
+      for (auto a : q.getArgv()) argv.emplace_back(a.cStr());
+      if (argv.empty()) return respond(conn, id, [](auto r) { r.setError("exec: argv is empty"); });
+      int outPipe[2], errPipe[2];
+      if (::pipe2(outPipe, O_CLOEXEC) != 0) return respond(conn, id, [](auto r) { r.setError("exec: no pipe"); });
+      if (::pipe2(errPipe, O_CLOEXEC) != 0) {
+        ::close(outPipe[0]);
+        ::close(outPipe[1]);
+        return respond(conn, id, [](auto r) { r.setError("exec: no pipe"); });
+      }
+      auto handle = target->driver->exec(key, target->dir, argv, outPipe[1], errPipe[1]);
+      ::close(outPipe[1]);
+      ::close(errPipe[1]);
+      if (!handle) {
+        ::close(outPipe[0]);
+        ::close(errPipe[0]);
+        return respond(conn, id, [&](auto r) { r.setError("exec: " + handle.error()); });
+      }
+      auto session = std::make_shared<ExecSession>(io_);
+      session->conn = conn;
+      session->id = id;
+      session->handle = std::move(handle).value();
+      session->out.assign(outPipe[0]);
+      session->err.assign(errPipe[0]);
+      conn->onClose([weak = std::weak_ptr<ExecSession>(session)] {
+        if (auto s = weak.lock()) s->stop();
+      });
+      session->read(session->out, session->outBuf, 1);
+      session->read(session->err, session->errBuf, 2);
+      return;
+    }
     case agentapi::AgentCall::LOGS: {
       auto q = call.getLogs();
       ReplicaKey key{q.getReplicaId(), q.getAttempt()};

@@ -48,9 +48,11 @@ class Driver {
   virtual DriverStatus inspect(const ReplicaKey& key, const std::string& dir) = 0;
   // SIGTERM goes to the main process's group; SIGKILL to every process of the replica.
   virtual void signal(const ReplicaKey& key, const std::string& dir, int sig) = 0;
-  // Runs `argv` inside the replica with its environment, output appended to its log.
+  // Runs `argv` inside the replica with its environment. Its stdout and stderr go to `outFd`
+  // and `errFd` (the caller keeps its copies), or are appended to the replica's log when -1.
   virtual Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& key, const std::string& dir,
-                                                   const std::vector<std::string>& argv) = 0;
+                                                   const std::vector<std::string>& argv, int outFd = -1,
+                                                   int errFd = -1) = 0;
   virtual Result<ReplicaUsage> stats(const ReplicaKey& key) = 0;
   // Releases what the replica holds on the node (processes, cgroup); its directory stays.
   virtual void destroy(const ReplicaKey& key, const std::string& dir) = 0;

@@ -59,7 +59,7 @@ class ChildExec : public ExecHandle {
 
 }  // namespace
 
-Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd) {
+Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd, int errFd) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -71,9 +71,10 @@ Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd) {
   }
   if (pid == 0) {
     int out = outFd >= 0 ? outFd : devnull;
+    int err = errFd >= 0 ? errFd : out;
     ::dup2(devnull, 0);
     ::dup2(out, 1);
-    ::dup2(out, 2);
+    ::dup2(err, 2);
     ::close_range(3, ~0u, 0);
     sigset_t none;
     sigemptyset(&none);
@@ -106,8 +107,18 @@ Result<bool> HostDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, c
     if (!made) return R::fail("cgroup: " + made.error());
   }
   // The environment file the shim hands to the workload verbatim: NAME=value, NUL-separated.
+  // A host process also gets what a login would give it when the spec does not say: a
+  // standard PATH (Python finds sys.executable through it) and HOME (the replica's own
+  // directory, so caches stay with the replica).
   std::string env;
-  for (const auto& [k, v] : spec.env) env += k + "=" + v + std::string(1, '\0');
+  bool hasPath = false, hasHome = false;
+  for (const auto& [k, v] : spec.env) {
+    env += k + "=" + v + std::string(1, '\0');
+    hasPath = hasPath || k == "PATH";
+    hasHome = hasHome || k == "HOME";
+  }
+  if (!hasPath) env += std::string("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") + '\0';
+  if (!hasHome) env += "HOME=" + dir + std::string(1, '\0');
   if (auto w = writeFileAtomic(dir + "/env", env); !w) return R::fail(w.error());
   std::vector<std::string> argv = {shim_, "run", "--dir", dir, "--env-file", dir + "/env"};
   for (auto& a : cgroupArgs(key)) argv.push_back(a);
@@ -190,12 +201,17 @@ void HostDriver::signal(const ReplicaKey& key, const std::string& dir, int sig) 
 }
 
 Result<std::unique_ptr<ExecHandle>> HostDriver::exec(const ReplicaKey& key, const std::string& dir,
-                                                     const std::vector<std::string>& argv) {
+                                                     const std::vector<std::string>& argv, int outFd, int errFd) {
   using R = Result<std::unique_ptr<ExecHandle>>;
   std::vector<std::string> args = {shim_, "exec", "--dir", dir, "--env-file", dir + "/env"};
   for (auto& a : cgroupArgs(key)) args.push_back(a);
   args.push_back("--");
   for (const auto& a : argv) args.push_back(a);
+  if (outFd >= 0) {
+    auto pid = spawnProcess(args, outFd, errFd >= 0 ? errFd : outFd);
+    if (!pid) return R::fail(pid.error());
+    return R::ok(std::make_unique<ChildExec>(pid.value()));
+  }
   int out = ::open((dir + "/output.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   auto pid = spawnProcess(args, out);
   if (out >= 0) ::close(out);

@@ -24,7 +24,7 @@ class HostDriver : public Driver {
   DriverStatus inspect(const ReplicaKey& key, const std::string& dir) override;
   void signal(const ReplicaKey& key, const std::string& dir, int sig) override;
   Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& key, const std::string& dir,
-                                           const std::vector<std::string>& argv) override;
+                                           const std::vector<std::string>& argv, int outFd, int errFd) override;
   Result<ReplicaUsage> stats(const ReplicaKey& key) override;
   void destroy(const ReplicaKey& key, const std::string& dir) override;
   DriverStatus recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) override;
@@ -38,8 +38,9 @@ class HostDriver : public Driver {
   std::map<ReplicaKey, pid_t> launchers_;  // `yard-shim run` processes not yet reaped
 };
 
-// Spawns `argv` with stdin /dev/null and stdout+stderr to `outFd` (-1: /dev/null); returns
-// the child's pid. Every other descriptor is closed in the child.
-Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd);
+// Spawns `argv` with stdin /dev/null, stdout to `outFd` and stderr to `errFd` (-1: /dev/null;
+// errFd -1 with outFd set: both to outFd); returns the child's pid. Every other descriptor is
+// closed in the child.
+Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd, int errFd = -2);
 
 }  // namespace yard::agent

@@ -136,7 +136,8 @@ int main(int argc, char** argv) {
 
   asio::io_context io;
   agent::HostDriver host(config.shim, cgroups.value().get());
-  agent::Runner runner({config.dataDir, config.allowHostTasks}, &host, nullptr, steadyMs, logLine);
+  std::string binDir = std::filesystem::path(config.shim).parent_path().string();
+  agent::Runner runner({config.dataDir, config.allowHostTasks, binDir}, &host, nullptr, steadyMs, logLine);
   runner.recover();
   // Cgroups left by replicas this agent no longer holds (their directories are gone).
   auto held = runner.names();

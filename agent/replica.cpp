@@ -45,6 +45,7 @@ ReplicaSpec specFrom(agentapi::ReplicaSpec::Reader in) {
   s.preStop = strings(in.getPreStop());
   s.workingDir = str(in.getWorkingDir());
   s.stopGraceMs = in.getStopGraceMs();
+  for (auto f : in.getFiles()) s.files.emplace_back(str(f.getName()), str(f.getContent()));
   return s;
 }
 
@@ -75,6 +76,11 @@ void specTo(const ReplicaSpec& s, agentapi::ReplicaSpec::Builder out) {
   setStrings(out.initPreStop(static_cast<unsigned>(s.preStop.size())), s.preStop);
   out.setWorkingDir(s.workingDir);
   out.setStopGraceMs(s.stopGraceMs);
+  auto files = out.initFiles(static_cast<unsigned>(s.files.size()));
+  for (unsigned i = 0; i < files.size(); ++i) {
+    files[i].setName(s.files[i].first);
+    files[i].setContent(s.files[i].second);
+  }
 }
 
 std::string encodeSpec(const ReplicaSpec& spec) {

@@ -37,6 +37,7 @@ struct ReplicaSpec {
   std::vector<std::string> postStart, preStop;
   std::string workingDir;
   uint32_t stopGraceMs = 10000;
+  std::vector<std::pair<std::string, std::string>> files;  // name, content
   // task/role/index, for log lines.
   std::string label() const { return task + "/" + role + "/" + std::to_string(index); }
 };

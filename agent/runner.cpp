@@ -90,7 +90,21 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
     finish(slot, st);
   };
   if (ec) return fail("agent: cannot create " + r.dir + ": " + ec.message());
-  if (auto w = writeFileAtomic(r.dir + "/spec", encodeSpec(spec)); !w) return fail("agent: " + w.error());
+  // Placeholders the master cannot fill: this replica's directory and the agent's programs.
+  auto expand = [&](std::string v) {
+    for (const auto& [token, value] : {std::pair<std::string, std::string>{"${YARD_REPLICA_DIR}", r.dir},
+                                       {"${YARD_BIN_DIR}", options_.binDir}})
+      for (size_t at = v.find(token); at != std::string::npos; at = v.find(token, at + value.size()))
+        v.replace(at, token.size(), value);
+    return v;
+  };
+  for (auto& [name, value] : r.spec.env) value = expand(value);
+  for (const auto& [name, content] : spec.files) {
+    if (name.empty() || name.find('/') != std::string::npos || name == "spec" || name == "env")
+      return fail("agent: refusing to write replica file \"" + name + "\"");
+    if (auto w = writeFileAtomic(r.dir + "/" + name, content); !w) return fail("agent: " + w.error());
+  }
+  if (auto w = writeFileAtomic(r.dir + "/spec", encodeSpec(r.spec)); !w) return fail("agent: " + w.error());
   if (spec.image == "host") {
     if (!options_.allowHostTasks) return fail("agent: this node does not allow host tasks (image: host)");
     r.driver = host_;
@@ -98,7 +112,7 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
     r.driver = containers_;
     if (!r.driver) return fail("agent: this node has no container runtime for image " + spec.image);
   }
-  auto started = r.driver->start(key, spec, r.dir);
+  auto started = r.driver->start(key, r.spec, r.dir);
   if (!started) return fail("agent: " + started.error());
   auto& slot = replicas_[key] = std::move(r);
   if (log_) log_(slot.spec.label() + " attempt " + std::to_string(key.attempt) + " (replica " + key.name() + "): starting");
@@ -287,6 +301,12 @@ std::vector<std::string> Runner::names() const {
   std::vector<std::string> out;
   for (const auto& [key, r] : replicas_) out.push_back(key.name());
   return out;
+}
+
+std::optional<Runner::ExecTarget> Runner::execTarget(const ReplicaKey& key) const {
+  auto it = replicas_.find(key);
+  if (it == replicas_.end() || it->second.phase != Phase::Running || !it->second.driver) return std::nullopt;
+  return ExecTarget{it->second.driver, it->second.dir};
 }
 
 std::optional<Runner::LogSource> Runner::logSource(const ReplicaKey& key) const {

@@ -43,6 +43,7 @@ class Runner {
   struct Options {
     std::string dataDir;        // replicas live in dataDir/replicas/<id>-<attempt>
     bool allowHostTasks = false;
+    std::string binDir;         // ${YARD_BIN_DIR} in env values (where yard-rsh is)
     int64_t sampleEveryMs = 2000;
     int64_t postStartTimeoutMs = 300000;
   };
@@ -63,6 +64,13 @@ class Runner {
     bool ended = false;
   };
   std::optional<LogSource> logSource(const ReplicaKey& key) const;
+
+  // A running replica to exec into: its driver and directory; nullopt when it is not running.
+  struct ExecTarget {
+    Driver* driver;
+    std::string dir;
+  };
+  std::optional<ExecTarget> execTarget(const ReplicaKey& key) const;
 
   // Called when a report changed (so the agent heartbeats soon).
   std::function<void()> onChange;

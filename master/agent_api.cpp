@@ -39,13 +39,6 @@ NodeRegistration registrationFrom(schema::Node::Reader node) {
   return r;
 }
 
-schema::Container::Reader containerOf(schema::Task::Reader t, const std::string& role) {
-  if (t.getKind() == schema::TaskKind::CONTAINER_JOB) return t.getContainerJob().getContainer();
-  for (auto r : t.getRoles())
-    if (r.getName() == role) return r.getContainer();
-  return t.getRoles()[0].getContainer();
-}
-
 void setArgv(capnp::List<capnp::Text>::Builder out, capnp::List<capnp::Text>::Reader in) {
   for (unsigned i = 0; i < in.size(); ++i) out.set(i, in[i]);
 }
@@ -95,6 +88,11 @@ void AgentApi::fillSpec(const JobEntry& job, size_t task, const store::ReplicaRe
   setArgv(spec.initPreStop(c.getPreStop().getExec().size()), c.getPreStop().getExec());
   spec.setWorkingDir(c.getWorkingDir());
   spec.setStopGraceMs(stopGraceMs_);
+  if (st.getKind() == schema::TaskKind::OPENMPI && r.role == "launcher") {
+    auto files = spec.initFiles(1);
+    files[0].setName("hostfile");
+    files[0].setContent(mpiHostfile(decodeEnv(r.env), st.getSlotsPerWorker()));
+  }
 }
 
 bool AgentApi::tokenMatches(std::string_view given, std::string_view expected) {

@@ -40,6 +40,56 @@ void AgentCalls::wake(const std::string& hostPort) {
       });
 }
 
+std::shared_ptr<AgentCalls::LogStream> AgentCalls::exec(const std::string& hostPort, int64_t replicaId, int32_t attempt,
+                                                        const std::vector<std::string>& argv,
+                                                        std::function<void(uint8_t, const std::string&)> output,
+                                                        ExecDone done) {
+  auto stream = std::make_shared<LogStream>();
+  auto ended = std::make_shared<bool>(false);
+  std::weak_ptr<LogStream> weak = stream;
+  auto end = [weak, ended, done](Result<int> r) {
+    auto s = weak.lock();
+    if (*ended || (s && s->cancelled)) return;
+    *ended = true;
+    done(r);
+  };
+  wire::connectFrames(
+      io_, hostPort, wire::Limits{},
+      [end, output, weak](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+        auto resp = frame->root<agentapi::AgentCallResponse>();
+        auto s = weak.lock();
+        if (!s || s->cancelled) return conn->close("");
+        if (resp.isOutput()) {
+          auto d = resp.getOutput().getData();
+          output(resp.getOutput().getStream(), std::string(reinterpret_cast<const char*>(d.begin()), d.size()));
+          return;
+        }
+        if (resp.isExitCode()) end(Result<int>::ok(resp.getExitCode()));
+        else end(Result<int>::fail(resp.isError() ? resp.getError().cStr() : "unexpected answer from the agent"));
+        conn->close("");
+      },
+      nullptr, kConnectTimeout,
+      [this, weak, end, replicaId, attempt, argv](Result<std::shared_ptr<wire::Connection>> r) {
+        if (!r) return end(Result<int>::fail("the node's agent is unreachable: " + r.error()));
+        auto held = weak.lock();
+        if (!held) return r.value()->close("");
+        held->conn = r.value();
+        if (held->cancelled) return held->conn->close("");
+        held->conn->onClose([end] { end(Result<int>::fail("the node's agent closed the exec")); });
+        capnp::MallocMessageBuilder msg;
+        auto call = msg.initRoot<agentapi::AgentCall>();
+        call.setId(1);
+        call.setToken(token_);
+        auto e = call.initExec();
+        e.setReplicaId(replicaId);
+        e.setAttempt(attempt);
+        auto list = e.initArgv(static_cast<unsigned>(argv.size()));
+        for (unsigned i = 0; i < list.size(); ++i) list.set(i, argv[i]);
+        held->conn->send(msg);
+      });
+  return stream;
+}
+
 void AgentCalls::LogStream::cancel() {
   cancelled = true;
   if (conn) conn->close("");

@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/wire/server.h"
 
@@ -32,6 +33,13 @@ class AgentCalls {
     std::shared_ptr<wire::Connection> conn;
     bool cancelled = false;
   };
+  // Runs `argv` in a running replica: `output(stream, data)` for its stdout (1) and stderr
+  // (2), then `done` once with its exit code, or with an error. cancel() kills it.
+  using ExecDone = std::function<void(Result<int>)>;
+  std::shared_ptr<LogStream> exec(const std::string& hostPort, int64_t replicaId, int32_t attempt,
+                                  const std::vector<std::string>& argv,
+                                  std::function<void(uint8_t, const std::string&)> output, ExecDone done);
+
   std::shared_ptr<LogStream> logs(const std::string& hostPort, int64_t replicaId, int32_t attempt, bool follow,
                                   int64_t tailLines, std::function<void(const std::string&)> chunk,
                                   std::function<void(const std::string&)> done);

@@ -130,6 +130,13 @@ void fillJobDetail(api::JobDetail::Builder out, const JobEntry& job) {
       out2[k].setGpus(r.gpus);
       out2[k].setExitCode(r.exitCode);
       out2[k].setReason(r.reason);
+      Env env = decodeEnv(r.env);
+      for (auto e : containerOf(st, r.role).getEnv()) setEnv(env, e.getName(), e.getValue());
+      auto envOut = out2[k].initEnv(static_cast<unsigned>(env.size()));
+      for (unsigned e = 0; e < envOut.size(); ++e) {
+        envOut[e].setName(env[e].first);
+        envOut[e].setValue(env[e].second);
+      }
     }
   }
 }
@@ -151,6 +158,7 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
   switch (req.which()) {
     case api::Request::LOGS: return logs(conn, req.getId(), req.getLogs());
     case api::Request::JOB_TOP: return top(conn, req.getId(), req.getJobTop());
+    case api::Request::EXEC: return exec(conn, req.getId(), req.getExec());
     case api::Request::PING:
       a.resp.setPong(std::string("yard-master ") + kVersion);
       return a.send();

@@ -45,6 +45,7 @@ class ClientApi {
   void logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader query);
   void startNextLog(const std::shared_ptr<Relay>& relay);
   void top(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& job);
+  void exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::ExecRequest::Reader request);
 
   const MasterConfig& config_;
   Catalog& catalog_;

@@ -1,6 +1,7 @@
 // yardctl logs and top: log streams relayed from the agents that hold them, and the usage
 // agents report.
 #include "master/client_api.h"
+#include "common/util/random.h"
 #include "schema/api.capnp.h"
 
 namespace yard::master {
@@ -143,6 +144,62 @@ void ClientApi::top(const std::shared_ptr<wire::Connection>& conn, uint64_t id, 
       }
     }
   });
+}
+
+}  // namespace yard::master
+
+namespace yard::master {
+
+void ClientApi::exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::ExecRequest::Reader q) {
+  auto fail = [&](const std::string& why) { sendFrame(conn, id, [&](auto r) { r.initError().setMessage("exec: " + why); }); };
+  if (!calls_) return fail("this master cannot reach agents");
+  const JobEntry* job = jobs_.find(q.getJob());
+  const TaskEntry* task = nullptr;
+  if (job)
+    for (const auto& t : job->tasks)
+      if (t.rec.name == q.getTask().cStr()) task = &t;
+  // One answer for every identity problem: a caller learns nothing from the difference.
+  const std::string refused = "refused: no running replica with that identity and token";
+  if (!task) return fail(refused);
+  const store::ReplicaRecord* caller = nullptr;
+  for (const auto& r : task->replicas)
+    if (r.role == q.getRole().cStr() && r.index == q.getIndex() && r.attempt == q.getAttempt() && isLiveReplicaState(r.state))
+      caller = &r;
+  std::string token;
+  if (caller)
+    for (const auto& [k, v] : decodeEnv(caller->env))
+      if (k == "YARD_EXEC_TOKEN") token = v;
+  if (!caller || !tokensEqual(q.getToken().cStr(), token)) return fail(refused);
+  std::string host = q.getHost().cStr();
+  const store::ReplicaRecord* target = nullptr;
+  std::string hostPort;
+  for (const auto& r : task->replicas) {
+    if (&r == caller || r.attempt != caller->attempt || r.state != "Running") continue;
+    auto n = nodes_.nodes().find(r.node);
+    if (n == nodes_.nodes().end() || (n->second.record.address != host && r.node != host)) continue;
+    if (!target || (r.role == "worker" && (target->role != "worker" || r.index < target->index))) {
+      target = &r;
+      hostPort = n->second.record.address + ":" + std::to_string(n->second.record.agentPort);
+    }
+  }
+  if (!target) return fail("no running replica of task " + task->rec.name + " on " + host);
+  std::vector<std::string> argv;
+  for (auto a : q.getArgv()) argv.emplace_back(a.cStr());
+  if (argv.empty()) return fail("argv is empty");
+  auto stream = calls_->exec(
+      hostPort, target->id, target->attempt, argv,
+      [conn, id](uint8_t which, const std::string& data) {
+        sendFrame(conn, id, [&](auto r) {
+          auto o = r.initExecOutput();
+          o.setStream(which);
+          o.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(data.data()), data.size()));
+        });
+      },
+      [conn, id](Result<int> r) {
+        if (r) sendFrame(conn, id, [&](auto resp) { resp.setExecExit(r.value()); });
+        else sendFrame(conn, id, [&](auto resp) { resp.initError().setMessage("exec: " + r.error()); });
+      });
+  conn->onClose([stream] { stream->cancel(); });
 }
 
 }  // namespace yard::master

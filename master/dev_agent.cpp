@@ -51,17 +51,4 @@ void DevAgent::stop() {
   pid_ = -1;
 }
 
-std::string randomToken() {
-  std::ifstream in("/dev/urandom", std::ios::binary);
-  unsigned char bytes[16] = {};
-  in.read(reinterpret_cast<char*>(bytes), sizeof bytes);
-  std::string out;
-  char hex[3];
-  for (unsigned char b : bytes) {
-    std::snprintf(hex, sizeof hex, "%02x", b);
-    out += hex;
-  }
-  return out;
-}
-
 }  // namespace yard::master

@@ -28,7 +28,5 @@ class DevAgent {
   pid_t pid_ = -1;
 };
 
-// 32 hex characters from /dev/urandom.
-std::string randomToken();
 
 }  // namespace yard::master

@@ -39,6 +39,13 @@ bool isFinalTaskState(const std::string& s) {
 }
 bool isLiveReplicaState(const std::string& s) { return s == "Placed" || s == "Starting" || s == "Running"; }
 
+schema::Container::Reader containerOf(schema::Task::Reader t, const std::string& role) {
+  if (t.getKind() == schema::TaskKind::CONTAINER_JOB) return t.getContainerJob().getContainer();
+  for (auto r : t.getRoles())
+    if (r.getName() == role) return r.getContainer();
+  return t.getRoles()[0].getContainer();  // unreachable for validated specs
+}
+
 JobSpec::JobSpec(const std::string& bytes) : words_(kj::heapArray<capnp::word>((bytes.size() + 7) / 8)) {
   std::memcpy(words_.begin(), bytes.data(), bytes.size());
   capnp::ReaderOptions options;

@@ -60,6 +60,8 @@ struct JobEntry {
 bool isFinalJobState(const std::string& s);
 bool isFinalTaskState(const std::string& s);
 bool isLiveReplicaState(const std::string& s);  // holds resources on its node
+// The container a replica of `role` runs (the task's only one for a container job).
+schema::Container::Reader containerOf(schema::Task::Reader task, const std::string& role);
 
 class JobRegistry {
  public:
@@ -124,6 +126,8 @@ class JobRegistry {
   // replicas on `downNodes` becoming Lost.
   void tick(const std::set<std::string>& downNodes);
   void setNodeWiring(NodeWiringLookup lookup) { nodeWiring_ = std::move(lookup); }
+  // The client API address replicas reach the exec channel at (YARD_EXEC_MASTER).
+  void setExecEndpoint(std::string hostPort) { execEndpoint_ = std::move(hostPort); }
   // Called after a committed change with the nodes whose desired replicas it changed, so
   // their agents can be told at once instead of at their next heartbeat.
   std::function<void(const std::set<std::string>&)> onNodesChanged;
@@ -173,6 +177,7 @@ class JobRegistry {
   Clock now_;
   NodeSource nodes_;
   NodeWiringLookup nodeWiring_;
+  std::string execEndpoint_;
   std::map<int64_t, UsageSample> usage_;  // by replica id; only live replicas
   std::map<std::string, JobEntry> jobs_;   // not deleted, by name
   std::set<std::string> busy_;             // job names with a commit in flight

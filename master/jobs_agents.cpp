@@ -27,6 +27,13 @@ void JobRegistry::forEachDesired(const std::string& node, const DesiredVisitor& 
       for (const auto& r : t.replicas) {
         if (r.node != node) continue;
         if (isLiveReplicaState(r.state)) {
+          // An OpenMPI launcher starts once its workers run (they hold the slots mpirun
+          // reaches through yard-rsh), as Kubeflow's MPI operator does.
+          if (st.getKind() == schema::TaskKind::OPENMPI && r.role == "launcher" && r.state == "Placed" &&
+              std::any_of(t.replicas.begin(), t.replicas.end(), [&](const store::ReplicaRecord& w) {
+                return w.role == "worker" && w.attempt == r.attempt && w.state != "Running";
+              }))
+            continue;
           visit(job, ti, r, true);
         } else if (!removeAll && r.finishedAt + retentionMs > now) {
           visit(job, ti, r, false);
@@ -143,8 +150,13 @@ void JobRegistry::notifyNodes(const JobEntry* before, const JobEntry& after) {
   for (size_t ti = 0; ti < after.tasks.size(); ++ti) {
     const auto& now = after.tasks[ti].replicas;
     const std::vector<store::ReplicaRecord>* old = before && ti < before->tasks.size() ? &before->tasks[ti].replicas : nullptr;
+    bool changed = false;
     for (size_t ri = 0; ri < now.size(); ++ri)
-      if (!old || ri >= old->size() || (*old)[ri].state != now[ri].state) nodes.insert(now[ri].node);
+      changed = changed || !old || ri >= old->size() || (*old)[ri].state != now[ri].state;
+    // A change to one replica can change what its peers' nodes run (an MPI launcher waits
+    // for its workers): every node of the task hears of it.
+    if (changed)
+      for (const auto& r : now) nodes.insert(r.node);
   }
   if (after.rec.deleted)
     for (const auto& t : after.tasks)

@@ -3,6 +3,7 @@
 // a time; requests that arrive meanwhile run one more pass afterwards.
 #include <algorithm>
 
+#include "common/util/random.h"
 #include "master/jobs.h"
 
 namespace yard::master {
@@ -46,13 +47,6 @@ std::string declaredPortsText(schema::Container::Reader c) {
     s += (s.empty() ? "" : ",") + str(p.getName()) + "=" + std::to_string(p.getPort()) +
          (p.getProtocol() == schema::Protocol::UDP ? "/UDP" : "/TCP");
   return s;
-}
-
-schema::Container::Reader containerOf(schema::Task::Reader t, const std::string& role) {
-  if (t.getKind() == schema::TaskKind::CONTAINER_JOB) return t.getContainerJob().getContainer();
-  for (auto r : t.getRoles())
-    if (r.getName() == role) return r.getContainer();
-  return t.getRoles()[0].getContainer();  // unreachable for validated specs
 }
 
 }  // namespace
@@ -242,7 +236,16 @@ void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& 
     // The injected environment is fixed now, from the placement (WIRING.md).
     std::vector<const store::ReplicaRecord*> gang;
     for (size_t k = first; k < task.replicas.size(); ++k) gang.push_back(&task.replicas[k]);
-    std::vector<Env> envs = gangEnv(job.rec.name, st, gang, nodeWiring_);
+    std::vector<Env> envs = gangEnv(job.rec.name, st, gang, nodeWiring_, config_.etcdEndpoints);
+    if (st.getKind() == schema::TaskKind::OPENMPI) {
+      // The launcher's yard-rsh reaches the workers through the master's exec channel.
+      std::string token = randomToken();
+      for (size_t k = 0; k < envs.size(); ++k)
+        if (task.replicas[first + k].role == "launcher") {
+          envs[k].emplace_back("YARD_EXEC_MASTER", execEndpoint_);
+          envs[k].emplace_back("YARD_EXEC_TOKEN", token);
+        }
+    }
     for (size_t k = 0; k < envs.size(); ++k) task.replicas[first + k].env = encodeEnv(envs[k]);
     std::string where;
     for (const auto& n : nodes) where += (where.empty() ? "" : ", ") + n;

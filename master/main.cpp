@@ -11,6 +11,7 @@
 #include "master/client_api.h"
 #include "master/config.h"
 #include "master/data_dir.h"
+#include "common/util/random.h"
 #include "master/dev_agent.h"
 #include "master/agent_api.h"
 #include "master/jobs.h"
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
     // laptop-sized cluster reacts quickly.
     config.dataDir = "./yard-dev";
     config.agentListen = "127.0.0.1:0";
-    if (config.joinToken.empty()) config.joinToken = master::randomToken();
+    if (config.joinToken.empty()) config.joinToken = randomToken();
     config.heartbeatTimeoutSeconds = 6;
   }
   if (!dataDir.empty()) config.dataDir = dataDir;
@@ -167,6 +168,7 @@ int main(int argc, char** argv) {
     logLine(server.error());
     return 1;
   }
+  jobs.setExecEndpoint(server.value()->address());
   logLine("version " + std::string(kVersion) + ", data " + config.dataDir + ", client API on " +
       server.value()->address());
   // Tests and scripts read the bound address from here (useful with port 0).

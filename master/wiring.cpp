@@ -39,7 +39,8 @@ void setEnv(Env& env, const std::string& name, const std::string& value) {
 }
 
 std::vector<Env> gangEnv(const std::string& job, schema::Task::Reader task,
-                         const std::vector<const store::ReplicaRecord*>& gang, const NodeWiringLookup& nodes) {
+                         const std::vector<const store::ReplicaRecord*>& gang, const NodeWiringLookup& nodes,
+                         const std::vector<std::string>& etcd) {
   std::map<std::string, NodeWiring> wiring;
   for (const auto* r : gang)
     if (!wiring.count(r->node)) wiring[r->node] = nodes ? nodes(r->node) : NodeWiring{};
@@ -81,6 +82,7 @@ std::vector<Env> gangEnv(const std::string& job, schema::Task::Reader task,
     env.emplace_back("PYTHONUNBUFFERED", "1");
     out.push_back(std::move(env));
   }
+  addFrameworkEnv(job, task, gang, wiring, etcd, out);
   return out;
 }
 

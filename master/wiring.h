@@ -26,8 +26,20 @@ using NodeWiringLookup = std::function<NodeWiring(const std::string& node)>;
 
 // The injected variables of every replica of one placed gang (`gang`: the gang's records,
 // all of one task attempt, with node, port, gpus and declaredPorts set), in gang order.
+// `etcd`: the master's etcd endpoints (elastic rendezvous).
 std::vector<Env> gangEnv(const std::string& job, schema::Task::Reader task,
-                         const std::vector<const store::ReplicaRecord*>& gang, const NodeWiringLookup& nodes);
+                         const std::vector<const store::ReplicaRecord*>& gang, const NodeWiringLookup& nodes,
+                         const std::vector<std::string>& etcd = {});
+
+// The framework variables (wiring_frameworks.cpp), appended to `envs` (one per gang member).
+void addFrameworkEnv(const std::string& job, schema::Task::Reader task, const std::vector<const store::ReplicaRecord*>& gang,
+                     const std::map<std::string, NodeWiring>& nodes, const std::vector<std::string>& etcd,
+                     std::vector<Env>& envs);
+
+// The OpenMPI hostfile of a launcher: one `<addr> slots=N` line per worker node, in worker
+// index order (workers sharing a node add up their slots), from the worker list fixed in its
+// environment (YARD_HOSTS_WORKER).
+std::string mpiHostfile(const Env& launcherEnv, int64_t slotsPerWorker);
 
 // YARD_PORT_<NAME>: upper case, '-' becomes '_'.
 std::string portVariable(const std::string& portName);

@@ -96,6 +96,15 @@ struct ReplicaSpec {
   preStop @11 :List(Text);
   workingDir @12 :Text;
   stopGraceMs @13 :UInt32;        # preStop + SIGTERM get this long before SIGKILL
+  # Files the agent writes into the replica's directory before it starts (an OpenMPI
+  # launcher's hostfile). Env values may name that directory as ${YARD_REPLICA_DIR} and the
+  # agent's program directory as ${YARD_BIN_DIR}; the agent expands both.
+  files @14 :List(SpecFile);
+}
+
+struct SpecFile {
+  name @0 :Text;                  # a plain file name
+  content @1 :Text;
 }
 
 struct HostMount {
@@ -113,7 +122,22 @@ struct AgentCall {
   union {
     logs @2 :LogsCall;
     wake @3 :Void;                # the master changed what this node should run: heartbeat now
+    exec @4 :ExecCall;            # answered by output chunks, then exitCode (or one error)
   }
+}
+
+# Runs a command inside a running replica (its mount namespace, cgroup and environment),
+# stdout and stderr streamed back: the platform's exec channel (OpenMPI's rsh agent). The
+# command is killed when the connection closes.
+struct ExecCall {
+  replicaId @0 :Int64;
+  attempt @1 :Int32;
+  argv @2 :List(Text);
+}
+
+struct ExecOutput {
+  stream @0 :UInt8;               # 1 stdout, 2 stderr
+  data @1 :Data;
 }
 
 struct LogsCall {
@@ -132,5 +156,7 @@ struct AgentCallResponse {
     error @1 :Text;
     chunk @2 :Data;
     end @3 :Void;                 # also the answer to `wake`
+    output @4 :ExecOutput;
+    exitCode @5 :Int32;           # the exec'd command ended: its code, 128+signal, 127 cannot run
   }
 }

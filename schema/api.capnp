@@ -82,6 +82,7 @@ struct ReplicaInfo {
   gpus @7 :Text;           # comma list of GPU indexes
   exitCode @8 :Int32;
   reason @9 :Text;
+  env @10 :List(Job.EnvVar);   # what it was started with: Yard's variables, then the user's
 }
 
 struct TaskInfo {
@@ -149,6 +150,26 @@ struct LogsQuery {
   tailLines @6 :Int64 = -1;
 }
 
+# From inside a replica (yard-rsh, OpenMPI's rsh agent): run `argv` in a replica of the same
+# task attempt on node `host`. The caller proves who it is with the exec token Yard put in
+# its environment (YARD_EXEC_TOKEN); only an OpenMPI launcher has one, and it reaches only its
+# own task's workers.
+struct ExecRequest {
+  token @0 :Text;
+  job @1 :Text;
+  task @2 :Text;
+  role @3 :Text;           # the caller's role, index and attempt
+  index @4 :Int32;
+  attempt @5 :Int32;
+  host @6 :Text;           # the target's node address or name
+  argv @7 :List(Text);
+}
+
+struct ExecOutput {
+  stream @0 :UInt8;        # 1 stdout, 2 stderr
+  data @1 :Data;
+}
+
 # Log output of one replica attempt: whole lines, labelled `task/role/index`.
 struct LogChunk {
   replica @0 :Text;
@@ -185,6 +206,7 @@ struct Request {
     logs @21 :LogsQuery;       # answered by logChunk frames, then logEnd (or one error)
     jobTop @22 :Text;
     nodeTop @23 :Void;         # answered by `nodes` with `used` filled
+    exec @24 :ExecRequest;     # answered by execOutput frames, then execExit (or one error)
   }
 }
 
@@ -206,5 +228,7 @@ struct Response {
     logChunk @13 :LogChunk;
     logEnd @14 :Text;            # the stream is over; text says why when it ended early
     usage @15 :List(ReplicaUsage);
+    execOutput @16 :ExecOutput;
+    execExit @17 :Int32;
   }
 }

@@ -11,6 +11,8 @@ packages=(
   libyaml-cpp-dev libtomlplusplus-dev libcli11-dev libssl-dev
   # tests
   catch2 python3 sqlite3 procps
+  # end-to-end framework tests: real PyTorch (gloo) and OpenMPI with mpi4py
+  python3-torch openmpi-bin python3-mpi4py
 )
 
 missing=()

@@ -41,7 +41,7 @@ void summaryJson(JsonWriter& w, api::JobSummary::Reader j) {
   w.endObject();
 }
 
-void detailJson(JsonWriter& w, api::JobDetail::Reader d) {
+void detailJson(JsonWriter& w, api::JobDetail::Reader d, bool showEnv) {
   w.beginObject();
   w.key("job");
   summaryJson(w, d.getSummary());
@@ -70,6 +70,11 @@ void detailJson(JsonWriter& w, api::JobDetail::Reader d) {
       w.field("gpus", r.getGpus().cStr());
       w.field("exitCode", r.getExitCode());
       w.field("reason", r.getReason().cStr());
+      if (showEnv) {
+        w.key("env").beginObject();
+        for (auto e : r.getEnv()) w.field(e.getName().cStr(), e.getValue().cStr());
+        w.endObject();
+      }
       w.endObject();
     }
     w.endArray();
@@ -79,7 +84,7 @@ void detailJson(JsonWriter& w, api::JobDetail::Reader d) {
   w.endObject();
 }
 
-void detailText(std::ostream& out, api::JobDetail::Reader d) {
+void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
   auto j = d.getSummary();
   out << "Name:       " << j.getName().cStr() << "\n"
       << "Queue:      " << j.getQueue().cStr() << "\n"
@@ -112,6 +117,13 @@ void detailText(std::ostream& out, api::JobDetail::Reader d) {
     out << "\nReplicas:\n";
     reps.print(out);
   }
+  if (!showEnv) return;
+  for (auto t : d.getTasks())
+    for (auto r : t.getReplicas()) {
+      out << "\nEnvironment of " << t.getName().cStr() << "/" << r.getRole().cStr() << "/" << r.getIndex()
+          << " (attempt " << r.getAttempt() << "):\n";
+      for (auto e : r.getEnv()) out << "  " << e.getName().cStr() << "=" << e.getValue().cStr() << "\n";
+    }
 }
 
 void nodeJson(JsonWriter& w, api::NodeInfo::Reader n) {
@@ -154,7 +166,7 @@ void nodeTable(std::ostream& out, const std::vector<api::NodeInfo::Reader>& node
 
 // Sends one request and prints the answer; fill returns a usage error or "".
 template <typename Fill>
-int run(GlobalOptions& global, Streams io, Fill fill) {
+int run(GlobalOptions& global, Streams io, Fill fill, bool showEnv = false) {
   int exitCode = kExitOk;
   auto frame = request(global, io, fill, exitCode);
   if (!frame) return exitCode;
@@ -181,8 +193,8 @@ int run(GlobalOptions& global, Streams io, Fill fill) {
       }
       break;
     case api::Response::JOB:
-      if (json) detailJson(w, r.getJob());
-      else detailText(io.out, r.getJob());
+      if (json) detailJson(w, r.getJob(), showEnv);
+      else detailText(io.out, r.getJob(), showEnv);
       break;
     case api::Response::EVENTS:
       if (json) {
@@ -270,8 +282,16 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
       });
     };
   });
-  named(job, "show", "Show a job, its tasks (with why they wait) and replicas", global, io, action,
-        [](api::Request::Builder r, const std::string& n) { r.setJobShow(n); });
+  auto showName = std::make_shared<std::string>();
+  auto showEnv = std::make_shared<bool>(false);
+  CLI::App* show = job->add_subcommand("show", "Show a job, its tasks (with why they wait) and replicas");
+  show->add_option("name", *showName, "Name")->required();
+  show->add_flag("--env", *showEnv, "Also show each replica's environment (Yard's variables, then the spec's)");
+  show->callback([&global, io, &action, showName, showEnv] {
+    action = [&global, io, showName, showEnv] {
+      return run(global, io, [&](api::Request::Builder r) { r.setJobShow(*showName); return std::string(); }, *showEnv);
+    };
+  });
   named(job, "events", "Show a job's events, oldest first", global, io, action,
         [](api::Request::Builder r, const std::string& n) { r.setJobEvents(n); });
   named(job, "cancel", "Stop a job: its tasks end Cancelled", global, io, action,

@@ -144,6 +144,6 @@ grep -q 'join token refused' "$tmp/intruder.log" || fail "refusal not explained:
 "$bin/yardctl" node list | grep -q intruder && fail "the intruder was registered"
 
 for j in e2e-oom e2e-lifetime e2e-retry e2e-cancel e2e-timeout e2e-onfailure; do "$bin/yardctl" job delete $j >/dev/null; done
-for _ in $(seq 100); do [ -z "$(find "$tmp"/agent[12]/replicas -mindepth 1 -maxdepth 1)" ] && break; sleep 0.1; done
+for _ in $(seq 100); do [ -z "$(find "$tmp"/agent[12]/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break; sleep 0.1; done
 no_leftovers
 finish e2e.policies

@@ -58,6 +58,6 @@ wait_job e2e-master Succeeded 30
 "$bin/yardctl" logs e2e-master | grep -q finishing || fail "logs after the master restart"
 
 for j in e2e-adopt e2e-master; do "$bin/yardctl" job delete $j >/dev/null; done
-for _ in $(seq 100); do [ -z "$(find "$tmp"/agent1/replicas -mindepth 1 -maxdepth 1)" ] && break; sleep 0.1; done
+for _ in $(seq 100); do [ -z "$(find "$tmp"/agent1/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break; sleep 0.1; done
 no_leftovers
 finish e2e.restart

@@ -122,7 +122,7 @@ say "deleting the jobs removes every replica, log and cgroup"
 "$bin/yardctl" job delete e2e-dag >/dev/null || fail "delete e2e-dag"
 "$bin/yardctl" job delete e2e-busy >/dev/null || fail "delete e2e-busy"
 for _ in $(seq 100); do
-  [ -z "$(find "$tmp"/agent*/replicas -mindepth 1 -maxdepth 1)" ] && break
+  [ -z "$(find "$tmp"/agent*/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break
   sleep 0.1
 done
 no_leftovers

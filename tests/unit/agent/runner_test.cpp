@@ -35,7 +35,8 @@ struct FakeDriver : Driver {
   void signal(const ReplicaKey& k, const std::string&, int sig) override {
     calls.push_back("signal " + k.name() + " " + std::to_string(sig));
   }
-  Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& k, const std::string&, const std::vector<std::string>& argv) override {
+  Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& k, const std::string&, const std::vector<std::string>& argv,
+                                           int, int) override {
     calls.push_back("exec " + k.name() + " " + argv[0]);
     auto e = std::make_unique<FakeExec>();
     execs.push_back(e.get());
@@ -70,7 +71,7 @@ struct Fixture {
   }
   ~Fixture() { std::filesystem::remove_all(dir); }
   void make() {
-    runner = std::make_unique<Runner>(Runner::Options{dir, true}, &driver, nullptr, [this] { return now; }, nullptr);
+    runner = std::make_unique<Runner>(Runner::Options{dir, true, "/usr/lib/yard"}, &driver, nullptr, [this] { return now; }, nullptr);
     runner->onChange = [this] { changes++; };
   }
   static ReplicaSpec spec() {
@@ -203,7 +204,7 @@ TEST_CASE("runner: OOM, lost processes and refused host tasks are reported as su
   CHECK(f.state(lost) == "Lost");
 
   Fixture g;
-  g.runner = std::make_unique<Runner>(Runner::Options{g.dir, false}, &g.driver, nullptr, [&g] { return g.now; }, nullptr);
+  g.runner = std::make_unique<Runner>(Runner::Options{g.dir, false, ""}, &g.driver, nullptr, [&g] { return g.now; }, nullptr);
   ReplicaKey k{3, 0};
   g.want({run(k)});
   CHECK(g.state(k) == "Exited");
