@@ -119,7 +119,8 @@ Result<bool> writeFileAtomic(const std::string& path, const std::string& data) {
     }
     off += static_cast<size_t>(n);
   }
-  ::fsync(fd);
+  // No fsync: replica files need to outlive process crashes, which rename covers; a power
+  // loss ends the replica's processes too (docs/agent.md).
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     return Result<bool>::fail("cannot rename " + tmp + ": " + std::strerror(errno));

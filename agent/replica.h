@@ -48,7 +48,8 @@ void specTo(const ReplicaSpec& in, agentapi::ReplicaSpec::Builder out);
 std::string encodeSpec(const ReplicaSpec& spec);
 Result<ReplicaSpec> decodeSpec(const std::string& bytes);
 
-// Writes `data` to `path` atomically (temp file + rename + fsync of the file).
+// Writes `data` to `path` atomically with respect to crashes of processes (temp file + rename;
+// no fsync: nothing here has to survive a power loss, which also ends the replicas).
 Result<bool> writeFileAtomic(const std::string& path, const std::string& data);
 // The file's contents, or nullopt-like failure when it cannot be read.
 Result<std::string> readFile(const std::string& path);

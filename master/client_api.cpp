@@ -135,7 +135,8 @@ void fillJobDetail(api::JobDetail::Builder out, const JobEntry& job) {
       auto envOut = out2[k].initEnv(static_cast<unsigned>(env.size()));
       for (unsigned e = 0; e < envOut.size(); ++e) {
         envOut[e].setName(env[e].first);
-        envOut[e].setValue(env[e].second);
+        // The exec token is the launcher's credential; nobody else needs to see it.
+        envOut[e].setValue(env[e].first == "YARD_EXEC_TOKEN" ? "(secret)" : env[e].second);
       }
     }
   }
