@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -27,7 +28,30 @@ pid_t readPid(const std::string& path) {
   }
 }
 
-bool alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+// The shim of `dir`, if that pid still is it: after a reboot or a long time the pid may
+// belong to anything, and the agent signals these pids as root.
+bool shimAlive(const std::string& dir, pid_t shim) {
+  if (shim <= 0) return false;
+  auto cmdline = readFile("/proc/" + std::to_string(shim) + "/cmdline");
+  if (!cmdline) return false;
+  const std::string& c = cmdline.value();
+  return c.find("yard-shim") != std::string::npos && c.find(std::string(1, '\0') + dir + std::string(1, '\0')) != std::string::npos;
+}
+
+// The workload's pid (its process group) while it is still the shim's child, else 0.
+pid_t liveWorkload(const std::string& dir) {
+  if (std::filesystem::exists(dir + "/status")) return 0;
+  pid_t shim = readPid(dir + "/shim.pid"), pid = readPid(dir + "/pid");
+  if (pid <= 0 || !shimAlive(dir, shim)) return 0;
+  auto stat = readFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return 0;
+  // Field 4 (ppid) follows the parenthesised command name, which may itself hold spaces.
+  size_t close = stat.value().rfind(')');
+  if (close == std::string::npos) return 0;
+  int ppid = 0;
+  if (std::sscanf(stat.value().c_str() + close + 1, " %*c %d", &ppid) != 1 || ppid != shim) return 0;
+  return pid;
+}
 
 class ChildExec : public ExecHandle {
  public:
@@ -181,7 +205,7 @@ DriverStatus HostDriver::inspect(const ReplicaKey& key, const std::string& dir) 
     }
   }
   if (auto st = readFile(dir + "/status"); st && !st.value().empty()) return finished(key, dir, st.value());
-  if (alive(readPid(dir + "/shim.pid"))) {
+  if (shimAlive(dir, readPid(dir + "/shim.pid"))) {
     DriverStatus s;
     s.phase = DriverStatus::Phase::Running;
     return s;
@@ -195,7 +219,7 @@ DriverStatus HostDriver::inspect(const ReplicaKey& key, const std::string& dir) 
 }
 
 void HostDriver::signal(const ReplicaKey& key, const std::string& dir, int sig) {
-  pid_t pid = readPid(dir + "/pid");
+  pid_t pid = liveWorkload(dir);
   if (pid > 0) ::kill(-pid, sig);  // the workload leads its own process group
   if (sig == SIGKILL && cgroups_) cgroups_->signalAll(key.name(), SIGKILL);
 }
@@ -240,7 +264,7 @@ void HostDriver::destroy(const ReplicaKey& key, const std::string& dir) {
 DriverStatus HostDriver::recover(const ReplicaKey& key, const ReplicaSpec&, const std::string& dir) {
   // Nothing to re-attach for a host process: the shim holds it; its files tell its state.
   if (!std::filesystem::exists(dir + "/pid") && !std::filesystem::exists(dir + "/status")) {
-    if (alive(readPid(dir + "/shim.pid"))) return DriverStatus{};  // the launcher was interrupted mid-start
+    if (shimAlive(dir, readPid(dir + "/shim.pid"))) return DriverStatus{};  // the launcher was interrupted mid-start
     DriverStatus s;
     s.phase = DriverStatus::Phase::Lost;
     s.reason = "agent: restarted while starting it; it never ran";

@@ -111,6 +111,9 @@ int main(int argc, char** argv) {
   if (config.shim.empty())
     config.shim = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "yard-shim").string();
   if (auto bad = agent::checkAgentConfig(config); !bad.empty()) return usage(bad);
+  // Replica paths end up in replicas' environment (${YARD_REPLICA_DIR}, HOME), where a
+  // relative path would resolve against the replica's own working directory.
+  config.dataDir = std::filesystem::absolute(config.dataDir, ec).lexically_normal().string();
 
   std::filesystem::create_directories(config.dataDir + "/replicas", ec);
   if (ec) {

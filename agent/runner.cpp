@@ -12,6 +12,8 @@ namespace fs = std::filesystem;
 // Marks a replica the agent was stopping, so a restarted agent reports it Killed (by
 // Yard) and not as a process that died of SIGTERM on its own.
 constexpr const char* kStopFile = "stop-reason";
+// Written once postStart has succeeded (or there is none): the replica is Running.
+constexpr const char* kStartedFile = "started";
 
 }  // namespace
 
@@ -31,6 +33,7 @@ void Runner::setState(Replica& r, const std::string& state) {
 void Runner::recover() {
   std::error_code ec;
   fs::create_directories(options_.dataDir + "/replicas", ec);
+  fs::permissions(options_.dataDir + "/replicas", fs::perms::owner_all, fs::perm_options::replace, ec);
   for (const auto& entry : fs::directory_iterator(options_.dataDir + "/replicas", ec)) {
     std::string name = entry.path().filename().string();
     size_t dash = name.find('-');
@@ -58,15 +61,26 @@ void Runner::recover() {
       r.stop = true;
       r.stopReason = why.value();
     }
-    if (!r.driver) continue;
-    DriverStatus st = r.driver->recover(key, r.spec, r.dir);
+    DriverStatus st;
+    if (r.driver) {
+      st = r.driver->recover(key, r.spec, r.dir);
+    } else {
+      st.phase = DriverStatus::Phase::Lost;
+      st.reason = "agent: no driver for image " + r.spec.image + " on this node any more";
+    }
+    bool started = std::filesystem::exists(r.dir + "/" + kStartedFile);
     auto& slot = replicas_[key] = std::move(r);
     switch (st.phase) {
-      case DriverStatus::Phase::Starting: slot.phase = Phase::Starting; break;
+      case DriverStatus::Phase::Starting:
+        slot.phase = Phase::Starting;
+        slot.deadline = now_() + options_.startTimeoutMs;
+        break;
       case DriverStatus::Phase::Running:
-        slot.phase = slot.stop ? Phase::Terminating : Phase::Running;
-        slot.state = "Running";
-        slot.deadline = now_() + slot.spec.stopGraceMs;
+        // A stop in progress starts over (preStop, SIGTERM, grace); a postStart that had not
+        // succeeded runs again: what had happened before the restart is not known.
+        slot.phase = started || slot.spec.postStart.empty() || slot.stop ? Phase::Running : Phase::Starting;
+        slot.state = slot.phase == Phase::Running ? "Running" : "Starting";
+        slot.deadline = now_() + options_.startTimeoutMs;
         break;
       default: finish(slot, st); break;
     }
@@ -81,6 +95,9 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
   r.dir = dirOf(key);
   std::error_code ec;
   fs::create_directories(r.dir, ec);
+  // Only root reads a replica's directory: its env holds the user's secrets and a launcher's
+  // exec token.
+  if (!ec) fs::permissions(r.dir, fs::perms::owner_all, fs::perm_options::replace, ec);
   auto fail = [&](const std::string& why) {
     auto& slot = replicas_[key] = std::move(r);
     DriverStatus st;
@@ -100,7 +117,7 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
   };
   for (auto& [name, value] : r.spec.env) value = expand(value);
   for (const auto& [name, content] : spec.files) {
-    if (name.empty() || name.find('/') != std::string::npos || name == "spec" || name == "env")
+    if (name != "hostfile")  // the only file the master sends; the rest of the directory is the shim's
       return fail("agent: refusing to write replica file \"" + name + "\"");
     if (auto w = writeFileAtomic(r.dir + "/" + name, content); !w) return fail("agent: " + w.error());
   }
@@ -115,6 +132,7 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
   auto started = r.driver->start(key, r.spec, r.dir);
   if (!started) return fail("agent: " + started.error());
   auto& slot = replicas_[key] = std::move(r);
+  slot.deadline = now_() + options_.startTimeoutMs;
   if (log_) log_(slot.spec.label() + " attempt " + std::to_string(key.attempt) + " (replica " + key.name() + "): starting");
   if (onChange) onChange();
 }
@@ -212,7 +230,16 @@ void Runner::advance(Replica& r, int64_t now) {
   if (st.phase == DriverStatus::Phase::Exited || st.phase == DriverStatus::Phase::Lost) return finish(r, st);
   switch (r.phase) {
     case Phase::Starting:
-      if (st.phase != DriverStatus::Phase::Running) return;
+      if (st.phase != DriverStatus::Phase::Running) {
+        // Not running yet: a stop, or a start that hangs (a bind mount of a dead NFS
+        // server), ends it here; destroy() kills the launcher and whatever it started.
+        if (!r.stop && now < r.deadline) return;
+        DriverStatus ended;
+        ended.phase = DriverStatus::Phase::Exited;
+        ended.exitCode = 127;
+        if (!r.stop) ended.reason = "agent: it did not start within " + std::to_string(options_.startTimeoutMs / 1000) + "s";
+        return finish(r, ended);
+      }
       if (r.stop) return beginStop(r, now);
       if (!r.spec.postStart.empty()) {
         auto h = r.driver->exec(r.key, r.dir, r.spec.postStart);
@@ -220,6 +247,7 @@ void Runner::advance(Replica& r, int64_t now) {
           r.failure = "agent: postStart hook could not run: " + h.error();
           r.driver->signal(r.key, r.dir, SIGKILL);
           r.phase = Phase::Killing;
+          r.deadline = now + 30000;
           return;
         }
         r.hook = std::move(h).value();
@@ -228,6 +256,7 @@ void Runner::advance(Replica& r, int64_t now) {
         return;
       }
       r.phase = Phase::Running;
+      writeFileAtomic(r.dir + "/" + kStartedFile, "");
       return setState(r, "Running");
     case Phase::PostStart: {
       if (r.stop) return beginStop(r, now);
@@ -236,12 +265,14 @@ void Runner::advance(Replica& r, int64_t now) {
       r.hook.reset();
       if (code && *code == 0) {
         r.phase = Phase::Running;
+        writeFileAtomic(r.dir + "/" + kStartedFile, "");
         return setState(r, "Running");
       }
       // A failing postStart fails the replica (Kubernetes' rule).
       r.failure = code ? "agent: postStart hook exited " + std::to_string(*code) : "agent: postStart hook timed out";
       r.driver->signal(r.key, r.dir, SIGKILL);
       r.phase = Phase::Killing;
+      r.deadline = now + 30000;
       return;
     }
     case Phase::Running:

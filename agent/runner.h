@@ -46,6 +46,7 @@ class Runner {
     std::string binDir;         // ${YARD_BIN_DIR} in env values (where yard-rsh is)
     int64_t sampleEveryMs = 2000;
     int64_t postStartTimeoutMs = 300000;
+    int64_t startTimeoutMs = 120000;  // from start to the process running (the launcher's setup)
   };
   // `host` runs `image: host` replicas; `containers` the rest (may be null: no runtime).
   Runner(Options options, Driver* host, Driver* containers, Clock now, Log log);

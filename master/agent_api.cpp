@@ -1,5 +1,7 @@
 #include "master/agent_api.h"
 
+#include <set>
+
 #include "schema/agent.capnp.h"
 
 namespace yard::master {
@@ -143,9 +145,12 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
   auto beat = req.getHeartbeat();
   std::string node(view(beat.getNode()));
   std::vector<JobRegistry::ReplicaReport> reports;
-  for (auto r : beat.getReplicas())
+  static const std::set<std::string_view> kStates = {"Starting", "Running", "Exited", "Killed", "OOMKilled", "Lost"};
+  for (auto r : beat.getReplicas()) {
+    if (!kStates.count(view(r.getState()))) continue;  // not a state this master knows: ignored
     reports.push_back({r.getReplicaId(), r.getAttempt(), std::string(view(r.getState())), r.getExitCode(),
                        std::string(view(r.getReason())), r.getCpuMillisUsed(), r.getMemoryBytesUsed()});
+  }
   registry_.heartbeat(node, [this, a, node, reports](Result<bool> r) {
     if (!r) return a.error(r.error());
     // Reports only from a registered node that is beating; the answer is what it should run.
@@ -155,6 +160,8 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
       const store::ReplicaRecord* rec;
       bool run;
     };
+    std::set<std::pair<int64_t, int32_t>> held;
+    for (const auto& rep : reports) held.insert({rep.replicaId, rep.attempt});
     std::vector<Item> desired;
     if (jobs_) {
       jobs_->reportReplicas(node, reports);
@@ -168,7 +175,9 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
       list[i].setReplicaId(d.rec->id);
       list[i].setAttempt(d.rec->attempt);
       list[i].setRun(d.run);
-      if (d.run) fillSpec(*d.job, d.task, *d.rec, list[i].initSpec());
+      // The spec only for attempts the agent does not hold yet: a heartbeat's answer stays
+      // small however many replicas (with their O(gang) variables) a node runs.
+      if (d.run && !held.count({d.rec->id, d.rec->attempt})) fillSpec(*d.job, d.task, *d.rec, list[i].initSpec());
     }
     a.send();
   });

@@ -1,6 +1,9 @@
 #include "master/dev_agent.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,7 +29,18 @@ Result<std::unique_ptr<DevAgent>> DevAgent::start(const std::string& agentApi, c
   auto dir = std::filesystem::weakly_canonical(dataDir, ec).string();
   char suffix[17];
   std::snprintf(suffix, sizeof suffix, "%016zx", std::hash<std::string>{}(dir));
-  std::vector<std::string> args = {agent, "--master", agentApi, "--token", token, "--name", "dev",
+  // The token goes in a file only root reads, not on a command line every user can see.
+  std::string config = dataDir + "/agent.toml";
+  {
+    int fd = ::open(config.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return R::fail("--dev: cannot write " + config);
+    ::fchmod(fd, 0600);
+    std::string text = "token = \"" + token + "\"\n";
+    bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!ok) return R::fail("--dev: cannot write " + config);
+  }
+  std::vector<std::string> args = {agent, "--config", config, "--master", agentApi, "--name", "dev",
                                    "--address", "127.0.0.1", "--data-dir", dataDir, "--allow-host-tasks",
                                    "--cgroup-parent", std::string("yard/dev-") + suffix};
   std::vector<char*> argv;
@@ -35,8 +49,13 @@ Result<std::unique_ptr<DevAgent>> DevAgent::start(const std::string& agentApi, c
   pid_t pid = fork();
   if (pid < 0) return R::fail("--dev: fork failed");
   if (pid == 0) {
-    // The agent's output goes to the master's stderr, next to the master's own log.
+    // The agent's output goes to the master's stderr, next to the master's own log. It must
+    // not inherit the master's sockets or lock, and it ends with the master (its replicas
+    // keep running under their shims and are re-adopted next time).
     dup2(STDERR_FILENO, STDOUT_FILENO);
+    close_range(3, ~0u, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() == 1) _exit(1);  // the master is already gone
     execv(argv[0], argv.data());
     _exit(127);
   }

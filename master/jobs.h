@@ -179,6 +179,9 @@ class JobRegistry {
   NodeWiringLookup nodeWiring_;
   std::string execEndpoint_;
   std::map<int64_t, UsageSample> usage_;  // by replica id; only live replicas
+  // OpenMPI launchers whose workers all ran once: they are in their node's desired state for
+  // good (forEachDesired is const to callers; this is its memory).
+  mutable std::set<int64_t> releasedLaunchers_;
   std::map<std::string, JobEntry> jobs_;   // not deleted, by name
   std::set<std::string> busy_;             // job names with a commit in flight
   bool passQueued_ = false;

@@ -29,11 +29,15 @@ void JobRegistry::forEachDesired(const std::string& node, const DesiredVisitor& 
         if (isLiveReplicaState(r.state)) {
           // An OpenMPI launcher starts once its workers run (they hold the slots mpirun
           // reaches through yard-rsh), as Kubeflow's MPI operator does.
+          // Once released it stays released: an agent that started it must not see it vanish.
           if (st.getKind() == schema::TaskKind::OPENMPI && r.role == "launcher" && r.state == "Placed" &&
-              std::any_of(t.replicas.begin(), t.replicas.end(), [&](const store::ReplicaRecord& w) {
-                return w.role == "worker" && w.attempt == r.attempt && w.state != "Running";
-              }))
-            continue;
+              !releasedLaunchers_.count(r.id)) {
+            if (std::any_of(t.replicas.begin(), t.replicas.end(), [&](const store::ReplicaRecord& w) {
+                  return w.role == "worker" && w.attempt == r.attempt && w.state != "Running";
+                }))
+              continue;
+            releasedLaunchers_.insert(r.id);
+          }
           visit(job, ti, r, true);
         } else if (!removeAll && r.finishedAt + retentionMs > now) {
           visit(job, ti, r, false);
@@ -83,6 +87,14 @@ void JobRegistry::restartRunInPlace(JobEntry& job, size_t ti, const store::Repli
 void JobRegistry::tick(const std::set<std::string>& downNodes) {
   if (passCommitting_) return;  // next second
   int64_t now = now_();
+  // Usage samples and released launchers of replicas that are no longer live.
+  std::set<int64_t> liveIds;
+  for (const auto& [name, job] : jobs_)
+    for (const auto& t : job.tasks)
+      for (const auto& r : t.replicas)
+        if (isLiveReplicaState(r.state)) liveIds.insert(r.id);
+  std::erase_if(usage_, [&](const auto& u) { return !liveIds.count(u.first); });
+  std::erase_if(releasedLaunchers_, [&](int64_t id) { return !liveIds.count(id); });
   for (const auto& [name, live] : jobs_) {
     if (busy_.count(name) || isFinalJobState(live.rec.state)) continue;
     std::shared_ptr<JobEntry> job;

@@ -110,8 +110,14 @@ bool JobRegistry::evaluateTask(JobEntry& job, size_t ti, int64_t now, std::vecto
         auto it = latest.find(t.replicas[i].index);
         if (it == latest.end() || t.replicas[it->second].attempt < t.replicas[i].attempt) latest[t.replicas[i].index] = i;
       }
-      for (const auto& [index, i] : latest)
-        if (failedReplica(t.replicas[i])) restartRunInPlace(job, ti, store::ReplicaRecord(t.replicas[i]), now, events);
+      // Not in place: a run Lost with its node (the node is down) or stopped for its timeout
+      // (it may still be in its grace period, holding ports and GPUs); the scheduler places
+      // a new run for those.
+      for (const auto& [index, i] : latest) {
+        const auto& f = t.replicas[i];
+        if (failedReplica(f) && f.state != "Lost" && f.reason.rfind("DeadlineExceeded", 0) != 0)
+          restartRunInPlace(job, ti, store::ReplicaRecord(f), now, events);
+      }
     }
     if (t.rec.state == "Starting" &&
         std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == "Running"; })) {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,10 @@ inline std::string randomToken() {
   std::ifstream in("/dev/urandom", std::ios::binary);
   unsigned char bytes[16] = {};
   in.read(reinterpret_cast<char*>(bytes), sizeof bytes);
+  if (in.gcount() != sizeof bytes) {  // never an all-zero secret
+    std::random_device rd;
+    for (auto& b : bytes) b = static_cast<unsigned char>(rd());
+  }
   std::string out;
   char hex[3];
   for (unsigned char b : bytes) {
