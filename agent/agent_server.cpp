@@ -13,6 +13,7 @@ namespace yard::agent {
 namespace {
 
 constexpr size_t kChunkBytes = 256 * 1024;
+constexpr size_t kTailWindow = 8u << 20;
 constexpr auto kPollEvery = std::chrono::milliseconds(200);
 constexpr int kKeepAliveEvery = 5;  // polls without output, then an empty chunk
 
@@ -40,6 +41,8 @@ struct LogStream : std::enable_shared_from_this<LogStream> {
 
   void pump() {
     if (conn->closed()) return;
+    // Backpressure: read more of the file only once the peer has taken most of what was sent.
+    if (conn->pendingBytes() > 2 * kChunkBytes) return again(std::chrono::milliseconds(20));
     auto src = runner.logSource(key);
     if (!src) return finish();
     bool ended = src->ended;  // read before the file: output written before it ended is seen
@@ -222,9 +225,15 @@ void AgentServer::handle(const std::shared_ptr<wire::Connection>& conn, std::uni
       stream->key = key;
       stream->follow = q.getFollow();
       if (q.getTailLines() >= 0) {
-        std::ifstream in(src->path, std::ios::binary);
-        std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        stream->offset = tailOffset(all, q.getTailLines());
+        // The last lines are in the file's last few MiB unless lines are huge; reading only
+        // that keeps a tail of a 20 GB log cheap.
+        std::ifstream in(src->path, std::ios::binary | std::ios::ate);
+        auto size = static_cast<size_t>(std::max<std::streamoff>(0, in.tellg()));
+        size_t from = size > kTailWindow ? size - kTailWindow : 0;
+        std::string last(size - from, '\0');
+        in.seekg(static_cast<std::streamoff>(from));
+        in.read(last.data(), static_cast<std::streamsize>(last.size()));
+        stream->offset = from + tailOffset(last, q.getTailLines());
       }
       conn->onClose([stream] { stream->timer.cancel(); });
       return stream->pump();

@@ -6,6 +6,7 @@ namespace yard::master {
 namespace {
 
 constexpr std::chrono::seconds kConnectTimeout{3};
+constexpr std::chrono::seconds kIdleLimit{15};
 
 }  // namespace
 
@@ -90,6 +91,18 @@ std::shared_ptr<AgentCalls::LogStream> AgentCalls::exec(const std::string& hostP
   return stream;
 }
 
+// A following stream hears from its agent at least every second (keepalives); one silent
+// for kIdleLimit has lost its node.
+void AgentCalls::watchIdle(std::weak_ptr<LogStream> weak) {
+  auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(5));
+  timer->async_wait([this, weak, timer](asio::error_code ec) {
+    auto s = weak.lock();
+    if (ec || !s || s->cancelled || !s->conn || s->conn->closed()) return;
+    if (std::chrono::steady_clock::now() - s->lastFrame > kIdleLimit) return s->conn->close("agent silent");
+    watchIdle(weak);
+  });
+}
+
 void AgentCalls::LogStream::cancel() {
   cancelled = true;
   if (conn) conn->close("");
@@ -114,6 +127,7 @@ std::shared_ptr<AgentCalls::LogStream> AgentCalls::logs(const std::string& hostP
         auto resp = frame->root<agentapi::AgentCallResponse>();
         auto s = weak.lock();
         if (!s || s->cancelled) return conn->close("");
+        s->lastFrame = std::chrono::steady_clock::now();
         if (resp.isChunk()) {
           auto d = resp.getChunk();
           if (d.size() > 0) chunk(std::string(reinterpret_cast<const char*>(d.begin()), d.size()));
@@ -130,6 +144,8 @@ std::shared_ptr<AgentCalls::LogStream> AgentCalls::logs(const std::string& hostP
         held->conn = r.value();
         if (held->cancelled) return held->conn->close("");
         held->conn->onClose([end] { end("the node's agent closed the stream"); });
+        held->lastFrame = std::chrono::steady_clock::now();
+        watchIdle(weak);
         capnp::MallocMessageBuilder msg;
         auto call = msg.initRoot<agentapi::AgentCall>();
         call.setId(1);

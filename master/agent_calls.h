@@ -7,6 +7,7 @@
 
 #include <asio.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <set>
@@ -32,6 +33,7 @@ class AgentCalls {
     void cancel();
     std::shared_ptr<wire::Connection> conn;
     bool cancelled = false;
+    std::chrono::steady_clock::time_point lastFrame{};
   };
   // Runs `argv` in a running replica: `output(stream, data)` for its stdout (1) and stderr
   // (2), then `done` once with its exit code, or with an error. cancel() kills it.
@@ -45,6 +47,8 @@ class AgentCalls {
                                   std::function<void(const std::string&)> done);
 
  private:
+  void watchIdle(std::weak_ptr<LogStream> stream);
+
   asio::io_context& io_;
   std::string token_;
   Log log_;

@@ -7,6 +7,8 @@
 namespace yard::master {
 namespace {
 
+constexpr size_t kMaxClientBacklog = 64u << 20;
+
 void sendFrame(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
                const std::function<void(api::Response::Builder)>& fill) {
   capnp::MallocMessageBuilder msg;
@@ -98,6 +100,8 @@ void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
   relay->streams.push_back(calls_->logs(
       t.hostPort, t.replicaId, t.attempt, relay->follow, relay->tail,
       [conn, id, label](const std::string& data) {
+        // A client that stops reading is cut off rather than buffered without bound.
+        if (conn->pendingBytes() > kMaxClientBacklog) return conn->close("log reader fell 64 MiB behind");
         sendFrame(conn, id, [&](auto r) {
           auto c = r.initLogChunk();
           c.setReplica(label);

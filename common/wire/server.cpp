@@ -77,6 +77,7 @@ void Connection::readBody(uint32_t bytes) {
 void Connection::send(capnp::MessageBuilder& message) {
   if (closed_) return;
   writes_.push_back(encodeFrame(message));
+  pending_ += writes_.back().size();
   if (writes_.size() == 1) writeNext();
 }
 
@@ -87,6 +88,7 @@ void Connection::writeNext() {
       self->close(ec.message());
       return;
     }
+    self->pending_ -= self->writes_.front().size();
     self->writes_.pop_front();
     if (!self->writes_.empty()) self->writeNext();
     else if (self->closeWhenWritten_) self->close(*self->closeWhenWritten_);

@@ -34,6 +34,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Closes once every queued frame has been written (a refusal the peer should read).
   void closeAfterWrite(const std::string& why);
   bool closed() const { return closed_; }
+  // Bytes queued for the peer and not yet written (a slow reader's backlog).
+  size_t pendingBytes() const { return pending_; }
   // Runs `f` once when the connection closes (right away when it already has).
   void onClose(std::function<void()> f);
   const std::string& peer() const { return peer_; }
@@ -51,6 +53,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint8_t header_[kHeaderBytes] = {};
   kj::Array<capnp::word> body_;
   std::deque<std::string> writes_;
+  size_t pending_ = 0;
   bool closed_ = false;
   std::optional<std::string> closeWhenWritten_;
   std::vector<std::function<void()>> onClose_;
