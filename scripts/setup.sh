@@ -9,10 +9,15 @@ packages=(
   build-essential cmake pkg-config ninja-build
   libasio-dev capnproto libcapnp-dev libsqlite3-dev libcgroup-dev
   libyaml-cpp-dev libtomlplusplus-dev libcli11-dev libssl-dev
+  # containerd's gRPC API: generated at build time from the protos Debian ships
+  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
+  golang-github-containerd-containerd-dev golang-github-gogo-protobuf-dev
   # tests
   catch2 python3 sqlite3 procps
   # end-to-end framework tests: real PyTorch (gloo) and OpenMPI with mpi4py
   python3-torch openmpi-bin python3-mpi4py
+  # the containerd driver's tests run a real containerd with runc
+  containerd runc
 )
 
 missing=()

@@ -13,7 +13,13 @@ start_agent 2 --cpu 2 --memory 2Gi
 wait_nodes 2
 
 say "a DAG runs to Succeeded across two agents"
-cat >"$tmp/dag.yaml" <<'YAML'
+# The master waits for the worker's line: once the master exits 0 the task succeeds and
+# cleanup stops a worker that has not finished (the PyTorch success policy).
+cat >"$tmp/train.sh" <<EOF
+echo \$YARD_ROLE \$YARD_REPLICA_INDEX attempt \$YARD_ATTEMPT masters=\$YARD_HOSTS_MASTER workers=\$YARD_HOSTS_WORKER job=\$YARD_JOB task=\$YARD_TASK epochs=\$EPOCHS
+if [ \$YARD_ROLE = worker ]; then touch $tmp/worker-said; else while [ ! -f $tmp/worker-said ]; do sleep 0.1; done; fi
+EOF
+cat >"$tmp/dag.yaml" <<YAML
 name: e2e-dag
 tasks:
   - name: prep-data
@@ -24,7 +30,7 @@ tasks:
       image: host
       resources: { cpu: 500m, memory: 64Mi }
       command: sh -c
-      args: "'echo shard $YARD_REPLICA_INDEX on $YARD_NODE at $YARD_NODE_ADDR:$YARD_PORT; sleep 0.5'"
+      args: "'echo shard \$YARD_REPLICA_INDEX on \$YARD_NODE at \$YARD_NODE_ADDR:\$YARD_PORT; sleep 0.5'"
   - name: train
     kind: pytorch
     dependsOn: [prep-data]
@@ -34,8 +40,7 @@ tasks:
         container: &c
           image: host
           resources: { cpu: 1500m, memory: 128Mi }
-          command: sh -c
-          args: "'echo $YARD_ROLE $YARD_REPLICA_INDEX attempt $YARD_ATTEMPT masters=$YARD_HOSTS_MASTER workers=$YARD_HOSTS_WORKER job=$YARD_JOB task=$YARD_TASK epochs=$EPOCHS'"
+          command: sh $tmp/train.sh
           env: [ { name: EPOCHS, value: "3" } ]
       worker: { replicas: 1, container: *c }
     advanced: { cleanup: running }

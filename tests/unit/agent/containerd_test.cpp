@@ -1,0 +1,106 @@
+// The containerd client against a real containerd (Debian's), started by the test with its
+// own root, state and socket under a temp dir and stopped by PID.
+#include <catch2/catch.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "agent/containerd/client.h"
+
+using namespace yard;
+
+namespace {
+
+struct Containerd {
+  std::string dir, socket;
+  pid_t pid = -1;
+  std::string why;  // why it could not start (the test is skipped)
+
+  Containerd() {
+    if (geteuid() != 0) {
+      why = "not root";
+      return;
+    }
+    if (access("/usr/bin/containerd", X_OK) != 0) {
+      why = "containerd is not installed";
+      return;
+    }
+    char tmpl[] = "/tmp/yard-containerd-XXXXXX";
+    dir = mkdtemp(tmpl);
+    socket = dir + "/containerd.sock";
+    std::ofstream(dir + "/config.toml") << "version = 2\ndisabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n";
+    pid = fork();
+    if (pid == 0) {
+      std::string log = dir + "/containerd.log";
+      freopen(log.c_str(), "w", stderr);
+      freopen(log.c_str(), "a", stdout);
+      execl("/usr/bin/containerd", "containerd", "--config", (dir + "/config.toml").c_str(), "--address",
+            socket.c_str(), "--root", (dir + "/root").c_str(), "--state", (dir + "/state").c_str(), nullptr);
+      _exit(127);
+    }
+  }
+  ~Containerd() {
+    if (pid > 0) {
+      kill(pid, SIGTERM);
+      waitpid(pid, nullptr, 0);
+    }
+    if (!dir.empty()) {
+      // containerd leaves its state mounts (tmpfs for shims) only when it ran tasks; none here.
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+};
+
+std::string commandOutput(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[256];
+  while (p && fgets(buf, sizeof buf, p)) out += buf;
+  if (p) pclose(p);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("client: version and namespaces over gRPC, against a real containerd") {
+  Containerd d;
+  if (!d.why.empty()) {
+    WARN("skipped: " << d.why);
+    return;
+  }
+  auto c = containerd::Client::connect(d.socket, std::chrono::seconds(20));
+  INFO((c ? "" : c.error()));
+  REQUIRE(c.isOk());
+  auto v = c.value()->version();
+  INFO((v ? "" : v.error()));
+  REQUIRE(v.isOk());
+  // `containerd --version` prints "containerd <module> <version> <revision>".
+  std::string cli = commandOutput("/usr/bin/containerd --version");
+  std::string version = v.value().substr(0, v.value().find(' '));
+  CHECK(cli.find(" " + version + " ") != std::string::npos);
+
+  auto created = c.value()->ensureNamespace("yard");
+  INFO((created ? "" : created.error()));
+  REQUIRE(created.isOk());
+  CHECK(created.value());
+  auto again = c.value()->ensureNamespace("yard");
+  REQUIRE(again.isOk());
+  CHECK_FALSE(again.value());  // already there: fine
+  auto list = c.value()->namespaces();
+  REQUIRE(list.isOk());
+  CHECK(std::find(list.value().begin(), list.value().end(), "yard") != list.value().end());
+  auto none = c.value()->containers("yard");
+  REQUIRE(none.isOk());
+  CHECK(none.value().empty());
+}
+
+TEST_CASE("client: a socket nobody serves is a clear error") {
+  auto c = containerd::Client::connect("/tmp/yard-no-such-containerd.sock", std::chrono::milliseconds(300));
+  REQUIRE_FALSE(c.isOk());
+  CHECK(c.error() == "containerd at /tmp/yard-no-such-containerd.sock did not answer within 300 ms");
+}
