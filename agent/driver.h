@@ -56,6 +56,8 @@ class Driver {
   virtual Result<ReplicaUsage> stats(const ReplicaKey& key) = 0;
   // Releases what the replica holds on the node (processes, cgroup); its directory stays.
   virtual void destroy(const ReplicaKey& key, const std::string& dir) = 0;
+  // Called every runner tick: finishes releases destroy() could not complete at once.
+  virtual void sweep() {}
   // After an agent restart: re-attaches to a replica found in `dir` and says how it is.
   virtual DriverStatus recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) = 0;
 };

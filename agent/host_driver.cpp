@@ -258,7 +258,14 @@ void HostDriver::destroy(const ReplicaKey& key, const std::string& dir) {
     launchers_.erase(launcher);
   }
   signal(key, dir, SIGKILL);
-  if (cgroups_) cgroups_->destroy(key.name());
+  // Never block the agent for long: a process in uninterruptible sleep dies when its I/O
+  // ends; sweep() retries until then.
+  if (cgroups_ && !cgroups_->destroy(key.name(), std::chrono::milliseconds(100))) leftover_.insert(key.name());
+}
+
+void HostDriver::sweep() {
+  for (auto it = leftover_.begin(); it != leftover_.end();)
+    it = cgroups_->destroy(*it, std::chrono::milliseconds(10)) ? leftover_.erase(it) : std::next(it);
 }
 
 DriverStatus HostDriver::recover(const ReplicaKey& key, const ReplicaSpec&, const std::string& dir) {

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,7 @@ class HostDriver : public Driver {
   Result<ReplicaUsage> stats(const ReplicaKey& key) override;
   void destroy(const ReplicaKey& key, const std::string& dir) override;
   DriverStatus recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) override;
+  void sweep() override;
 
  private:
   DriverStatus finished(const ReplicaKey& key, const std::string& dir, const std::string& status);
@@ -36,6 +38,7 @@ class HostDriver : public Driver {
   std::string shim_;
   Cgroups* cgroups_;
   std::map<ReplicaKey, pid_t> launchers_;  // `yard-shim run` processes not yet reaped
+  std::set<std::string> leftover_;         // cgroups whose processes had not died yet
 };
 
 // Spawns `argv` with stdin /dev/null, stdout to `outFd` and stderr to `errFd` (-1: /dev/null;

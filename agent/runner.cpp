@@ -307,6 +307,8 @@ void Runner::advance(Replica& r, int64_t now) {
 
 void Runner::tick() {
   int64_t now = now_();
+  if (host_) host_->sweep();
+  if (containers_) containers_->sweep();
   for (auto it = replicas_.begin(); it != replicas_.end();) {
     Replica& r = it->second;
     advance(r, now);

@@ -16,8 +16,9 @@ packages=(
   catch2 python3 sqlite3 procps
   # end-to-end framework tests: real PyTorch (gloo) and OpenMPI with mpi4py
   python3-torch openmpi-bin python3-mpi4py
-  # the containerd driver's tests run a real containerd with runc
-  containerd runc
+  # the containerd driver's tests run a real containerd with runc, and images built locally
+  # (umoci, busybox-static) served by a registry on 127.0.0.1 (docker-registry, skopeo)
+  containerd runc umoci busybox-static docker-registry skopeo
 )
 
 missing=()

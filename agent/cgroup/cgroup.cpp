@@ -442,13 +442,13 @@ void Cgroups::signalAll(const std::string& name, int sig) {
   for (pid_t pid : pids(name)) ::kill(pid, sig);
 }
 
-Result<bool> Cgroups::destroy(const std::string& name) {
+Result<bool> Cgroups::destroy(const std::string& name, std::chrono::milliseconds wait) {
   auto named = checkCgroupName(name, false);
   if (!named) return named;
   const std::string group = parent_ + "/" + name;
   std::vector<std::string> dirs = existingDirs(layout_, group);
   if (dirs.empty()) return Result<bool>::ok(false);
-  const auto deadline = Clock::now() + kDestroyTimeout;
+  const auto deadline = Clock::now() + wait;
   // v2 (5.14+): cgroup.kill kills the whole subtree, including processes forked meanwhile.
   // Its failure is not fatal: the loop below kills one by one.
   if (version() == CgroupVersion::V2 && exists(dirs.front() + "/cgroup.kill"))
@@ -459,7 +459,7 @@ Result<bool> Cgroups::destroy(const std::string& name) {
     if (Clock::now() >= deadline) {
       return Result<bool>::fail(
           std::to_string(left.size()) + " process(es) still in cgroup " + group +
-          " after 2 s of SIGKILL (pids " + joinedPids(left) +
+          " after " + std::to_string(wait.count()) + " ms of SIGKILL (pids " + joinedPids(left) +
           "); a process in uninterruptible sleep (D state) dies only when its I/O finishes");
     }
     for (pid_t pid : left) ::kill(pid, SIGKILL);

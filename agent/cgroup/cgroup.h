@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -94,7 +95,8 @@ class Cgroups {
   // SIGKILLs what is left (cgroup.kill on v2), waits (bounded, ~2 s) until the group is empty,
   // then removes it and any group below it in every hierarchy. Returns true when it removed the
   // group, false when it was already gone.
-  Result<bool> destroy(const std::string& name);
+  // `wait` bounds how long it blocks (the agent passes a short one and retries later).
+  Result<bool> destroy(const std::string& name, std::chrono::milliseconds wait = std::chrono::seconds(2));
 
   // Names of the existing child groups under the parent, ascending (the agent uses it to find
   // leftovers after a restart; tests to check leaks).

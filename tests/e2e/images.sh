@@ -1,0 +1,61 @@
+# Test images and a registry, all local (no network): a busybox-static image built with umoci,
+# pushed with skopeo to Debian's docker-registry on 127.0.0.1, and a private containerd (own
+# root, state and socket; CRI off). Source after cluster.sh or with $tmp, $pids and free_port.
+
+# build_busybox_image DIR TAG: an OCI layout DIR with image TAG: /bin/busybox and applets,
+# /etc/yard-image ("yard-test-image"), cmd /bin/sh, PATH=/bin.
+build_busybox_image() {
+  local dir=$1 tag=$2 b
+  umoci init --layout "$dir" && umoci new --image "$dir:$tag" || return 1
+  b=$(mktemp -d)
+  umoci unpack --rootless --image "$dir:$tag" "$b/bundle" >/dev/null || return 1
+  mkdir -p "$b/bundle/rootfs"/{bin,tmp,proc,sys,dev,etc,data}
+  cp /bin/busybox "$b/bundle/rootfs/bin/busybox"
+  for c in sh echo cat ls sleep true false env id hostname mount touch test head; do ln -sf busybox "$b/bundle/rootfs/bin/$c"; done
+  echo yard-test-image >"$b/bundle/rootfs/etc/yard-image"
+  umoci repack --image "$dir:$tag" "$b/bundle" >/dev/null || return 1
+  umoci config --image "$dir:$tag" --config.cmd /bin/sh --config.env PATH=/bin >/dev/null || return 1
+  rm -rf "$b"
+}
+
+# start_registry: docker-registry on 127.0.0.1:<free port>; sets $registry (HOST:PORT).
+start_registry() {
+  local port
+  port=$(free_port)
+  mkdir -p "$tmp/registry"
+  printf 'version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+    "$tmp/registry" "$port" >"$tmp/registry.yml"
+  docker-registry serve "$tmp/registry.yml" >"$tmp/registry.log" 2>&1 &
+  pids+=("$!")
+  registry=127.0.0.1:$port
+  for _ in $(seq 50); do
+    python3 -c "import urllib.request; urllib.request.urlopen('http://$registry/v2/', timeout=1)" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "registry did not start: $(cat "$tmp/registry.log")"
+  return 1
+}
+
+# push_image DIR TAG NAME: pushes the OCI image to $registry/NAME over plain HTTP.
+push_image() {
+  skopeo copy --quiet --dest-tls-verify=false "oci:$1:$2" "docker://$registry/$3" >/dev/null
+}
+
+# start_containerd: a private containerd; sets $containerd_sock and $containerd_pid.
+start_containerd() {
+  printf 'version = 2\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n' >"$tmp/containerd.toml"
+  containerd_sock=$tmp/containerd.sock
+  containerd --config "$tmp/containerd.toml" --address "$containerd_sock" --root "$tmp/containerd-root" \
+    --state "$tmp/containerd-state" >"$tmp/containerd.log" 2>&1 &
+  containerd_pid=$!
+  pids+=("$containerd_pid")
+  for _ in $(seq 100); do [ -S "$containerd_sock" ] && ctr --address "$containerd_sock" version >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "containerd did not start: $(tail -5 "$tmp/containerd.log")"
+  return 1
+}
+
+# stop_containerd: stops it and unmounts what it left under the temp dir.
+stop_containerd() {
+  [ -n "${containerd_pid:-}" ] && kill "$containerd_pid" 2>/dev/null && wait "$containerd_pid" 2>/dev/null
+  grep -o "$tmp/containerd-[^ ]*" /proc/mounts 2>/dev/null | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+}
