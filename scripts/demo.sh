@@ -14,25 +14,15 @@ if [ "${YARD_DEMO_NO_BUILD:-}" != 1 ]; then
 fi
 bin=build/bin
 work=$(mktemp -d)
-master=""
-stop() {
-  if [ -n "$master" ]; then kill "$master" 2>/dev/null; wait "$master" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap stop EXIT
+source scripts/lib/dev_cluster.sh
+trap 'stop_dev_cluster; rm -rf "$work"' EXIT
 
 echo "== the DAG ($spec)"
 "$bin/yardctl" validate -o json "$spec" | python3 scripts/lib/show_dag.py
 
 echo
 echo "== yard-master --dev (state in $work)"
-"$bin/yard-master" --dev --data-dir "$work" --listen 127.0.0.1:0 >"$work/master.out" 2>"$work/master.log" &
-master=$!
-for _ in $(seq 100); do grep -q '^listening ' "$work/master.out" && break; sleep 0.1; done
-YARD_MASTER=$(sed -n 's/^listening //p' "$work/master.out")
-[ -n "$YARD_MASTER" ] || { cat "$work/master.log"; exit 1; }
-export YARD_MASTER
-for _ in $(seq 100); do "$bin/yardctl" node list 2>/dev/null | grep -q ' ready ' && break; sleep 0.1; done
+start_dev_cluster "$bin" "$work"
 "$bin/yardctl" node list
 
 name=$("$bin/yardctl" validate -o json "$spec" | python3 -c 'import json,sys; print(json.load(sys.stdin)["name"])')

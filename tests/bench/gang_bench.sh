@@ -8,17 +8,9 @@ set -euo pipefail
 bin=$(cd "${1:-build/bin}" && pwd)
 rounds=${2:-5}
 tmp=$(mktemp -d)
-master=
-cleanup() {
-  [ -n "$master" ] && kill "$master" 2>/dev/null && wait "$master" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-"$bin/yard-master" --dev --data-dir "$tmp/dev" --listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
-master=$!
-for _ in $(seq 100); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
-export YARD_MASTER=$(sed -n 's/^listening //p' "$tmp/out")
-for _ in $(seq 100); do "$bin/yardctl" node list 2>/dev/null | grep -q ' ready ' && break; sleep 0.1; done
+source "$(dirname "$0")/../../scripts/lib/dev_cluster.sh"
+trap 'stop_dev_cluster; rm -rf "$tmp"' EXIT
+start_dev_cluster "$bin" "$tmp/dev"
 
 results=""
 for n in 2 8 32; do

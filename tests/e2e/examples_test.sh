@@ -5,21 +5,17 @@
 bin=$1
 src=$2
 tmp=$(mktemp -d)
-master=
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+source "$src/scripts/lib/dev_cluster.sh"
 cleanup() {
-  if [ -n "$master" ]; then kill "$master" 2>/dev/null; wait "$master" 2>/dev/null; fi
+  stop_dev_cluster
   for f in "$tmp"/dev/agent/replicas/*/pid; do [ -f "$f" ] && kill -9 -- "-$(cat "$f")" 2>/dev/null; done
-  [ "$fails" -gt 0 ] && tail -30 "$tmp/master.log"
+  [ "$fails" -gt 0 ] && tail -30 "$tmp/dev/master.log"
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-"$bin/yard-master" --dev --data-dir "$tmp/dev" --listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/master.log" &
-master=$!
-for _ in $(seq 100); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
-export YARD_MASTER=$(sed -n 's/^listening //p' "$tmp/out")
-for _ in $(seq 100); do "$bin/yardctl" node list 2>/dev/null | grep -q ' ready ' && break; sleep 0.1; done
+start_dev_cluster "$bin" "$tmp/dev" || exit 1
 
 names=()
 for f in "$src"/configs/examples/*.yaml; do
