@@ -45,6 +45,17 @@ bool quantity(const toml::table& t, const std::string& key, const std::string& w
 
 Result<int64_t> parseCount(std::string_view s) { return spec::parseInteger(s); }
 
+// HOST:PORT with a non-empty host that is not a wildcard and a port 1-65535.
+bool validHostPort(const std::string& s) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) return false;
+  std::string host = s.substr(0, colon), port = s.substr(colon + 1);
+  if (host == "0.0.0.0" || host == "[::]" || host == "::") return false;
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return false;
+  long p = std::stol(port);
+  return p >= 1 && p <= 65535;
+}
+
 }  // namespace
 
 Result<MasterConfig> parseMasterConfig(const std::string& text, const std::string& source) {
@@ -53,7 +64,7 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   const toml::table& root = parsed.value();
   MasterConfig c;
   if (auto e = config::unknownKey(root, {"data_dir", "listen", "agent_listen", "join_token", "heartbeat_timeout",
-                                         "flavors", "etcd_endpoints", "stop_grace"});
+                                         "flavors", "etcd_endpoints", "stop_grace", "advertise"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto str = [&](const char* key, std::string& out) -> std::string {
@@ -66,10 +77,12 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   };
   for (auto [key, out] : {std::pair<const char*, std::string*>{"data_dir", &c.dataDir},
                           {"listen", &c.listen}, {"agent_listen", &c.agentListen},
-                          {"join_token", &c.joinToken}}) {
+                          {"join_token", &c.joinToken}, {"advertise", &c.advertise}}) {
     std::string e = str(key, *out);
     if (!e.empty()) return R::fail(e);
   }
+  if (!c.advertise.empty() && !validHostPort(c.advertise))
+    return R::fail(source + ": advertise: \"" + c.advertise + "\" must be HOST:PORT that nodes can reach");
   if (const toml::node* n = root.get("heartbeat_timeout"))
     if (auto e = config::durationSeconds(*n, "heartbeat_timeout", 1, INT64_MAX,
                                          "must be a duration greater than 0 (like 30 or \"30s\")", c.heartbeatTimeoutSeconds);

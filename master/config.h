@@ -21,6 +21,7 @@ struct MasterConfig {
   std::string dataDir = "/var/lib/yard/master";
   std::string listen = "127.0.0.1:7700";        // client API (yardctl)
   std::string agentListen = "127.0.0.1:7701";   // agent API
+  std::string advertise;                        // client API address nodes dial (yard-rsh); "" = as bound
   std::string joinToken;                        // agents must present it; empty = refuse all agents
   int64_t heartbeatTimeoutSeconds = 30;         // a node missing heartbeats this long is down
   std::map<std::string, FlavorConfig> flavors;  // named resource sizes (container.flavor)

@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "Client API address HOST:PORT; overrides listen");
   app.add_option("--agent-listen", agentListen, "Agent API address HOST:PORT; overrides agent_listen");
   app.add_option("--join-token", joinToken, "Token agents must present; overrides join_token");
+  std::string advertise;
+  app.add_option("--advertise", advertise,
+                 "Client API address nodes reach (yard-rsh, OpenMPI); overrides advertise; default: as bound");
   app.add_flag("--dev", dev,
                "Embedded dev cluster: this master plus a yard-agent child (host tasks allowed) on loopback, "
                "state under --data-dir (default ./yard-dev)");
@@ -66,6 +69,7 @@ int main(int argc, char** argv) {
   if (!listen.empty()) config.listen = listen;
   if (!agentListen.empty()) config.agentListen = agentListen;
   if (!joinToken.empty()) config.joinToken = joinToken;
+  if (!advertise.empty()) config.advertise = advertise;
 
   auto lock = master::DataDirLock::acquire(config.dataDir);
   if (!lock) {
@@ -168,7 +172,11 @@ int main(int argc, char** argv) {
     logLine(server.error());
     return 1;
   }
-  jobs.setExecEndpoint(server.value()->address());
+  std::string bound = server.value()->address();
+  jobs.setExecEndpoint(config.advertise.empty() ? bound : config.advertise);
+  if (config.advertise.empty() && (bound.rfind("0.0.0.0:", 0) == 0 || bound.rfind("[::]:", 0) == 0 || bound.rfind(":::", 0) == 0))
+    logLine("the client API listens on every address; set advertise (or --advertise) to the address nodes "
+            "should use, or OpenMPI launchers cannot reach it");
   logLine("version " + std::string(kVersion) + ", data " + config.dataDir + ", client API on " +
       server.value()->address());
   // Tests and scripts read the bound address from here (useful with port 0).

@@ -30,4 +30,7 @@ TEST_CASE("bad master config names the key and the rule", "[config]") {
              Catch::Contains("flavors.Big: flavor name \"Big\" must use only lowercase"));
   CHECK_THAT(parseMasterConfig("listen = ", "m.toml").error(), Catch::StartsWith("m.toml: line 1"));
   CHECK(parseMasterConfig("", "m.toml"));
+  CHECK(parseMasterConfig("advertise = \"0.0.0.0:7700\"", "m.toml").error() ==
+        "m.toml: advertise: \"0.0.0.0:7700\" must be HOST:PORT that nodes can reach");
+  CHECK(parseMasterConfig("advertise = \"10.0.0.1:7700\"", "m.toml").value().advertise == "10.0.0.1:7700");
 }
