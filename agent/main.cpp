@@ -204,8 +204,9 @@ int main(int argc, char** argv) {
     io.stop();
   });
   io.run();
-  // An agent holding no replicas leaves no empty parent group behind.
-  if (runner.names().empty()) cgroups.value()->removeParent();
+  // No empty parent group is left behind: ended replicas' groups are gone already, and a
+  // running one keeps the parent (and is re-adopted by the next agent).
+  if (cgroups.value()->children().empty()) cgroups.value()->removeParent();
   logLine(rc == 0 ? "stopped" : "stopped: refused by the master");
   return rc;
 }
