@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "common/util/random.h"
+
 #include "schema/agent.capnp.h"
 
 namespace yard::master {
@@ -58,8 +60,7 @@ void AgentApi::fillSpec(const JobEntry& job, size_t task, const store::ReplicaRe
   spec.setImage(c.getImage());
   setArgv(spec.initArgv(c.getArgv().size()), c.getArgv());
   // Yard's variables, then the user's: a user value wins over an injected one of the same name.
-  Env env = decodeEnv(r.env);
-  for (auto e : c.getEnv()) setEnv(env, e.getName(), e.getValue());
+  Env env = replicaEnv(r, c);
   auto envOut = spec.initEnv(static_cast<unsigned>(env.size()));
   for (unsigned i = 0; i < envOut.size(); ++i) {
     envOut[i].setName(env[i].first);
@@ -97,16 +98,6 @@ void AgentApi::fillSpec(const JobEntry& job, size_t task, const store::ReplicaRe
   }
 }
 
-bool AgentApi::tokenMatches(std::string_view given, std::string_view expected) {
-  // Every byte of `expected` is visited whatever `given` holds; no early exit.
-  unsigned diff = given.size() == expected.size() ? 0u : 1u;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    unsigned char g = i < given.size() ? static_cast<unsigned char>(given[i]) : 0;
-    diff |= static_cast<unsigned>(g ^ static_cast<unsigned char>(expected[i]));
-  }
-  return diff == 0;
-}
-
 void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
   auto req = frame->root<agentapi::AgentRequest>();
   Answer a{conn};
@@ -123,7 +114,7 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
       case agentapi::AgentRequest::HEARTBEAT: token = view(req.getHeartbeat().getToken()); break;
       default: refusal = "this yard-master does not understand that request (a newer yard-agent?)";
     }
-    if (refusal.empty() && !tokenMatches(token, joinToken_)) refusal = "join token refused";
+    if (refusal.empty() && !tokensEqual(token, joinToken_)) refusal = "join token refused";
   }
   if (!refusal.empty()) {
     a.error(refusal);

@@ -32,9 +32,6 @@ class AgentApi {
   void setStopGraceMs(uint32_t ms) { stopGraceMs_ = ms; }
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
 
-  // Compares in time that depends only on `expected`'s length, so a peer cannot find the
-  // token byte by byte from response times.
-  static bool tokenMatches(std::string_view given, std::string_view expected);
 
  private:
   void fillSpec(const JobEntry& job, size_t task, const store::ReplicaRecord& r,

@@ -130,8 +130,7 @@ void fillJobDetail(api::JobDetail::Builder out, const JobEntry& job) {
       out2[k].setGpus(r.gpus);
       out2[k].setExitCode(r.exitCode);
       out2[k].setReason(r.reason);
-      Env env = decodeEnv(r.env);
-      for (auto e : containerOf(st, r.role).getEnv()) setEnv(env, e.getName(), e.getValue());
+      Env env = replicaEnv(r, containerOf(st, r.role));
       auto envOut = out2[k].initEnv(static_cast<unsigned>(env.size()));
       for (unsigned e = 0; e < envOut.size(); ++e) {
         envOut[e].setName(env[e].first);

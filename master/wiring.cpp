@@ -86,6 +86,12 @@ std::vector<Env> gangEnv(const std::string& job, schema::Task::Reader task,
   return out;
 }
 
+Env replicaEnv(const store::ReplicaRecord& replica, schema::Container::Reader container) {
+  Env env = decodeEnv(replica.env);
+  for (auto e : container.getEnv()) setEnv(env, e.getName().cStr(), e.getValue().cStr());
+  return env;
+}
+
 std::string encodeEnv(const Env& env) {
   std::string s;
   for (const auto& [k, v] : env) s += k + "=" + v + "\n";

@@ -48,6 +48,9 @@ std::string portVariable(const std::string& portName);
 // they are addresses, ports, lists and one-line JSON).
 std::string encodeEnv(const Env& env);
 Env decodeEnv(const std::string& text);
+// What a replica is started with: Yard's variables fixed at placement, then the container's
+// `env` (a user value of the same name wins).
+Env replicaEnv(const store::ReplicaRecord& replica, schema::Container::Reader container);
 // Sets `name` in `env` (replacing an earlier value).
 void setEnv(Env& env, const std::string& name, const std::string& value);
 
