@@ -54,7 +54,8 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
   AgentConfig c;
   if (auto e = config::unknownKey(root, {"master", "token", "name", "address", "data_dir", "port_range", "api_port",
                                          "allow_host_tasks", "drivers", "cpu", "memory", "labels", "cgroup_parent",
-                                         "shim"});
+                                         "shim", "containerd_socket", "insecure_registries", "registries",
+                                         "vm_runtime"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto fail = [&](const std::string& e) { return R::fail(source + ": " + e); };
@@ -68,7 +69,8 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
   };
   for (auto [key, out] : {std::pair<const char*, std::string*>{"master", &c.master}, {"token", &c.token},
                           {"name", &c.name}, {"address", &c.address}, {"data_dir", &c.dataDir},
-                          {"cgroup_parent", &c.cgroupParent}, {"shim", &c.shim}})
+                          {"cgroup_parent", &c.cgroupParent}, {"shim", &c.shim},
+                          {"containerd_socket", &c.containerdSocket}, {"vm_runtime", &c.vmRuntime}})
     if (auto e = str(key, *out); !e.empty()) return fail(e);
   if (const toml::node* n = root.get("port_range")) {
     auto s = n->value<std::string>();
@@ -112,7 +114,55 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
       c.labels[std::string(k.str())] = *s;
     }
   }
+  if (const toml::node* n = root.get("insecure_registries")) {
+    const toml::array* arr = n->as_array();
+    if (!arr) return fail("insecure_registries: must be a list like [\"127.0.0.1:5000\"]");
+    for (const auto& e : *arr) {
+      auto h = e.value<std::string>();
+      if (!h) return fail("insecure_registries: each entry must be a string HOST[:PORT]");
+      if (auto bad = checkRegistryHost(*h); !bad.empty()) return fail("insecure_registries: " + bad);
+      c.insecureRegistries.push_back(*h);
+    }
+  }
+  if (const toml::node* n = root.get("registries")) {
+    const toml::table* t = n->as_table();
+    if (!t) return fail("registries: must be a table of [registries.\"HOST[:PORT]\"] tables");
+    for (const auto& [k, v] : *t) {
+      std::string host(k.str());
+      std::string where = "registries.\"" + host + "\"";
+      if (auto bad = checkRegistryHost(host); !bad.empty()) return fail(where + ": " + bad);
+      const toml::table* r = v.as_table();
+      if (!r) return fail(where + ": must be a table with username and password");
+      if (auto e = config::unknownKey(*r, {"username", "password"}); !e.empty()) return fail(where + ": " + e);
+      auto user = (*r)["username"].value<std::string>();
+      auto pass = (*r)["password"].value<std::string>();
+      if (!user || user->empty() || user->find(':') != std::string::npos)
+        return fail(where + ".username: must be a non-empty string without ':'");
+      if (!pass) return fail(where + ".password: must be a string");
+      c.registryAuth[host] = {*user, *pass};
+    }
+  }
   return R::ok(std::move(c));
+}
+
+std::string containerdSocketOf(const AgentConfig& c) {
+  if (!c.containerdSocket.empty()) return c.containerdSocket;
+  for (const auto& d : c.drivers)
+    if (d == "containerd") return kDefaultContainerdSocket;
+  return "";
+}
+
+std::string checkRegistryHost(const std::string& host) {
+  size_t colon = host.rfind(':');
+  std::string name = colon == std::string::npos ? host : host.substr(0, colon);
+  std::string port = colon == std::string::npos ? "" : host.substr(colon + 1);
+  bool nameOk = !name.empty() && name.size() <= 253 && name.front() != '.' && name.front() != '-';
+  for (char ch : name) nameOk = nameOk && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-');
+  bool portOk = colon == std::string::npos ||
+                (!port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos &&
+                 std::stol(port) >= 1 && std::stol(port) <= 65535);
+  if (nameOk && portOk) return "";
+  return quoted(host) + " must be HOST[:PORT] (a host name or IPv4 address, port 1-65535)";
 }
 
 Result<AgentConfig> loadAgentConfig(const std::string& path) {
@@ -136,6 +186,10 @@ std::string checkAgentConfig(const AgentConfig& c) {
   if (c.master.empty()) return "master: must be HOST:PORT of the master's agent API";
   if (c.cpuMillis < 0) return "cpu: must be greater than 0";
   if (c.memoryBytes < 0) return "memory: must be greater than 0";
+  for (const auto& h : c.insecureRegistries)
+    if (auto bad = checkRegistryHost(h); !bad.empty()) return "insecure_registry: " + bad;
+  if (!c.vmRuntime.empty() && containerdSocketOf(c).empty())
+    return "vm_runtime: " + quoted(c.vmRuntime) + " needs the containerd driver (set containerd_socket)";
   return "";
 }
 

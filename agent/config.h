@@ -26,7 +26,20 @@ struct AgentConfig {
   std::map<std::string, std::string> labels;
   std::string cgroupParent;               // default "yard/<name>"
   std::string shim;                       // yard-shim path; default: next to yard-agent
+  // The containerd driver (docs/containerd.md): on when a socket is set (or drivers lists
+  // "containerd", which means the default socket).
+  std::string containerdSocket;
+  std::vector<std::string> insecureRegistries;  // HOST[:PORT] pulled over plain HTTP
+  std::map<std::string, std::pair<std::string, std::string>> registryAuth;  // HOST[:PORT] -> user, password
+  std::string vmRuntime;                  // containerd runtime for `type: vm` jobs, e.g. io.containerd.kata.v2
 };
+
+// The containerd socket used when drivers lists "containerd" without containerd_socket.
+inline constexpr const char* kDefaultContainerdSocket = "/run/containerd/containerd.sock";
+// Whether the agent runs the containerd driver, and on which socket ("" = off).
+std::string containerdSocketOf(const AgentConfig& c);
+// "HOST[:PORT]" of a registry: a host name or IP and an optional port. "" when fine.
+std::string checkRegistryHost(const std::string& host);
 
 // Parses TOML text; errors name the key, the rule and the value.
 Result<AgentConfig> parseAgentConfig(const std::string& toml, const std::string& sourceName);

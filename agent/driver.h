@@ -58,6 +58,8 @@ class Driver {
   virtual void destroy(const ReplicaKey& key, const std::string& dir) = 0;
   // Called every runner tick: finishes releases destroy() could not complete at once.
   virtual void sweep() {}
+  // How long a start may take before the runner ends it; 0 = the runner's default.
+  virtual int64_t startTimeoutMs() const { return 0; }
   // After an agent restart: re-attaches to a replica found in `dir` and says how it is.
   virtual DriverStatus recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) = 0;
 };

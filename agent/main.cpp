@@ -17,6 +17,9 @@
 #include "agent/cgroup/cgroup.h"
 #include "agent/config.h"
 #include "agent/host_driver.h"
+#ifdef YARD_WITH_CONTAINERD
+#include "agent/containerd_driver.h"
+#endif
 #include "agent/master_link.h"
 #include "agent/runner.h"
 #include "common/spec/quantity.h"
@@ -38,6 +41,8 @@ int main(int argc, char** argv) {
   CLI::App app{"yard-agent: the Yard node agent (runs replicas under cgroups for the master)"};
   app.set_version_flag("--version", std::string("yard-agent ") + kVersion);
   std::string configPath, master, token, name, address, dataDir, portRange, cpu, memory, cgroupParent, shim;
+  std::string containerdSocket, vmRuntime;
+  std::vector<std::string> insecureRegistries;
   int apiPort = -1;
   bool allowHost = false;
   app.add_option("--config", configPath, "TOML config file (see configs/agent.toml)")->check(CLI::ExistingFile);
@@ -53,6 +58,12 @@ int main(int argc, char** argv) {
   app.add_option("--memory", memory, "Advertise this much memory (e.g. 4Gi) instead of all");
   app.add_option("--cgroup-parent", cgroupParent, "Parent cgroup of the replicas (default yard/<name>)");
   app.add_option("--shim", shim, "Path of yard-shim (default: next to yard-agent)");
+  app.add_option("--containerd-socket", containerdSocket,
+                 "containerd's socket: runs replicas with images as containers; overrides containerd_socket");
+  app.add_option("--insecure-registry", insecureRegistries,
+                 "HOST:PORT of a registry to pull from over plain HTTP (repeatable); adds to insecure_registries");
+  app.add_option("--vm-runtime", vmRuntime,
+                 "containerd runtime for type: vm jobs (e.g. io.containerd.kata.v2); overrides vm_runtime");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -81,6 +92,12 @@ int main(int argc, char** argv) {
   if (!cgroupParent.empty()) config.cgroupParent = cgroupParent;
   if (!shim.empty()) config.shim = shim;
   if (allowHost) config.allowHostTasks = true;
+  if (!containerdSocket.empty()) config.containerdSocket = containerdSocket;
+  if (!vmRuntime.empty()) config.vmRuntime = vmRuntime;
+  for (const auto& r : insecureRegistries) {
+    if (auto bad = agent::checkRegistryHost(r); !bad.empty()) return usage("--insecure-registry: " + bad);
+    config.insecureRegistries.push_back(r);
+  }
   if (apiPort >= 0) {
     if (apiPort > 65535) return usage("--api-port: " + std::to_string(apiPort) + " must be 0-65535");
     config.apiPort = static_cast<uint16_t>(apiPort);
@@ -139,12 +156,42 @@ int main(int argc, char** argv) {
 
   asio::io_context io;
   agent::HostDriver host(config.shim, cgroups.value().get());
+  std::unique_ptr<agent::Driver> containers;
+  std::string containerdInfo;
+  if (std::string socket = agent::containerdSocketOf(config); !socket.empty()) {
+#ifdef YARD_WITH_CONTAINERD
+    agent::ContainerdOptions o;
+    o.socket = socket;
+    o.vmRuntime = config.vmRuntime;
+    o.insecureRegistries = config.insecureRegistries;
+    for (const auto& [registry, auth] : config.registryAuth) o.registryAuth[registry] = {auth.first, auth.second};
+    o.node = config.name;
+    o.stateDir = config.dataDir;
+    auto opened = agent::ContainerdDriver::open(o, cgroups.value().get());
+    if (!opened) {
+      logLine("containerd driver: " + opened.error());
+      return 1;
+    }
+    containerdInfo = ", containerd " + opened.value()->version() + " at " + socket;
+    containers = std::move(opened).value();
+#else
+    logLine("containerd_socket is set, but this yard-agent was built without the containerd driver");
+    return 1;
+#endif
+  }
   std::string binDir = std::filesystem::path(config.shim).parent_path().string();
-  agent::Runner runner({config.dataDir, config.allowHostTasks, binDir}, &host, nullptr, steadyMs, logLine);
+  agent::Runner runner({config.dataDir, config.allowHostTasks, binDir}, &host, containers.get(), steadyMs, logLine);
   runner.recover();
   // Cgroups left by replicas this agent no longer holds (their directories are gone).
   auto held = runner.names();
   std::set<std::string> heldSet(held.begin(), held.end());
+#ifdef YARD_WITH_CONTAINERD
+  if (auto* cd = dynamic_cast<agent::ContainerdDriver*>(containers.get())) {
+    cd->removeLeftovers(heldSet, logLine);
+    // A start finishing on its worker is news for the runner now, not at the next tick.
+    cd->onStarted = [&io, &runner] { asio::post(io, [&runner] { runner.tick(); }); };
+  }
+#endif
   for (const auto& child : cgroups.value()->children())
     if (!heldSet.count(child)) {
       logLine("removing leftover cgroup " + config.cgroupParent + "/" + child);
@@ -190,7 +237,7 @@ int main(int argc, char** argv) {
           " MiB, " + std::to_string(capacity.gpus.size()) + " GPUs" +
           (capacity.gpuSource.empty() ? "" : " (" + capacity.gpuSource + ")") + ", cgroup " +
           (cgroups.value()->version() == agent::CgroupVersion::V2 ? "v2 " : "v1 ") + config.cgroupParent +
-          ", state " + config.dataDir);
+          ", state " + config.dataDir + containerdInfo);
   std::cout << "agent " << config.name << " api " << config.address << ":" << port.value() << std::endl;
 
   asio::signal_set signals(io, SIGTERM, SIGINT);

@@ -1,5 +1,7 @@
 #include "agent/master_link.h"
 
+#include <algorithm>
+
 #include "schema/agent.capnp.h"
 #include "yard/version.h"
 
@@ -109,9 +111,12 @@ void MasterLink::sendRegister() {
   auto range = node.initPortRange();
   range.setLo(config_.portLo);
   range.setHi(config_.portHi);
+  // What this agent can run: host processes when allowed, containers when its containerd
+  // driver is on.
   std::vector<std::string> drivers;
-  for (const auto& d : config_.drivers)
-    if (d != "host" || config_.allowHostTasks) drivers.push_back(d);
+  if (config_.allowHostTasks && std::count(config_.drivers.begin(), config_.drivers.end(), "host")) drivers.push_back("host");
+  if (!containerdSocketOf(config_).empty()) drivers.push_back("containerd");
+  node.setVmRuntime(containerdSocketOf(config_).empty() ? "" : config_.vmRuntime);
   auto dl = node.initDrivers(static_cast<unsigned>(drivers.size()));
   for (unsigned i = 0; i < dl.size(); ++i) dl.set(i, drivers[i]);
   node.setAgentVersion(kVersion);

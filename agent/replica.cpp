@@ -44,6 +44,7 @@ ReplicaSpec specFrom(agentapi::ReplicaSpec::Reader in) {
   s.postStart = strings(in.getPostStart());
   s.preStop = strings(in.getPreStop());
   s.workingDir = str(in.getWorkingDir());
+  s.vm = in.getVm();
   s.stopGraceMs = in.getStopGraceMs();
   for (auto f : in.getFiles()) s.files.emplace_back(str(f.getName()), str(f.getContent()));
   return s;
@@ -75,6 +76,7 @@ void specTo(const ReplicaSpec& s, agentapi::ReplicaSpec::Builder out) {
   setStrings(out.initPostStart(static_cast<unsigned>(s.postStart.size())), s.postStart);
   setStrings(out.initPreStop(static_cast<unsigned>(s.preStop.size())), s.preStop);
   out.setWorkingDir(s.workingDir);
+  out.setVm(s.vm);
   out.setStopGraceMs(s.stopGraceMs);
   auto files = out.initFiles(static_cast<unsigned>(s.files.size()));
   for (unsigned i = 0; i < files.size(); ++i) {

@@ -38,6 +38,7 @@ struct ReplicaSpec {
   std::string workingDir;
   uint32_t stopGraceMs = 10000;
   std::vector<std::pair<std::string, std::string>> files;  // name, content
+  bool vm = false;  // run under the node's VM runtime (a `type: vm` job)
   // task/role/index, for log lines.
   std::string label() const { return task + "/" + role + "/" + std::to_string(index); }
 };

@@ -20,6 +20,11 @@ constexpr const char* kStartedFile = "started";
 Runner::Runner(Options options, Driver* host, Driver* containers, Clock now, Log log)
     : options_(std::move(options)), host_(host), containers_(containers), now_(std::move(now)), log_(std::move(log)) {}
 
+int64_t Runner::startTimeout(const Replica& r) const {
+  int64_t ms = r.driver ? r.driver->startTimeoutMs() : 0;
+  return ms > 0 ? ms : options_.startTimeoutMs;
+}
+
 std::string Runner::dirOf(const ReplicaKey& key) const { return options_.dataDir + "/replicas/" + key.name(); }
 
 void Runner::setState(Replica& r, const std::string& state) {
@@ -73,7 +78,7 @@ void Runner::recover() {
     switch (st.phase) {
       case DriverStatus::Phase::Starting:
         slot.phase = Phase::Starting;
-        slot.deadline = now_() + options_.startTimeoutMs;
+        slot.deadline = now_() + startTimeout(slot);
         break;
       case DriverStatus::Phase::Running:
         // A stop in progress starts over (preStop, SIGTERM, grace); a postStart that had not
@@ -132,7 +137,7 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
   auto started = r.driver->start(key, r.spec, r.dir);
   if (!started) return fail("agent: " + started.error());
   auto& slot = replicas_[key] = std::move(r);
-  slot.deadline = now_() + options_.startTimeoutMs;
+  slot.deadline = now_() + startTimeout(slot);
   if (log_) log_(slot.spec.label() + " attempt " + std::to_string(key.attempt) + " (replica " + key.name() + "): starting");
   if (onChange) onChange();
 }
@@ -237,7 +242,7 @@ void Runner::advance(Replica& r, int64_t now) {
         DriverStatus ended;
         ended.phase = DriverStatus::Phase::Exited;
         ended.exitCode = 127;
-        if (!r.stop) ended.reason = "agent: it did not start within " + std::to_string(options_.startTimeoutMs / 1000) + "s";
+        if (!r.stop) ended.reason = "agent: it did not start within " + std::to_string(startTimeout(r) / 1000) + "s";
         return finish(r, ended);
       }
       if (r.stop) return beginStop(r, now);

@@ -104,6 +104,7 @@ class Runner {
   void sample(Replica& r, int64_t now);
   void setState(Replica& r, const std::string& state);
   std::string dirOf(const ReplicaKey& key) const;
+  int64_t startTimeout(const Replica& r) const;
 
   Options options_;
   Driver* host_;

@@ -91,6 +91,7 @@ void AgentApi::fillSpec(const JobEntry& job, size_t task, const store::ReplicaRe
   setArgv(spec.initPreStop(c.getPreStop().getExec().size()), c.getPreStop().getExec());
   spec.setWorkingDir(c.getWorkingDir());
   spec.setStopGraceMs(stopGraceMs_);
+  spec.setVm(job.spec->job().getType() == schema::JobType::VM);
   if (st.getKind() == schema::TaskKind::OPENMPI && r.role == "launcher") {
     auto files = spec.initFiles(1);
     files[0].setName("hostfile");

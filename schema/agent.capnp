@@ -100,6 +100,7 @@ struct ReplicaSpec {
   # launcher's hostfile). Env values may name that directory as ${YARD_REPLICA_DIR} and the
   # agent's program directory as ${YARD_BIN_DIR}; the agent expands both.
   files @14 :List(SpecFile);
+  vm @15 :Bool;                   # a `type: vm` job: run under the node's VM runtime
 }
 
 struct SpecFile {

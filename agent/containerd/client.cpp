@@ -1,9 +1,19 @@
 #include "agent/containerd/client.h"
 
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
+#include <openssl/evp.h>
+#include <sys/utsname.h>
+
+#include <cstdio>
 
 #include "github.com/containerd/containerd/api/services/containers/v1/containers.grpc.pb.h"
+#include "github.com/containerd/containerd/api/services/content/v1/content.grpc.pb.h"
+#include "github.com/containerd/containerd/api/services/images/v1/images.grpc.pb.h"
 #include "github.com/containerd/containerd/api/services/namespaces/v1/namespace.grpc.pb.h"
+#include "github.com/containerd/containerd/api/services/snapshots/v1/snapshots.grpc.pb.h"
+#include "github.com/containerd/containerd/api/services/tasks/v1/tasks.grpc.pb.h"
 #include "github.com/containerd/containerd/api/services/version/v1/version.grpc.pb.h"
 
 namespace yard::containerd {
@@ -12,6 +22,12 @@ namespace {
 namespace ns = ::containerd::services::namespaces::v1;
 namespace ver = ::containerd::services::version::v1;
 namespace ctr = ::containerd::services::containers::v1;
+namespace content = ::containerd::services::content::v1;
+namespace images = ::containerd::services::images::v1;
+namespace snap = ::containerd::services::snapshots::v1;
+namespace tasks = ::containerd::services::tasks::v1;
+using google::protobuf::Struct;
+using google::protobuf::Value;
 
 constexpr auto kCallTimeout = std::chrono::seconds(10);
 
@@ -29,7 +45,79 @@ std::unique_ptr<grpc::ClientContext> context(const std::string& nsName = "") {
   return c;
 }
 
+template <typename T>
+Result<T> ok(T v) {
+  return Result<T>::ok(std::move(v));
+}
+
+bool notFound(const grpc::Status& s) { return s.error_code() == grpc::StatusCode::NOT_FOUND; }
+
+std::string sha256Hex(const std::string& data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  std::string hex;
+  char b[3];
+  for (unsigned i = 0; i < len; ++i) {
+    std::snprintf(b, sizeof b, "%02x", md[i]);
+    hex += b;
+  }
+  return hex;
+}
+
+// A JSON object's field as text / list of texts ("" / {} when absent or of another type).
+const Value* field(const Struct& s, const std::string& name) {
+  auto it = s.fields().find(name);
+  return it == s.fields().end() ? nullptr : &it->second;
+}
+std::string text(const Struct& s, const std::string& name) {
+  const Value* v = field(s, name);
+  return v && v->has_string_value() ? v->string_value() : "";
+}
+std::vector<std::string> texts(const Struct& s, const std::string& name) {
+  std::vector<std::string> out;
+  const Value* v = field(s, name);
+  if (v && v->has_list_value())
+    for (const auto& x : v->list_value().values())
+      if (x.has_string_value()) out.push_back(x.string_value());
+  return out;
+}
+const Struct* object(const Struct& s, const std::string& name) {
+  const Value* v = field(s, name);
+  return v && v->has_struct_value() ? &v->struct_value() : nullptr;
+}
+
+std::string hostArchitecture() {
+  utsname u{};
+  uname(&u);
+  std::string m = u.machine;
+  if (m == "x86_64") return "amd64";
+  if (m == "aarch64") return "arm64";
+  return m;
+}
+
+void toProto(const Client::Mount& m, ::containerd::types::Mount* out) {
+  out->set_type(m.type);
+  out->set_source(m.source);
+  out->set_target(m.target);
+  for (const auto& o : m.options) out->add_options(o);
+}
+
+std::vector<Client::Mount> fromProto(const google::protobuf::RepeatedPtrField<::containerd::types::Mount>& in) {
+  std::vector<Client::Mount> out;
+  for (const auto& m : in) out.push_back({m.type(), m.source(), m.target(), {m.options().begin(), m.options().end()}});
+  return out;
+}
+
 }  // namespace
+
+// The chain id of layers with these uncompressed digests (the OCI image spec's ChainID):
+// the snapshot name containerd unpacks the image's root to.
+std::string chainId(const std::vector<std::string>& diffIds) {
+  std::string chain;
+  for (const auto& d : diffIds) chain = chain.empty() ? d : "sha256:" + sha256Hex(chain + " " + d);
+  return chain;
+}
 
 struct Client::Impl {
   std::string socket;
@@ -86,10 +174,11 @@ Result<std::vector<std::string>> Client::namespaces() {
   return R::ok(std::move(out));
 }
 
-Result<std::vector<std::string>> Client::containers(const std::string& nsName) {
+Result<std::vector<std::string>> Client::containers(const std::string& nsName, const std::string& filter) {
   using R = Result<std::vector<std::string>>;
   auto stub = ctr::Containers::NewStub(impl_->channel);
   ctr::ListContainersRequest req;
+  if (!filter.empty()) req.add_filters(filter);
   ctr::ListContainersResponse resp;
   auto c = context(nsName);
   auto s = stub->List(c.get(), req, &resp);
@@ -97,6 +186,295 @@ Result<std::vector<std::string>> Client::containers(const std::string& nsName) {
   std::vector<std::string> out;
   for (const auto& x : resp.containers()) out.push_back(x.id());
   return R::ok(std::move(out));
+}
+
+namespace {
+
+// A blob of the content store, whole (manifests and configs are small).
+Result<std::string> readBlob(grpc::Channel* ch, const std::string& nsName, const std::string& digest) {
+  auto stub = content::Content::NewStub(std::shared_ptr<grpc::Channel>(ch, [](grpc::Channel*) {}));
+  content::ReadContentRequest req;
+  req.set_digest(digest);
+  auto c = context(nsName);
+  auto reader = stub->Read(c.get(), req);
+  content::ReadContentResponse chunk;
+  std::string data;
+  while (reader->Read(&chunk)) {
+    data += chunk.data();
+    if (data.size() > (8u << 20)) return Result<std::string>::fail("containerd: blob " + digest + " is over 8 MiB");
+  }
+  auto s = reader->Finish();
+  if (!s.ok()) return failed<std::string>("read " + digest, s);
+  return ok(std::move(data));
+}
+
+Result<Struct> parseJson(const std::string& json, const std::string& what) {
+  Struct out;
+  auto st = google::protobuf::util::JsonStringToMessage(json, &out);
+  if (!st.ok()) return Result<Struct>::fail("containerd: " + what + " is not a JSON object: " + st.ToString());
+  return ok(std::move(out));
+}
+
+}  // namespace
+
+Result<std::optional<Client::ImageConfig>> Client::image(const std::string& nsName, const std::string& ref) {
+  using R = Result<std::optional<ImageConfig>>;
+  auto stub = images::Images::NewStub(impl_->channel);
+  images::GetImageRequest req;
+  req.set_name(ref);
+  images::GetImageResponse resp;
+  auto c = context(nsName);
+  auto s = stub->Get(c.get(), req, &resp);
+  if (notFound(s)) return R::ok(std::nullopt);
+  if (!s.ok()) return failed<std::optional<ImageConfig>>("get image " + ref, s);
+  std::string digest = resp.image().target().digest();
+  std::string mediaType = resp.image().target().media_type();
+  // An index (multi-platform) names one manifest per platform: take this host's.
+  for (int depth = 0; depth < 2 && (mediaType.find("index") != std::string::npos ||
+                                    mediaType.find("manifest.list") != std::string::npos); ++depth) {
+    auto blob = readBlob(impl_->channel.get(), nsName, digest);
+    if (!blob) return R::fail(blob.error());
+    auto index = parseJson(blob.value(), "the index of " + ref);
+    if (!index) return R::fail(index.error());
+    const Value* list = field(index.value(), "manifests");
+    std::string arch = hostArchitecture(), chosen;
+    if (list && list->has_list_value())
+      for (const auto& m : list->list_value().values()) {
+        if (!m.has_struct_value()) continue;
+        const Struct* platform = object(m.struct_value(), "platform");
+        if (platform && text(*platform, "os") == "linux" && text(*platform, "architecture") == arch) {
+          chosen = text(m.struct_value(), "digest");
+          mediaType = text(m.struct_value(), "mediaType");
+          break;
+        }
+      }
+    if (chosen.empty()) return R::fail("image " + ref + " has no manifest for linux/" + arch);
+    digest = chosen;
+  }
+  auto manifestBlob = readBlob(impl_->channel.get(), nsName, digest);
+  if (!manifestBlob) return R::fail(manifestBlob.error());
+  auto manifest = parseJson(manifestBlob.value(), "the manifest of " + ref);
+  if (!manifest) return R::fail(manifest.error());
+  const Struct* configDesc = object(manifest.value(), "config");
+  if (!configDesc || text(*configDesc, "digest").empty()) return R::fail("image " + ref + ": its manifest names no config");
+  auto configBlob = readBlob(impl_->channel.get(), nsName, text(*configDesc, "digest"));
+  if (!configBlob) return R::fail(configBlob.error());
+  auto config = parseJson(configBlob.value(), "the config of " + ref);
+  if (!config) return R::fail(config.error());
+  ImageConfig out;
+  const Struct* rootfs = object(config.value(), "rootfs");
+  if (!rootfs) return R::fail("image " + ref + ": its config has no rootfs");
+  out.chainId = chainId(texts(*rootfs, "diff_ids"));
+  if (out.chainId.empty()) return R::fail("image " + ref + ": its config lists no layers (rootfs.diff_ids)");
+  if (const Struct* cfg = object(config.value(), "config")) {
+    out.env = texts(*cfg, "Env");
+    out.entrypoint = texts(*cfg, "Entrypoint");
+    out.cmd = texts(*cfg, "Cmd");
+    out.workingDir = text(*cfg, "WorkingDir");
+    out.user = text(*cfg, "User");
+  }
+  return R::ok(std::move(out));
+}
+
+Result<std::vector<Client::Mount>> Client::prepareSnapshot(const std::string& nsName, const std::string& snapshotter,
+                                                           const std::string& key, const std::string& parent) {
+  auto stub = snap::Snapshots::NewStub(impl_->channel);
+  snap::PrepareSnapshotRequest req;
+  req.set_snapshotter(snapshotter);
+  req.set_key(key);
+  req.set_parent(parent);
+  (*req.mutable_labels())["yard.replica"] = key;
+  snap::PrepareSnapshotResponse resp;
+  auto c = context(nsName);
+  auto s = stub->Prepare(c.get(), req, &resp);
+  if (!s.ok()) return failed<std::vector<Mount>>("prepare snapshot " + key + " on " + parent, s);
+  return ok(fromProto(resp.mounts()));
+}
+
+Result<std::vector<Client::Mount>> Client::snapshotMounts(const std::string& nsName, const std::string& snapshotter,
+                                                          const std::string& key) {
+  auto stub = snap::Snapshots::NewStub(impl_->channel);
+  snap::MountsRequest req;
+  req.set_snapshotter(snapshotter);
+  req.set_key(key);
+  snap::MountsResponse resp;
+  auto c = context(nsName);
+  auto s = stub->Mounts(c.get(), req, &resp);
+  if (!s.ok()) return failed<std::vector<Mount>>("mounts of snapshot " + key, s);
+  return ok(fromProto(resp.mounts()));
+}
+
+Result<bool> Client::removeSnapshot(const std::string& nsName, const std::string& snapshotter, const std::string& key) {
+  auto stub = snap::Snapshots::NewStub(impl_->channel);
+  snap::RemoveSnapshotRequest req;
+  req.set_snapshotter(snapshotter);
+  req.set_key(key);
+  google::protobuf::Empty resp;
+  auto c = context(nsName);
+  auto s = stub->Remove(c.get(), req, &resp);
+  if (notFound(s)) return ok(false);
+  if (!s.ok()) return failed<bool>("remove snapshot " + key, s);
+  return ok(true);
+}
+
+Result<std::vector<std::string>> Client::snapshots(const std::string& nsName, const std::string& snapshotter,
+                                                   const std::string& filter) {
+  auto stub = snap::Snapshots::NewStub(impl_->channel);
+  snap::ListSnapshotsRequest req;
+  req.set_snapshotter(snapshotter);
+  if (!filter.empty()) req.add_filters(filter);
+  auto c = context(nsName);
+  auto reader = stub->List(c.get(), req);
+  snap::ListSnapshotsResponse page;
+  std::vector<std::string> out;
+  while (reader->Read(&page))
+    for (const auto& info : page.info())
+      if (info.kind() == snap::ACTIVE) out.push_back(info.name());
+  auto s = reader->Finish();
+  if (!s.ok()) return failed<std::vector<std::string>>("list snapshots", s);
+  return ok(std::move(out));
+}
+
+Result<bool> Client::createContainer(const std::string& nsName, const ContainerSpec& spec) {
+  auto stub = ctr::Containers::NewStub(impl_->channel);
+  ctr::CreateContainerRequest req;
+  auto* c = req.mutable_container();
+  c->set_id(spec.id);
+  c->set_image(spec.image);
+  c->mutable_runtime()->set_name(spec.runtime);
+  c->mutable_spec()->set_type_url("types.containerd.io/opencontainers/runtime-spec/1/Spec");
+  c->mutable_spec()->set_value(spec.ociSpecJson);
+  c->set_snapshotter(spec.snapshotter);
+  c->set_snapshot_key(spec.snapshotKey);
+  for (const auto& [k, v] : spec.labels) (*c->mutable_labels())[k] = v;
+  ctr::CreateContainerResponse resp;
+  auto ctx = context(nsName);
+  auto s = stub->Create(ctx.get(), req, &resp);
+  if (!s.ok()) return failed<bool>("create container " + spec.id, s);
+  return ok(true);
+}
+
+Result<bool> Client::deleteContainer(const std::string& nsName, const std::string& id) {
+  auto stub = ctr::Containers::NewStub(impl_->channel);
+  ctr::DeleteContainerRequest req;
+  req.set_id(id);
+  google::protobuf::Empty resp;
+  auto c = context(nsName);
+  auto s = stub->Delete(c.get(), req, &resp);
+  if (notFound(s)) return ok(false);
+  if (!s.ok()) return failed<bool>("delete container " + id, s);
+  return ok(true);
+}
+
+Result<uint32_t> Client::createTask(const std::string& nsName, const std::string& id, const std::vector<Mount>& rootfs,
+                                    const Stdio& io) {
+  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  tasks::CreateTaskRequest req;
+  req.set_container_id(id);
+  for (const auto& m : rootfs) toProto(m, req.add_rootfs());
+  req.set_stdout(io.out);
+  req.set_stderr(io.err);
+  tasks::CreateTaskResponse resp;
+  auto c = context(nsName);
+  auto s = stub->Create(c.get(), req, &resp);
+  if (!s.ok()) return failed<uint32_t>("create task " + id, s);
+  return ok(resp.pid());
+}
+
+Result<uint32_t> Client::start(const std::string& nsName, const std::string& id, const std::string& execId) {
+  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  tasks::StartRequest req;
+  req.set_container_id(id);
+  req.set_exec_id(execId);
+  tasks::StartResponse resp;
+  auto c = context(nsName);
+  auto s = stub->Start(c.get(), req, &resp);
+  if (!s.ok()) return failed<uint32_t>("start " + id + (execId.empty() ? "" : " exec " + execId), s);
+  return ok(resp.pid());
+}
+
+Result<std::optional<Client::Process>> Client::process(const std::string& nsName, const std::string& id,
+                                                       const std::string& execId) {
+  using R = Result<std::optional<Process>>;
+  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  tasks::GetRequest req;
+  req.set_container_id(id);
+  req.set_exec_id(execId);
+  tasks::GetResponse resp;
+  auto c = context(nsName);
+  auto s = stub->Get(c.get(), req, &resp);
+  if (notFound(s)) return R::ok(std::nullopt);
+  if (!s.ok()) return failed<std::optional<Process>>("get task " + id, s);
+  Process p;
+  switch (resp.process().status()) {
+    case ::containerd::v1::types::CREATED: p.status = Process::Status::Created; break;
+    case ::containerd::v1::types::RUNNING: p.status = Process::Status::Running; break;
+    case ::containerd::v1::types::STOPPED: p.status = Process::Status::Stopped; break;
+    case ::containerd::v1::types::PAUSED:
+    case ::containerd::v1::types::PAUSING: p.status = Process::Status::Paused; break;
+    default: p.status = Process::Status::Unknown; break;
+  }
+  p.pid = resp.process().pid();
+  p.exitStatus = resp.process().exit_status();
+  return R::ok(p);
+}
+
+Result<bool> Client::kill(const std::string& nsName, const std::string& id, int signal, bool all,
+                          const std::string& execId) {
+  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  tasks::KillRequest req;
+  req.set_container_id(id);
+  req.set_exec_id(execId);
+  req.set_signal(static_cast<uint32_t>(signal));
+  req.set_all(all);
+  google::protobuf::Empty resp;
+  auto c = context(nsName);
+  auto s = stub->Kill(c.get(), req, &resp);
+  if (notFound(s)) return ok(false);
+  if (!s.ok()) return failed<bool>("kill " + id, s);
+  return ok(true);
+}
+
+Result<bool> Client::deleteTask(const std::string& nsName, const std::string& id) {
+  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  tasks::DeleteTaskRequest req;
+  req.set_container_id(id);
+  tasks::DeleteResponse resp;
+  auto c = context(nsName);
+  auto s = stub->Delete(c.get(), req, &resp);
+  if (notFound(s)) return ok(false);
+  if (!s.ok()) return failed<bool>("delete task " + id, s);
+  return ok(true);
+}
+
+Result<bool> Client::exec(const std::string& nsName, const std::string& id, const std::string& execId,
+                          const std::string& processJson, const Stdio& io) {
+  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  tasks::ExecProcessRequest req;
+  req.set_container_id(id);
+  req.set_exec_id(execId);
+  req.set_stdout(io.out);
+  req.set_stderr(io.err);
+  req.mutable_spec()->set_type_url("types.containerd.io/opencontainers/runtime-spec/1/Process");
+  req.mutable_spec()->set_value(processJson);
+  google::protobuf::Empty resp;
+  auto c = context(nsName);
+  auto s = stub->Exec(c.get(), req, &resp);
+  if (!s.ok()) return failed<bool>("exec in " + id, s);
+  return ok(true);
+}
+
+Result<bool> Client::deleteProcess(const std::string& nsName, const std::string& id, const std::string& execId) {
+  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  tasks::DeleteProcessRequest req;
+  req.set_container_id(id);
+  req.set_exec_id(execId);
+  tasks::DeleteResponse resp;
+  auto c = context(nsName);
+  auto s = stub->DeleteProcess(c.get(), req, &resp);
+  if (notFound(s)) return ok(false);
+  if (!s.ok()) return failed<bool>("delete exec " + execId + " of " + id, s);
+  return ok(true);
 }
 
 }  // namespace yard::containerd

@@ -1,0 +1,568 @@
+#include "agent/containerd_driver.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <chrono>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include "agent/containerd/client.h"
+#include "agent/host_driver.h"
+
+namespace yard::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using containerd::Client;
+using Status = Client::Process::Status;
+
+// Files in a replica's directory (next to the spec and output.log).
+constexpr const char* kContainerFile = "container";   // written once the task has started
+constexpr const char* kExecBaseFile = "exec-base";    // the main process's uid, gid, cwd, env
+constexpr const char* kPullLog = "pull.log";          // ctr's output of the pull
+
+std::string lastLine(const std::string& text) {
+  std::string line, last;
+  std::stringstream in(text);
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return last;
+}
+
+std::string base64(const std::string& in) {
+  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    for (int s : {18, 12, 6, 0}) out += t[(v >> s) & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += t[(v >> 18) & 63];
+    out += t[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    for (int s : {18, 12, 6}) out += t[(v >> s) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+// The main process's identity and environment, kept so exec processes (hooks, the exec
+// channel) get the same after an agent restart: "uid gid\ncwd\n" then NUL-separated env.
+std::string encodeExecBase(const OciProcess& p) {
+  std::string out = std::to_string(p.uid) + " " + std::to_string(p.gid) + "\n" + p.cwd + "\n";
+  for (const auto& e : p.env) out += e + std::string(1, '\0');
+  return out;
+}
+
+Result<OciProcess> decodeExecBase(const std::string& text) {
+  OciProcess p;
+  size_t nl1 = text.find('\n');
+  size_t nl2 = nl1 == std::string::npos ? nl1 : text.find('\n', nl1 + 1);
+  if (nl2 == std::string::npos) return Result<OciProcess>::fail("exec-base: malformed");
+  std::stringstream ids(text.substr(0, nl1));
+  ids >> p.uid >> p.gid;
+  p.cwd = text.substr(nl1 + 1, nl2 - nl1 - 1);
+  std::string env = text.substr(nl2 + 1);
+  for (size_t at = 0; at < env.size();) {
+    size_t end = env.find('\0', at);
+    if (end == std::string::npos) end = env.size();
+    p.env.push_back(env.substr(at, end - at));
+    at = end + 1;
+  }
+  return Result<OciProcess>::ok(std::move(p));
+}
+
+DriverStatus exited(int code, const std::string& reason) {
+  DriverStatus s;
+  s.phase = DriverStatus::Phase::Exited;
+  s.exitCode = code;
+  s.reason = reason;
+  return s;
+}
+
+DriverStatus lost(const std::string& reason) {
+  DriverStatus s;
+  s.phase = DriverStatus::Phase::Lost;
+  s.reason = reason;
+  return s;
+}
+
+// A process run in a container with Tasks.Exec. Its output reaches the caller's descriptors
+// through FIFOs the shim writes and `cat` pumps read (the shim opens paths, not descriptors).
+class ContainerExec : public ExecHandle {
+ public:
+  ContainerExec(Client* client, std::string ns, std::string id, std::string execId, std::vector<pid_t> pumps,
+                std::vector<std::string> fifos)
+      : client_(client), ns_(std::move(ns)), id_(std::move(id)), execId_(std::move(execId)),
+        pumps_(std::move(pumps)), fifos_(std::move(fifos)) {}
+  ~ContainerExec() override {
+    if (!code_) {
+      client_->kill(ns_, id_, SIGKILL, false, execId_);
+      client_->deleteProcess(ns_, id_, execId_);
+    }
+    for (pid_t p : pumps_) {
+      ::kill(p, SIGKILL);
+      ::waitpid(p, nullptr, 0);
+    }
+    for (const auto& f : fifos_) ::unlink(f.c_str());
+  }
+  std::optional<int> poll() override {
+    if (!code_) {
+      auto p = client_->process(ns_, id_, execId_);
+      if (!p) return std::nullopt;  // containerd did not answer: ask again next time
+      if (p.value() && p.value()->status != Status::Stopped) return std::nullopt;
+      code_ = p.value() ? static_cast<int>(p.value()->exitStatus) : 137;
+      client_->deleteProcess(ns_, id_, execId_);
+      drainUntil_ = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    }
+    // All output is through once the pumps have read the FIFOs to their end.
+    for (auto it = pumps_.begin(); it != pumps_.end();) {
+      pid_t r = ::waitpid(*it, nullptr, WNOHANG);
+      if (r == 0 && std::chrono::steady_clock::now() > drainUntil_) {
+        ::kill(*it, SIGKILL);  // a daemonized child still holds the output open
+        ::waitpid(*it, nullptr, 0);
+        r = *it;
+      }
+      it = r != 0 ? pumps_.erase(it) : std::next(it);
+    }
+    if (!pumps_.empty()) return std::nullopt;
+    for (const auto& f : fifos_) ::unlink(f.c_str());
+    fifos_.clear();
+    return code_;
+  }
+  void kill() override {
+    if (!code_) client_->kill(ns_, id_, SIGKILL, false, execId_);
+  }
+
+ private:
+  Client* client_;
+  std::string ns_, id_, execId_;
+  std::vector<pid_t> pumps_;
+  std::vector<std::string> fifos_;
+  std::optional<int> code_;
+  std::chrono::steady_clock::time_point drainUntil_;
+};
+
+bool refChar(char c) {
+  return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '.' ||
+         c == '_' || c == '-' || c == '/' || c == ':' || c == '@' || std::isupper(static_cast<unsigned char>(c));
+}
+
+}  // namespace
+
+Result<std::string> normalizeImageRef(const std::string& ref) {
+  using R = Result<std::string>;
+  auto bad = [&](const std::string& rule) { return R::fail("image \"" + ref + "\": " + rule); };
+  if (ref.empty()) return bad("must not be empty");
+  if (ref.size() > 255) return bad("must be at most 255 characters");
+  for (char c : ref)
+    if (!refChar(c)) return bad("may hold only letters, digits and . _ - / : @");
+  std::string name = ref, digest;
+  if (size_t at = ref.find('@'); at != std::string::npos) {
+    name = ref.substr(0, at);
+    digest = ref.substr(at);
+    if (digest.rfind("@sha256:", 0) != 0 || digest.size() != 8 + 64) return bad("a digest must be @sha256:<64 hex digits>");
+  }
+  if (name.empty() || name.front() == '/' || name.back() == '/' || name.find("//") != std::string::npos)
+    return bad("must be [REGISTRY/]PATH[:TAG][@DIGEST]");
+  size_t slash = name.find('/');
+  std::string first = slash == std::string::npos ? "" : name.substr(0, slash);
+  bool hasRegistry = !first.empty() && (first.find('.') != std::string::npos || first.find(':') != std::string::npos ||
+                                        first == "localhost");
+  std::string registry = hasRegistry ? first : "docker.io";
+  std::string path = hasRegistry ? name.substr(slash + 1) : name;
+  size_t lastSlash = path.rfind('/');
+  size_t colon = path.find(':', lastSlash == std::string::npos ? 0 : lastSlash);
+  std::string repo = colon == std::string::npos ? path : path.substr(0, colon);
+  std::string tag = colon == std::string::npos ? "" : path.substr(colon + 1);
+  if (repo.empty()) return bad("names no repository");
+  for (char c : repo)
+    if (std::isupper(static_cast<unsigned char>(c)) || c == ':' || c == '@') return bad("the repository must be lowercase");
+  if (colon != std::string::npos && (tag.empty() || tag.size() > 128 || tag.find('/') != std::string::npos))
+    return bad("a tag must be 1-128 characters after ':'");
+  if (registry == "docker.io" && repo.find('/') == std::string::npos) repo = "library/" + repo;
+  if (tag.empty() && digest.empty()) tag = "latest";
+  return R::ok(registry + "/" + repo + (tag.empty() ? "" : ":" + tag) + digest);
+}
+
+std::string registryHost(const std::string& normalizedRef) { return normalizedRef.substr(0, normalizedRef.find('/')); }
+
+ContainerdDriver::ContainerdDriver(ContainerdOptions options, Cgroups* cgroups, std::unique_ptr<containerd::Client> client)
+    : options_(std::move(options)), cgroups_(cgroups), client_(std::move(client)) {}
+
+ContainerdDriver::~ContainerdDriver() {
+  for (auto& [key, f] : starting_) f.wait();  // workers use this object
+}
+
+Result<std::unique_ptr<ContainerdDriver>> ContainerdDriver::open(ContainerdOptions options, Cgroups* cgroups) {
+  using R = Result<std::unique_ptr<ContainerdDriver>>;
+  auto client = containerd::Client::connect(options.socket);
+  if (!client) return R::fail(client.error());
+  auto version = client.value()->version();
+  if (!version) return R::fail(version.error());
+  auto made = client.value()->ensureNamespace(options.ns);
+  if (!made) return R::fail(made.error());
+  std::unique_ptr<ContainerdDriver> d(new ContainerdDriver(std::move(options), cgroups, std::move(client).value()));
+  d->version_ = version.value();
+  if (!d->options_.registryAuth.empty()) {
+    // Credentials go to ctr through a hosts directory only root can read, never on its
+    // command line (which every user of the host can see).
+    std::string dir = d->hostsDir();
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    fs::create_directories(dir, ec);
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+    for (const auto& [host, auth] : d->options_.registryAuth) {
+      bool plain = std::find(d->options_.insecureRegistries.begin(), d->options_.insecureRegistries.end(), host) !=
+                   d->options_.insecureRegistries.end();
+      std::string url = (plain ? "http://" : "https://") + host;
+      fs::create_directories(dir + "/" + host, ec);
+      std::string toml = "server = \"" + url + "\"\n\n[host.\"" + url + "\"]\n  capabilities = [\"pull\", \"resolve\"]\n" +
+                         "  [host.\"" + url + "\".header]\n    Authorization = \"Basic " +
+                         base64(auth.username + ":" + auth.password) + "\"\n";
+      if (auto w = writeFileAtomic(dir + "/" + host + "/hosts.toml", toml); !w) return R::fail(w.error());
+    }
+  }
+  return R::ok(std::move(d));
+}
+
+std::string ContainerdDriver::hostsDir() { return options_.stateDir + "/registries"; }
+
+std::string ContainerdDriver::containerId(const ReplicaKey& key) const {
+  // containerd ids are [A-Za-z0-9]+ joined by single . _ -; the node's name keeps agents
+  // that share one containerd apart.
+  std::string node;
+  for (char c : options_.node) {
+    bool alnum = std::isalnum(static_cast<unsigned char>(c));
+    if (alnum) node += c;
+    else if (!node.empty() && node.back() != '-') node += '-';
+    if (node.size() >= 40) break;
+  }
+  while (!node.empty() && node.back() == '-') node.pop_back();
+  return (node.empty() ? "node" : node) + "-" + key.name();
+}
+
+Result<bool> ContainerdDriver::pull(const std::string& ref, const std::string& dir) {
+  using R = Result<bool>;
+  std::shared_ptr<std::mutex> lock;
+  {
+    std::lock_guard<std::mutex> g(pullMu_);
+    auto& l = pullLocks_[ref];
+    if (!l) l = std::make_shared<std::mutex>();
+    lock = l;
+  }
+  std::lock_guard<std::mutex> one(*lock);  // a second replica of the image waits, then finds it
+  auto have = client_->image(options_.ns, ref);
+  if (have && have.value()) return R::ok(true);
+  std::string host = registryHost(ref);
+  std::vector<std::string> argv = {options_.ctr, "--address", options_.socket, "--namespace", options_.ns,
+                                   "images", "pull", "--snapshotter", options_.snapshotter};
+  if (std::find(options_.insecureRegistries.begin(), options_.insecureRegistries.end(), host) !=
+      options_.insecureRegistries.end())
+    argv.push_back("--plain-http");
+  if (options_.registryAuth.count(host)) {
+    argv.push_back("--hosts-dir");
+    argv.push_back(hostsDir());
+  }
+  argv.push_back(ref);
+  std::string logPath = dir + "/" + kPullLog;
+  int out = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  auto pid = spawnProcess(argv, out);
+  if (out >= 0) ::close(out);
+  if (!pid) return R::fail(pid.error());
+  // Bounded: a registry that accepts and never answers must not hold the replica forever.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(25);
+  int status = 0;
+  for (;;) {
+    pid_t r = ::waitpid(pid.value(), &status, WNOHANG);
+    if (r == pid.value() || r < 0) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid.value(), SIGKILL);
+      ::waitpid(pid.value(), &status, 0);
+      return R::fail("the pull of " + ref + " did not finish within 25 minutes");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return R::ok(true);
+  auto log = readFile(logPath);
+  std::string why = lastLine(log ? log.value() : "");
+  if (why.rfind("ctr: ", 0) == 0) why = why.substr(5);
+  return R::fail(why.empty() ? "ctr exited " + std::to_string(WEXITSTATUS(status)) : why);
+}
+
+std::string ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std::string dir) {
+  auto ref = normalizeImageRef(spec.image);
+  if (!ref) return "ImagePullFailed: " + ref.error();
+  auto image = client_->image(options_.ns, ref.value());
+  if (!image) return "agent: " + image.error();
+  if (!image.value()) {
+    auto pulled = pull(ref.value(), dir);
+    if (!pulled) return "ImagePullFailed: " + ref.value() + ": " + pulled.error();
+    image = client_->image(options_.ns, ref.value());
+    if (!image) return "agent: " + image.error();
+    if (!image.value()) return "ImagePullFailed: " + ref.value() + " is not in containerd's store after the pull";
+  }
+  const auto& config = *image.value();
+  std::string runtime = spec.vm ? options_.vmRuntime : options_.runtime;
+  if (runtime.empty()) return "agent: this node has no VM runtime for a type: vm job";
+  auto made = containerProcess(spec, {config.env, config.entrypoint, config.cmd, config.workingDir, config.user});
+  if (!made) return "agent: " + made.error();
+  OciProcess process = std::move(made).value();
+  OciOptions oci;
+  if (cgroups_) oci.cgroupsPath = "/" + cgroups_->parent() + "/" + key.name();
+  auto devices = gpuDevices(spec.gpus, options_.devRoot);
+  if (!devices) return "agent: " + devices.error();
+  oci.devices = devices.value();
+  if (!spec.gpus.empty()) {
+    // Only the assigned GPUs' device nodes exist in the container, so CUDA numbers them
+    // 0..n-1 there; NVIDIA_VISIBLE_DEVICES keeps naming them for an NVIDIA runtime hook.
+    std::string visible;
+    size_t n = static_cast<size_t>(std::count(spec.gpus.begin(), spec.gpus.end(), ',')) + 1;
+    for (size_t i = 0; i < n; ++i) visible += (i ? "," : "") + std::to_string(i);
+    for (auto& e : process.env)
+      if (e.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0) e = "CUDA_VISIBLE_DEVICES=" + visible;
+  }
+  // The host's network: its names and resolver too (what `ctr run --net-host` does).
+  for (const char* f : {"/etc/hosts", "/etc/resolv.conf"})
+    if (fs::exists(f)) oci.extraMounts.push_back({f, f, true});
+  std::string specJson = ociSpecJson(spec, process, oci);
+  if (auto w = writeFileAtomic(dir + "/" + kExecBaseFile, encodeExecBase(process)); !w) return "agent: " + w.error();
+  if (auto w = writeFileAtomic(dir + "/config.json", specJson); !w) return "agent: " + w.error();
+  std::string id = containerId(key);
+  Client::ContainerSpec c;
+  c.id = id;
+  c.image = ref.value();
+  c.runtime = runtime;
+  c.snapshotter = options_.snapshotter;
+  c.snapshotKey = id;
+  c.ociSpecJson = specJson;
+  c.labels = {{"yard.node", options_.node}, {"yard.replica", key.name()}, {"yard.job", spec.job}, {"yard.task", spec.task}};
+  // The container first: it references the snapshot, which keeps containerd's garbage
+  // collector off it once prepared.
+  if (auto created = client_->createContainer(options_.ns, c); !created) return "agent: " + created.error();
+  auto mounts = client_->prepareSnapshot(options_.ns, options_.snapshotter, id, config.chainId);
+  if (!mounts) return "agent: " + mounts.error();
+  std::string log = "file://" + dir + "/output.log";
+  if (auto t = client_->createTask(options_.ns, id, mounts.value(), {log, log}); !t) return "agent: " + t.error();
+  if (auto s = client_->start(options_.ns, id); !s) return "agent: " + s.error();
+  if (auto w = writeFileAtomic(dir + "/" + kContainerFile, id); !w) return "agent: " + w.error();
+  return "";
+}
+
+Result<bool> ContainerdDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) {
+  using R = Result<bool>;
+  if (cgroups_) {
+    CgroupLimits limits;
+    limits.cpuMillis = spec.cpuMillis;
+    limits.memoryBytes = spec.memoryBytes;
+    limits.pids = 4096;
+    auto made = cgroups_->create(key.name(), limits);
+    if (!made) return R::fail("cgroup: " + made.error());
+  }
+  starting_[key] = std::async(std::launch::async, [this, key, spec, dir] {
+    std::string why = startWorker(key, spec, dir);
+    if (onStarted) onStarted();
+    return why;
+  });
+  return R::ok(true);
+}
+
+DriverStatus ContainerdDriver::statusOf(const ReplicaKey& key, const std::string& dir) {
+  auto p = client_->process(options_.ns, containerId(key));
+  auto last = lastSeen_.find(key);
+  if (!p) {
+    // containerd is restarting or overloaded; its shims still hold the containers.
+    DriverStatus s;
+    s.phase = last != lastSeen_.end() ? last->second : DriverStatus::Phase::Running;
+    return s;
+  }
+  if (!p.value()) return lost("agent: containerd has no task for it any more");
+  const auto& proc = *p.value();
+  DriverStatus s;
+  switch (proc.status) {
+    case Status::Created: s.phase = DriverStatus::Phase::Starting; break;
+    case Status::Running:
+    case Status::Paused: s.phase = DriverStatus::Phase::Running; break;
+    case Status::Stopped: {
+      s.phase = DriverStatus::Phase::Exited;
+      s.exitCode = static_cast<int>(proc.exitStatus);
+      if (s.exitCode > 128 && s.exitCode < 128 + 65) s.signal = s.exitCode - 128;
+      if (cgroups_) {
+        auto u = cgroups_->usage(key.name());
+        if (u && u.value().oomKills > 0 && s.exitCode != 0) s.oomKilled = true;
+      }
+      break;
+    }
+    case Status::Unknown:
+      s.phase = last != lastSeen_.end() ? last->second : DriverStatus::Phase::Running;
+      break;
+  }
+  (void)dir;
+  lastSeen_[key] = s.phase;
+  return s;
+}
+
+DriverStatus ContainerdDriver::inspect(const ReplicaKey& key, const std::string& dir) {
+  auto it = starting_.find(key);
+  if (it != starting_.end()) {
+    if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return DriverStatus{};
+    std::string why = it->second.get();
+    starting_.erase(it);
+    if (!why.empty()) return exited(127, why);
+  }
+  return statusOf(key, dir);
+}
+
+void ContainerdDriver::signal(const ReplicaKey& key, const std::string&, int sig) {
+  if (starting_.count(key)) return;  // not running yet; destroy() ends it once its start is done
+  // Every process of the container, as the host driver signals the replica's process group
+  // (a shell as PID 1 of a pid namespace ignores SIGTERM; its children do not).
+  client_->kill(options_.ns, containerId(key), sig, true);
+}
+
+Result<std::unique_ptr<ExecHandle>> ContainerdDriver::exec(const ReplicaKey& key, const std::string& dir,
+                                                           const std::vector<std::string>& argv, int outFd, int errFd) {
+  using R = Result<std::unique_ptr<ExecHandle>>;
+  if (starting_.count(key)) return R::fail("the container is still starting");
+  auto text = readFile(dir + "/" + kExecBaseFile);
+  if (!text) return R::fail("the container's process is not known: " + text.error());
+  auto base = decodeExecBase(text.value());
+  if (!base) return R::fail(base.error());
+  std::string id = containerId(key);
+  std::string execId = "exec" + std::to_string(++execSeq_) + "-" + std::to_string(::getpid());
+  Client::Stdio io;
+  std::vector<pid_t> pumps;
+  std::vector<std::string> fifos;
+  auto undo = [&](const std::string& why) {
+    for (pid_t p : pumps) {
+      ::kill(p, SIGKILL);
+      ::waitpid(p, nullptr, 0);
+    }
+    for (const auto& f : fifos) ::unlink(f.c_str());
+    return R::fail(why);
+  };
+  if (outFd < 0) {
+    io.out = io.err = "file://" + dir + "/output.log";
+  } else {
+    for (int fd : {outFd, errFd}) {
+      if (fd < 0 || (fd == errFd && errFd == outFd)) continue;
+      std::string fifo = dir + "/" + execId + (fd == outFd ? ".out" : ".err");
+      if (::mkfifo(fifo.c_str(), 0600) != 0) return undo("mkfifo " + fifo + ": " + std::strerror(errno));
+      fifos.push_back(fifo);
+      auto pid = spawnProcess({"/bin/cat", fifo}, fd);
+      if (!pid) return undo(pid.error());
+      pumps.push_back(pid.value());
+    }
+    io.out = fifos.front();
+    io.err = fifos.back();
+  }
+  if (auto e = client_->exec(options_.ns, id, execId, ociProcessJson(base.value(), argv), io); !e) return undo(e.error());
+  if (auto s = client_->start(options_.ns, id, execId); !s) {
+    client_->deleteProcess(options_.ns, id, execId);
+    return undo(s.error());
+  }
+  return R::ok(std::make_unique<ContainerExec>(client_.get(), options_.ns, id, execId, std::move(pumps), std::move(fifos)));
+}
+
+Result<ReplicaUsage> ContainerdDriver::stats(const ReplicaKey& key) {
+  // The replica's own cgroup, as for host replicas: runc joined the container to it.
+  if (!cgroups_) return Result<ReplicaUsage>::fail("no cgroups");
+  auto u = cgroups_->usage(key.name());
+  if (!u) return Result<ReplicaUsage>::fail(u.error());
+  return Result<ReplicaUsage>::ok(ReplicaUsage{u.value().cpuNanos, u.value().memoryBytes});
+}
+
+bool ContainerdDriver::release(const ReplicaKey& key) {
+  std::string id = containerId(key);
+  auto p = client_->process(options_.ns, id);
+  if (!p) return false;  // containerd does not answer: later
+  if (p.value() && p.value()->status != Status::Stopped && p.value()->status != Status::Created) {
+    client_->kill(options_.ns, id, SIGKILL, true);
+    for (int i = 0; i < 10; ++i) {  // at most ~100 ms on the io thread; sweep() retries
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      p = client_->process(options_.ns, id);
+      if (!p || !p.value() || p.value()->status == Status::Stopped) break;
+    }
+    if (!p || (p.value() && p.value()->status != Status::Stopped)) return false;
+  }
+  if (!client_->deleteTask(options_.ns, id)) return false;
+  if (!client_->deleteContainer(options_.ns, id)) return false;
+  if (!client_->removeSnapshot(options_.ns, options_.snapshotter, id)) return false;
+  if (cgroups_ && !cgroups_->destroy(key.name(), std::chrono::milliseconds(100))) return false;
+  return true;
+}
+
+void ContainerdDriver::destroy(const ReplicaKey& key, const std::string&) {
+  lastSeen_.erase(key);
+  if (starting_.count(key)) {
+    destroyAfterStart_.insert(key);
+    return;
+  }
+  if (!release(key)) leftover_.insert(key);
+}
+
+void ContainerdDriver::sweep() {
+  for (auto it = destroyAfterStart_.begin(); it != destroyAfterStart_.end();) {
+    auto s = starting_.find(*it);
+    if (s != starting_.end()) {
+      if (s->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        ++it;
+        continue;
+      }
+      s->second.get();
+      starting_.erase(s);
+    }
+    if (!release(*it)) leftover_.insert(*it);
+    it = destroyAfterStart_.erase(it);
+  }
+  for (auto it = leftover_.begin(); it != leftover_.end();) it = release(*it) ? leftover_.erase(it) : std::next(it);
+}
+
+DriverStatus ContainerdDriver::recover(const ReplicaKey& key, const ReplicaSpec&, const std::string& dir) {
+  // The runc shim kept the container (running or with its exit status) while the agent was
+  // away; only a start the agent did not see finish is not trusted.
+  if (!fs::exists(dir + "/" + kContainerFile)) return lost("agent: restarted while starting it; it never ran");
+  auto p = client_->process(options_.ns, containerId(key));
+  if (p && !p.value()) return lost("agent: containerd has no task for it any more");
+  return statusOf(key, dir);
+}
+
+void ContainerdDriver::removeLeftovers(const std::set<std::string>& held,
+                                       const std::function<void(const std::string&)>& log) {
+  auto ids = client_->containers(options_.ns, "labels.\"yard.node\"==\"" + options_.node + "\"");
+  if (!ids) {
+    if (log) log("containerd: " + ids.error());
+    return;
+  }
+  std::string prefix = containerId(ReplicaKey{});
+  prefix = prefix.substr(0, prefix.size() - 3);  // without "0-0"
+  for (const auto& id : ids.value()) {
+    if (id.rfind(prefix, 0) != 0) continue;
+    std::string name = id.substr(prefix.size());
+    if (held.count(name)) continue;
+    ReplicaKey key;
+    try {
+      size_t dash = name.find('-');
+      key.id = std::stoll(name.substr(0, dash));
+      key.attempt = std::stoi(name.substr(dash + 1));
+    } catch (...) {
+      continue;
+    }
+    if (log) log("removing leftover container " + id);
+    if (!release(key)) leftover_.insert(key);
+  }
+}
+
+}  // namespace yard::agent

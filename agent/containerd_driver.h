@@ -1,0 +1,107 @@
+#pragma once
+// The containerd driver: replicas with a real image run as containers in containerd's `yard`
+// namespace, driven over its gRPC API (docs/containerd.md). The runc shim holds each
+// container, so a container outlives an agent restart and the agent re-attaches to it by id;
+// stdout and stderr go by the shim straight into the replica's output.log.
+//
+// Slow steps (pulling, runc create) run on a worker thread per starting replica; every other
+// call is one short gRPC round trip made from the agent's io thread.
+
+#include <atomic>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/cgroup/cgroup.h"
+#include "agent/driver.h"
+#include "agent/oci_spec.h"
+
+namespace yard::containerd {
+class Client;
+}
+
+namespace yard::agent {
+
+struct RegistryAuth {
+  std::string username, password;
+};
+
+struct ContainerdOptions {
+  std::string socket;                                // containerd's gRPC socket
+  std::string ns = "yard";                           // containerd namespace
+  std::string snapshotter = "overlayfs";
+  std::string runtime = "io.containerd.runc.v2";
+  std::string vmRuntime;                             // runtime for `type: vm` jobs; "" = none
+  std::vector<std::string> insecureRegistries;       // HOST[:PORT] pulled over plain HTTP
+  std::map<std::string, RegistryAuth> registryAuth;  // HOST[:PORT] -> credentials
+  std::string node;                                  // this agent's node name (ids, labels)
+  std::string stateDir;                              // the agent's data dir (registry host files)
+  std::string ctr = "/usr/bin/ctr";                  // pulls go through containerd's own client
+  std::string devRoot = "/dev";                      // where GPU device nodes are
+};
+
+// "busybox" -> "docker.io/library/busybox:latest"; "127.0.0.1:5000/a/b" -> "...:latest";
+// a digest or tag is kept. Fails on what is not an image reference, naming the rule.
+Result<std::string> normalizeImageRef(const std::string& ref);
+// The registry host of a normalized reference ("127.0.0.1:5000", "docker.io").
+std::string registryHost(const std::string& normalizedRef);
+
+class ContainerdDriver : public Driver {
+ public:
+  // Connects to containerd and makes sure the namespace exists.
+  static Result<std::unique_ptr<ContainerdDriver>> open(ContainerdOptions options, Cgroups* cgroups);
+  ~ContainerdDriver() override;
+
+  std::string name() const override { return "containerd"; }
+  std::string version() const { return version_; }
+  Result<bool> start(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) override;
+  DriverStatus inspect(const ReplicaKey& key, const std::string& dir) override;
+  void signal(const ReplicaKey& key, const std::string& dir, int sig) override;
+  Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& key, const std::string& dir,
+                                           const std::vector<std::string>& argv, int outFd, int errFd) override;
+  Result<ReplicaUsage> stats(const ReplicaKey& key) override;
+  void destroy(const ReplicaKey& key, const std::string& dir) override;
+  void sweep() override;
+  DriverStatus recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) override;
+  // Pulls of large images take long: starting may take this long before the runner gives up.
+  int64_t startTimeoutMs() const override { return 30 * 60 * 1000; }
+
+  // Removes this node's containers (and their snapshots and cgroups) that no replica held
+  // by the agent names (`held`: ReplicaKey::name() of each): leftovers of a crash.
+  void removeLeftovers(const std::set<std::string>& held, const std::function<void(const std::string&)>& log);
+  // Called from a start worker when a start has finished (the agent ticks the runner then).
+  std::function<void()> onStarted;
+
+  // containerd's id of a replica's container (also its snapshot's key).
+  std::string containerId(const ReplicaKey& key) const;
+
+ private:
+  ContainerdDriver(ContainerdOptions options, Cgroups* cgroups, std::unique_ptr<containerd::Client> client);
+  // The start worker: pull when missing, the image's config, the spec, the container, its
+  // snapshot, its task. "" when it runs, else why not ("ImagePullFailed: ..." and the like).
+  std::string startWorker(ReplicaKey key, ReplicaSpec spec, std::string dir);
+  Result<bool> pull(const std::string& ref, const std::string& dir);
+  std::string hostsDir();
+  DriverStatus statusOf(const ReplicaKey& key, const std::string& dir);
+  // Tries to release everything of `key`; false when the task is not stopped yet.
+  bool release(const ReplicaKey& key);
+
+  ContainerdOptions options_;
+  Cgroups* cgroups_;
+  std::unique_ptr<containerd::Client> client_;
+  std::string version_;
+  std::map<ReplicaKey, std::future<std::string>> starting_;
+  std::set<ReplicaKey> destroyAfterStart_;  // destroy() came while the worker was busy
+  std::set<ReplicaKey> leftover_;           // tasks that had not stopped yet at destroy()
+  std::map<ReplicaKey, DriverStatus::Phase> lastSeen_;  // kept while containerd does not answer
+  std::mutex pullMu_;
+  std::map<std::string, std::shared_ptr<std::mutex>> pullLocks_;  // one pull per image at a time
+  std::atomic<uint64_t> execSeq_{0};
+};
+
+}  // namespace yard::agent

@@ -1,0 +1,212 @@
+#include "agent/oci_spec.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "common/util/json.h"
+
+namespace yard::agent {
+namespace {
+
+// containerd's and Docker's default capability set.
+const char* const kDefaultCaps[] = {"CAP_CHOWN",          "CAP_DAC_OVERRIDE", "CAP_FSETID",   "CAP_FOWNER",
+                                    "CAP_MKNOD",          "CAP_NET_RAW",      "CAP_SETGID",   "CAP_SETUID",
+                                    "CAP_SETFCAP",        "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE",
+                                    "CAP_SYS_CHROOT",     "CAP_KILL",         "CAP_AUDIT_WRITE"};
+
+// runc's default spec: kernel interfaces a container must not read or write.
+const char* const kMaskedPaths[] = {"/proc/acpi",      "/proc/asound",      "/proc/kcore",   "/proc/keys",
+                                    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+                                    "/proc/sched_debug", "/proc/scsi",       "/sys/firmware"};
+const char* const kReadonlyPaths[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
+
+constexpr const char* kDefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+Result<uint32_t> parseId(const std::string& s, const std::string& what, const std::string& user) {
+  if (s.empty() || s.size() > 10 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return Result<uint32_t>::fail("image user \"" + user + "\": the " + what +
+                                  " must be numeric (user names are not looked up in the image)");
+  uint64_t v = std::stoull(s);
+  if (v > 0xffffffffu) return Result<uint32_t>::fail("image user \"" + user + "\": " + what + " out of range");
+  return Result<uint32_t>::ok(static_cast<uint32_t>(v));
+}
+
+void writeProcess(JsonWriter& w, const OciProcess& p) {
+  w.beginObject();
+  w.field("terminal", false);
+  w.key("user").beginObject().field("uid", static_cast<uint64_t>(p.uid)).field("gid", static_cast<uint64_t>(p.gid)).endObject();
+  w.key("args").beginArray();
+  for (const auto& a : p.argv) w.value(a);
+  w.endArray();
+  w.key("env").beginArray();
+  for (const auto& e : p.env) w.value(e);
+  w.endArray();
+  w.field("cwd", p.cwd);
+  w.key("capabilities").beginObject();
+  for (const char* set : {"bounding", "effective", "permitted"}) {
+    w.key(set).beginArray();
+    for (const char* c : kDefaultCaps) w.value(c);
+    w.endArray();
+  }
+  w.endObject();
+  // No rlimits: the process inherits containerd's (as under Docker), which a systemd unit
+  // sets (LimitNOFILE); raising them here fails once capabilities are dropped.
+  w.field("noNewPrivileges", true);
+  w.endObject();
+}
+
+void writeMount(JsonWriter& w, const std::string& dest, const std::string& type, const std::string& source,
+                const std::vector<std::string>& options) {
+  w.beginObject().field("destination", dest).field("type", type).field("source", source);
+  w.key("options").beginArray();
+  for (const auto& o : options) w.value(o);
+  w.endArray();
+  w.endObject();
+}
+
+}  // namespace
+
+Result<OciProcess> containerProcess(const ReplicaSpec& spec, const ImageDefaults& image) {
+  using R = Result<OciProcess>;
+  OciProcess p;
+  if (!spec.argv.empty()) {
+    p.argv = spec.argv;
+  } else {
+    p.argv = image.entrypoint;
+    p.argv.insert(p.argv.end(), image.cmd.begin(), image.cmd.end());
+  }
+  if (p.argv.empty()) return R::fail("command: the task gives none and image " + spec.image + " has no entrypoint or cmd");
+  // The image's variables, then the replica's overriding by name, in a stable order.
+  std::vector<std::string> order;
+  std::map<std::string, std::string> values;
+  auto set = [&](const std::string& name, const std::string& value) {
+    if (!values.count(name)) order.push_back(name);
+    values[name] = value;
+  };
+  for (const auto& e : image.env) {
+    size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    set(e.substr(0, eq), e.substr(eq + 1));
+  }
+  for (const auto& [k, v] : spec.env) set(k, v);
+  if (!values.count("PATH")) p.env.push_back(kDefaultPath);
+  for (const auto& name : order) p.env.push_back(name + "=" + values[name]);
+  p.cwd = !spec.workingDir.empty() ? spec.workingDir : !image.workingDir.empty() ? image.workingDir : "/";
+  if (p.cwd.front() != '/') return R::fail("workingDir: \"" + p.cwd + "\" must be an absolute path");
+  if (!image.user.empty()) {
+    size_t colon = image.user.find(':');
+    auto uid = parseId(image.user.substr(0, colon), "uid", image.user);
+    if (!uid) return R::fail(uid.error());
+    p.uid = uid.value();
+    if (colon != std::string::npos) {
+      auto gid = parseId(image.user.substr(colon + 1), "gid", image.user);
+      if (!gid) return R::fail(gid.error());
+      p.gid = gid.value();
+    }
+  }
+  return R::ok(std::move(p));
+}
+
+std::string ociSpecJson(const ReplicaSpec& spec, const OciProcess& process, const OciOptions& options) {
+  JsonWriter w(0);
+  w.beginObject();
+  w.field("ociVersion", "1.0.2-dev");
+  w.key("process");
+  writeProcess(w, process);
+  w.key("root").beginObject().field("path", "rootfs").field("readonly", false).endObject();
+  // /dev/shm: PyTorch's data loaders and NCCL pass tensors through it; Docker's 64 MiB is a
+  // known trap. It is tmpfs, so what is used counts against the replica's memory limit.
+  int64_t shm = std::max<int64_t>(64ll << 20, spec.memoryBytes / 2);
+  w.key("mounts").beginArray();
+  writeMount(w, "/proc", "proc", "proc", {"nosuid", "noexec", "nodev"});
+  writeMount(w, "/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"});
+  writeMount(w, "/dev/pts", "devpts", "devpts", {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"});
+  writeMount(w, "/dev/shm", "tmpfs", "shm", {"nosuid", "noexec", "nodev", "mode=1777", "size=" + std::to_string(shm)});
+  writeMount(w, "/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"});
+  writeMount(w, "/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"});
+  writeMount(w, "/run", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"});
+  for (const auto& m : options.extraMounts)
+    writeMount(w, m.path, "bind", m.hostPath, {"rbind", "rprivate", m.readOnly ? "ro" : "rw"});
+  for (const auto& m : spec.mounts)
+    writeMount(w, m.path, "bind", m.hostPath, {"rbind", "rprivate", "nosuid", "nodev", m.readOnly ? "ro" : "rw"});
+  w.endArray();
+  w.key("linux").beginObject();
+  // No network namespace: replicas use the host's network (ports come from the scheduler).
+  w.key("namespaces").beginArray();
+  for (const char* ns : {"pid", "ipc", "uts", "mount"}) w.beginObject().field("type", ns).endObject();
+  w.endArray();
+  w.key("devices").beginArray();
+  for (const auto& d : options.devices)
+    w.beginObject()
+        .field("path", d.path)
+        .field("type", std::string(1, d.type))
+        .field("major", d.major)
+        .field("minor", d.minor)
+        .field("fileMode", static_cast<int64_t>(0666))
+        .field("uid", static_cast<int64_t>(0))
+        .field("gid", static_cast<int64_t>(0))
+        .endObject();
+  w.endArray();
+  w.key("resources").beginObject();
+  // Limits are already on the group (the agent wrote them, as for host replicas); only the
+  // device list is the spec's: nothing but runc's defaults and the assigned GPUs.
+  w.key("devices").beginArray();
+  w.beginObject().field("allow", false).field("access", "rwm").endObject();
+  for (const auto& d : options.devices)
+    w.beginObject()
+        .field("allow", true)
+        .field("type", std::string(1, d.type))
+        .field("major", d.major)
+        .field("minor", d.minor)
+        .field("access", "rwm")
+        .endObject();
+  w.endArray();
+  w.endObject();
+  if (!options.cgroupsPath.empty()) w.field("cgroupsPath", options.cgroupsPath);
+  w.key("maskedPaths").beginArray();
+  for (const char* p : kMaskedPaths) w.value(p);
+  w.endArray();
+  w.key("readonlyPaths").beginArray();
+  for (const char* p : kReadonlyPaths) w.value(p);
+  w.endArray();
+  w.endObject();
+  w.endObject();
+  return w.str();
+}
+
+std::string ociProcessJson(const OciProcess& base, const std::vector<std::string>& argv) {
+  OciProcess p = base;
+  p.argv = argv;
+  JsonWriter w(0);
+  writeProcess(w, p);
+  return w.str();
+}
+
+Result<std::vector<DeviceNode>> gpuDevices(const std::string& gpus, const std::string& devRoot) {
+  using R = Result<std::vector<DeviceNode>>;
+  std::vector<DeviceNode> out;
+  if (gpus.empty()) return R::ok(out);
+  auto node = [&](const std::string& name, bool required) -> std::string {
+    std::string path = devRoot + "/" + name;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode))
+      return required ? "GPU device " + path + " is missing or not a character device" : "";
+    out.push_back({"/dev/" + name, 'c', static_cast<int64_t>(major(st.st_rdev)), static_cast<int64_t>(minor(st.st_rdev))});
+    return "";
+  };
+  std::stringstream list(gpus);
+  std::string index;
+  while (std::getline(list, index, ',')) {
+    if (index.empty() || !std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return R::fail("gpus: \"" + gpus + "\" must be a comma list of GPU indexes");
+    if (auto why = node("nvidia" + index, true); !why.empty()) return R::fail(why);
+  }
+  for (const char* ctl : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"}) node(ctl, false);
+  return R::ok(std::move(out));
+}
+
+}  // namespace yard::agent
