@@ -28,6 +28,28 @@ using Status = Client::Process::Status;
 constexpr const char* kContainerFile = "container";   // written once the task has started
 constexpr const char* kExecBaseFile = "exec-base";    // the main process's uid, gid, cwd, env
 constexpr const char* kPullLog = "pull.log";          // ctr's output of the pull
+// How it ended ("<exit code> <signal> <oom 0|1>\n<reason>"), kept because the container
+// itself is deleted as soon as it has ended: a restarted agent still reports it right.
+constexpr const char* kExitFile = "exit";
+
+void saveExit(const std::string& dir, const DriverStatus& s) {
+  writeFileAtomic(dir + "/" + kExitFile, std::to_string(s.exitCode) + " " + std::to_string(s.signal) + " " +
+                                              (s.oomKilled ? "1" : "0") + "\n" + s.reason);
+}
+
+std::optional<DriverStatus> loadExit(const std::string& dir) {
+  auto text = readFile(dir + "/" + kExitFile);
+  if (!text) return std::nullopt;
+  DriverStatus s;
+  s.phase = DriverStatus::Phase::Exited;
+  int oom = 0;
+  std::stringstream in(text.value());
+  in >> s.exitCode >> s.signal >> oom;
+  s.oomKilled = oom != 0;
+  size_t nl = text.value().find('\n');
+  if (nl != std::string::npos) s.reason = text.value().substr(nl + 1);
+  return s;
+}
 
 std::string lastLine(const std::string& text) {
   std::string line, last;
@@ -403,13 +425,13 @@ DriverStatus ContainerdDriver::statusOf(const ReplicaKey& key, const std::string
         auto u = cgroups_->usage(key.name());
         if (u && u.value().oomKills > 0 && s.exitCode != 0) s.oomKilled = true;
       }
+      saveExit(dir, s);
       break;
     }
     case Status::Unknown:
       s.phase = last != lastSeen_.end() ? last->second : DriverStatus::Phase::Running;
       break;
   }
-  (void)dir;
   lastSeen_[key] = s.phase;
   return s;
 }
@@ -420,7 +442,11 @@ DriverStatus ContainerdDriver::inspect(const ReplicaKey& key, const std::string&
     if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return DriverStatus{};
     std::string why = it->second.get();
     starting_.erase(it);
-    if (!why.empty()) return exited(127, why);
+    if (!why.empty()) {
+      DriverStatus s = exited(127, why);
+      saveExit(dir, s);
+      return s;
+    }
   }
   return statusOf(key, dir);
 }
@@ -533,6 +559,7 @@ void ContainerdDriver::sweep() {
 DriverStatus ContainerdDriver::recover(const ReplicaKey& key, const ReplicaSpec&, const std::string& dir) {
   // The runc shim kept the container (running or with its exit status) while the agent was
   // away; only a start the agent did not see finish is not trusted.
+  if (auto ended = loadExit(dir)) return *ended;
   if (!fs::exists(dir + "/" + kContainerFile)) return lost("agent: restarted while starting it; it never ran");
   auto p = client_->process(options_.ns, containerId(key));
   if (p && !p.value()) return lost("agent: containerd has no task for it any more");

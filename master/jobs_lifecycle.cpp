@@ -64,8 +64,17 @@ void JobRegistry::reportReplicas(const std::string& node, const std::vector<Repl
         r.reason = rep.state == "Killed" && rep.reason.empty() ? "agent: killed" : rep.reason;
         if (rep.state == "Running" || rep.state == "Starting") r.startedAt = r.startedAt ? r.startedAt : now;
         if (isFinalReplicaState(rep.state)) r.finishedAt = now;
-        std::string why = rep.state == "Exited" ? "exit code " + std::to_string(rep.exitCode) : rep.reason;
-        events->push_back({0, job->rec.id, job->tasks[ti].rec.name, replicaName(r), r.attempt, now, rep.state, why});
+        // An exit with a reason never ran (a setup failure); an image that could not be
+        // pulled is its own event, as Kubernetes shows it.
+        std::string event = rep.state, why = rep.reason;
+        if (rep.state == "Exited") {
+          why = "exit code " + std::to_string(rep.exitCode) + (rep.reason.empty() ? "" : ": " + rep.reason);
+          if (rep.reason.rfind("ImagePullFailed: ", 0) == 0) {
+            event = "ImagePullFailed";
+            why = rep.reason.substr(17);
+          }
+        }
+        events->push_back({0, job->rec.id, job->tasks[ti].rec.name, replicaName(r), r.attempt, now, event, why});
         touched = true;
       }
       if (touched) evaluateTask(*job, ti, now, *events);

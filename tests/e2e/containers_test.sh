@@ -53,4 +53,184 @@ for i in 0 1; do
 done
 echo "$out" | grep -qx "after/run/0 | after cwd=/tmp host-os=no" || fail "logs of after: $out"
 
+say "postStart and preStop run in the container (Tasks.Exec) and write to its log"
+cat >"$tmp/hooks.yaml" <<YAML
+name: c-hooks
+tasks:
+  - name: hooks
+    kind: container-job
+    container:
+      image: $image
+      resources: { cpu: 250m, memory: 32Mi }
+      command: [sh, -c, 'while [ ! -f /tmp/go ]; do sleep 0.1; done; echo main saw \$(cat /tmp/go)']
+      postStart: { exec: [sh, -c, 'echo started > /tmp/go; echo poststart in \$(cat /etc/yard-image)'] }
+YAML
+submit "$tmp/hooks.yaml"
+wait_job c-hooks Succeeded 30
+out=$("$bin/yardctl" logs c-hooks 2>&1)
+echo "$out" | grep -qx "hooks/run/0 | poststart in yard-test-image" || fail "postStart's output: $out"
+echo "$out" | grep -qx "hooks/run/0 | main saw started" || fail "main after postStart: $out"
+
+say "the memory limit gives OOMKilled"
+cat >"$tmp/oom.yaml" <<YAML
+name: c-oom
+tasks:
+  - name: hogs
+    kind: container-job
+    container:
+      image: $image
+      resources: { cpu: 250m, memory: 16Mi }
+      command: [dd, if=/dev/zero, of=/dev/null, bs=64M, count=1]
+YAML
+submit "$tmp/oom.yaml"
+wait_job c-oom Failed 30
+state=$(jshow c-oom 'j["tasks"][0]["replicas"][0]["state"]')
+[ "$state" = OOMKilled ] || fail "hog ended $state, want OOMKilled"
+
+say "a dataset is visible and read-only"
+mkdir -p "$tmp/dataset"
+echo "sample-labels" >"$tmp/dataset/labels.txt"
+"$bin/yardctl" dataset create sample --path "$tmp/dataset" >/dev/null || fail "dataset create"
+cat >"$tmp/ds.yaml" <<YAML
+name: c-ds
+tasks:
+  - name: read
+    kind: container-job
+    container:
+      image: $image
+      resources: { cpu: 250m, memory: 32Mi }
+      command: [sh, -c, 'cat /data/labels.txt; if touch /data/x 2>/dev/null; then echo WRITABLE; else echo read-only; fi']
+      mounts: [ { dataset: sample, path: /data, readOnly: true } ]
+YAML
+submit "$tmp/ds.yaml"
+wait_job c-ds Succeeded 30
+out=$("$bin/yardctl" logs c-ds 2>&1)
+echo "$out" | grep -qx "read/run/0 | sample-labels" || fail "dataset not visible: $out"
+echo "$out" | grep -qx "read/run/0 | read-only" || fail "dataset not read-only: $out"
+[ -e "$tmp/dataset/x" ] && fail "the container wrote into the read-only dataset"
+
+say "a master and a worker in containers rendezvous over MASTER_ADDR:MASTER_PORT across the agents"
+cat >"$tmp/rdv.yaml" <<YAML
+name: c-rdv
+tasks:
+  - name: rendezvous
+    kind: pytorch
+    roles:
+      master:
+        replicas: 1
+        container: &c
+          image: $image
+          resources: { cpu: 1500m, memory: 32Mi }
+          command:
+            - sh
+            - -c
+            - |
+              if [ "\$RANK" = 0 ]; then
+                echo "rank 0 of \$WORLD_SIZE" | nc -l -p \$MASTER_PORT > /tmp/peer && echo "master heard: \$(cat /tmp/peer)"
+              else
+                for i in \$(seq 100); do echo "rank \$RANK of \$WORLD_SIZE" | nc \$MASTER_ADDR \$MASTER_PORT > /tmp/peer && [ -s /tmp/peer ] && break; sleep 0.1; done
+                echo "worker heard: \$(cat /tmp/peer)"
+              fi
+      worker: { replicas: 1, container: *c }
+YAML
+submit "$tmp/rdv.yaml"
+wait_job c-rdv Succeeded 60
+out=$("$bin/yardctl" logs c-rdv 2>&1)
+echo "$out" | grep -qx "rendezvous/master/0 | master heard: rank 1 of 2" || fail "master's side: $out"
+echo "$out" | grep -qx "rendezvous/worker/0 | worker heard: rank 0 of 2" || fail "worker's side: $out"
+nodes=$(jshow c-rdv '" ".join(sorted(r["node"] for t in j["tasks"] for r in t["replicas"]))')
+[ "$nodes" = "node-1 node-2" ] || fail "rendezvous replicas on $nodes, want one per node"
+
+say "the exec channel reaches container replicas (yard-rsh from an OpenMPI launcher)"
+cat >"$tmp/mpi.yaml" <<YAML
+name: c-mpi
+tasks:
+  - name: mpirun
+    kind: openmpi
+    roles:
+      launcher:
+        replicas: 1
+        container:
+          image: host
+          resources: { cpu: 250m, memory: 64Mi }
+          command: [sh, -c, 'for h in \$(cut -d" " -f1 \$YARD_HOSTFILE); do \$OMPI_MCA_plm_rsh_agent \$h "echo in \\\$(cat /etc/yard-image) at \\\$YARD_NODE_ADDR; exit 3"; echo rc=\$?; done']
+      worker:
+        replicas: 2
+        container:
+          image: $image
+          resources: { cpu: 1500m, memory: 32Mi }
+          command: [sleep, "60"]
+YAML
+submit "$tmp/mpi.yaml"
+wait_job c-mpi Succeeded 60
+out=$("$bin/yardctl" logs c-mpi --task mpirun --role launcher --index 0 2>&1)
+[ "$(echo "$out" | grep -c '^in yard-test-image at 127\.0\.0\.[23]$')" = 2 ] || fail "exec into the workers: $out"
+[ "$(echo "$out" | grep -c '^rc=3$')" = 2 ] || fail "exec exit codes: $out"
+
+say "kill -9 of an agent: the container keeps running and the restarted agent re-attaches"
+mkdir -p "$tmp/flag"
+"$bin/yardctl" dataset create flag --path "$tmp/flag" >/dev/null || fail "dataset create flag"
+cat >"$tmp/long.yaml" <<YAML
+name: c-long
+tasks:
+  - name: wait
+    kind: container-job
+    container:
+      image: $image
+      resources: { cpu: 250m, memory: 32Mi }
+      command: [sh, -c, 'echo waiting; while [ ! -f /flag/go ]; do sleep 0.1; done; echo done waiting']
+      mounts: [ { dataset: flag, path: /flag, readOnly: true } ]
+YAML
+submit "$tmp/long.yaml"
+wait_job c-long Running 30
+for _ in $(seq 50); do [ "$(jshow c-long 'j["tasks"][0]["replicas"][0]["state"]')" = Running ] && break; sleep 0.1; done
+node=$(jshow c-long 'j["tasks"][0]["replicas"][0]["node"]')
+n=${node#node-}
+pid_before=$(ctr_ tasks ls | awk -v n="$node-" 'NR>1 && $3=="RUNNING" && index($1, n)==1 {print $2}')
+[ -n "$pid_before" ] || fail "no running task for c-long: $(ctr_ tasks ls)"
+kill -9 "${agent_pid[$n]}"
+sleep 0.5
+kill -0 "$pid_before" 2>/dev/null || fail "the container died with its agent"
+start_agent "$n" --cpu 2 --memory 2Gi --containerd-socket "$containerd_sock" --insecure-registry "$registry"
+for _ in $(seq 50); do grep -q "re-adopted wait/run/0 attempt 0: Running" "$tmp/agent$n.err" && break; sleep 0.1; done
+grep -q "re-adopted wait/run/0 attempt 0: Running" "$tmp/agent$n.err" || fail "agent $n did not re-attach: $(tail -5 "$tmp/agent$n.err")"
+
+say "a containerd restart does not fail the running replica"
+kill "$containerd_pid"; wait "$containerd_pid" 2>/dev/null
+sleep 1
+start_containerd || fail "containerd restart"
+kill -0 "$pid_before" 2>/dev/null || fail "the container died with containerd"
+touch "$tmp/flag/go"
+wait_job c-long Succeeded 30
+[ "$(jshow c-long 'j["tasks"][0]["replicas"][0]["attempt"]')" = 0 ] || fail "c-long ran again"
+"$bin/yardctl" logs c-long 2>&1 | grep -qx "wait/run/0 | done waiting" || fail "c-long's log: $("$bin/yardctl" logs c-long 2>&1)"
+
+say "a missing image fails the task with ImagePullFailed"
+cat >"$tmp/missing.yaml" <<YAML
+name: c-missing
+tasks:
+  - name: pull
+    kind: container-job
+    container:
+      image: $registry/yard/no-such-image:1
+      resources: { cpu: 250m, memory: 32Mi }
+      command: [true]
+YAML
+submit "$tmp/missing.yaml"
+wait_job c-missing Failed 60
+"$bin/yardctl" job events c-missing | grep -qE "ImagePullFailed +$registry/yard/no-such-image:1: .*not found" \
+  || fail "no ImagePullFailed event: $("$bin/yardctl" job events c-missing)"
+
+say "nothing is left in containerd or the cgroups once the jobs are deleted"
+for j in c-dag c-hooks c-oom c-ds c-rdv c-mpi c-long c-missing; do "$bin/yardctl" job delete "$j" >/dev/null || fail "delete $j"; done
+for _ in $(seq 100); do
+  [ -z "$(ctr_ containers ls -q)" ] && [ -z "$(find "$tmp"/agent*/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break
+  sleep 0.1
+done
+[ -z "$(ctr_ containers ls -q)" ] || fail "containers left: $(ctr_ containers ls)"
+[ -z "$(ctr_ tasks ls -q)" ] || fail "tasks left: $(ctr_ tasks ls)"
+active=$(ctr_ snapshots ls | awk 'NR>1 && $3=="Active"')
+[ -z "$active" ] || fail "snapshots left: $active"
+no_leftovers
+
 finish containers_test
