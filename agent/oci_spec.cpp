@@ -198,13 +198,15 @@ Result<std::vector<DeviceNode>> gpuDevices(const std::string& gpus, const std::s
     out.push_back({"/dev/" + name, 'c', static_cast<int64_t>(major(st.st_rdev)), static_cast<int64_t>(minor(st.st_rdev))});
     return "";
   };
+  std::vector<std::string> indexes;
   std::stringstream list(gpus);
-  std::string index;
-  while (std::getline(list, index, ',')) {
+  for (std::string index; std::getline(list, index, ',');) {
     if (index.empty() || !std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }))
       return R::fail("gpus: \"" + gpus + "\" must be a comma list of GPU indexes");
-    if (auto why = node("nvidia" + index, true); !why.empty()) return R::fail(why);
+    indexes.push_back(index);
   }
+  for (const auto& index : indexes)
+    if (auto why = node("nvidia" + index, true); !why.empty()) return R::fail(why);
   for (const char* ctl : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"}) node(ctl, false);
   return R::ok(std::move(out));
 }

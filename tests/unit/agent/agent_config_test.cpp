@@ -34,6 +34,43 @@ zone = "r1"
   CHECK(checkAgentConfig(c.value()).empty());
 }
 
+TEST_CASE("agent config: the containerd driver's keys") {
+  auto c = parseAgentConfig(R"(
+token = "t"
+containerd_socket = "/run/containerd/containerd.sock"
+insecure_registries = ["127.0.0.1:5000", "registry.lab"]
+vm_runtime = "io.containerd.kata.v2"
+[registries."registry.lab"]
+username = "yard"
+password = "s3cret"
+)", "agent.toml");
+  INFO((c ? "" : c.error()));
+  REQUIRE(c.isOk());
+  CHECK(containerdSocketOf(c.value()) == "/run/containerd/containerd.sock");
+  CHECK(c.value().insecureRegistries == std::vector<std::string>{"127.0.0.1:5000", "registry.lab"});
+  CHECK(c.value().vmRuntime == "io.containerd.kata.v2");
+  CHECK(c.value().registryAuth.at("registry.lab").first == "yard");
+  CHECK(c.value().registryAuth.at("registry.lab").second == "s3cret");
+  c = parseAgentConfig("token = \"t\"\nname = \"n\"\ndrivers = [\"host\", \"containerd\"]", "a.toml");
+  REQUIRE(c.isOk());
+  CHECK(containerdSocketOf(c.value()) == kDefaultContainerdSocket);  // listed without a socket: the default
+  CHECK(containerdSocketOf(AgentConfig{}).empty());                   // off by default
+
+  CHECK(parseAgentConfig("insecure_registries = [\"http://x\"]", "a.toml").error() ==
+        "a.toml: insecure_registries: \"http://x\" must be HOST[:PORT] (a host name or IPv4 address, port 1-65535)");
+  CHECK(parseAgentConfig("insecure_registries = [\"h:99999\"]", "a.toml").error() ==
+        "a.toml: insecure_registries: \"h:99999\" must be HOST[:PORT] (a host name or IPv4 address, port 1-65535)");
+  CHECK(parseAgentConfig("[registries.\"r\"]\nusername = \"u\"", "a.toml").error() ==
+        "a.toml: registries.\"r\".password: must be a string");
+  CHECK(parseAgentConfig("[registries.\"r\"]\nuser = \"u\"", "a.toml").error() ==
+        "a.toml: registries.\"r\": unknown key \"user\"");
+  AgentConfig vm;
+  vm.token = "t";
+  vm.name = "n";
+  vm.vmRuntime = "io.containerd.kata.v2";
+  CHECK(checkAgentConfig(vm) == "vm_runtime: \"io.containerd.kata.v2\" needs the containerd driver (set containerd_socket)");
+}
+
 TEST_CASE("agent config: configs/agent.toml as shipped") {
   auto c = loadAgentConfig(std::string(YARD_SOURCE_DIR) + "/configs/agent.toml");
   INFO((c ? "" : c.error()));

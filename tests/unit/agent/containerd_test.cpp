@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "agent/containerd/client.h"
+#include "agent/containerd_driver.h"
 
 using namespace yard;
 
@@ -103,4 +104,30 @@ TEST_CASE("client: a socket nobody serves is a clear error") {
   auto c = containerd::Client::connect("/tmp/yard-no-such-containerd.sock", std::chrono::milliseconds(300));
   REQUIRE_FALSE(c.isOk());
   CHECK(c.error() == "containerd at /tmp/yard-no-such-containerd.sock did not answer within 300 ms");
+}
+
+TEST_CASE("image references are normalized as containerd's clients do") {
+  using agent::normalizeImageRef;
+  CHECK(normalizeImageRef("busybox").value() == "docker.io/library/busybox:latest");
+  CHECK(normalizeImageRef("pytorch/pytorch:2.1").value() == "docker.io/pytorch/pytorch:2.1");
+  CHECK(normalizeImageRef("127.0.0.1:5000/yard/busybox").value() == "127.0.0.1:5000/yard/busybox:latest");
+  CHECK(normalizeImageRef("localhost/a:b").value() == "localhost/a:b");
+  std::string digest = "@sha256:" + std::string(64, 'a');
+  CHECK(normalizeImageRef("reg.lab/ml/torch" + digest).value() == "reg.lab/ml/torch" + digest);
+  CHECK(normalizeImageRef("reg.lab/ml/torch:1" + digest).value() == "reg.lab/ml/torch:1" + digest);
+  CHECK(agent::registryHost("127.0.0.1:5000/yard/busybox:latest") == "127.0.0.1:5000");
+  CHECK(normalizeImageRef("").error() == "image \"\": must not be empty");
+  CHECK(normalizeImageRef("Reg.lab/ML/torch").error() == "image \"Reg.lab/ML/torch\": the repository must be lowercase");
+  CHECK(normalizeImageRef("a b").error() == "image \"a b\": may hold only letters, digits and . _ - / : @");
+  CHECK(normalizeImageRef("reg.lab//x").error() == "image \"reg.lab//x\": must be [REGISTRY/]PATH[:TAG][@DIGEST]");
+  CHECK(normalizeImageRef("x@sha256:12").error() == "image \"x@sha256:12\": a digest must be @sha256:<64 hex digits>");
+}
+
+TEST_CASE("chain ids follow the OCI image spec") {
+  std::string a = "sha256:" + std::string(64, 'a'), b = "sha256:" + std::string(64, 'b'),
+              c = "sha256:" + std::string(64, 'c');
+  CHECK(containerd::chainId({}) == "");
+  CHECK(containerd::chainId({a}) == a);
+  CHECK(containerd::chainId({a, b}) == "sha256:ccd722928bd92476ba1745586fed6e45a102504185ad88cd89e01ff116fd146c");
+  CHECK(containerd::chainId({a, b, c}) == "sha256:c1377126441fb2f5ec2c21ae2a60255331d639e830f0ee1b40a36e52d4c40588");
 }
