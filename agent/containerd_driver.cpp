@@ -455,7 +455,14 @@ void ContainerdDriver::signal(const ReplicaKey& key, const std::string&, int sig
   if (starting_.count(key)) return;  // not running yet; destroy() ends it once its start is done
   // Every process of the container, as the host driver signals the replica's process group
   // (a shell as PID 1 of a pid namespace ignores SIGTERM; its children do not).
-  client_->kill(options_.ns, containerId(key), sig, true);
+  auto sent = client_->kill(options_.ns, containerId(key), sig, true);
+  if (sent) {
+    pendingSignal_.erase(key);
+    return;
+  }
+  // containerd is restarting: the signal goes again at the next sweep.
+  if (log && !pendingSignal_.count(key)) log("signal " + std::to_string(sig) + " to " + containerId(key) + ": " + sent.error());
+  pendingSignal_[key] = sig;
 }
 
 Result<std::unique_ptr<ExecHandle>> ContainerdDriver::exec(const ReplicaKey& key, const std::string& dir,
@@ -523,15 +530,20 @@ bool ContainerdDriver::release(const ReplicaKey& key) {
     }
     if (!p || (p.value() && p.value()->status != Status::Stopped)) return false;
   }
-  if (!client_->deleteTask(options_.ns, id)) return false;
-  if (!client_->deleteContainer(options_.ns, id)) return false;
-  if (!client_->removeSnapshot(options_.ns, options_.snapshotter, id)) return false;
+  auto step = [&](const Result<bool>& r) {
+    if (!r && log && !leftover_.count(key)) log(r.error() + " (retrying)");
+    return r.isOk();
+  };
+  if (!step(client_->deleteTask(options_.ns, id))) return false;
+  if (!step(client_->deleteContainer(options_.ns, id))) return false;
+  if (!step(client_->removeSnapshot(options_.ns, options_.snapshotter, id))) return false;
   if (cgroups_ && !cgroups_->destroy(key.name(), std::chrono::milliseconds(100))) return false;
   return true;
 }
 
 void ContainerdDriver::destroy(const ReplicaKey& key, const std::string&) {
   lastSeen_.erase(key);
+  pendingSignal_.erase(key);
   if (starting_.count(key)) {
     destroyAfterStart_.insert(key);
     return;
@@ -540,6 +552,10 @@ void ContainerdDriver::destroy(const ReplicaKey& key, const std::string&) {
 }
 
 void ContainerdDriver::sweep() {
+  for (auto it = pendingSignal_.begin(); it != pendingSignal_.end();) {
+    auto sent = client_->kill(options_.ns, containerId(it->first), it->second, true);
+    it = sent ? pendingSignal_.erase(it) : std::next(it);
+  }
   for (auto it = destroyAfterStart_.begin(); it != destroyAfterStart_.end();) {
     auto s = starting_.find(*it);
     if (s != starting_.end()) {

@@ -76,6 +76,8 @@ class ContainerdDriver : public Driver {
   void removeLeftovers(const std::set<std::string>& held, const std::function<void(const std::string&)>& log);
   // Called from a start worker when a start has finished (the agent ticks the runner then).
   std::function<void()> onStarted;
+  // Where the driver says what went wrong with containerd (io thread only).
+  std::function<void(const std::string&)> log;
 
   // containerd's id of a replica's container (also its snapshot's key).
   std::string containerId(const ReplicaKey& key) const;
@@ -98,6 +100,7 @@ class ContainerdDriver : public Driver {
   std::map<ReplicaKey, std::future<std::string>> starting_;
   std::set<ReplicaKey> destroyAfterStart_;  // destroy() came while the worker was busy
   std::set<ReplicaKey> leftover_;           // tasks that had not stopped yet at destroy()
+  std::map<ReplicaKey, int> pendingSignal_;  // signals containerd did not take; sent again by sweep()
   std::map<ReplicaKey, DriverStatus::Phase> lastSeen_;  // kept while containerd does not answer
   std::mutex pullMu_;
   std::map<std::string, std::shared_ptr<std::mutex>> pullLocks_;  // one pull per image at a time

@@ -187,6 +187,7 @@ int main(int argc, char** argv) {
   std::set<std::string> heldSet(held.begin(), held.end());
 #ifdef YARD_WITH_CONTAINERD
   if (auto* cd = dynamic_cast<agent::ContainerdDriver*>(containers.get())) {
+    cd->log = [](const std::string& line) { logLine("containerd: " + line); };
     cd->removeLeftovers(heldSet, logLine);
     // A start finishing on its worker is news for the runner now, not at the next tick.
     cd->onStarted = [&io, &runner] { asio::post(io, [&runner] { runner.tick(); }); };

@@ -25,7 +25,7 @@ cleanup() {
   sleep 0.2
   remove_cgroups
   if [ "$fails" -gt 0 ]; then
-    for f in "$tmp"/*.err; do echo "=== $f"; tail -40 "$f"; done
+    for f in "$tmp"/*.err; do echo "=== $f"; tail -${E2E_LOG_LINES:-40} "$f"; done
   fi
   rm -rf "$tmp"
 }

@@ -54,8 +54,18 @@ start_containerd() {
   return 1
 }
 
-# stop_containerd: stops it and unmounts what it left under the temp dir.
+# stop_containerd: stops it, and every container and shim it started (a failed test can leave
+# them running; runc's state is shared by every containerd of the host, so a leftover would
+# collide with the next test's ids), and unmounts what it left under the temp dir.
 stop_containerd() {
+  local shim id ns
+  for shim in $(pgrep -f "containerd-shim-runc-v2 .*-address $containerd_sock\$"); do
+    id=$(tr '\0' ' ' <"/proc/$shim/cmdline" | sed -n 's/.* -id \([^ ]*\) .*/\1/p')
+    ns=$(tr '\0' ' ' <"/proc/$shim/cmdline" | sed -n 's/.* -namespace \([^ ]*\) .*/\1/p')
+    [ -n "$id" ] && runc --root "/run/containerd/runc/$ns" kill --all "$id" KILL 2>/dev/null
+    [ -n "$id" ] && runc --root "/run/containerd/runc/$ns" delete --force "$id" 2>/dev/null
+    kill -9 "$shim" 2>/dev/null
+  done
   [ -n "${containerd_pid:-}" ] && kill "$containerd_pid" 2>/dev/null && wait "$containerd_pid" 2>/dev/null
   grep -o "$tmp/containerd-[^ ]*" /proc/mounts 2>/dev/null | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
 }
