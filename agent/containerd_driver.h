@@ -90,6 +90,9 @@ class ContainerdDriver : public Driver {
   Result<bool> pull(const std::string& ref, const std::string& dir);
   std::string hostsDir();
   DriverStatus statusOf(const ReplicaKey& key, const std::string& dir);
+  static CgroupLimits limitsOf(const ReplicaSpec& spec, bool withCpu);
+  // Adds the CPU quota to a started replica's group (see start()).
+  void applyCpuQuota(const ReplicaKey& key);
   // Tries to release everything of `key`; false when the task is not stopped yet.
   bool release(const ReplicaKey& key);
 
@@ -100,7 +103,8 @@ class ContainerdDriver : public Driver {
   std::map<ReplicaKey, std::future<std::string>> starting_;
   std::set<ReplicaKey> destroyAfterStart_;  // destroy() came while the worker was busy
   std::set<ReplicaKey> leftover_;           // tasks that had not stopped yet at destroy()
-  std::map<ReplicaKey, int> pendingSignal_;  // signals containerd did not take; sent again by sweep()
+  std::map<ReplicaKey, int> pendingSignal_;
+  std::map<ReplicaKey, CgroupLimits> limits_;  // the full limits of replicas still starting  // signals containerd did not take; sent again by sweep()
   std::map<ReplicaKey, DriverStatus::Phase> lastSeen_;  // kept while containerd does not answer
   std::mutex pullMu_;
   std::map<std::string, std::shared_ptr<std::mutex>> pullLocks_;  // one pull per image at a time

@@ -190,6 +190,11 @@ n=${node#node-}
 cid=$(ctr_ containers ls -q 'labels."yard.job"==c-long')
 pid_before=$(ctr_ tasks ls | awk -v id="$cid" '$1==id && $3=="RUNNING" {print $2}')
 [ -n "$pid_before" ] || fail "no running task for c-long: $(ctr_ tasks ls)"
+# runc placed it in the replica's group under the agent's parent, with the task's limits.
+group=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $3}' "/proc/$pid_before/cgroup")
+case "$group" in "/yard/$tag-$n/"*) ;; *) fail "the container's cpu group is $group, not under /yard/$tag-$n" ;; esac
+[ "$(cat "/sys/fs/cgroup/cpu$group/cpu.cfs_quota_us" 2>/dev/null)" = 25000 ] || fail "cpu quota: $(cat "/sys/fs/cgroup/cpu$group/cpu.cfs_quota_us" 2>&1)"
+[ "$(cat "/sys/fs/cgroup/memory$group/memory.limit_in_bytes" 2>/dev/null)" = 33554432 ] || fail "memory limit: $(cat "/sys/fs/cgroup/memory$group/memory.limit_in_bytes" 2>&1)"
 kill -9 "${agent_pid[$n]}"
 sleep 0.5
 kill -0 "$pid_before" 2>/dev/null || fail "the container died with its agent"
