@@ -270,8 +270,49 @@ submit "$tmp/example.yaml"
 wait_job image-stats Succeeded 60
 "$bin/yardctl" logs image-stats 2>&1 | grep -qE "^stats/run/0 \| [0-9.]+K\s+/data$" || fail "image-stats' log: $("$bin/yardctl" logs image-stats 2>&1)"
 
+say "registry credentials from the agent's config: refused without, pulled with"
+start_auth_registry yard s3cret || fail "auth registry"
+skopeo copy --quiet --dest-tls-verify=false --dest-creds yard:s3cret "oci:$tmp/oci:bb" "docker://$auth_registry/yard/private:1" \
+  || fail "push to the auth registry"
+printf 'insecure_registries = ["%s"]\n' "$auth_registry" >"$tmp/agent-nocreds.toml"
+printf 'insecure_registries = ["%s"]\n[registries."%s"]\nusername = "yard"\npassword = "s3cret"\n' \
+  "$auth_registry" "$auth_registry" >"$tmp/agent-creds.toml"
+restart_agents() {  # restart_agents CONFIG
+  for n in 1 2; do
+    kill "${agent_pid[$n]}"; wait "${agent_pid[$n]}" 2>/dev/null
+    start_agent "$n" --config "$1" --cpu 2 --memory 8Gi --containerd-socket "$containerd_sock" --insecure-registry "$registry"
+  done
+  wait_nodes 2
+}
+private_job() {  # private_job NAME
+  cat >"$tmp/$1.yaml" <<YAML
+name: $1
+tasks:
+  - name: private
+    kind: container-job
+    container:
+      image: $auth_registry/yard/private:1
+      resources: { cpu: 250m, memory: 32Mi }
+      command: [sh, -c, 'echo private image \$(cat /etc/yard-image)']
+YAML
+  submit "$tmp/$1.yaml"
+}
+restart_agents "$tmp/agent-nocreds.toml"
+private_job c-private-no
+wait_job c-private-no Failed 60
+"$bin/yardctl" job events c-private-no | grep -qE "ImagePullFailed +$auth_registry/yard/private:1: .*401 Unauthorized" \
+  || fail "no 401 without credentials: $("$bin/yardctl" job events c-private-no)"
+restart_agents "$tmp/agent-creds.toml"
+private_job c-private
+wait_job c-private Succeeded 60
+"$bin/yardctl" logs c-private 2>&1 | grep -qx "private/run/0 | private image yard-test-image" || fail "c-private's log: $("$bin/yardctl" logs c-private 2>&1)"
+ps -eo args | grep -v grep | grep -q "s3cret" && fail "the password shows on a command line"
+for n in 1 2; do
+  [ "$(stat -c %a "$tmp/agent$n/registries")" = 700 ] || fail "agent $n's registry credentials are readable by others"
+done
+
 say "nothing is left in containerd or the cgroups once the jobs are deleted"
-for j in c-dag c-hooks c-oom c-ds c-rdv c-mpi c-long c-missing c-vm-kata c-vm image-stats; do "$bin/yardctl" job delete "$j" >/dev/null || fail "delete $j"; done
+for j in c-dag c-hooks c-oom c-ds c-rdv c-mpi c-long c-missing c-vm-kata c-vm image-stats c-private-no c-private; do "$bin/yardctl" job delete "$j" >/dev/null || fail "delete $j"; done
 for _ in $(seq 100); do
   [ -z "$(ctr_ containers ls -q)" ] && [ -z "$(find "$tmp"/agent*/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break
   sleep 0.1

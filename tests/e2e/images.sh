@@ -36,6 +36,31 @@ start_registry() {
   return 1
 }
 
+# start_auth_registry USER PASSWORD: a second registry that wants HTTP basic auth (htpasswd,
+# bcrypt); sets $auth_registry (HOST:PORT).
+start_auth_registry() {
+  local port hash
+  port=$(free_port)
+  hash=$(python3 -W ignore -c 'import crypt, sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))' "$2")
+  mkdir -p "$tmp/auth-registry"
+  echo "$1:$hash" >"$tmp/auth-registry.htpasswd"
+  printf 'version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\nauth:\n  htpasswd:\n    realm: yard\n    path: %s\n' \
+    "$tmp/auth-registry" "$port" "$tmp/auth-registry.htpasswd" >"$tmp/auth-registry.yml"
+  docker-registry serve "$tmp/auth-registry.yml" >"$tmp/auth-registry.log" 2>&1 &
+  pids+=("$!")
+  auth_registry=127.0.0.1:$port
+  for _ in $(seq 50); do
+    [ "$(python3 -c "
+import urllib.request, urllib.error
+try: urllib.request.urlopen('http://$auth_registry/v2/', timeout=1); print(200)
+except urllib.error.HTTPError as e: print(e.code)
+except Exception: print(0)")" = 401 ] && return 0
+    sleep 0.1
+  done
+  echo "auth registry did not start: $(cat "$tmp/auth-registry.log")"
+  return 1
+}
+
 # push_image DIR TAG NAME: pushes the OCI image to $registry/NAME over plain HTTP.
 push_image() {
   skopeo copy --quiet --dest-tls-verify=false "oci:$1:$2" "docker://$registry/$3" >/dev/null
