@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every example in configs/examples runs to Succeeded on `yard-master --dev` (the embedded
-# dev cluster: one agent, host tasks). container-image.yaml needs containerd and is left to
-# the containerd tests.
+# dev cluster: one agent, host tasks). container-image.yaml needs containerd and a registry:
+# tests/e2e/containers_test.sh runs it.
 bin=$1
 src=$2
 tmp=$(mktemp -d)
