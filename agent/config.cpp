@@ -187,7 +187,7 @@ std::string checkAgentConfig(const AgentConfig& c) {
   if (c.cpuMillis < 0) return "cpu: must be greater than 0";
   if (c.memoryBytes < 0) return "memory: must be greater than 0";
   for (const auto& h : c.insecureRegistries)
-    if (auto bad = checkRegistryHost(h); !bad.empty()) return "insecure_registry: " + bad;
+    if (auto bad = checkRegistryHost(h); !bad.empty()) return "insecure_registries: " + bad;
   if (!c.vmRuntime.empty() && containerdSocketOf(c).empty())
     return "vm_runtime: " + quoted(c.vmRuntime) + " needs the containerd driver (set containerd_socket)";
   return "";

@@ -190,7 +190,11 @@ Result<std::string> normalizeImageRef(const std::string& ref) {
   if (ref.empty()) return bad("must not be empty");
   if (ref.size() > 255) return bad("must be at most 255 characters");
   for (char c : ref)
-    if (!refChar(c)) return bad("may hold only letters, digits and . _ - / : @");
+    if (!refChar(c))
+      return bad(std::string("may hold only letters, digits and . _ - / : @, not ") +
+                 (std::isprint(static_cast<unsigned char>(c)) ? "'" + std::string(1, c) + "'" : "a control character"));
+  if (ref.front() == '-' || ref.front() == '.' || ref.front() == ':' || ref.front() == '@')
+    return bad("must start with a letter or digit");
   std::string name = ref, digest;
   if (size_t at = ref.find('@'); at != std::string::npos) {
     name = ref.substr(0, at);
@@ -225,7 +229,12 @@ ContainerdDriver::ContainerdDriver(ContainerdOptions options, Cgroups* cgroups, 
     : options_(std::move(options)), cgroups_(cgroups), client_(std::move(client)) {}
 
 ContainerdDriver::~ContainerdDriver() {
-  for (auto& [key, f] : starting_) f.wait();  // workers use this object
+  stopStarts();
+}
+
+void ContainerdDriver::stopStarts() {
+  for (auto& [key, st] : starting_) *st.cancel = true;
+  for (auto& [key, st] : starting_) st.done.wait();  // workers use this object
 }
 
 Result<std::unique_ptr<ContainerdDriver>> ContainerdDriver::open(ContainerdOptions options, Cgroups* cgroups) {
@@ -238,12 +247,18 @@ Result<std::unique_ptr<ContainerdDriver>> ContainerdDriver::open(ContainerdOptio
   if (!made) return R::fail(made.error());
   std::unique_ptr<ContainerdDriver> d(new ContainerdDriver(std::move(options), cgroups, std::move(client).value()));
   d->version_ = version.value();
+  // open() runs on the thread that becomes the agent's io thread: its calls (state polls,
+  // signals, removals, exec) give up after 2 s; start workers keep the 10 s default.
+  containerd::Client::setCallTimeoutOfThisThread(std::chrono::seconds(2));
+  if (::access(d->options_.ctr.c_str(), X_OK) != 0)
+    return R::fail(d->options_.ctr + " (containerd's ctr, which pulls images) is not installed");
+  // Credentials go to ctr through a hosts directory only root can read, never on its command
+  // line (which every user of the host can see). Rewritten at every start, so credentials
+  // removed from the config do not stay on disk.
+  std::error_code ec;
+  fs::remove_all(d->hostsDir(), ec);
   if (!d->options_.registryAuth.empty()) {
-    // Credentials go to ctr through a hosts directory only root can read, never on its
-    // command line (which every user of the host can see).
     std::string dir = d->hostsDir();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
     fs::create_directories(dir, ec);
     fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, ec);
     for (const auto& [host, auth] : d->options_.registryAuth) {
@@ -276,7 +291,8 @@ std::string ContainerdDriver::containerId(const ReplicaKey& key) const {
   return (node.empty() ? "node" : node) + "-" + key.name();
 }
 
-Result<bool> ContainerdDriver::pull(const std::string& ref, const std::string& dir) {
+Result<bool> ContainerdDriver::pull(const std::string& ref, const std::string& dir, const std::atomic<bool>& cancel,
+                                    bool force) {
   using R = Result<bool>;
   std::shared_ptr<std::mutex> lock;
   {
@@ -286,8 +302,10 @@ Result<bool> ContainerdDriver::pull(const std::string& ref, const std::string& d
     lock = l;
   }
   std::lock_guard<std::mutex> one(*lock);  // a second replica of the image waits, then finds it
-  auto have = client_->image(options_.ns, ref);
-  if (have && have.value()) return R::ok(true);
+  if (!force) {
+    auto have = client_->image(options_.ns, ref);
+    if (have && have.value()) return R::ok(true);
+  }
   std::string host = registryHost(ref);
   std::vector<std::string> argv = {options_.ctr, "--address", options_.socket, "--namespace", options_.ns,
                                    "images", "pull", "--snapshotter", options_.snapshotter};
@@ -310,10 +328,11 @@ Result<bool> ContainerdDriver::pull(const std::string& ref, const std::string& d
   for (;;) {
     pid_t r = ::waitpid(pid.value(), &status, WNOHANG);
     if (r == pid.value() || r < 0) break;
-    if (std::chrono::steady_clock::now() > deadline) {
+    bool late = std::chrono::steady_clock::now() > deadline;
+    if (late || cancel) {
       ::kill(pid.value(), SIGKILL);
       ::waitpid(pid.value(), &status, 0);
-      return R::fail("the pull of " + ref + " did not finish within 25 minutes");
+      return R::fail(late ? "the pull of " + ref + " did not finish within 25 minutes" : "stopped while pulling");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -321,21 +340,44 @@ Result<bool> ContainerdDriver::pull(const std::string& ref, const std::string& d
   auto log = readFile(logPath);
   std::string why = lastLine(log ? log.value() : "");
   if (why.rfind("ctr: ", 0) == 0) why = why.substr(5);
-  return R::fail(why.empty() ? "ctr exited " + std::to_string(WEXITSTATUS(status)) : why);
+  if (why.empty())
+    why = WIFSIGNALED(status) ? options_.ctr + " was killed by signal " + std::to_string(WTERMSIG(status))
+                              : options_.ctr + " exited " + std::to_string(WEXITSTATUS(status));
+  return R::fail(why);
 }
 
-std::string ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std::string dir) {
+namespace {
+
+// Runs a containerd call again while containerd does not answer (it restarts in seconds),
+// for up to a minute or until the start is cancelled.
+template <typename F>
+auto patiently(F call, const std::atomic<bool>& cancel) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  for (;;) {
+    auto r = call();
+    if (r || !containerd::unreachable(r.error()) || cancel || std::chrono::steady_clock::now() > deadline) return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+}  // namespace
+
+std::string ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std::string dir,
+                                          const std::atomic<bool>& cancel) {
+  constexpr const char* kCancelled = "agent: stopped while starting";
   auto ref = normalizeImageRef(spec.image);
   if (!ref) return "ImagePullFailed: " + ref.error();
-  auto image = client_->image(options_.ns, ref.value());
+  auto image = patiently([&] { return client_->image(options_.ns, ref.value()); }, cancel);
   if (!image) return "agent: " + image.error();
   if (!image.value()) {
-    auto pulled = pull(ref.value(), dir);
+    auto pulled = pull(ref.value(), dir, cancel, false);
+    if (cancel) return kCancelled;
     if (!pulled) return "ImagePullFailed: " + ref.value() + ": " + pulled.error();
     image = client_->image(options_.ns, ref.value());
     if (!image) return "agent: " + image.error();
     if (!image.value()) return "ImagePullFailed: " + ref.value() + " is not in containerd's store after the pull";
   }
+  if (cancel) return kCancelled;
   const auto& config = *image.value();
   std::string runtime = spec.vm ? options_.vmRuntime : options_.runtime;
   if (runtime.empty()) return "agent: this node has no VM runtime for a type: vm job";
@@ -344,7 +386,10 @@ std::string ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std:
   OciProcess process = std::move(made).value();
   OciOptions oci;
   if (cgroups_) oci.cgroupsPath = "/" + cgroups_->parent() + "/" + key.name();
-  auto devices = gpuDevices(spec.gpus, options_.devRoot);
+  std::string uuids;
+  for (const auto& [name, value] : spec.env)
+    if (name == "NVIDIA_VISIBLE_DEVICES") uuids = value;
+  auto devices = gpuDevices(gpuDeviceMinors(spec.gpus, uuids, options_.procRoot), options_.devRoot);
   if (!devices) return "agent: " + devices.error();
   oci.devices = devices.value();
   if (!spec.gpus.empty()) {
@@ -373,12 +418,26 @@ std::string ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std:
   c.labels = {{"yard.node", options_.node}, {"yard.replica", key.name()}, {"yard.job", spec.job}, {"yard.task", spec.task}};
   // The container first: it references the snapshot, which keeps containerd's garbage
   // collector off it once prepared.
-  if (auto created = client_->createContainer(options_.ns, c); !created) return "agent: " + created.error();
-  auto mounts = client_->prepareSnapshot(options_.ns, options_.snapshotter, id, config.chainId);
+  auto created = patiently([&] { return client_->createContainer(options_.ns, c); }, cancel);
+  if (!created) return "agent: " + created.error();
+  auto prepare = [&] { return client_->prepareSnapshot(options_.ns, options_.snapshotter, id, config.chainId); };
+  auto mounts = patiently(prepare, cancel);
+  if (!mounts && mounts.error().find("(gRPC code 5)") != std::string::npos) {
+    // The image is registered but its root is not unpacked (a pull was interrupted while
+    // unpacking): pull again, which unpacks what is missing.
+    auto pulled = pull(ref.value(), dir, cancel, true);
+    if (cancel) return kCancelled;
+    if (!pulled) return "ImagePullFailed: " + ref.value() + ": " + pulled.error();
+    mounts = patiently(prepare, cancel);
+  }
   if (!mounts) return "agent: " + mounts.error();
+  if (cancel) return kCancelled;
   std::string log = "file://" + dir + "/output.log";
-  if (auto t = client_->createTask(options_.ns, id, mounts.value(), {log, log}); !t) return "agent: " + t.error();
-  if (auto s = client_->start(options_.ns, id); !s) return "agent: " + s.error();
+  auto task = patiently([&] { return client_->createTask(options_.ns, id, mounts.value(), {log, log}); }, cancel);
+  if (!task) return "agent: " + task.error();
+  if (cancel) return kCancelled;
+  auto started = patiently([&] { return client_->start(options_.ns, id); }, cancel);
+  if (!started) return "agent: " + started.error();
   if (auto w = writeFileAtomic(dir + "/" + kContainerFile, id); !w) return "agent: " + w.error();
   return "";
 }
@@ -393,10 +452,15 @@ Result<bool> ContainerdDriver::start(const ReplicaKey& key, const ReplicaSpec& s
     if (!made) return R::fail("cgroup: " + made.error());
   }
   limits_[key] = limitsOf(spec, true);
-  starting_[key] = std::async(std::launch::async, [this, key, spec, dir] {
-    std::string why = startWorker(key, spec, dir);
-    if (onStarted) onStarted();
-    return why;
+  Start& st = starting_[key];
+  st.cancel = std::make_shared<std::atomic<bool>>(false);
+  auto result = std::make_shared<std::promise<std::string>>();
+  st.result = result->get_future();
+  st.done = std::async(std::launch::async, [this, key, spec, dir, cancel = st.cancel, result] {
+    // runc create and start (a VM runtime boots a VM) may take long on a busy host.
+    containerd::Client::setCallTimeoutOfThisThread(std::chrono::seconds(60));
+    result->set_value(startWorker(key, spec, dir, *cancel));
+    if (onStarted) onStarted();  // after the result is there, so the tick it causes sees it
   });
   return R::ok(true);
 }
@@ -419,9 +483,31 @@ void ContainerdDriver::applyCpuQuota(const ReplicaKey& key) {
   if (!made && log) log("cgroup " + key.name() + ": the CPU quota was not applied: " + made.error());
 }
 
+bool ContainerdDriver::reachable() const { return std::chrono::steady_clock::now() >= quietUntil_; }
+
+template <typename T>
+const Result<T>& ContainerdDriver::noted(const Result<T>& r) {
+  if (r || !containerd::unreachable(r.error())) {
+    backoff_ = std::chrono::milliseconds(0);
+    return r;
+  }
+  // containerd does not answer: leave it alone for a while (0.5 s doubling to 15 s) instead
+  // of waiting on it for every replica at every tick.
+  backoff_ = std::min<std::chrono::milliseconds>(backoff_.count() ? backoff_ * 2 : std::chrono::milliseconds(500),
+                                                 std::chrono::seconds(15));
+  quietUntil_ = std::chrono::steady_clock::now() + backoff_;
+  if (log) log(r.error() + "; trying again in " + std::to_string(backoff_.count()) + " ms");
+  return r;
+}
+
 DriverStatus ContainerdDriver::statusOf(const ReplicaKey& key, const std::string& dir) {
-  auto p = client_->process(options_.ns, containerId(key));
   auto last = lastSeen_.find(key);
+  if (!reachable()) {
+    DriverStatus s;
+    s.phase = last != lastSeen_.end() ? last->second : DriverStatus::Phase::Running;
+    return s;
+  }
+  auto p = noted(client_->process(options_.ns, containerId(key)));
   if (!p) {
     // containerd is restarting or overloaded; its shims still hold the containers.
     DriverStatus s;
@@ -457,9 +543,9 @@ DriverStatus ContainerdDriver::statusOf(const ReplicaKey& key, const std::string
 DriverStatus ContainerdDriver::inspect(const ReplicaKey& key, const std::string& dir) {
   auto it = starting_.find(key);
   if (it != starting_.end()) {
-    if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return DriverStatus{};
-    std::string why = it->second.get();
-    starting_.erase(it);
+    if (it->second.result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return DriverStatus{};
+    std::string why = it->second.result.get();
+    starting_.erase(it);  // waits the moment the worker needs to return
     if (!why.empty()) {
       DriverStatus s = exited(127, why);
       saveExit(dir, s);
@@ -474,7 +560,11 @@ void ContainerdDriver::signal(const ReplicaKey& key, const std::string&, int sig
   if (starting_.count(key)) return;  // not running yet; destroy() ends it once its start is done
   // Every process of the container, as the host driver signals the replica's process group
   // (a shell as PID 1 of a pid namespace ignores SIGTERM; its children do not).
-  auto sent = client_->kill(options_.ns, containerId(key), sig, true);
+  if (!reachable()) {
+    pendingSignal_[key] = sig;
+    return;
+  }
+  auto sent = noted(client_->kill(options_.ns, containerId(key), sig, true));
   if (sent) {
     pendingSignal_.erase(key);
     return;
@@ -538,7 +628,8 @@ Result<ReplicaUsage> ContainerdDriver::stats(const ReplicaKey& key) {
 
 bool ContainerdDriver::release(const ReplicaKey& key) {
   std::string id = containerId(key);
-  auto p = client_->process(options_.ns, id);
+  if (!reachable()) return false;
+  auto p = noted(client_->process(options_.ns, id));
   if (!p) return false;  // containerd does not answer: later
   if (p.value() && p.value()->status != Status::Stopped && p.value()->status != Status::Created) {
     client_->kill(options_.ns, id, SIGKILL, true);
@@ -564,7 +655,8 @@ void ContainerdDriver::destroy(const ReplicaKey& key, const std::string&) {
   lastSeen_.erase(key);
   pendingSignal_.erase(key);
   limits_.erase(key);
-  if (starting_.count(key)) {
+  if (auto it = starting_.find(key); it != starting_.end()) {
+    *it->second.cancel = true;  // the worker stops at its next step (a pull is killed)
     destroyAfterStart_.insert(key);
     return;
   }
@@ -572,18 +664,18 @@ void ContainerdDriver::destroy(const ReplicaKey& key, const std::string&) {
 }
 
 void ContainerdDriver::sweep() {
-  for (auto it = pendingSignal_.begin(); it != pendingSignal_.end();) {
-    auto sent = client_->kill(options_.ns, containerId(it->first), it->second, true);
+  if (!reachable()) return;
+  for (auto it = pendingSignal_.begin(); it != pendingSignal_.end() && reachable();) {
+    auto sent = noted(client_->kill(options_.ns, containerId(it->first), it->second, true));
     it = sent ? pendingSignal_.erase(it) : std::next(it);
   }
   for (auto it = destroyAfterStart_.begin(); it != destroyAfterStart_.end();) {
     auto s = starting_.find(*it);
     if (s != starting_.end()) {
-      if (s->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      if (s->second.result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
         ++it;
         continue;
       }
-      s->second.get();
       starting_.erase(s);
     }
     if (!release(*it)) leftover_.insert(*it);

@@ -8,6 +8,7 @@
 // call is one short gRPC round trip made from the agent's io thread.
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <future>
 #include <map>
@@ -43,6 +44,7 @@ struct ContainerdOptions {
   std::string stateDir;                              // the agent's data dir (registry host files)
   std::string ctr = "/usr/bin/ctr";                  // pulls go through containerd's own client
   std::string devRoot = "/dev";                      // where GPU device nodes are
+  std::string procRoot = "/proc";                    // where the NVIDIA driver lists its GPUs
 };
 
 // "busybox" -> "docker.io/library/busybox:latest"; "127.0.0.1:5000/a/b" -> "...:latest";
@@ -74,6 +76,9 @@ class ContainerdDriver : public Driver {
   // Removes this node's containers (and their snapshots and cgroups) that no replica held
   // by the agent names (`held`: ReplicaKey::name() of each): leftovers of a crash.
   void removeLeftovers(const std::set<std::string>& held, const std::function<void(const std::string&)>& log);
+  // Cancels the starts in progress and waits for their workers (agent shutdown; before the
+  // io_context the workers post to goes away).
+  void stopStarts();
   // Called from a start worker when a start has finished (the agent ticks the runner then).
   std::function<void()> onStarted;
   // Where the driver says what went wrong with containerd (io thread only).
@@ -86,8 +91,9 @@ class ContainerdDriver : public Driver {
   ContainerdDriver(ContainerdOptions options, Cgroups* cgroups, std::unique_ptr<containerd::Client> client);
   // The start worker: pull when missing, the image's config, the spec, the container, its
   // snapshot, its task. "" when it runs, else why not ("ImagePullFailed: ..." and the like).
-  std::string startWorker(ReplicaKey key, ReplicaSpec spec, std::string dir);
-  Result<bool> pull(const std::string& ref, const std::string& dir);
+  std::string startWorker(ReplicaKey key, ReplicaSpec spec, std::string dir, const std::atomic<bool>& cancel);
+  // Pulls `ref` unless it is in the store (always when `force`); kills ctr when cancelled.
+  Result<bool> pull(const std::string& ref, const std::string& dir, const std::atomic<bool>& cancel, bool force);
   std::string hostsDir();
   DriverStatus statusOf(const ReplicaKey& key, const std::string& dir);
   static CgroupLimits limitsOf(const ReplicaSpec& spec, bool withCpu);
@@ -95,15 +101,26 @@ class ContainerdDriver : public Driver {
   void applyCpuQuota(const ReplicaKey& key);
   // Tries to release everything of `key`; false when the task is not stopped yet.
   bool release(const ReplicaKey& key);
+  // io thread: false while backing off after containerd did not answer.
+  bool reachable() const;
+  template <typename T>
+  const Result<T>& noted(const Result<T>& r);
 
   ContainerdOptions options_;
   Cgroups* cgroups_;
   std::unique_ptr<containerd::Client> client_;
   std::string version_;
-  std::map<ReplicaKey, std::future<std::string>> starting_;
+  struct Start {
+    std::shared_ptr<std::atomic<bool>> cancel;  // set by destroy(): the worker gives up
+    std::future<std::string> result;            // "" or why it did not start
+    std::future<void> done;                     // the worker thread has returned
+  };
+  std::map<ReplicaKey, Start> starting_;
   std::set<ReplicaKey> destroyAfterStart_;  // destroy() came while the worker was busy
   std::set<ReplicaKey> leftover_;           // tasks that had not stopped yet at destroy()
   std::map<ReplicaKey, int> pendingSignal_;
+  std::chrono::steady_clock::time_point quietUntil_{};
+  std::chrono::milliseconds backoff_{0};
   std::map<ReplicaKey, CgroupLimits> limits_;  // the full limits of replicas still starting  // signals containerd did not take; sent again by sweep()
   std::map<ReplicaKey, DriverStatus::Phase> lastSeen_;  // kept while containerd does not answer
   std::mutex pullMu_;

@@ -154,9 +154,11 @@ int main(int argc, char** argv) {
   }
   agent::HostCapacity capacity = agent::discoverCapacity();
 
+  // Before io: exec sessions still pending in io when it is destroyed end containers' exec
+  // processes through the driver's client.
+  std::unique_ptr<agent::Driver> containers;
   asio::io_context io;
   agent::HostDriver host(config.shim, cgroups.value().get());
-  std::unique_ptr<agent::Driver> containers;
   std::string containerdInfo;
   if (std::string socket = agent::containerdSocketOf(config); !socket.empty()) {
 #ifdef YARD_WITH_CONTAINERD
@@ -252,6 +254,10 @@ int main(int argc, char** argv) {
     io.stop();
   });
   io.run();
+#ifdef YARD_WITH_CONTAINERD
+  // Starts in progress give up now; their workers post to io, which must outlive them.
+  if (auto* cd = dynamic_cast<agent::ContainerdDriver*>(containers.get())) cd->stopStarts();
+#endif
   // No empty parent group is left behind: ended replicas' groups are gone already, and a
   // running one keeps the parent (and is re-adopted by the next agent).
   if (cgroups.value()->children().empty()) cgroups.value()->removeParent();

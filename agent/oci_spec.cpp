@@ -4,6 +4,8 @@
 #include <sys/sysmacros.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -23,6 +25,48 @@ const char* const kMaskedPaths[] = {"/proc/acpi",      "/proc/asound",      "/pr
                                     "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
                                     "/proc/sched_debug", "/proc/scsi",       "/sys/firmware"};
 const char* const kReadonlyPaths[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"};
+
+// Seccomp: everything is allowed except what lets a process reach the kernel or the host
+// beyond its container (a deny list of what Docker's default profile refuses, kept short so
+// training stacks, MPI's single-copy transfers and debuggers keep working). EPERM, as
+// Docker answers.
+const char* const kDeniedSyscalls[] = {
+    "acct", "add_key", "bpf", "clock_adjtime", "clock_settime", "create_module", "delete_module",
+    "finit_module", "fsconfig", "fsmount", "fsopen", "fspick", "get_kernel_syms", "init_module", "ioperm",
+    "iopl", "kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie", "mount", "mount_setattr",
+    "move_mount", "name_to_handle_at", "nfsservctl", "open_by_handle_at", "open_tree", "perf_event_open",
+    "pivot_root", "query_module", "quotactl", "reboot", "request_key", "setns", "settimeofday", "stime",
+    "swapoff", "swapon", "sysfs", "_sysctl", "umount", "umount2", "unshare", "uselib", "userfaultfd",
+    "ustat", "vm86", "vm86old"};
+constexpr uint64_t kCloneNewUser = 0x10000000;
+
+void writeSeccomp(JsonWriter& w) {
+  w.key("seccomp").beginObject();
+  w.field("defaultAction", "SCMP_ACT_ALLOW");
+  w.key("architectures").beginArray();
+#if defined(__x86_64__)
+  for (const char* a : {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"}) w.value(a);
+#elif defined(__aarch64__)
+  for (const char* a : {"SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"}) w.value(a);
+#endif
+  w.endArray();
+  w.key("syscalls").beginArray();
+  w.beginObject().key("names").beginArray();
+  for (const char* n : kDeniedSyscalls) w.value(n);
+  w.endArray().field("action", "SCMP_ACT_ERRNO").field("errnoRet", static_cast<uint64_t>(1)).endObject();
+  // New user namespaces (the usual first step of kernel exploits): clone with CLONE_NEWUSER;
+  // clone3 hides its flags from seccomp, so it answers ENOSYS and libc falls back to clone.
+  w.beginObject().key("names").beginArray().value("clone").endArray();
+  w.field("action", "SCMP_ACT_ERRNO").field("errnoRet", static_cast<uint64_t>(1));
+  w.key("args").beginArray();
+  w.beginObject().field("index", static_cast<uint64_t>(0)).field("value", kCloneNewUser).field("valueTwo", kCloneNewUser)
+      .field("op", "SCMP_CMP_MASKED_EQ").endObject();
+  w.endArray().endObject();
+  w.beginObject().key("names").beginArray().value("clone3").endArray();
+  w.field("action", "SCMP_ACT_ERRNO").field("errnoRet", static_cast<uint64_t>(38)).endObject();
+  w.endArray();
+  w.endObject();
+}
 
 constexpr const char* kDefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -167,6 +211,7 @@ std::string ociSpecJson(const ReplicaSpec& spec, const OciProcess& process, cons
   w.endArray();
   w.endObject();
   if (!options.cgroupsPath.empty()) w.field("cgroupsPath", options.cgroupsPath);
+  writeSeccomp(w);
   w.key("maskedPaths").beginArray();
   for (const char* p : kMaskedPaths) w.value(p);
   w.endArray();
@@ -184,6 +229,36 @@ std::string ociProcessJson(const OciProcess& base, const std::vector<std::string
   JsonWriter w(0);
   writeProcess(w, p);
   return w.str();
+}
+
+std::string gpuDeviceMinors(const std::string& gpus, const std::string& uuids, const std::string& procRoot) {
+  std::map<std::string, std::string> minorOf;  // UUID -> minor
+  std::error_code ec;
+  for (const auto& gpu : std::filesystem::directory_iterator(procRoot + "/driver/nvidia/gpus", ec)) {
+    std::ifstream in(gpu.path() / "information");
+    std::string line, uuid, minor;
+    while (std::getline(in, line)) {
+      auto value = [&](const char* key) {
+        std::string v = line.substr(line.find(':') + 1);
+        v.erase(0, v.find_first_not_of(" \t"));
+        return line.rfind(key, 0) == 0 ? v : std::string();
+      };
+      if (auto u = value("GPU UUID:"); !u.empty()) uuid = u;
+      if (auto m = value("Device Minor:"); !m.empty()) minor = m;
+    }
+    if (!uuid.empty() && !minor.empty()) minorOf[uuid] = minor;
+  }
+  std::vector<std::string> ids;
+  std::stringstream u(uuids);
+  for (std::string id; std::getline(u, id, ',');) ids.push_back(id);
+  std::string out;
+  std::stringstream g(gpus);
+  size_t i = 0;
+  for (std::string index; std::getline(g, index, ','); ++i) {
+    auto it = i < ids.size() ? minorOf.find(ids[i]) : minorOf.end();
+    out += (out.empty() ? "" : ",") + (it != minorOf.end() ? it->second : index);
+  }
+  return out;
 }
 
 Result<std::vector<DeviceNode>> gpuDevices(const std::string& gpus, const std::string& devRoot) {

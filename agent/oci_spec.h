@@ -2,7 +2,7 @@
 // The OCI runtime spec of a container replica (docs/containerd.md): runc's and containerd's
 // safe defaults (pid, ipc, uts and mount namespaces; the host's network; the default
 // capability set; no-new-privileges; masked and read-only kernel paths; a deny-all device
-// list), the replica's argv, environment and working directory over the image's, dataset bind
+// list; a seccomp filter refusing kernel-reaching syscalls and new user namespaces), the replica's argv, environment and working directory over the image's, dataset bind
 // mounts with read-only honoured, GPU device nodes, and the cgroup the agent made for it.
 // Pure functions: what runs is decided here and unit-tested without containerd.
 
@@ -54,7 +54,14 @@ std::string ociSpecJson(const ReplicaSpec& spec, const OciProcess& process, cons
 // environment, user and capabilities as its main process.
 std::string ociProcessJson(const OciProcess& base, const std::vector<std::string>& argv);
 
-// The device nodes for GPUs `gpus` ("0,2"): /dev/nvidia<i> for each, plus the control nodes
+// The /dev/nvidia<N> numbers of GPUs `gpus` (the node's indexes, "0,2") whose UUIDs are
+// `uuids` (the same order, comma-separated, as in NVIDIA_VISIBLE_DEVICES): the driver's
+// "Device Minor" of each UUID in <procRoot>/driver/nvidia/gpus/*/information, since NVIDIA
+// does not promise that a GPU's index is its minor number. An index stands when its UUID is
+// not listed there. Returns the same comma-list shape as `gpus`.
+std::string gpuDeviceMinors(const std::string& gpus, const std::string& uuids, const std::string& procRoot = "/proc");
+
+// The device nodes for GPUs `gpus` ("0,2", device minor numbers): /dev/nvidia<i> for each, plus the control nodes
 // that exist (/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia-modeset).
 // `devRoot` is "/dev" except in tests. Missing GPU nodes are an error naming the path.
 Result<std::vector<DeviceNode>> gpuDevices(const std::string& gpus, const std::string& devRoot = "/dev");

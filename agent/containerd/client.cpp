@@ -29,7 +29,8 @@ namespace tasks = ::containerd::services::tasks::v1;
 using google::protobuf::Struct;
 using google::protobuf::Value;
 
-constexpr auto kCallTimeout = std::chrono::seconds(10);
+// Calls wait this long by default; a thread may set its own (see the header).
+thread_local std::chrono::milliseconds callTimeout = std::chrono::seconds(10);
 
 template <typename T>
 Result<T> failed(const std::string& what, const grpc::Status& s) {
@@ -40,7 +41,7 @@ Result<T> failed(const std::string& what, const grpc::Status& s) {
 // Every call names its containerd namespace in metadata, as containerd's own clients do.
 std::unique_ptr<grpc::ClientContext> context(const std::string& nsName = "") {
   auto c = std::make_unique<grpc::ClientContext>();
-  c->set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+  c->set_deadline(std::chrono::system_clock::now() + callTimeout);
   if (!nsName.empty()) c->AddMetadata("containerd-namespace", nsName);
   return c;
 }
@@ -119,6 +120,12 @@ std::string chainId(const std::vector<std::string>& diffIds) {
   return chain;
 }
 
+void Client::setCallTimeoutOfThisThread(std::chrono::milliseconds timeout) { callTimeout = timeout; }
+
+bool unreachable(const std::string& error) {
+  return error.find("(gRPC code 14)") != std::string::npos || error.find("(gRPC code 4)") != std::string::npos;
+}
+
 struct Client::Impl {
   std::string socket;
   std::shared_ptr<grpc::Channel> channel;
@@ -133,6 +140,10 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socketPath, s
   impl->socket = socketPath;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(16 << 20);
+  // After containerd restarts, reconnect within a second or two (gRPC's default backoff
+  // grows to two minutes).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   impl->channel = grpc::CreateCustomChannel("unix://" + socketPath, grpc::InsecureChannelCredentials(), args);
   if (!impl->channel->WaitForConnected(std::chrono::system_clock::now() + timeout))
     return R::fail("containerd at " + socketPath + " did not answer within " + std::to_string(timeout.count()) + " ms");

@@ -26,6 +26,10 @@ class Client {
                                                  std::chrono::milliseconds timeout = std::chrono::seconds(5));
   ~Client();
 
+  // Every call made from the calling thread from now on waits at most `timeout` (default
+  // 10 s). The agent's io thread uses a short one, so a wedged containerd cannot stall it.
+  static void setCallTimeoutOfThisThread(std::chrono::milliseconds timeout);
+
   // containerd's version and revision, "1.6.20~ds1 (revision ...)".
   Result<std::string> version();
   // Creates namespace `ns` when missing (an existing one is fine).
@@ -101,6 +105,10 @@ class Client {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// Whether an error from this client means containerd did not answer (unavailable, or the
+// call's deadline passed), as opposed to containerd refusing the call.
+bool unreachable(const std::string& error);
 
 // The OCI image spec's ChainID of layers with these uncompressed digests (rootfs.diff_ids):
 // the name of the snapshot containerd unpacks the image's root filesystem to.

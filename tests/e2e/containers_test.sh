@@ -25,7 +25,7 @@ for n in 1 2; do start_agent "$n" --cpu 2 --memory 8Gi --containerd-socket "$con
 wait_nodes 2
 "$bin/yardctl" node list | grep -q "containerd" || fail "nodes do not offer containerd: $("$bin/yardctl" node list)"
 
-say "a DAG of container tasks runs to Succeeded, with logs; the root is the image's"
+say "a DAG of container tasks runs to Succeeded, with logs; the root is the image's; no user namespaces"
 cat >"$tmp/dag.yaml" <<YAML
 name: c-dag
 tasks:
@@ -44,7 +44,7 @@ tasks:
       image: $image
       resources: { cpu: 500m, memory: 64Mi }
       workingDir: /tmp
-      command: [sh, -c, 'echo after cwd=\$(pwd) host-os=\$(test -e /etc/debian_version && echo yes || echo no)']
+      command: [sh, -c, 'echo after cwd=\$(pwd) host-os=\$(test -e /etc/debian_version && echo yes || echo no) userns=\$(unshare -U true 2>/dev/null && echo allowed || echo refused)']
 YAML
 submit "$tmp/dag.yaml"
 wait_job c-dag Succeeded 60
@@ -52,7 +52,7 @@ out=$("$bin/yardctl" logs c-dag 2>&1)
 for i in 0 1; do
   echo "$out" | grep -qx "prep/run/$i | prep $i root=yard-test-image cwd=/ path=/bin" || fail "logs of prep $i: $out"
 done
-echo "$out" | grep -qx "after/run/0 | after cwd=/tmp host-os=no" || fail "logs of after: $out"
+echo "$out" | grep -qx "after/run/0 | after cwd=/tmp host-os=no userns=refused" || fail "logs of after: $out"
 
 say "postStart and preStop run in the container (Tasks.Exec) and write to its log"
 cat >"$tmp/hooks.yaml" <<YAML

@@ -11,7 +11,7 @@ build_busybox_image() {
   umoci unpack --rootless --image "$dir:$tag" "$b/bundle" >/dev/null || return 1
   mkdir -p "$b/bundle/rootfs"/{bin,tmp,proc,sys,dev,etc,data}
   cp /bin/busybox "$b/bundle/rootfs/bin/busybox"
-  for c in sh echo cat ls sleep true false env id hostname mount touch test head tail dd tr nc wc grep cut pwd; do ln -sf busybox "$b/bundle/rootfs/bin/$c"; done
+  for c in sh echo cat ls sleep true false env id hostname mount touch test head tail dd tr nc wc grep cut pwd unshare; do ln -sf busybox "$b/bundle/rootfs/bin/$c"; done
   echo yard-test-image >"$b/bundle/rootfs/etc/yard-image"
   umoci repack --image "$dir:$tag" "$b/bundle" >/dev/null || return 1
   umoci config --image "$dir:$tag" --config.cmd /bin/sh --config.env PATH=/bin >/dev/null || return 1

@@ -118,7 +118,8 @@ TEST_CASE("image references are normalized as containerd's clients do") {
   CHECK(agent::registryHost("127.0.0.1:5000/yard/busybox:latest") == "127.0.0.1:5000");
   CHECK(normalizeImageRef("").error() == "image \"\": must not be empty");
   CHECK(normalizeImageRef("Reg.lab/ML/torch").error() == "image \"Reg.lab/ML/torch\": the repository must be lowercase");
-  CHECK(normalizeImageRef("a b").error() == "image \"a b\": may hold only letters, digits and . _ - / : @");
+  CHECK(normalizeImageRef("a b").error() == "image \"a b\": may hold only letters, digits and . _ - / : @, not ' '");
+  CHECK(normalizeImageRef("-x/y").error() == "image \"-x/y\": must start with a letter or digit");
   CHECK(normalizeImageRef("reg.lab//x").error() == "image \"reg.lab//x\": must be [REGISTRY/]PATH[:TAG][@DIGEST]");
   CHECK(normalizeImageRef("x@sha256:12").error() == "image \"x@sha256:12\": a digest must be @sha256:<64 hex digits>");
 }

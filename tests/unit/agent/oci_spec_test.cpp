@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "agent/oci_spec.h"
 
@@ -91,6 +92,10 @@ TEST_CASE("oci: the spec has runc's safe defaults, the host network, the mounts 
   CHECK(has(json, R"({"destination":"/out","type":"bind","source":"/srv/out","options":["rbind","rprivate","nosuid","nodev","rw"]})"));
   CHECK(has(json, R"({"destination":"/etc/hosts","type":"bind","source":"/etc/hosts","options":["rbind","rprivate","ro"]})"));
   CHECK(has(json, R"("cgroupsPath":"/yard/node-a/12-0")"));
+  CHECK(has(json, R"("seccomp":{"defaultAction":"SCMP_ACT_ALLOW")"));
+  for (const char* denied : {"\"unshare\"", "\"mount\"", "\"setns\"", "\"keyctl\"", "\"bpf\"", "\"userfaultfd\""})
+    CHECK(has(json, denied));
+  CHECK(has(json, R"("names":["clone"],"action":"SCMP_ACT_ERRNO","errnoRet":1,"args":[{"index":0,"value":268435456,"valueTwo":268435456,"op":"SCMP_CMP_MASKED_EQ"}])"));
   CHECK(has(json, R"("size=268435456")"));  // /dev/shm: half the memory limit
   CHECK(has(json, R"("devices":[{"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438,"uid":0,"gid":0}])"));
   CHECK(has(json, R"("resources":{"devices":[{"allow":false,"access":"rwm"},{"allow":true,"type":"c","major":195,"minor":0,"access":"rwm"}]})"));
@@ -123,4 +128,23 @@ TEST_CASE("oci: GPU device nodes for the assigned GPUs, plus the control nodes p
   CHECK(d.value()[2].minor == 255);
   CHECK(gpuDevices("1", dev).error() == "GPU device " + dev + "/nvidia1 is missing or not a character device");
   std::filesystem::remove_all(dev);
+}
+
+TEST_CASE("oci: GPU device minors come from the driver's list by UUID, not from the index") {
+  char tmpl[] = "/tmp/yard-proc-XXXXXX";
+  std::string proc = mkdtemp(tmpl);
+  auto gpu = [&](const std::string& pci, const std::string& uuid, int minor) {
+    std::filesystem::create_directories(proc + "/driver/nvidia/gpus/" + pci);
+    std::ofstream(proc + "/driver/nvidia/gpus/" + pci + "/information")
+        << "Model: \t\t NVIDIA H200\nIRQ:   \t\t 42\nGPU UUID: \t GPU-" << uuid << "\nVideo BIOS: \t ??\n"
+        << "Device Minor: \t " << minor << "\n";
+  };
+  gpu("0000:18:00.0", "aaaa", 1);  // index 0 is /dev/nvidia1 on this host
+  gpu("0000:2a:00.0", "bbbb", 0);
+  CHECK(gpuDeviceMinors("0,1", "GPU-aaaa,GPU-bbbb", proc) == "1,0");
+  CHECK(gpuDeviceMinors("1", "GPU-bbbb", proc) == "0");
+  CHECK(gpuDeviceMinors("3", "GPU-cccc", proc) == "3");   // not listed: the index stands
+  CHECK(gpuDeviceMinors("0,1", "", "/nonexistent") == "0,1");
+  CHECK(gpuDeviceMinors("", "", proc) == "");
+  std::filesystem::remove_all(proc);
 }
