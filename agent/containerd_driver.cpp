@@ -235,6 +235,21 @@ ContainerdDriver::~ContainerdDriver() {
 void ContainerdDriver::stopStarts() {
   for (auto& [key, st] : starting_) *st.cancel = true;
   for (auto& [key, st] : starting_) st.done.wait();  // workers use this object
+  if (events_.joinable()) {
+    client_->stopWatching();
+    events_.join();
+  }
+}
+
+void ContainerdDriver::watchEvents() {
+  if (events_.joinable()) return;
+  // Only exits matter: the runner polls every task each tick anyway; this makes an exit news
+  // at once (a DAG's next task starts without waiting for the tick).
+  events_ = std::thread([this] {
+    client_->watch("topic==\"/tasks/exit\",namespace==" + options_.ns, [this](const std::string&) {
+      if (onStarted) onStarted();
+    });
+  });
 }
 
 Result<std::unique_ptr<ContainerdDriver>> ContainerdDriver::open(ContainerdOptions options, Cgroups* cgroups) {

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/cgroup/cgroup.h"
@@ -76,11 +77,14 @@ class ContainerdDriver : public Driver {
   // Removes this node's containers (and their snapshots and cgroups) that no replica held
   // by the agent names (`held`: ReplicaKey::name() of each): leftovers of a crash.
   void removeLeftovers(const std::set<std::string>& held, const std::function<void(const std::string&)>& log);
-  // Cancels the starts in progress and waits for their workers (agent shutdown; before the
-  // io_context the workers post to goes away).
+  // Cancels the starts in progress and waits for their workers, and stops watching
+  // containerd's events (agent shutdown; before the io_context they post to goes away).
   void stopStarts();
-  // Called from a start worker when a start has finished (the agent ticks the runner then).
+  // Called from another thread when something changed: a start has finished, or containerd
+  // says a task exited. The agent ticks the runner then, instead of at its next 100 ms tick.
   std::function<void()> onStarted;
+  // Starts the thread that follows containerd's task-exit events (call once onStarted is set).
+  void watchEvents();
   // Where the driver says what went wrong with containerd (io thread only).
   std::function<void(const std::string&)> log;
 
@@ -126,6 +130,7 @@ class ContainerdDriver : public Driver {
   std::mutex pullMu_;
   std::map<std::string, std::shared_ptr<std::mutex>> pullLocks_;  // one pull per image at a time
   std::atomic<uint64_t> execSeq_{0};
+  std::thread events_;
 };
 
 }  // namespace yard::agent

@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
     cd->removeLeftovers(heldSet, logLine);
     // A start finishing on its worker is news for the runner now, not at the next tick.
     cd->onStarted = [&io, &runner] { asio::post(io, [&runner] { runner.tick(); }); };
+    cd->watchEvents();
   }
 #endif
   for (const auto& child : cgroups.value()->children())

@@ -7,9 +7,12 @@
 #include <sys/utsname.h>
 
 #include <cstdio>
+#include <mutex>
+#include <thread>
 
 #include "github.com/containerd/containerd/api/services/containers/v1/containers.grpc.pb.h"
 #include "github.com/containerd/containerd/api/services/content/v1/content.grpc.pb.h"
+#include "github.com/containerd/containerd/api/services/events/v1/events.grpc.pb.h"
 #include "github.com/containerd/containerd/api/services/images/v1/images.grpc.pb.h"
 #include "github.com/containerd/containerd/api/services/namespaces/v1/namespace.grpc.pb.h"
 #include "github.com/containerd/containerd/api/services/snapshots/v1/snapshots.grpc.pb.h"
@@ -23,6 +26,7 @@ namespace ns = ::containerd::services::namespaces::v1;
 namespace ver = ::containerd::services::version::v1;
 namespace ctr = ::containerd::services::containers::v1;
 namespace content = ::containerd::services::content::v1;
+namespace events = ::containerd::services::events::v1;
 namespace images = ::containerd::services::images::v1;
 namespace snap = ::containerd::services::snapshots::v1;
 namespace tasks = ::containerd::services::tasks::v1;
@@ -129,6 +133,9 @@ bool unreachable(const std::string& error) {
 struct Client::Impl {
   std::string socket;
   std::shared_ptr<grpc::Channel> channel;
+  std::mutex watchMu;  // guards the two below
+  grpc::ClientContext* watching = nullptr;
+  bool stopWatching = false;
 };
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -486,6 +493,39 @@ Result<bool> Client::deleteProcess(const std::string& nsName, const std::string&
   if (notFound(s)) return ok(false);
   if (!s.ok()) return failed<bool>("delete exec " + execId + " of " + id, s);
   return ok(true);
+}
+
+void Client::watch(const std::string& filter, const std::function<void(const std::string&)>& onEvent) {
+  auto stub = events::Events::NewStub(impl_->channel);
+  for (;;) {
+    grpc::ClientContext c;  // no deadline: a subscription lasts
+    {
+      std::lock_guard<std::mutex> g(impl_->watchMu);
+      if (impl_->stopWatching) return;
+      impl_->watching = &c;
+    }
+    events::SubscribeRequest req;
+    req.add_filters(filter);
+    auto reader = stub->Subscribe(&c, req);
+    events::Envelope e;
+    while (reader->Read(&e)) onEvent(e.topic());
+    reader->Finish();
+    {
+      std::lock_guard<std::mutex> g(impl_->watchMu);
+      impl_->watching = nullptr;
+      if (impl_->stopWatching) return;
+    }
+    // containerd went away (a restart): subscribe again shortly. Events missed meanwhile
+    // are covered by the caller's polling.
+    onEvent("");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+void Client::stopWatching() {
+  std::lock_guard<std::mutex> g(impl_->watchMu);
+  impl_->stopWatching = true;
+  if (impl_->watching) impl_->watching->TryCancel();
 }
 
 }  // namespace yard::containerd

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -98,6 +99,13 @@ class Client {
   Result<bool> exec(const std::string& ns, const std::string& id, const std::string& execId,
                     const std::string& processJson, const Stdio& io);
   Result<bool> deleteProcess(const std::string& ns, const std::string& id, const std::string& execId);
+
+  // Calls `onEvent(topic)` for each containerd event matching `filter` (containerd's filter
+  // syntax, e.g. `topic=="/tasks/exit",namespace==yard`), reconnecting after containerd
+  // restarts, until stopWatching(). Blocks: run it on its own thread.
+  void watch(const std::string& filter, const std::function<void(const std::string&)>& onEvent);
+  // Makes watch() return (from any thread).
+  void stopWatching();
 
   struct Impl;
   explicit Client(std::unique_ptr<Impl> impl);

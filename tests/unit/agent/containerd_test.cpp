@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include "agent/containerd/client.h"
 #include "agent/containerd_driver.h"
@@ -98,6 +100,36 @@ TEST_CASE("client: version and namespaces over gRPC, against a real containerd")
   auto none = c.value()->containers("yard");
   REQUIRE(none.isOk());
   CHECK(none.value().empty());
+}
+
+TEST_CASE("client: events are delivered as containerd publishes them, until stopWatching") {
+  Containerd d;
+  if (!d.why.empty()) {
+    WARN("skipped: " << d.why);
+    return;
+  }
+  auto c = containerd::Client::connect(d.socket, std::chrono::seconds(20));
+  REQUIRE(c.isOk());
+  std::mutex mu;
+  std::vector<std::string> topics;
+  std::thread watcher([&] {
+    c.value()->watch("topic==\"/namespaces/create\"", [&](const std::string& topic) {
+      std::lock_guard<std::mutex> g(mu);
+      if (!topic.empty()) topics.push_back(topic);
+    });
+  });
+  bool seen = false;
+  for (int i = 0; i < 100 && !seen; ++i) {
+    // The subscription may not be in place yet: a new namespace each time until one is seen.
+    c.value()->ensureNamespace("watched" + std::to_string(i));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::lock_guard<std::mutex> g(mu);
+    seen = !topics.empty();
+  }
+  c.value()->stopWatching();
+  watcher.join();  // returns: the test would hang otherwise
+  REQUIRE(seen);
+  CHECK(topics.front() == "/namespaces/create");
 }
 
 TEST_CASE("client: a socket nobody serves is a clear error") {
