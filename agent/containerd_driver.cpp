@@ -131,7 +131,14 @@ class ContainerExec : public ExecHandle {
         pumps_(std::move(pumps)), fifos_(std::move(fifos)) {}
   ~ContainerExec() override {
     if (!code_) {
+      // containerd deletes only a stopped process: give the kill a moment (what is left is
+      // deleted with the task).
       client_->kill(ns_, id_, SIGKILL, false, execId_);
+      for (int i = 0; i < 10; ++i) {
+        auto p = client_->process(ns_, id_, execId_);
+        if (!p || !p.value() || p.value()->status == Status::Stopped) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
       client_->deleteProcess(ns_, id_, execId_);
     }
     for (pid_t p : pumps_) {

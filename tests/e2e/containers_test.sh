@@ -244,8 +244,11 @@ YAML
   submit "$tmp/$1.yaml"
 }
 vm_job c-vm-kata
-sleep 0.5
-reason=$(jshow c-vm-kata 'j["tasks"][0]["reason"]')
+for _ in $(seq 50); do
+  reason=$(jshow c-vm-kata 'j["tasks"][0]["reason"]')
+  [ "$reason" = "no ready node offers a VM runtime" ] && break
+  sleep 0.1
+done
 [ "$reason" = "no ready node offers a VM runtime" ] || fail "queued reason: $reason"
 # Agent 2 first names Kata, which this machine lacks: containerd is asked for exactly that
 # handler and refuses it. Then runc, named as the VM runtime, runs the next vm job.
