@@ -191,7 +191,8 @@ int main(int argc, char** argv) {
   if (auto* cd = dynamic_cast<agent::ContainerdDriver*>(containers.get())) {
     cd->log = [](const std::string& line) { logLine("containerd: " + line); };
     cd->removeLeftovers(heldSet, logLine);
-    // A start finishing on its worker is news for the runner now, not at the next tick.
+    // A start finishing on its worker, or a task exit containerd reports, is news for the
+    // runner now, not at the next tick.
     cd->onStarted = [&io, &runner] { asio::post(io, [&runner] { runner.tick(); }); };
     cd->watchEvents();
   }
