@@ -228,6 +228,22 @@ wait_job c-missing Failed 60
 "$bin/yardctl" job events c-missing | grep -qE "ImagePullFailed +$registry/yard/no-such-image:1: .*not found" \
   || fail "no ImagePullFailed event: $("$bin/yardctl" job events c-missing)"
 
+say "an unreachable registry is ImagePullFailed too (malformed references are refused at submit)"
+cat >"$tmp/unreachable.yaml" <<YAML
+name: c-unreachable
+tasks:
+  - name: pull
+    kind: container-job
+    container:
+      image: 127.0.0.1:$(free_port)/yard/busybox:1
+      resources: { cpu: 250m, memory: 32Mi }
+      command: [true]
+YAML
+submit "$tmp/unreachable.yaml"
+wait_job c-unreachable Failed 60
+"$bin/yardctl" job events c-unreachable | grep -qE "ImagePullFailed +127\.0\.0\.1:[0-9]+/yard/busybox:1: .*connection refused" \
+  || fail "no ImagePullFailed for an unreachable registry: $("$bin/yardctl" job events c-unreachable)"
+
 say "type: vm jobs wait for an agent with a VM runtime and run under that runtime handler"
 vm_job() {  # vm_job NAME
   cat >"$tmp/$1.yaml" <<YAML
@@ -315,7 +331,7 @@ for n in 1 2; do
 done
 
 say "nothing is left in containerd or the cgroups once the jobs are deleted"
-for j in c-dag c-hooks c-oom c-ds c-rdv c-mpi c-long c-missing c-vm-kata c-vm image-stats c-private-no c-private; do "$bin/yardctl" job delete "$j" >/dev/null || fail "delete $j"; done
+for j in c-dag c-hooks c-oom c-ds c-rdv c-mpi c-long c-missing c-unreachable c-vm-kata c-vm image-stats c-private-no c-private; do "$bin/yardctl" job delete "$j" >/dev/null || fail "delete $j"; done
 for _ in $(seq 100); do
   [ -z "$(ctr_ containers ls -q)" ] && [ -z "$(find "$tmp"/agent*/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break
   sleep 0.1
