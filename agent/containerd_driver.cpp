@@ -641,7 +641,13 @@ Result<std::unique_ptr<ExecHandle>> ContainerdDriver::exec(const ReplicaKey& key
 }
 
 Result<ReplicaUsage> ContainerdDriver::stats(const ReplicaKey& key) {
-  // The replica's own cgroup, as for host replicas: runc joined the container to it.
+  // Tasks.Metrics: containerd reads the container's cgroup, which is the replica's own group
+  // (runc joined the container to it). While containerd does not answer, the agent reads the
+  // group itself: the same counters.
+  if (reachable()) {
+    auto m = noted(client_->metrics(options_.ns, containerId(key)));
+    if (m && m.value()) return Result<ReplicaUsage>::ok(ReplicaUsage{m.value()->cpuNanos, m.value()->memoryBytes});
+  }
   if (!cgroups_) return Result<ReplicaUsage>::fail("no cgroups");
   auto u = cgroups_->usage(key.name());
   if (!u) return Result<ReplicaUsage>::fail(u.error());

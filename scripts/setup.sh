@@ -12,6 +12,7 @@ packages=(
   # containerd's gRPC API: generated at build time from the protos Debian ships
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   golang-github-containerd-containerd-dev golang-github-gogo-protobuf-dev
+  golang-github-containerd-cgroups-dev
   # tests
   catch2 python3 sqlite3 procps
   # end-to-end framework tests: real PyTorch (gloo) and OpenMPI with mpi4py

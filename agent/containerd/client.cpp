@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "github.com/containerd/cgroups/stats/v1/metrics.pb.h"
+#include "github.com/containerd/cgroups/v2/stats/metrics.pb.h"
 #include "github.com/containerd/containerd/api/services/containers/v1/containers.grpc.pb.h"
 #include "github.com/containerd/containerd/api/services/content/v1/content.grpc.pb.h"
 #include "github.com/containerd/containerd/api/services/events/v1/events.grpc.pb.h"
@@ -526,6 +528,42 @@ void Client::stopWatching() {
   std::lock_guard<std::mutex> g(impl_->watchMu);
   impl_->stopWatching = true;
   if (impl_->watching) impl_->watching->TryCancel();
+}
+
+Result<std::optional<Client::Usage>> Client::metrics(const std::string& nsName, const std::string& id) {
+  using R = Result<std::optional<Usage>>;
+  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  tasks::MetricsRequest req;
+  req.add_filters("id==" + id);
+  tasks::MetricsResponse resp;
+  auto c = context(nsName);
+  auto s = stub->Metrics(c.get(), req, &resp);
+  if (!s.ok()) return failed<std::optional<Usage>>("metrics of " + id, s);
+  for (const auto& m : resp.metrics()) {
+    if (m.id() != id) continue;
+    const auto& any = m.data();
+    Usage u;
+    auto typeIs = [&](const std::string& name) {
+      return any.type_url().size() >= name.size() && any.type_url().compare(any.type_url().size() - name.size(), name.size(), name) == 0;
+    };
+    if (typeIs("io.containerd.cgroups.v1.Metrics")) {
+      ::io::containerd::cgroups::v1::Metrics v1;
+      if (!v1.ParseFromString(any.value())) return R::fail("containerd: metrics of " + id + ": cannot decode " + any.type_url());
+      u.cpuNanos = static_cast<int64_t>(v1.cpu().usage().total());
+      uint64_t used = v1.memory().usage().usage(), inactive = v1.memory().total_inactive_file();
+      u.memoryBytes = static_cast<int64_t>(used > inactive ? used - inactive : 0);
+    } else if (typeIs("io.containerd.cgroups.v2.Metrics")) {
+      ::io::containerd::cgroups::v2::Metrics v2;
+      if (!v2.ParseFromString(any.value())) return R::fail("containerd: metrics of " + id + ": cannot decode " + any.type_url());
+      u.cpuNanos = static_cast<int64_t>(v2.cpu().usage_usec() * 1000);
+      uint64_t used = v2.memory().usage(), inactive = v2.memory().inactive_file();
+      u.memoryBytes = static_cast<int64_t>(used > inactive ? used - inactive : 0);
+    } else {
+      return R::fail("containerd: metrics of " + id + " are of an unknown type " + any.type_url());
+    }
+    return R::ok(u);
+  }
+  return R::ok(std::nullopt);
 }
 
 }  // namespace yard::containerd

@@ -100,6 +100,14 @@ class Client {
                     const std::string& processJson, const Stdio& io);
   Result<bool> deleteProcess(const std::string& ns, const std::string& id, const std::string& execId);
 
+  // The task's usage from Tasks.Metrics (cgroup v1 or v2 counters); nullopt when containerd
+  // has no such task.
+  struct Usage {
+    int64_t cpuNanos = 0;     // cumulative
+    int64_t memoryBytes = 0;  // in use, without the inactive page cache
+  };
+  Result<std::optional<Usage>> metrics(const std::string& ns, const std::string& id);
+
   // Calls `onEvent(topic)` for each containerd event matching `filter` (containerd's filter
   // syntax, e.g. `topic=="/tasks/exit",namespace==yard`), reconnecting after containerd
   // restarts, until stopWatching(). Blocks: run it on its own thread.

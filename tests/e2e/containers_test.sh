@@ -190,6 +190,13 @@ n=${node#node-}
 cid=$(ctr_ containers ls -q 'labels."yard.job"==c-long')
 pid_before=$(ctr_ tasks ls | awk -v id="$cid" '$1==id && $3=="RUNNING" {print $2}')
 [ -n "$pid_before" ] || fail "no running task for c-long: $(ctr_ tasks ls)"
+# Its usage (Tasks.Metrics) reaches job top.
+for _ in $(seq 80); do
+  mem=$("$bin/yardctl" job top c-long -o json | python3 -c 'import json,sys; u=json.load(sys.stdin); print(u[0]["used"]["memoryBytes"] if u and u[0]["sampledAt"] else 0)' 2>/dev/null)
+  [ "${mem:-0}" -gt 0 ] && break
+  sleep 0.1
+done
+[ "${mem:-0}" -gt 0 ] && [ "${mem:-0}" -lt 33554432 ] || fail "job top: memory used '$mem', want 1 byte to 32Mi"
 # runc placed it in the replica's group under the agent's parent, with the task's limits.
 group=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $3}' "/proc/$pid_before/cgroup")
 case "$group" in "/yard/$tag-$n/"*) ;; *) fail "the container's cpu group is $group, not under /yard/$tag-$n" ;; esac

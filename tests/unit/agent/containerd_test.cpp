@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -13,6 +14,7 @@
 
 #include "agent/containerd/client.h"
 #include "agent/containerd_driver.h"
+#include "agent/oci_spec.h"
 
 using namespace yard;
 
@@ -48,6 +50,12 @@ struct Containerd {
   }
   ~Containerd() {
     if (pid > 0) {
+      // A test that failed half way leaves its task: runc's state is shared by every
+      // containerd of the host, so remove it (and its shim) by the socket it belongs to.
+      std::string cmd = "for p in $(pgrep -f 'containerd-shim-runc-v2 .*-address " + socket +
+                        "$'); do id=$(tr '\\0' ' ' </proc/$p/cmdline | sed -n 's/.* -id \\([^ ]*\\) .*/\\1/p'); "
+                        "runc --root /run/containerd/runc/yard delete --force \"$id\" 2>/dev/null; kill -9 $p; done";
+      if (std::system(cmd.c_str()) != 0) WARN("could not clean up after containerd");
       kill(pid, SIGTERM);
       waitpid(pid, nullptr, 0);
     }
@@ -163,4 +171,76 @@ TEST_CASE("chain ids follow the OCI image spec") {
   CHECK(containerd::chainId({a}) == a);
   CHECK(containerd::chainId({a, b}) == "sha256:ccd722928bd92476ba1745586fed6e45a102504185ad88cd89e01ff116fd146c");
   CHECK(containerd::chainId({a, b, c}) == "sha256:c1377126441fb2f5ec2c21ae2a60255331d639e830f0ee1b40a36e52d4c40588");
+}
+
+TEST_CASE("client: a task's whole life over gRPC, with metrics, against a real containerd") {
+  Containerd d;
+  if (!d.why.empty() || access("/bin/busybox", X_OK) != 0) {
+    WARN("skipped: " << (d.why.empty() ? "busybox-static is not installed" : d.why));
+    return;
+  }
+  auto c = containerd::Client::connect(d.socket, std::chrono::seconds(20));
+  REQUIRE(c.isOk());
+  auto& client = *c.value();
+  REQUIRE(client.ensureNamespace("yard").isOk());
+  // A root of busybox alone, bound read-only as the container's root (no image needed).
+  std::string root = d.dir + "/root-fs";
+  std::filesystem::create_directories(root + "/bin");
+  for (const char* dir : {"proc", "sys", "dev", "tmp", "etc", "run"}) std::filesystem::create_directories(root + "/" + dir);
+  std::filesystem::copy_file("/bin/busybox", root + "/bin/busybox");
+  std::filesystem::create_symlink("busybox", root + "/bin/sh");
+  agent::ReplicaSpec spec;
+  spec.image = "local";
+  spec.argv = {"/bin/sh", "-c", "x=$(/bin/busybox head -c 3000000 /dev/zero | /bin/busybox tr '\\0' a); echo started; exec /bin/busybox sleep 30"};
+  auto process = agent::containerProcess(spec, {});
+  REQUIRE(process.isOk());
+  containerd::Client::ContainerSpec cs;
+  cs.id = "life-1";
+  cs.runtime = "io.containerd.runc.v2";
+  cs.ociSpecJson = agent::ociSpecJson(spec, process.value(), {});
+  cs.labels = {{"yard.node", "t"}};
+  auto made = client.createContainer("yard", cs);
+  INFO((made ? "" : made.error()));
+  REQUIRE(made.isOk());
+  CHECK(client.containers("yard", "labels.\"yard.node\"==\"t\"").value() == std::vector<std::string>{"life-1"});
+  std::string log = d.dir + "/life.log";
+  auto task = client.createTask("yard", "life-1", {{"bind", root, "", {"rbind", "ro"}}}, {"file://" + log, "file://" + log});
+  INFO((task ? "" : task.error()));
+  REQUIRE(task.isOk());
+  REQUIRE(client.start("yard", "life-1").isOk());
+  std::optional<containerd::Client::Usage> usage;
+  for (int i = 0; i < 100; ++i) {
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("started") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto running = client.process("yard", "life-1");
+  REQUIRE(running.isOk());
+  REQUIRE(running.value());
+  CHECK(running.value()->status == containerd::Client::Process::Status::Running);
+  auto m = client.metrics("yard", "life-1");
+  INFO((m ? "" : m.error()));
+  REQUIRE(m.isOk());
+  REQUIRE(m.value());
+  CHECK(m.value()->cpuNanos > 0);
+  CHECK(m.value()->memoryBytes > 0);
+  CHECK_FALSE(client.metrics("yard", "no-such-task").value());
+  REQUIRE(client.kill("yard", "life-1", SIGKILL, true).isOk());
+  std::optional<containerd::Client::Process> ended;
+  for (int i = 0; i < 100; ++i) {
+    auto p = client.process("yard", "life-1");
+    if (p && p.value() && p.value()->status == containerd::Client::Process::Status::Stopped) {
+      ended = p.value();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(ended);
+  CHECK(ended->exitStatus == 137);
+  CHECK(client.deleteTask("yard", "life-1").value());
+  CHECK_FALSE(client.process("yard", "life-1").value());
+  CHECK(client.deleteContainer("yard", "life-1").value());
+  CHECK_FALSE(client.deleteContainer("yard", "life-1").value());  // gone: fine
+  CHECK(client.containers("yard").value().empty());
 }
