@@ -141,7 +141,7 @@ Result<bool> HostDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, c
     hasPath = hasPath || k == "PATH";
     hasHome = hasHome || k == "HOME";
   }
-  if (!hasPath) env += std::string("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") + '\0';
+  if (!hasPath) env += std::string(kDefaultPathEnv) + '\0';
   if (!hasHome) env += "HOME=" + dir + std::string(1, '\0');
   if (auto w = writeFileAtomic(dir + "/env", env); !w) return R::fail(w.error());
   std::vector<std::string> argv = {shim_, "run", "--dir", dir, "--env-file", dir + "/env"};

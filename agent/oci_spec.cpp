@@ -68,7 +68,6 @@ void writeSeccomp(JsonWriter& w) {
   w.endObject();
 }
 
-constexpr const char* kDefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 Result<uint32_t> parseId(const std::string& s, const std::string& what, const std::string& user) {
   if (s.empty() || s.size() > 10 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
@@ -137,7 +136,7 @@ Result<OciProcess> containerProcess(const ReplicaSpec& spec, const ImageDefaults
     set(e.substr(0, eq), e.substr(eq + 1));
   }
   for (const auto& [k, v] : spec.env) set(k, v);
-  if (!values.count("PATH")) p.env.push_back(kDefaultPath);
+  if (!values.count("PATH")) p.env.push_back(kDefaultPathEnv);
   for (const auto& name : order) p.env.push_back(name + "=" + values[name]);
   p.cwd = !spec.workingDir.empty() ? spec.workingDir : !image.workingDir.empty() ? image.workingDir : "/";
   if (p.cwd.front() != '/') return R::fail("workingDir: \"" + p.cwd + "\" must be an absolute path");

@@ -12,6 +12,9 @@
 
 namespace yard::agent {
 
+// The PATH a replica gets when neither its spec nor its image sets one.
+inline constexpr const char* kDefaultPathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 struct ReplicaKey {
   int64_t id = 0;
   int32_t attempt = 0;

@@ -59,6 +59,13 @@ Result<T> ok(T v) {
 
 bool notFound(const grpc::Status& s) { return s.error_code() == grpc::StatusCode::NOT_FOUND; }
 
+// A removal or signal: true when it was done, false when there was nothing to act on.
+Result<bool> done(const std::string& what, const grpc::Status& s) {
+  if (notFound(s)) return Result<bool>::ok(false);
+  if (!s.ok()) return failed<bool>(what, s);
+  return Result<bool>::ok(true);
+}
+
 std::string sha256Hex(const std::string& data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned len = 0;
@@ -135,6 +142,15 @@ bool unreachable(const std::string& error) {
 struct Client::Impl {
   std::string socket;
   std::shared_ptr<grpc::Channel> channel;
+  // One stub per service, made once (stubs are thread-safe).
+  std::unique_ptr<ver::Version::Stub> version;
+  std::unique_ptr<ns::Namespaces::Stub> namespaces;
+  std::unique_ptr<ctr::Containers::Stub> containers;
+  std::unique_ptr<content::Content::Stub> content;
+  std::unique_ptr<images::Images::Stub> images;
+  std::unique_ptr<snap::Snapshots::Stub> snapshots;
+  std::unique_ptr<tasks::Tasks::Stub> tasks;
+  std::unique_ptr<events::Events::Stub> events;
   std::mutex watchMu;  // guards the two below
   grpc::ClientContext* watching = nullptr;
   bool stopWatching = false;
@@ -154,13 +170,21 @@ Result<std::unique_ptr<Client>> Client::connect(const std::string& socketPath, s
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   impl->channel = grpc::CreateCustomChannel("unix://" + socketPath, grpc::InsecureChannelCredentials(), args);
+  impl->version = ver::Version::NewStub(impl->channel);
+  impl->namespaces = ns::Namespaces::NewStub(impl->channel);
+  impl->containers = ctr::Containers::NewStub(impl->channel);
+  impl->content = content::Content::NewStub(impl->channel);
+  impl->images = images::Images::NewStub(impl->channel);
+  impl->snapshots = snap::Snapshots::NewStub(impl->channel);
+  impl->tasks = tasks::Tasks::NewStub(impl->channel);
+  impl->events = events::Events::NewStub(impl->channel);
   if (!impl->channel->WaitForConnected(std::chrono::system_clock::now() + timeout))
     return R::fail("containerd at " + socketPath + " did not answer within " + std::to_string(timeout.count()) + " ms");
   return R::ok(std::make_unique<Client>(std::move(impl)));
 }
 
 Result<std::string> Client::version() {
-  auto stub = ver::Version::NewStub(impl_->channel);
+  auto& stub = impl_->version;
   google::protobuf::Empty req;
   ver::VersionResponse resp;
   auto c = context();
@@ -170,7 +194,7 @@ Result<std::string> Client::version() {
 }
 
 Result<bool> Client::ensureNamespace(const std::string& name) {
-  auto stub = ns::Namespaces::NewStub(impl_->channel);
+  auto& stub = impl_->namespaces;
   ns::CreateNamespaceRequest req;
   req.mutable_namespace_()->set_name(name);
   ns::CreateNamespaceResponse resp;
@@ -183,7 +207,7 @@ Result<bool> Client::ensureNamespace(const std::string& name) {
 
 Result<std::vector<std::string>> Client::namespaces() {
   using R = Result<std::vector<std::string>>;
-  auto stub = ns::Namespaces::NewStub(impl_->channel);
+  auto& stub = impl_->namespaces;
   ns::ListNamespacesRequest req;
   ns::ListNamespacesResponse resp;
   auto c = context();
@@ -196,7 +220,7 @@ Result<std::vector<std::string>> Client::namespaces() {
 
 Result<std::vector<std::string>> Client::containers(const std::string& nsName, const std::string& filter) {
   using R = Result<std::vector<std::string>>;
-  auto stub = ctr::Containers::NewStub(impl_->channel);
+  auto& stub = impl_->containers;
   ctr::ListContainersRequest req;
   if (!filter.empty()) req.add_filters(filter);
   ctr::ListContainersResponse resp;
@@ -211,12 +235,11 @@ Result<std::vector<std::string>> Client::containers(const std::string& nsName, c
 namespace {
 
 // A blob of the content store, whole (manifests and configs are small).
-Result<std::string> readBlob(grpc::Channel* ch, const std::string& nsName, const std::string& digest) {
-  auto stub = content::Content::NewStub(std::shared_ptr<grpc::Channel>(ch, [](grpc::Channel*) {}));
+Result<std::string> readBlob(content::Content::Stub& stub, const std::string& nsName, const std::string& digest) {
   content::ReadContentRequest req;
   req.set_digest(digest);
   auto c = context(nsName);
-  auto reader = stub->Read(c.get(), req);
+  auto reader = stub.Read(c.get(), req);
   content::ReadContentResponse chunk;
   std::string data;
   while (reader->Read(&chunk)) {
@@ -239,7 +262,7 @@ Result<Struct> parseJson(const std::string& json, const std::string& what) {
 
 Result<std::optional<Client::ImageConfig>> Client::image(const std::string& nsName, const std::string& ref) {
   using R = Result<std::optional<ImageConfig>>;
-  auto stub = images::Images::NewStub(impl_->channel);
+  auto& stub = impl_->images;
   images::GetImageRequest req;
   req.set_name(ref);
   images::GetImageResponse resp;
@@ -252,7 +275,7 @@ Result<std::optional<Client::ImageConfig>> Client::image(const std::string& nsNa
   // An index (multi-platform) names one manifest per platform: take this host's.
   for (int depth = 0; depth < 2 && (mediaType.find("index") != std::string::npos ||
                                     mediaType.find("manifest.list") != std::string::npos); ++depth) {
-    auto blob = readBlob(impl_->channel.get(), nsName, digest);
+    auto blob = readBlob(*impl_->content, nsName, digest);
     if (!blob) return R::fail(blob.error());
     auto index = parseJson(blob.value(), "the index of " + ref);
     if (!index) return R::fail(index.error());
@@ -271,13 +294,13 @@ Result<std::optional<Client::ImageConfig>> Client::image(const std::string& nsNa
     if (chosen.empty()) return R::fail("image " + ref + " has no manifest for linux/" + arch);
     digest = chosen;
   }
-  auto manifestBlob = readBlob(impl_->channel.get(), nsName, digest);
+  auto manifestBlob = readBlob(*impl_->content, nsName, digest);
   if (!manifestBlob) return R::fail(manifestBlob.error());
   auto manifest = parseJson(manifestBlob.value(), "the manifest of " + ref);
   if (!manifest) return R::fail(manifest.error());
   const Struct* configDesc = object(manifest.value(), "config");
   if (!configDesc || text(*configDesc, "digest").empty()) return R::fail("image " + ref + ": its manifest names no config");
-  auto configBlob = readBlob(impl_->channel.get(), nsName, text(*configDesc, "digest"));
+  auto configBlob = readBlob(*impl_->content, nsName, text(*configDesc, "digest"));
   if (!configBlob) return R::fail(configBlob.error());
   auto config = parseJson(configBlob.value(), "the config of " + ref);
   if (!config) return R::fail(config.error());
@@ -298,7 +321,7 @@ Result<std::optional<Client::ImageConfig>> Client::image(const std::string& nsNa
 
 Result<std::vector<Client::Mount>> Client::prepareSnapshot(const std::string& nsName, const std::string& snapshotter,
                                                            const std::string& key, const std::string& parent) {
-  auto stub = snap::Snapshots::NewStub(impl_->channel);
+  auto& stub = impl_->snapshots;
   snap::PrepareSnapshotRequest req;
   req.set_snapshotter(snapshotter);
   req.set_key(key);
@@ -311,52 +334,19 @@ Result<std::vector<Client::Mount>> Client::prepareSnapshot(const std::string& ns
   return ok(fromProto(resp.mounts()));
 }
 
-Result<std::vector<Client::Mount>> Client::snapshotMounts(const std::string& nsName, const std::string& snapshotter,
-                                                          const std::string& key) {
-  auto stub = snap::Snapshots::NewStub(impl_->channel);
-  snap::MountsRequest req;
-  req.set_snapshotter(snapshotter);
-  req.set_key(key);
-  snap::MountsResponse resp;
-  auto c = context(nsName);
-  auto s = stub->Mounts(c.get(), req, &resp);
-  if (!s.ok()) return failed<std::vector<Mount>>("mounts of snapshot " + key, s);
-  return ok(fromProto(resp.mounts()));
-}
-
 Result<bool> Client::removeSnapshot(const std::string& nsName, const std::string& snapshotter, const std::string& key) {
-  auto stub = snap::Snapshots::NewStub(impl_->channel);
+  auto& stub = impl_->snapshots;
   snap::RemoveSnapshotRequest req;
   req.set_snapshotter(snapshotter);
   req.set_key(key);
   google::protobuf::Empty resp;
   auto c = context(nsName);
   auto s = stub->Remove(c.get(), req, &resp);
-  if (notFound(s)) return ok(false);
-  if (!s.ok()) return failed<bool>("remove snapshot " + key, s);
-  return ok(true);
-}
-
-Result<std::vector<std::string>> Client::snapshots(const std::string& nsName, const std::string& snapshotter,
-                                                   const std::string& filter) {
-  auto stub = snap::Snapshots::NewStub(impl_->channel);
-  snap::ListSnapshotsRequest req;
-  req.set_snapshotter(snapshotter);
-  if (!filter.empty()) req.add_filters(filter);
-  auto c = context(nsName);
-  auto reader = stub->List(c.get(), req);
-  snap::ListSnapshotsResponse page;
-  std::vector<std::string> out;
-  while (reader->Read(&page))
-    for (const auto& info : page.info())
-      if (info.kind() == snap::ACTIVE) out.push_back(info.name());
-  auto s = reader->Finish();
-  if (!s.ok()) return failed<std::vector<std::string>>("list snapshots", s);
-  return ok(std::move(out));
+  return done("remove snapshot " + key, s);
 }
 
 Result<bool> Client::createContainer(const std::string& nsName, const ContainerSpec& spec) {
-  auto stub = ctr::Containers::NewStub(impl_->channel);
+  auto& stub = impl_->containers;
   ctr::CreateContainerRequest req;
   auto* c = req.mutable_container();
   c->set_id(spec.id);
@@ -375,20 +365,18 @@ Result<bool> Client::createContainer(const std::string& nsName, const ContainerS
 }
 
 Result<bool> Client::deleteContainer(const std::string& nsName, const std::string& id) {
-  auto stub = ctr::Containers::NewStub(impl_->channel);
+  auto& stub = impl_->containers;
   ctr::DeleteContainerRequest req;
   req.set_id(id);
   google::protobuf::Empty resp;
   auto c = context(nsName);
   auto s = stub->Delete(c.get(), req, &resp);
-  if (notFound(s)) return ok(false);
-  if (!s.ok()) return failed<bool>("delete container " + id, s);
-  return ok(true);
+  return done("delete container " + id, s);
 }
 
 Result<uint32_t> Client::createTask(const std::string& nsName, const std::string& id, const std::vector<Mount>& rootfs,
                                     const Stdio& io) {
-  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  auto& stub = impl_->tasks;
   tasks::CreateTaskRequest req;
   req.set_container_id(id);
   for (const auto& m : rootfs) toProto(m, req.add_rootfs());
@@ -402,7 +390,7 @@ Result<uint32_t> Client::createTask(const std::string& nsName, const std::string
 }
 
 Result<uint32_t> Client::start(const std::string& nsName, const std::string& id, const std::string& execId) {
-  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  auto& stub = impl_->tasks;
   tasks::StartRequest req;
   req.set_container_id(id);
   req.set_exec_id(execId);
@@ -416,7 +404,7 @@ Result<uint32_t> Client::start(const std::string& nsName, const std::string& id,
 Result<std::optional<Client::Process>> Client::process(const std::string& nsName, const std::string& id,
                                                        const std::string& execId) {
   using R = Result<std::optional<Process>>;
-  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  auto& stub = impl_->tasks;
   tasks::GetRequest req;
   req.set_container_id(id);
   req.set_exec_id(execId);
@@ -441,7 +429,7 @@ Result<std::optional<Client::Process>> Client::process(const std::string& nsName
 
 Result<bool> Client::kill(const std::string& nsName, const std::string& id, int signal, bool all,
                           const std::string& execId) {
-  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  auto& stub = impl_->tasks;
   tasks::KillRequest req;
   req.set_container_id(id);
   req.set_exec_id(execId);
@@ -450,26 +438,22 @@ Result<bool> Client::kill(const std::string& nsName, const std::string& id, int 
   google::protobuf::Empty resp;
   auto c = context(nsName);
   auto s = stub->Kill(c.get(), req, &resp);
-  if (notFound(s)) return ok(false);
-  if (!s.ok()) return failed<bool>("kill " + id, s);
-  return ok(true);
+  return done("kill " + id, s);
 }
 
 Result<bool> Client::deleteTask(const std::string& nsName, const std::string& id) {
-  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  auto& stub = impl_->tasks;
   tasks::DeleteTaskRequest req;
   req.set_container_id(id);
   tasks::DeleteResponse resp;
   auto c = context(nsName);
   auto s = stub->Delete(c.get(), req, &resp);
-  if (notFound(s)) return ok(false);
-  if (!s.ok()) return failed<bool>("delete task " + id, s);
-  return ok(true);
+  return done("delete task " + id, s);
 }
 
 Result<bool> Client::exec(const std::string& nsName, const std::string& id, const std::string& execId,
                           const std::string& processJson, const Stdio& io) {
-  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  auto& stub = impl_->tasks;
   tasks::ExecProcessRequest req;
   req.set_container_id(id);
   req.set_exec_id(execId);
@@ -485,20 +469,18 @@ Result<bool> Client::exec(const std::string& nsName, const std::string& id, cons
 }
 
 Result<bool> Client::deleteProcess(const std::string& nsName, const std::string& id, const std::string& execId) {
-  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  auto& stub = impl_->tasks;
   tasks::DeleteProcessRequest req;
   req.set_container_id(id);
   req.set_exec_id(execId);
   tasks::DeleteResponse resp;
   auto c = context(nsName);
   auto s = stub->DeleteProcess(c.get(), req, &resp);
-  if (notFound(s)) return ok(false);
-  if (!s.ok()) return failed<bool>("delete exec " + execId + " of " + id, s);
-  return ok(true);
+  return done("delete exec " + execId + " of " + id, s);
 }
 
 void Client::watch(const std::string& filter, const std::function<void(const std::string&)>& onEvent) {
-  auto stub = events::Events::NewStub(impl_->channel);
+  auto& stub = impl_->events;
   for (;;) {
     grpc::ClientContext c;  // no deadline: a subscription lasts
     {
@@ -532,7 +514,7 @@ void Client::stopWatching() {
 
 Result<std::optional<Client::Usage>> Client::metrics(const std::string& nsName, const std::string& id) {
   using R = Result<std::optional<Usage>>;
-  auto stub = tasks::Tasks::NewStub(impl_->channel);
+  auto& stub = impl_->tasks;
   tasks::MetricsRequest req;
   req.add_filters("id==" + id);
   tasks::MetricsResponse resp;

@@ -57,12 +57,8 @@ class Client {
   // A writable snapshot `key` on top of `parent`; its mounts are the container's root.
   Result<std::vector<Mount>> prepareSnapshot(const std::string& ns, const std::string& snapshotter,
                                              const std::string& key, const std::string& parent);
-  Result<std::vector<Mount>> snapshotMounts(const std::string& ns, const std::string& snapshotter, const std::string& key);
   // Removing a missing snapshot is fine (returns false).
   Result<bool> removeSnapshot(const std::string& ns, const std::string& snapshotter, const std::string& key);
-  // The keys of the active (writable) snapshots whose labels match `filter`.
-  Result<std::vector<std::string>> snapshots(const std::string& ns, const std::string& snapshotter,
-                                             const std::string& filter);
 
   struct ContainerSpec {
     std::string id, image, runtime, snapshotter, snapshotKey;
