@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Job submission through yardctl against a real master: every refusal of DESIGN.md §2
+# Job submission through yardctl against a real master: every refusal of docs/design.md §2
 # (invalid spec, queue missing/closed/stopped, quota too small for a gang, unknown flavor
 # or dataset, read-write mount of a read-only dataset, name in use), queued tasks with a
 # reason, the DAG's waiting tasks, cancel, delete and name reuse, and restart.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Distributed training wired for real across two agents (WIRING.md): PyTorch DDP over gloo
+# Distributed training wired for real across two agents (docs/wiring.md): PyTorch DDP over gloo
 # (plain env:// and through torchrun's PET_* variables), TF_CONFIG for the three TensorFlow
 # layouts, Paddle's PS and collective variables, and OpenMPI's mpirun reaching its workers
 # through yard-rsh and the master's exec channel. A failing worker restarts the gang, then
