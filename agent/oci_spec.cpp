@@ -40,32 +40,27 @@ const char* const kDeniedSyscalls[] = {
     "ustat", "vm86", "vm86old"};
 constexpr uint64_t kCloneNewUser = 0x10000000;
 
-void writeSeccomp(JsonWriter& w) {
-  w.key("seccomp").beginObject();
-  w.field("defaultAction", "SCMP_ACT_ALLOW");
-  w.key("architectures").beginArray();
+Json seccompJson() {
 #if defined(__x86_64__)
-  for (const char* a : {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"}) w.value(a);
+  Json architectures = {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"};
 #elif defined(__aarch64__)
-  for (const char* a : {"SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"}) w.value(a);
+  Json architectures = {"SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"};
+#else
+  Json architectures = Json::array();
 #endif
-  w.endArray();
-  w.key("syscalls").beginArray();
-  w.beginObject().key("names").beginArray();
-  for (const char* n : kDeniedSyscalls) w.value(n);
-  w.endArray().field("action", "SCMP_ACT_ERRNO").field("errnoRet", static_cast<uint64_t>(1)).endObject();
+  Json denied = Json::array();
+  for (const char* n : kDeniedSyscalls) denied.push_back(n);
+  Json syscalls = Json::array();
+  syscalls.push_back({{"names", std::move(denied)}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 1}});
   // New user namespaces (the usual first step of kernel exploits): clone with CLONE_NEWUSER;
   // clone3 hides its flags from seccomp, so it answers ENOSYS and libc falls back to clone.
-  w.beginObject().key("names").beginArray().value("clone").endArray();
-  w.field("action", "SCMP_ACT_ERRNO").field("errnoRet", static_cast<uint64_t>(1));
-  w.key("args").beginArray();
-  w.beginObject().field("index", static_cast<uint64_t>(0)).field("value", kCloneNewUser).field("valueTwo", kCloneNewUser)
-      .field("op", "SCMP_CMP_MASKED_EQ").endObject();
-  w.endArray().endObject();
-  w.beginObject().key("names").beginArray().value("clone3").endArray();
-  w.field("action", "SCMP_ACT_ERRNO").field("errnoRet", static_cast<uint64_t>(38)).endObject();
-  w.endArray();
-  w.endObject();
+  Json cloneArg = {{"index", 0}, {"value", kCloneNewUser}, {"valueTwo", kCloneNewUser}, {"op", "SCMP_CMP_MASKED_EQ"}};
+  syscalls.push_back({{"names", Json::array({"clone"})},
+                      {"action", "SCMP_ACT_ERRNO"},
+                      {"errnoRet", 1},
+                      {"args", Json::array({std::move(cloneArg)})}});
+  syscalls.push_back({{"names", Json::array({"clone3"})}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 38}});
+  return {{"defaultAction", "SCMP_ACT_ALLOW"}, {"architectures", std::move(architectures)}, {"syscalls", std::move(syscalls)}};
 }
 
 
@@ -78,37 +73,23 @@ Result<uint32_t> parseId(const std::string& s, const std::string& what, const st
   return Result<uint32_t>::ok(static_cast<uint32_t>(v));
 }
 
-void writeProcess(JsonWriter& w, const OciProcess& p) {
-  w.beginObject();
-  w.field("terminal", false);
-  w.key("user").beginObject().field("uid", static_cast<uint64_t>(p.uid)).field("gid", static_cast<uint64_t>(p.gid)).endObject();
-  w.key("args").beginArray();
-  for (const auto& a : p.argv) w.value(a);
-  w.endArray();
-  w.key("env").beginArray();
-  for (const auto& e : p.env) w.value(e);
-  w.endArray();
-  w.field("cwd", p.cwd);
-  w.key("capabilities").beginObject();
-  for (const char* set : {"bounding", "effective", "permitted"}) {
-    w.key(set).beginArray();
-    for (const char* c : kDefaultCaps) w.value(c);
-    w.endArray();
-  }
-  w.endObject();
-  // No rlimits: the process inherits containerd's (as under Docker), which a systemd unit
-  // sets (LimitNOFILE); raising them here fails once capabilities are dropped.
-  w.field("noNewPrivileges", true);
-  w.endObject();
+Json processJson(const OciProcess& p) {
+  Json caps = Json::array();
+  for (const char* c : kDefaultCaps) caps.push_back(c);
+  return {{"terminal", false},
+          {"user", {{"uid", p.uid}, {"gid", p.gid}}},
+          {"args", p.argv},
+          {"env", p.env},
+          {"cwd", p.cwd},
+          {"capabilities", {{"bounding", caps}, {"effective", caps}, {"permitted", caps}}},
+          // No rlimits: the process inherits containerd's (as under Docker), which a systemd
+          // unit sets (LimitNOFILE); raising them here fails once capabilities are dropped.
+          {"noNewPrivileges", true}};
 }
 
-void writeMount(JsonWriter& w, const std::string& dest, const std::string& type, const std::string& source,
-                const std::vector<std::string>& options) {
-  w.beginObject().field("destination", dest).field("type", type).field("source", source);
-  w.key("options").beginArray();
-  for (const auto& o : options) w.value(o);
-  w.endArray();
-  w.endObject();
+Json mountJson(const std::string& dest, const std::string& type, const std::string& source,
+               const std::vector<std::string>& options) {
+  return {{"destination", dest}, {"type", type}, {"source", source}, {"options", options}};
 }
 
 }  // namespace
@@ -155,79 +136,60 @@ Result<OciProcess> containerProcess(const ReplicaSpec& spec, const ImageDefaults
 }
 
 std::string ociSpecJson(const ReplicaSpec& spec, const OciProcess& process, const OciOptions& options) {
-  JsonWriter w(0);
-  w.beginObject();
-  w.field("ociVersion", "1.0.2-dev");
-  w.key("process");
-  writeProcess(w, process);
-  w.key("root").beginObject().field("path", "rootfs").field("readonly", false).endObject();
   // /dev/shm: PyTorch's data loaders and NCCL pass tensors through it; Docker's 64 MiB is a
   // known trap. It is tmpfs, so what is used counts against the replica's memory limit.
   int64_t shm = std::max<int64_t>(64ll << 20, spec.memoryBytes / 2);
-  w.key("mounts").beginArray();
-  writeMount(w, "/proc", "proc", "proc", {"nosuid", "noexec", "nodev"});
-  writeMount(w, "/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"});
-  writeMount(w, "/dev/pts", "devpts", "devpts", {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"});
-  writeMount(w, "/dev/shm", "tmpfs", "shm", {"nosuid", "noexec", "nodev", "mode=1777", "size=" + std::to_string(shm)});
-  writeMount(w, "/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"});
-  writeMount(w, "/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"});
-  writeMount(w, "/run", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"});
+  Json mounts = {
+      mountJson("/proc", "proc", "proc", {"nosuid", "noexec", "nodev"}),
+      mountJson("/dev", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"}),
+      mountJson("/dev/pts", "devpts", "devpts", {"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}),
+      mountJson("/dev/shm", "tmpfs", "shm", {"nosuid", "noexec", "nodev", "mode=1777", "size=" + std::to_string(shm)}),
+      mountJson("/dev/mqueue", "mqueue", "mqueue", {"nosuid", "noexec", "nodev"}),
+      mountJson("/sys", "sysfs", "sysfs", {"nosuid", "noexec", "nodev", "ro"}),
+      mountJson("/run", "tmpfs", "tmpfs", {"nosuid", "strictatime", "mode=755", "size=65536k"})};
   for (const auto& m : options.extraMounts)
-    writeMount(w, m.path, "bind", m.hostPath, {"rbind", "rprivate", m.readOnly ? "ro" : "rw"});
+    mounts.push_back(mountJson(m.path, "bind", m.hostPath, {"rbind", "rprivate", m.readOnly ? "ro" : "rw"}));
   for (const auto& m : spec.mounts)
-    writeMount(w, m.path, "bind", m.hostPath, {"rbind", "rprivate", "nosuid", "nodev", m.readOnly ? "ro" : "rw"});
-  w.endArray();
-  w.key("linux").beginObject();
+    mounts.push_back(mountJson(m.path, "bind", m.hostPath, {"rbind", "rprivate", "nosuid", "nodev", m.readOnly ? "ro" : "rw"}));
+
   // No network namespace: replicas use the host's network (ports come from the scheduler).
-  w.key("namespaces").beginArray();
-  for (const char* ns : {"pid", "ipc", "uts", "mount"}) w.beginObject().field("type", ns).endObject();
-  w.endArray();
-  w.key("devices").beginArray();
-  for (const auto& d : options.devices)
-    w.beginObject()
-        .field("path", d.path)
-        .field("type", std::string(1, d.type))
-        .field("major", d.major)
-        .field("minor", d.minor)
-        .field("fileMode", static_cast<int64_t>(0666))
-        .field("uid", static_cast<int64_t>(0))
-        .field("gid", static_cast<int64_t>(0))
-        .endObject();
-  w.endArray();
-  w.key("resources").beginObject();
+  Json namespaces = Json::array();
+  for (const char* ns : {"pid", "ipc", "uts", "mount"}) namespaces.push_back({{"type", ns}});
   // Limits are already on the group (the agent wrote them, as for host replicas); only the
   // device list is the spec's: nothing but runc's defaults and the assigned GPUs.
-  w.key("devices").beginArray();
-  w.beginObject().field("allow", false).field("access", "rwm").endObject();
-  for (const auto& d : options.devices)
-    w.beginObject()
-        .field("allow", true)
-        .field("type", std::string(1, d.type))
-        .field("major", d.major)
-        .field("minor", d.minor)
-        .field("access", "rwm")
-        .endObject();
-  w.endArray();
-  w.endObject();
-  if (!options.cgroupsPath.empty()) w.field("cgroupsPath", options.cgroupsPath);
-  writeSeccomp(w);
-  w.key("maskedPaths").beginArray();
-  for (const char* p : kMaskedPaths) w.value(p);
-  w.endArray();
-  w.key("readonlyPaths").beginArray();
-  for (const char* p : kReadonlyPaths) w.value(p);
-  w.endArray();
-  w.endObject();
-  w.endObject();
-  return w.str();
+  Json devices = Json::array(), allowed = Json::array();
+  allowed.push_back({{"allow", false}, {"access", "rwm"}});
+  for (const auto& d : options.devices) {
+    std::string type(1, d.type);
+    devices.push_back({{"path", d.path},
+                       {"type", type},
+                       {"major", d.major},
+                       {"minor", d.minor},
+                       {"fileMode", 0666},
+                       {"uid", 0},
+                       {"gid", 0}});
+    allowed.push_back({{"allow", true}, {"type", type}, {"major", d.major}, {"minor", d.minor}, {"access", "rwm"}});
+  }
+  Json linuxPart = {{"namespaces", std::move(namespaces)},
+                {"devices", std::move(devices)},
+                {"resources", {{"devices", std::move(allowed)}}}};
+  if (!options.cgroupsPath.empty()) linuxPart["cgroupsPath"] = options.cgroupsPath;
+  linuxPart["seccomp"] = seccompJson();
+  linuxPart["maskedPaths"] = kMaskedPaths;
+  linuxPart["readonlyPaths"] = kReadonlyPaths;
+
+  Json out = {{"ociVersion", "1.0.2-dev"},
+              {"process", processJson(process)},
+              {"root", {{"path", "rootfs"}, {"readonly", false}}},
+              {"mounts", std::move(mounts)},
+              {"linux", std::move(linuxPart)}};
+  return jsonLine(out);
 }
 
 std::string ociProcessJson(const OciProcess& base, const std::vector<std::string>& argv) {
   OciProcess p = base;
   p.argv = argv;
-  JsonWriter w(0);
-  writeProcess(w, p);
-  return w.str();
+  return jsonLine(processJson(p));
 }
 
 std::string gpuDeviceMinors(const std::string& gpus, const std::string& uuids, const std::string& procRoot) {

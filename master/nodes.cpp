@@ -17,10 +17,11 @@ constexpr size_t kMaxShown = 64;  // longer untrusted values are cut in messages
 Result<bool> refuse(std::string why) { return Result<bool>::fail(std::move(why)); }
 Result<bool> done() { return Result<bool>::ok(true); }
 
-// `s` quoted for a message, cut after kMaxShown characters: a peer can send megabytes.
+// `s` quoted for a message (as a JSON string, so control characters are visible), cut after
+// kMaxShown characters: a peer can send megabytes.
 std::string shown(std::string_view s) {
-  if (s.size() <= kMaxShown) return jsonQuote(s);
-  return jsonQuote(s.substr(0, kMaxShown)) + "... (" + std::to_string(s.size()) + " characters)";
+  if (s.size() <= kMaxShown) return jsonLine(s);
+  return jsonLine(s.substr(0, kMaxShown)) + "... (" + std::to_string(s.size()) + " characters)";
 }
 
 // A node name as messages show it: bare when it follows the name rule, else quoted and cut.
@@ -54,78 +55,6 @@ bool labelKey(std::string_view key) {
                     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
                   });
   return prefixOk && labelName(key.substr(slash + 1));
-}
-
-std::string labelsJson(const std::map<std::string, std::string>& labels) {
-  std::string out = "{";
-  for (const auto& [k, v] : labels) {
-    if (out.size() > 1) out += ",";
-    out += jsonQuote(k) + ":" + jsonQuote(v);
-  }
-  return out + "}";
-}
-
-// Reads the JSON string starting at s[i] (a '"'), with the escapes jsonQuote writes.
-bool readJsonString(std::string_view s, size_t& i, std::string& out) {
-  if (i >= s.size() || s[i] != '"') return false;
-  for (++i; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '"') return ++i, true;
-    if (c != '\\') { out += c; continue; }
-    if (++i >= s.size()) return false;
-    switch (s[i]) {
-      case '"': case '\\': case '/': out += s[i]; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'u': {  // jsonQuote uses \u only for control characters
-        if (i + 4 >= s.size()) return false;
-        unsigned v = 0;
-        for (size_t k = 1; k <= 4; ++k) {
-          char h = s[i + k];
-          int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-          if (d < 0) return false;
-          v = v * 16 + static_cast<unsigned>(d);
-        }
-        if (v >= 0x80) return false;
-        out += static_cast<char>(v);
-        i += 4;
-        break;
-      }
-      default: return false;
-    }
-  }
-  return false;
-}
-
-// The labels column as written by labelsJson: a flat JSON object of strings.
-Result<std::map<std::string, std::string>> parseLabels(std::string_view s) {
-  using R = Result<std::map<std::string, std::string>>;
-  std::map<std::string, std::string> labels;
-  size_t i = 0;
-  auto ws = [&] { while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r')) ++i; };
-  auto expect = [&](char c) { ws(); return i < s.size() && s[i] == c ? (++i, true) : false; };
-  if (s.empty()) return R::ok(labels);
-  if (!expect('{')) return R::fail("not a JSON object");
-  ws();
-  if (i < s.size() && s[i] == '}') ++i;
-  else
-    for (;;) {
-      std::string key, value;
-      ws();
-      if (!readJsonString(s, i, key) || !expect(':')) return R::fail("bad key at offset " + std::to_string(i));
-      ws();
-      if (!readJsonString(s, i, value)) return R::fail("bad value at offset " + std::to_string(i));
-      labels[key] = value;
-      if (expect(',')) continue;
-      if (expect('}')) break;
-      return R::fail("expected ',' or '}' at offset " + std::to_string(i));
-    }
-  ws();
-  if (i != s.size()) return R::fail("text after the object at offset " + std::to_string(i));
-  return R::ok(std::move(labels));
 }
 
 std::string joinDrivers(const std::vector<std::string>& drivers) {
@@ -280,11 +209,8 @@ Result<bool> NodeRegistry::load(const store::State& state) {
   for (const auto& rec : state.nodes) {
     if (rec.state != "ready" && rec.state != "draining" && rec.state != "down")
       return refuse("node " + rec.name + ": stored state " + shown(rec.state) + " is not ready, draining or down");
-    auto labels = parseLabels(rec.labels);
-    if (!labels) return refuse("node " + rec.name + ": stored labels " + shown(rec.labels) + ": " + labels.error());
     NodeInfo info;
     info.record = rec;
-    info.labels = std::move(labels).value();
     info.drivers = splitDrivers(rec.drivers);
     for (int64_t i = 0; i < rec.gpu; ++i) info.gpus.push_back(GpuInfo{static_cast<uint32_t>(i), "", "", 0});
     persistedBeat_[rec.name] = rec.lastHeartbeat;
@@ -404,8 +330,7 @@ void NodeRegistry::doRegister(const NodeRegistration& reg, const Reply& reply) {
   next.gpus = reg.gpus;
   std::sort(next.gpus.begin(), next.gpus.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.index < b.index; });
   next.gpusReported = true;
-  next.labels = std::map<std::string, std::string>(reg.labels.begin(), reg.labels.end());
-  r.labels = labelsJson(next.labels);
+  r.labels = std::map<std::string, std::string>(reg.labels.begin(), reg.labels.end());
   next.drivers = reg.drivers;
   r.drivers = joinDrivers(next.drivers);
   r.drained = known && old->second.record.drained;

@@ -48,7 +48,8 @@ struct GpuInfo {
 
 // What an agent registers. From `record` only the advertised fields are used: name,
 // address, cpuMillis, memoryBytes, gpu, portLo, portHi, vmRuntime, agentVersion; the master
-// sets the rest. The lists are given here because the record stores them only as text.
+// sets the rest. The lists are given here as sent, so a label key or driver given twice is
+// refused rather than merged into the record's label map and driver list.
 struct NodeRegistration {
   store::NodeRecord record;
   std::vector<GpuInfo> gpus;
@@ -61,7 +62,6 @@ struct NodeInfo {
   // kPersistHeartbeatEveryMs).
   store::NodeRecord record;
   std::vector<GpuInfo> gpus;  // ordered by index
-  std::map<std::string, std::string> labels;
   std::vector<std::string> drivers;
   // The store keeps only the GPU count, so after a master restart `gpus` holds indexes
   // 0..gpu-1 without uuids until the agent registers again; then this is true.

@@ -91,18 +91,17 @@ void addFrameworkEnv(const std::string& job, schema::Task::Reader task, const st
       case schema::TaskKind::TENSORFLOW: {
         if (gang.size() < 2) break;  // a single replica needs no cluster
         bool evalIn = task.getEvaluatorInCluster();
-        JsonWriter w(0);
-        w.beginObject().key("cluster").beginObject();
+        Json cluster = Json::object();
         for (const auto& [role, list] : roles) {  // std::map: role names in order
           if (role == "evaluator" && !evalIn) continue;
-          w.key(lower(role)).beginArray();
-          for (const auto& m : list) w.value(m.endpoint);
-          w.endArray();
+          Json hosts = Json::array();
+          for (const auto& m : list) hosts.push_back(m.endpoint);
+          cluster[lower(role)] = std::move(hosts);
         }
-        w.endObject();
-        w.key("task").beginObject().field("type", lower(r.role)).field("index", static_cast<int64_t>(r.index)).endObject();
-        w.field("environment", "cloud").endObject();
-        env.emplace_back("TF_CONFIG", w.str());
+        Json config = {{"cluster", std::move(cluster)},
+                       {"task", {{"type", lower(r.role)}, {"index", r.index}}},
+                       {"environment", "cloud"}};
+        env.emplace_back("TF_CONFIG", jsonLine(config));
         break;
       }
       case schema::TaskKind::PADDLE: {

@@ -8,7 +8,7 @@ packages=(
   # build
   build-essential cmake pkg-config ninja-build
   libasio-dev capnproto libcapnp-dev libsqlite3-dev libcgroup-dev
-  libyaml-cpp-dev libtomlplusplus-dev libcli11-dev libssl-dev
+  libyaml-cpp-dev libtomlplusplus-dev libcli11-dev libssl-dev nlohmann-json3-dev
   # containerd's gRPC API: generated at build time from the protos Debian ships
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   golang-github-containerd-containerd-dev golang-github-gogo-protobuf-dev

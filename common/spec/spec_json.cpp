@@ -9,60 +9,38 @@ namespace {
 
 std::string_view sv(capnp::Text::Reader t) { return {t.cStr(), t.size()}; }
 
-void writeArgv(JsonWriter& w, capnp::List<capnp::Text>::Reader list) {
-  w.beginArray();
-  for (auto s : list) w.value(sv(s));
-  w.endArray();
+Json argvJson(capnp::List<capnp::Text>::Reader list) {
+  Json out = Json::array();
+  for (auto s : list) out.push_back(sv(s));
+  return out;
 }
 
-void writeContainer(JsonWriter& w, schema::Container::Reader c) {
-  w.beginObject();
-  w.field("image", sv(c.getImage()));
+Json containerJson(schema::Container::Reader c) {
+  Json out;
+  out["image"] = sv(c.getImage());
   auto sizing = c.getSizing();
   if (sizing.isResources()) {
     auto r = sizing.getResources();
-    w.key("resources").beginObject();
-    w.field("cpuMillis", r.getCpuMillis());
-    w.field("memoryBytes", r.getMemoryBytes());
-    w.field("gpu", r.getGpu());
-    w.endObject();
+    out["resources"] = {{"cpuMillis", r.getCpuMillis()}, {"memoryBytes", r.getMemoryBytes()}, {"gpu", r.getGpu()}};
   } else if (sizing.isFlavor()) {
-    w.field("flavor", sv(sizing.getFlavor()));
+    out["flavor"] = sv(sizing.getFlavor());
   }
-  w.key("argv");
-  writeArgv(w, c.getArgv());
-  w.key("postStart");
-  writeArgv(w, c.getPostStart().getExec());
-  w.key("preStop");
-  writeArgv(w, c.getPreStop().getExec());
-  w.key("ports").beginArray();
-  for (auto p : c.getPorts()) {
-    w.beginObject();
-    w.field("name", sv(p.getName()));
-    w.field("port", p.getPort());
-    w.field("protocol", p.getProtocol() == schema::Protocol::UDP ? "UDP" : "TCP");
-    w.endObject();
-  }
-  w.endArray();
-  w.key("env").beginArray();
-  for (auto e : c.getEnv()) {
-    w.beginObject();
-    w.field("name", sv(e.getName()));
-    w.field("value", sv(e.getValue()));
-    w.endObject();
-  }
-  w.endArray();
-  w.key("mounts").beginArray();
-  for (auto m : c.getMounts()) {
-    w.beginObject();
-    w.field("dataset", sv(m.getDataset()));
-    w.field("path", sv(m.getPath()));
-    w.field("readOnly", m.getReadOnly());
-    w.endObject();
-  }
-  w.endArray();
-  if (c.getWorkingDir().size() > 0) w.field("workingDir", sv(c.getWorkingDir()));
-  w.endObject();
+  out["argv"] = argvJson(c.getArgv());
+  out["postStart"] = argvJson(c.getPostStart().getExec());
+  out["preStop"] = argvJson(c.getPreStop().getExec());
+  Json ports = Json::array(), env = Json::array(), mounts = Json::array();
+  for (auto p : c.getPorts())
+    ports.push_back({{"name", sv(p.getName())},
+                     {"port", p.getPort()},
+                     {"protocol", p.getProtocol() == schema::Protocol::UDP ? "UDP" : "TCP"}});
+  for (auto e : c.getEnv()) env.push_back({{"name", sv(e.getName())}, {"value", sv(e.getValue())}});
+  for (auto m : c.getMounts())
+    mounts.push_back({{"dataset", sv(m.getDataset())}, {"path", sv(m.getPath())}, {"readOnly", m.getReadOnly()}});
+  out["ports"] = std::move(ports);
+  out["env"] = std::move(env);
+  out["mounts"] = std::move(mounts);
+  if (c.getWorkingDir().size() > 0) out["workingDir"] = sv(c.getWorkingDir());
+  return out;
 }
 
 const char* cleanupName(schema::Cleanup c) {
@@ -74,78 +52,61 @@ const char* cleanupName(schema::Cleanup c) {
   return "unknown";
 }
 
-void writeTask(JsonWriter& w, schema::Task::Reader t) {
-  w.beginObject();
-  w.field("name", sv(t.getName()));
-  w.field("kind", kindName(t.getKind()));
-  if (t.getMode() != schema::TaskMode::NONE) w.field("mode", modeName(t.getMode()));
-  w.key("dependsOn");
-  writeArgv(w, t.getDependsOn());
-  w.field("gangReplicas", gangReplicas(t));
+Json taskJson(schema::Task::Reader t) {
+  Json out;
+  out["name"] = sv(t.getName());
+  out["kind"] = kindName(t.getKind());
+  if (t.getMode() != schema::TaskMode::NONE) out["mode"] = modeName(t.getMode());
+  out["dependsOn"] = argvJson(t.getDependsOn());
+  out["gangReplicas"] = gangReplicas(t);
   if (t.getKind() == schema::TaskKind::CONTAINER_JOB) {
     auto cj = t.getContainerJob();
-    w.field("completions", cj.getCompletions());
-    w.field("parallelism", cj.getParallelism());
-    w.field("timeoutSeconds", cj.getTimeout());
-    w.field("retries", cj.getRetries());
-    w.field("restartPolicy", cj.getRestartPolicy() == schema::RestartPolicy::NEVER ? "Never" : "OnFailure");
-    w.key("container");
-    writeContainer(w, cj.getContainer());
-    w.endObject();
-    return;
+    out["completions"] = cj.getCompletions();
+    out["parallelism"] = cj.getParallelism();
+    out["timeoutSeconds"] = cj.getTimeout();
+    out["retries"] = cj.getRetries();
+    out["restartPolicy"] = cj.getRestartPolicy() == schema::RestartPolicy::NEVER ? "Never" : "OnFailure";
+    out["container"] = containerJson(cj.getContainer());
+    return out;
   }
-  w.key("roles").beginArray();
-  for (auto r : t.getRoles()) {
-    w.beginObject();
-    w.field("name", sv(r.getName()));
-    w.field("replicas", r.getReplicas());
-    w.key("container");
-    writeContainer(w, r.getContainer());
-    w.endObject();
-  }
-  w.endArray();
+  Json roles = Json::array();
+  for (auto r : t.getRoles())
+    roles.push_back({{"name", sv(r.getName())}, {"replicas", r.getReplicas()}, {"container", containerJson(r.getContainer())}});
+  out["roles"] = std::move(roles);
   auto adv = t.getAdvanced();
-  w.key("advanced").beginObject();
-  w.field("retries", adv.getRetries());
-  w.field("maxLifetimeSeconds", adv.getMaxLifetime());
-  w.field("retentionSeconds", adv.getRetention());
-  w.field("cleanup", cleanupName(adv.getCleanup()));
-  w.endObject();
+  out["advanced"] = {{"retries", adv.getRetries()},
+                     {"maxLifetimeSeconds", adv.getMaxLifetime()},
+                     {"retentionSeconds", adv.getRetention()},
+                     {"cleanup", cleanupName(adv.getCleanup())}};
   if (t.getHasElastic()) {
     auto e = t.getElastic();
-    w.key("elastic").beginObject();
-    w.field("backend", e.getBackend() == schema::ElasticBackend::ETCD ? "etcd" : "c10d");
-    w.field("metric", sv(e.getMetric()));
-    w.field("target", e.getTarget());
-    w.field("minReplicas", e.getMinReplicas());
-    w.field("maxReplicas", e.getMaxReplicas());
-    w.field("scaleTimeoutSeconds", e.getScaleTimeout());
-    w.endObject();
+    out["elastic"] = {{"backend", e.getBackend() == schema::ElasticBackend::ETCD ? "etcd" : "c10d"},
+                      {"metric", sv(e.getMetric())},
+                      {"target", e.getTarget()},
+                      {"minReplicas", e.getMinReplicas()},
+                      {"maxReplicas", e.getMaxReplicas()},
+                      {"scaleTimeoutSeconds", e.getScaleTimeout()}};
   }
-  if (t.getKind() == schema::TaskKind::OPENMPI) w.field("slotsPerWorker", t.getSlotsPerWorker());
-  if (t.getKind() == schema::TaskKind::PYTORCH) w.field("nprocPerNode", t.getNprocPerNode());
-  if (t.getKind() == schema::TaskKind::TENSORFLOW) w.field("evaluatorInCluster", t.getEvaluatorInCluster());
-  w.endObject();
+  if (t.getKind() == schema::TaskKind::OPENMPI) out["slotsPerWorker"] = t.getSlotsPerWorker();
+  if (t.getKind() == schema::TaskKind::PYTORCH) out["nprocPerNode"] = t.getNprocPerNode();
+  if (t.getKind() == schema::TaskKind::TENSORFLOW) out["evaluatorInCluster"] = t.getEvaluatorInCluster();
+  return out;
 }
 
 }  // namespace
 
-void writeJobJson(JsonWriter& w, schema::Job::Reader job) {
-  w.beginObject();
-  w.field("name", sv(job.getName()));
-  w.field("type", job.getType() == schema::JobType::VM ? "vm" : "training");
-  w.field("queue", sv(job.getQueue()));
-  w.field("priority", job.getPriority());
-  w.key("tasks").beginArray();
-  for (auto t : job.getTasks()) writeTask(w, t);
-  w.endArray();
-  w.endObject();
+Json jobJson(schema::Job::Reader job) {
+  Json out;
+  out["name"] = sv(job.getName());
+  out["type"] = job.getType() == schema::JobType::VM ? "vm" : "training";
+  out["queue"] = sv(job.getQueue());
+  out["priority"] = job.getPriority();
+  Json tasks = Json::array();
+  for (auto t : job.getTasks()) tasks.push_back(taskJson(t));
+  out["tasks"] = std::move(tasks);
+  return out;
 }
 
-std::string jobToJson(schema::Job::Reader job) {
-  JsonWriter w;
-  writeJobJson(w, job);
-  return w.str();
-}
+std::string jobToJson(schema::Job::Reader job) { return jsonText(jobJson(job)); }
 
 }  // namespace yard::spec

@@ -9,7 +9,7 @@
 
 namespace yard::spec {
 
-void writeJobJson(JsonWriter& w, schema::Job::Reader job);
-std::string jobToJson(schema::Job::Reader job);
+Json jobJson(schema::Job::Reader job);
+std::string jobToJson(schema::Job::Reader job);  // jobJson as jsonText
 
 }  // namespace yard::spec

@@ -1,53 +1,24 @@
 #pragma once
-// A small streaming JSON writer for `-o json` output. It produces valid, indented JSON;
-// the caller nests begin/end calls correctly (a mismatch is a bug and asserts).
+// JSON is nlohmann-json (Debian's nlohmann-json3-dev) everywhere: `-o json`, the OCI spec, the
+// store's labels column. `Json` keeps an object's keys in the order the code sets them, so
+// output reads in a fixed, deliberate order (what scripts and tests diff against).
+//
+// Print only through jsonText / jsonLine: they never throw. The bytes we print are not always
+// UTF-8 (log lines, file names, argv), and nlohmann's dump() throws on those by default; here
+// each invalid byte sequence becomes U+FFFD, which is also what Go's encoding/json (runc,
+// containerd) does when it reads them.
 
-#include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
-#include <vector>
 
 namespace yard {
 
-class JsonWriter {
- public:
-  explicit JsonWriter(int indent = 2) : indent_(indent) {}
+using Json = nlohmann::ordered_json;
 
-  JsonWriter& beginObject();
-  JsonWriter& endObject();
-  JsonWriter& beginArray();
-  JsonWriter& endArray();
-  // Inside an object: the next value's key.
-  JsonWriter& key(std::string_view k);
+// Indented by two spaces, for people (`-o json`).
+inline std::string jsonText(const Json& j) { return j.dump(2, ' ', false, Json::error_handler_t::replace); }
 
-  JsonWriter& value(std::string_view s);
-  JsonWriter& value(const char* s) { return value(std::string_view(s)); }
-  JsonWriter& value(int64_t n);
-  JsonWriter& value(uint64_t n);
-  JsonWriter& value(int n) { return value(static_cast<int64_t>(n)); }
-  JsonWriter& value(unsigned n) { return value(static_cast<uint64_t>(n)); }
-  JsonWriter& value(double d);
-  JsonWriter& value(bool b);
-  JsonWriter& null();
-
-  // Shorthands for a key and its value.
-  template <typename T>
-  JsonWriter& field(std::string_view k, const T& v) { key(k); return value(v); }
-
-  // REQUIRES: every begin has its end.
-  std::string str() const;
-
- private:
-  void beforeValue();
-  void newline();
-  struct Level { bool array; bool empty; };
-  std::string out_;
-  std::vector<Level> stack_;
-  bool afterKey_ = false;
-  int indent_;
-};
-
-// `s` as a JSON string literal, quotes included.
-std::string jsonQuote(std::string_view s);
+// On one line with no spaces, for machines (the OCI spec, JSON Lines, quoting in messages).
+inline std::string jsonLine(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 }  // namespace yard

@@ -1,5 +1,9 @@
 // Store reads: the start-up load and event queries, on the read-only connection.
 
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
 #include "master/store/sqlite.h"
 #include "master/store/store.h"
 
@@ -29,6 +33,23 @@ DatasetRecord datasetRow(const sql::Stmt& s) {
 constexpr const char* kDatasets =
     "SELECT name, path, read_only, created_at FROM datasets ORDER BY id";
 
+// A column's text that the store never writes (a damaged or foreign file).
+struct LabelsColumnError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The nodes.labels column as tx.cpp writes it: a JSON object of strings ("" reads as none).
+std::map<std::string, std::string> parseLabelsColumn(const std::string& node, const std::string& text) {
+  if (text.empty()) return {};
+  try {
+    return nlohmann::json::parse(text).get<std::map<std::string, std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    constexpr size_t kShown = 64;  // the column may be large; its start is enough to find it
+    std::string shown = text.size() <= kShown ? text : text.substr(0, kShown) + "...";
+    throw LabelsColumnError("node \"" + node + "\": labels " + shown + " must be a JSON object of strings: " + e.what());
+  }
+}
+
 NodeRecord nodeRow(const sql::Stmt& s) {
   NodeRecord n;
   n.name = s.text(0);
@@ -38,7 +59,7 @@ NodeRecord nodeRow(const sql::Stmt& s) {
   n.gpu = s.i64(4);
   n.portLo = s.i32(5);
   n.portHi = s.i32(6);
-  n.labels = s.text(7);
+  n.labels = parseLabelsColumn(n.name, s.text(7));
   n.drivers = s.text(8);
   n.vmRuntime = s.text(9);
   n.state = s.text(10);
@@ -129,7 +150,11 @@ Result<bool> readRows(sql::Connection& conn, const char* sqlText, RowFn row,
     auto more = stmt.step();
     if (!more.isOk()) return more;
     if (!more.value()) return Result<bool>::ok(true);
-    out.push_back(row(stmt));
+    try {
+      out.push_back(row(stmt));
+    } catch (const LabelsColumnError& e) {
+      return Result<bool>::fail(std::string("row ") + std::to_string(out.size() + 1) + " of \"" + sqlText + "\": " + e.what());
+    }
   }
 }
 

@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,8 +39,9 @@ class Connection;
 }
 
 // Records. Ids are SQLite rowids assigned by the store (0 = not stored yet). Times are unix
-// milliseconds (0 = not yet). JSON and comma lists are stored as given; the store does not
-// parse them.
+// milliseconds (0 = not yet). A field of a typed C++ type (an enum, a map, a vector) is turned
+// into its column's text and back only inside the store, so nothing above it parses a column;
+// a std::string field (the drivers' comma list, env lines, reasons) is stored as given.
 
 struct QueueRecord {
   std::string name;
@@ -65,7 +67,7 @@ struct NodeRecord {
   std::string address;
   int64_t cpuMillis = 0, memoryBytes = 0, gpu = 0;
   int32_t portLo = 0, portHi = 0;
-  std::string labels;   // JSON object
+  std::map<std::string, std::string> labels;  // column: a JSON object of strings
   std::string drivers;  // comma list
   std::string vmRuntime;
   std::string state;     // ready | draining | down

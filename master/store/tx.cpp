@@ -2,7 +2,10 @@
 // inside the write's savepoint (store.cpp). SQLite errors are turned into sentences about
 // the record, not the table.
 
+#include <nlohmann/json.hpp>
 #include <sqlite3.h>
+
+#include <stdexcept>
 
 #include "master/store/sqlite.h"
 #include "master/store/store.h"
@@ -30,7 +33,17 @@ Result<bool> described(const Outcome& o, const std::string& what) {
   return Result<bool>::fail(what + ": " + o.result.error());
 }
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string inQuotes(const std::string& s) { return "\"" + s + "\""; }
+
+// The nodes.labels column: a JSON object of strings on one line, keys sorted
+// ({"yard.dev/rack":"r12","zone":"a"}). load.cpp reads it back.
+std::string labelsColumn(const std::map<std::string, std::string>& labels) {
+  try {
+    return nlohmann::json(labels).dump();
+  } catch (const nlohmann::json::exception& e) {  // not UTF-8; the registry only lets ASCII through
+    throw std::invalid_argument(std::string("labels: ") + e.what());
+  }
+}
 
 }  // namespace
 
@@ -63,16 +76,16 @@ Result<bool> Tx::upsertQueue(const QueueRecord& q) {
         max_running_jobs = excluded.max_running_jobs, weight = excluded.weight,
         placement = excluded.placement, created_at = excluded.created_at)sql",
       q.name, q.state, q.cpuMillis, q.memoryBytes, q.gpu, q.maxRunningJobs, q.weight,
-      q.placement, q.createdAt), "storing queue " + quoted(q.name));
+      q.placement, q.createdAt), "storing queue " + inQuotes(q.name));
   });
 }
 
 Result<bool> Tx::deleteQueue(const std::string& name) {
   return guarded<bool>([&] {
     auto r = described(runSql(conn_, "DELETE FROM queues WHERE name = ?", name),
-                       "deleting queue " + quoted(name));
+                       "deleting queue " + inQuotes(name));
     if (r.isOk() && conn_.changes() == 0) {
-      return Result<bool>::fail("queue " + quoted(name) + " does not exist");
+      return Result<bool>::fail("queue " + inQuotes(name) + " does not exist");
     }
     return r;
   });
@@ -85,16 +98,16 @@ Result<bool> Tx::upsertDataset(const DatasetRecord& d) {
       ON CONFLICT (name) DO UPDATE SET
         path = excluded.path, read_only = excluded.read_only,
         created_at = excluded.created_at)sql",
-      d.name, d.path, d.readOnly, d.createdAt), "storing dataset " + quoted(d.name));
+      d.name, d.path, d.readOnly, d.createdAt), "storing dataset " + inQuotes(d.name));
   });
 }
 
 Result<bool> Tx::deleteDataset(const std::string& name) {
   return guarded<bool>([&] {
     auto r = described(runSql(conn_, "DELETE FROM datasets WHERE name = ?", name),
-                       "deleting dataset " + quoted(name));
+                       "deleting dataset " + inQuotes(name));
     if (r.isOk() && conn_.changes() == 0) {
-      return Result<bool>::fail("dataset " + quoted(name) + " does not exist");
+      return Result<bool>::fail("dataset " + inQuotes(name) + " does not exist");
     }
     return r;
   });
@@ -115,18 +128,18 @@ Result<bool> Tx::upsertNode(const NodeRecord& n) {
         state = excluded.state, drained = excluded.drained,
         registered_at = excluded.registered_at, last_heartbeat = excluded.last_heartbeat,
         agent_version = excluded.agent_version, agent_port = excluded.agent_port)sql",
-      n.name, n.address, n.cpuMillis, n.memoryBytes, n.gpu, n.portLo, n.portHi, n.labels,
+      n.name, n.address, n.cpuMillis, n.memoryBytes, n.gpu, n.portLo, n.portHi, labelsColumn(n.labels),
       n.drivers, n.vmRuntime, n.state, n.drained, n.registeredAt, n.lastHeartbeat,
-      n.agentVersion, n.agentPort), "storing node " + quoted(n.name));
+      n.agentVersion, n.agentPort), "storing node " + inQuotes(n.name));
   });
 }
 
 Result<bool> Tx::deleteNode(const std::string& name) {
   return guarded<bool>([&] {
     auto r = described(runSql(conn_, "DELETE FROM nodes WHERE name = ?", name),
-                       "deleting node " + quoted(name));
+                       "deleting node " + inQuotes(name));
     if (r.isOk() && conn_.changes() == 0) {
-      return Result<bool>::fail("node " + quoted(name) + " does not exist");
+      return Result<bool>::fail("node " + inQuotes(name) + " does not exist");
     }
     return r;
   });
@@ -141,10 +154,10 @@ Result<int64_t> Tx::insertJob(JobRecord& job) {
       job.name, job.queue, job.state, job.reason, job.priority, sql::Blob{job.spec},
       job.submittedAt, job.startedAt, job.finishedAt, job.deleted);
     if (o.code == SQLITE_CONSTRAINT_UNIQUE) {
-      return Result<int64_t>::fail("job name " + quoted(job.name) +
+      return Result<int64_t>::fail("job name " + inQuotes(job.name) +
                                    " is already used by a job that has not been deleted");
     }
-    auto r = described(o, "storing job " + quoted(job.name));
+    auto r = described(o, "storing job " + inQuotes(job.name));
     if (!r.isOk()) return Result<int64_t>::fail(r.error());
     job.id = conn_.lastInsertRowid();
     return Result<int64_t>::ok(job.id);
@@ -159,7 +172,7 @@ Result<bool> Tx::updateJob(const JobRecord& job) {
       WHERE id = ?)sql",
       job.state, job.reason, job.priority, job.startedAt, job.finishedAt, job.deleted, job.id);
     if (o.code == SQLITE_CONSTRAINT_UNIQUE) {  // un-deleting while the name is taken again
-      return Result<bool>::fail("job name " + quoted(job.name) +
+      return Result<bool>::fail("job name " + inQuotes(job.name) +
                                 " is already used by a job that has not been deleted");
     }
     auto r = described(o, "updating job " + std::to_string(job.id));
@@ -192,14 +205,14 @@ Result<int64_t> Tx::insertTask(TaskRecord& task) {
       task.jobId, task.name, task.state, task.reason, task.attempt, task.startedAt,
       task.finishedAt);
     if (o.code == SQLITE_CONSTRAINT_FOREIGNKEY) {
-      return Result<int64_t>::fail("storing task " + quoted(task.name) + ": job " +
+      return Result<int64_t>::fail("storing task " + inQuotes(task.name) + ": job " +
                                    std::to_string(task.jobId) + " does not exist");
     }
     if (o.code == SQLITE_CONSTRAINT_UNIQUE) {
       return Result<int64_t>::fail("job " + std::to_string(task.jobId) +
-                                   " already has a task named " + quoted(task.name));
+                                   " already has a task named " + inQuotes(task.name));
     }
-    auto r = described(o, "storing task " + quoted(task.name));
+    auto r = described(o, "storing task " + inQuotes(task.name));
     if (!r.isOk()) return Result<int64_t>::fail(r.error());
     task.id = conn_.lastInsertRowid();
     return Result<int64_t>::ok(task.id);

@@ -1,4 +1,5 @@
 // `yardctl queue ...` and `yardctl dataset ...`.
+#include <cmath>
 #include <memory>
 
 #include "common/spec/quantity.h"
@@ -27,36 +28,31 @@ const char* stateText(api::QueueState s) {
   return "unknown";
 }
 
-void queueJson(JsonWriter& w, api::Queue::Reader q) {
-  w.beginObject();
-  w.field("name", q.getName().cStr());
-  w.field("state", stateText(q.getState()));
-  w.key("quota").beginObject();
-  w.field("cpuMillis", q.getQuota().getCpuMillis());
-  w.field("memoryBytes", q.getQuota().getMemoryBytes());
-  w.field("gpu", q.getQuota().getGpu());
-  w.endObject();
-  w.key("used").beginObject();
-  w.field("cpuMillis", q.getUsed().getCpuMillis());
-  w.field("memoryBytes", q.getUsed().getMemoryBytes());
-  w.field("gpu", q.getUsed().getGpu());
-  w.endObject();
-  w.field("maxRunningJobs", q.getMaxRunningJobs());
-  w.field("weight", q.getWeight());
-  w.field("placement", q.getPlacement() == api::Placement::SPREAD ? "spread" : "binpack");
-  w.field("runningJobs", q.getRunningJobs());
-  w.field("queuedJobs", q.getQueuedJobs());
-  w.field("createdAt", q.getCreatedAt());
-  w.endObject();
+// A whole weight prints as an integer ("weight": 2), as it always has, rather than 2.0: a
+// reader that decodes it into an integer type keeps working.
+Json weightJson(double w) {
+  if (w == std::floor(w) && std::fabs(w) < 1e15) return static_cast<int64_t>(w);
+  return w;
 }
 
-void datasetJson(JsonWriter& w, api::Dataset::Reader d) {
-  w.beginObject();
-  w.field("name", d.getName().cStr());
-  w.field("path", d.getPath().cStr());
-  w.field("readOnly", d.getReadOnly());
-  w.field("createdAt", d.getCreatedAt());
-  w.endObject();
+Json queueJson(api::Queue::Reader q) {
+  return {{"name", q.getName().cStr()},
+          {"state", stateText(q.getState())},
+          {"quota", resourcesJson(q.getQuota())},
+          {"used", resourcesJson(q.getUsed())},
+          {"maxRunningJobs", q.getMaxRunningJobs()},
+          {"weight", weightJson(q.getWeight())},
+          {"placement", q.getPlacement() == api::Placement::SPREAD ? "spread" : "binpack"},
+          {"runningJobs", q.getRunningJobs()},
+          {"queuedJobs", q.getQueuedJobs()},
+          {"createdAt", q.getCreatedAt()}};
+}
+
+Json datasetJson(api::Dataset::Reader d) {
+  return {{"name", d.getName().cStr()},
+          {"path", d.getPath().cStr()},
+          {"readOnly", d.getReadOnly()},
+          {"createdAt", d.getCreatedAt()}};
 }
 
 std::string weightText(double w) {
@@ -146,10 +142,10 @@ int run(GlobalOptions& global, Streams io, Fill fill) {
   if (!frame) return exitCode;
   auto r = frame->template root<api::Response>();
   bool json = global.output == "json";
-  JsonWriter w;
+  Json out;
   switch (r.which()) {
     case api::Response::QUEUE:
-      if (json) queueJson(w, r.getQueue());
+      if (json) out = queueJson(r.getQueue());
       else {
         capnp::MallocMessageBuilder m;
         auto one = m.initRoot<api::Response>().initQueues(1);
@@ -159,9 +155,8 @@ int run(GlobalOptions& global, Streams io, Fill fill) {
       break;
     case api::Response::QUEUES:
       if (json) {
-        w.beginArray();
-        for (auto q : r.getQueues()) queueJson(w, q);
-        w.endArray();
+        out = Json::array();
+        for (auto q : r.getQueues()) out.push_back(queueJson(q));
       } else {
         queueTable(io.out, r.getQueues());
       }
@@ -171,7 +166,7 @@ int run(GlobalOptions& global, Streams io, Fill fill) {
       std::vector<api::Dataset::Reader> list;
       if (r.isDataset()) list.push_back(r.getDataset());
       else for (auto d : r.getDatasets()) list.push_back(d);
-      printItems(w, json, r.isDataset(), list, datasetJson, [&](const std::vector<api::Dataset::Reader>& items) {
+      printItems(out, json, r.isDataset(), list, datasetJson, [&](const std::vector<api::Dataset::Reader>& items) {
         Table t({"NAME", "PATH", "MODE"});
         for (auto d : items) t.row({d.getName().cStr(), d.getPath().cStr(), d.getReadOnly() ? "read-only" : "read-write"});
         t.print(io.out);
@@ -179,14 +174,14 @@ int run(GlobalOptions& global, Streams io, Fill fill) {
       break;
     }
     case api::Response::DONE:
-      if (json) w.beginObject().field("result", r.getDone().cStr()).endObject();
+      if (json) out = {{"result", r.getDone().cStr()}};
       else io.out << r.getDone().cStr() << "\n";
       break;
     default:
       io.err << "yardctl: unexpected answer from the master\n";
       return kExitFailed;
   }
-  if (json) io.out << w.str() << "\n";
+  if (json) io.out << jsonText(out) << "\n";
   return kExitOk;
 }
 

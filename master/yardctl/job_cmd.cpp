@@ -26,62 +26,52 @@ std::string timeText(int64_t ms) {
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
 
-void summaryJson(JsonWriter& w, api::JobSummary::Reader j) {
-  w.beginObject();
-  w.field("name", j.getName().cStr());
-  w.field("queue", j.getQueue().cStr());
-  w.field("state", j.getState().cStr());
-  w.field("reason", j.getReason().cStr());
-  w.field("priority", j.getPriority());
-  w.field("submittedAt", j.getSubmittedAt());
-  w.field("startedAt", j.getStartedAt());
-  w.field("finishedAt", j.getFinishedAt());
-  w.field("tasksTotal", j.getTasksTotal());
-  w.field("tasksDone", j.getTasksDone());
-  w.endObject();
+Json summaryJson(api::JobSummary::Reader j) {
+  return {{"name", j.getName().cStr()},
+          {"queue", j.getQueue().cStr()},
+          {"state", j.getState().cStr()},
+          {"reason", j.getReason().cStr()},
+          {"priority", j.getPriority()},
+          {"submittedAt", j.getSubmittedAt()},
+          {"startedAt", j.getStartedAt()},
+          {"finishedAt", j.getFinishedAt()},
+          {"tasksTotal", j.getTasksTotal()},
+          {"tasksDone", j.getTasksDone()}};
 }
 
-void detailJson(JsonWriter& w, api::JobDetail::Reader d, bool showEnv) {
-  w.beginObject();
-  w.key("job");
-  summaryJson(w, d.getSummary());
-  w.key("tasks").beginArray();
+Json detailJson(api::JobDetail::Reader d, bool showEnv) {
+  Json tasks = Json::array();
   for (auto t : d.getTasks()) {
-    w.beginObject();
-    w.field("name", t.getName().cStr());
-    w.field("kind", t.getKind().cStr());
-    w.field("mode", t.getMode().cStr());
-    w.field("state", t.getState().cStr());
-    w.field("reason", t.getReason().cStr());
-    w.field("attempt", t.getAttempt());
-    w.key("dependsOn").beginArray();
-    for (auto dep : t.getDependsOn()) w.value(dep.cStr());
-    w.endArray();
-    w.key("replicas").beginArray();
+    Json dependsOn = Json::array(), replicas = Json::array();
+    for (auto dep : t.getDependsOn()) dependsOn.push_back(dep.cStr());
     for (auto r : t.getReplicas()) {
-      w.beginObject();
-      w.field("role", r.getRole().cStr());
-      w.field("index", r.getIndex());
-      w.field("attempt", r.getAttempt());
-      w.field("state", r.getState().cStr());
-      w.field("node", r.getNode().cStr());
-      w.field("port", r.getPort());
-      w.field("declaredPorts", r.getDeclaredPorts().cStr());
-      w.field("gpus", r.getGpus().cStr());
-      w.field("exitCode", r.getExitCode());
-      w.field("reason", r.getReason().cStr());
+      Json replica = {{"role", r.getRole().cStr()},
+                      {"index", r.getIndex()},
+                      {"attempt", r.getAttempt()},
+                      {"state", r.getState().cStr()},
+                      {"node", r.getNode().cStr()},
+                      {"port", r.getPort()},
+                      {"declaredPorts", r.getDeclaredPorts().cStr()},
+                      {"gpus", r.getGpus().cStr()},
+                      {"exitCode", r.getExitCode()},
+                      {"reason", r.getReason().cStr()}};
       if (showEnv) {
-        w.key("env").beginObject();
-        for (auto e : r.getEnv()) w.field(e.getName().cStr(), e.getValue().cStr());
-        w.endObject();
+        Json env = Json::object();
+        for (auto e : r.getEnv()) env[e.getName().cStr()] = e.getValue().cStr();
+        replica["env"] = std::move(env);
       }
-      w.endObject();
+      replicas.push_back(std::move(replica));
     }
-    w.endArray();
-    w.endObject();
+    tasks.push_back({{"name", t.getName().cStr()},
+                     {"kind", t.getKind().cStr()},
+                     {"mode", t.getMode().cStr()},
+                     {"state", t.getState().cStr()},
+                     {"reason", t.getReason().cStr()},
+                     {"attempt", t.getAttempt()},
+                     {"dependsOn", std::move(dependsOn)},
+                     {"replicas", std::move(replicas)}});
   }
-  w.endArray();
-  w.endObject();
+  return {{"job", summaryJson(d.getSummary())}, {"tasks", std::move(tasks)}};
 }
 
 void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
@@ -126,28 +116,20 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
     }
 }
 
-void nodeJson(JsonWriter& w, api::NodeInfo::Reader n) {
-  w.beginObject();
-  w.field("name", n.getName().cStr());
-  w.field("address", n.getAddress().cStr());
-  w.field("state", n.getState().cStr());
-  w.field("drained", n.getDrained());
-  for (auto [key, r] : {std::pair<const char*, api::NodeInfo::Reader>{"capacity", n}, {"allocated", n}}) {
-    auto res = std::string(key) == "capacity" ? r.getCapacity() : r.getAllocated();
-    w.key(key).beginObject();
-    w.field("cpuMillis", res.getCpuMillis());
-    w.field("memoryBytes", res.getMemoryBytes());
-    w.field("gpu", res.getGpu());
-    w.endObject();
-  }
-  w.field("portLo", n.getPortLo());
-  w.field("portHi", n.getPortHi());
-  w.field("drivers", n.getDrivers().cStr());
-  w.field("vmRuntime", n.getVmRuntime().cStr());
-  w.field("lastHeartbeat", n.getLastHeartbeat());
-  w.field("agentVersion", n.getAgentVersion().cStr());
-  w.field("replicas", n.getReplicas());
-  w.endObject();
+Json nodeJson(api::NodeInfo::Reader n) {
+  return {{"name", n.getName().cStr()},
+          {"address", n.getAddress().cStr()},
+          {"state", n.getState().cStr()},
+          {"drained", n.getDrained()},
+          {"capacity", resourcesJson(n.getCapacity())},
+          {"allocated", resourcesJson(n.getAllocated())},
+          {"portLo", n.getPortLo()},
+          {"portHi", n.getPortHi()},
+          {"drivers", n.getDrivers().cStr()},
+          {"vmRuntime", n.getVmRuntime().cStr()},
+          {"lastHeartbeat", n.getLastHeartbeat()},
+          {"agentVersion", n.getAgentVersion().cStr()},
+          {"replicas", n.getReplicas()}};
 }
 
 void nodeTable(std::ostream& out, const std::vector<api::NodeInfo::Reader>& nodes) {
@@ -172,17 +154,16 @@ int run(GlobalOptions& global, Streams io, Fill fill, bool showEnv = false) {
   if (!frame) return exitCode;
   auto r = frame->template root<api::Response>();
   bool json = global.output == "json";
-  JsonWriter w;
+  Json out;
   switch (r.which()) {
     case api::Response::DONE:
-      if (json) w.beginObject().field("result", r.getDone().cStr()).endObject();
+      if (json) out = {{"result", r.getDone().cStr()}};
       else io.out << r.getDone().cStr() << "\n";
       break;
     case api::Response::JOBS:
       if (json) {
-        w.beginArray();
-        for (auto j : r.getJobs()) summaryJson(w, j);
-        w.endArray();
+        out = Json::array();
+        for (auto j : r.getJobs()) out.push_back(summaryJson(j));
       } else {
         Table t({"NAME", "QUEUE", "STATE", "TASKS", "PRIORITY", "SUBMITTED"});
         for (auto j : r.getJobs())
@@ -193,16 +174,19 @@ int run(GlobalOptions& global, Streams io, Fill fill, bool showEnv = false) {
       }
       break;
     case api::Response::JOB:
-      if (json) detailJson(w, r.getJob(), showEnv);
+      if (json) out = detailJson(r.getJob(), showEnv);
       else detailText(io.out, r.getJob(), showEnv);
       break;
     case api::Response::EVENTS:
       if (json) {
-        w.beginArray();
+        out = Json::array();
         for (auto e : r.getEvents())
-          w.beginObject().field("at", e.getAt()).field("task", e.getTask().cStr()).field("replica", e.getReplica().cStr())
-              .field("attempt", e.getAttempt()).field("type", e.getType().cStr()).field("reason", e.getReason().cStr()).endObject();
-        w.endArray();
+          out.push_back({{"at", e.getAt()},
+                         {"task", e.getTask().cStr()},
+                         {"replica", e.getReplica().cStr()},
+                         {"attempt", e.getAttempt()},
+                         {"type", e.getType().cStr()},
+                         {"reason", e.getReason().cStr()}});
       } else {
         Table t({"TIME", "TASK", "REPLICA", "ATTEMPT", "EVENT", "REASON"});
         for (auto e : r.getEvents())
@@ -216,7 +200,7 @@ int run(GlobalOptions& global, Streams io, Fill fill, bool showEnv = false) {
       std::vector<api::NodeInfo::Reader> nodes;
       if (r.isNode()) nodes.push_back(r.getNode());
       else for (auto n : r.getNodes()) nodes.push_back(n);
-      printItems(w, json, r.isNode(), nodes, nodeJson,
+      printItems(out, json, r.isNode(), nodes, nodeJson,
                  [&](const std::vector<api::NodeInfo::Reader>& items) { nodeTable(io.out, items); });
       break;
     }
@@ -224,7 +208,7 @@ int run(GlobalOptions& global, Streams io, Fill fill, bool showEnv = false) {
       io.err << "yardctl: unexpected answer from the master\n";
       return kExitFailed;
   }
-  if (json) io.out << w.str() << "\n";
+  if (json) io.out << jsonText(out) << "\n";
   return kExitOk;
 }
 

@@ -6,6 +6,7 @@
 #include "common/util/json.h"
 #include "master/yardctl/cli.h"
 #include "master/yardctl/client.h"
+#include "master/yardctl/output.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
@@ -79,9 +80,8 @@ int runLogs(GlobalOptions& global, Streams io, const LogsOptions& o) {
       std::string line = data.substr(i, nl == std::string::npos ? std::string::npos : nl - i);
       i = nl == std::string::npos ? data.size() : nl + 1;
       if (json) {
-        JsonWriter w(0);  // one object per line (JSON Lines), so -f output can be read as it comes
-        w.beginObject().field("replica", label).field("line", line).endObject();
-        io.out << w.str() << "\n";
+        // One object per line (JSON Lines), so -f output can be read as it comes.
+        io.out << jsonLine({{"replica", label}, {"line", line}}) << "\n";
       } else if (prefix) {
         io.out << label << " | " << line << "\n";
       } else {
@@ -102,19 +102,18 @@ int runJobTop(GlobalOptions& global, Streams io, const std::string& job) {
     return kExitFailed;
   }
   if (global.output == "json") {
-    JsonWriter w;
-    w.beginArray();
-    for (auto u : r.getUsage()) {
-      w.beginObject().field("task", u.getTask().cStr()).field("role", u.getRole().cStr()).field("index", u.getIndex())
-          .field("attempt", u.getAttempt()).field("node", u.getNode().cStr()).field("state", u.getState().cStr());
-      w.key("requested").beginObject().field("cpuMillis", u.getRequested().getCpuMillis())
-          .field("memoryBytes", u.getRequested().getMemoryBytes()).field("gpu", u.getRequested().getGpu()).endObject();
-      w.key("used").beginObject().field("cpuMillis", u.getUsed().getCpuMillis())
-          .field("memoryBytes", u.getUsed().getMemoryBytes()).endObject();
-      w.field("sampledAt", u.getSampledAt()).endObject();
-    }
-    w.endArray();
-    io.out << w.str() << "\n";
+    Json out = Json::array();
+    for (auto u : r.getUsage())
+      out.push_back({{"task", u.getTask().cStr()},
+                     {"role", u.getRole().cStr()},
+                     {"index", u.getIndex()},
+                     {"attempt", u.getAttempt()},
+                     {"node", u.getNode().cStr()},
+                     {"state", u.getState().cStr()},
+                     {"requested", resourcesJson(u.getRequested())},
+                     {"used", {{"cpuMillis", u.getUsed().getCpuMillis()}, {"memoryBytes", u.getUsed().getMemoryBytes()}}},
+                     {"sampledAt", u.getSampledAt()}});
+    io.out << jsonText(out) << "\n";
     return kExitOk;
   }
   Table t({"REPLICA", "ATTEMPT", "NODE", "STATE", "CPU USED", "CPU REQ", "MEMORY USED", "MEMORY REQ"});
@@ -141,18 +140,15 @@ int runNodeTop(GlobalOptions& global, Streams io) {
     return kExitFailed;
   }
   if (global.output == "json") {
-    JsonWriter w;
-    w.beginArray();
-    for (auto n : r.getNodes()) {
-      w.beginObject().field("name", n.getName().cStr()).field("state", n.getState().cStr()).field("replicas", n.getReplicas());
-      for (auto [key, res] : {std::pair<const char*, schema::Resources::Reader>{"capacity", n.getCapacity()},
-                              {"allocated", n.getAllocated()}, {"used", n.getUsed()}})
-        w.key(key).beginObject().field("cpuMillis", res.getCpuMillis()).field("memoryBytes", res.getMemoryBytes())
-            .field("gpu", res.getGpu()).endObject();
-      w.endObject();
-    }
-    w.endArray();
-    io.out << w.str() << "\n";
+    Json out = Json::array();
+    for (auto n : r.getNodes())
+      out.push_back({{"name", n.getName().cStr()},
+                     {"state", n.getState().cStr()},
+                     {"replicas", n.getReplicas()},
+                     {"capacity", resourcesJson(n.getCapacity())},
+                     {"allocated", resourcesJson(n.getAllocated())},
+                     {"used", resourcesJson(n.getUsed())}});
+    io.out << jsonText(out) << "\n";
     return kExitOk;
   }
   Table t({"NAME", "STATE", "REPLICAS", "CPU USED", "CPU ALLOC", "CPU CAP", "MEMORY USED", "MEMORY ALLOC", "MEMORY CAP"});

@@ -5,16 +5,22 @@
 #include <vector>
 
 #include "common/util/json.h"
+#include "schema/common.capnp.h"
 
 namespace yard::ctl {
 
+// A quota, capacity, allocation or request: {"cpuMillis", "memoryBytes", "gpu"}.
+inline Json resourcesJson(schema::Resources::Reader r) {
+  return {{"cpuMillis", r.getCpuMillis()}, {"memoryBytes", r.getMemoryBytes()}, {"gpu", r.getGpu()}};
+}
+
+// With `json`, sets `out` to the item's JSON (single) or an array of every item's.
 template <typename Item, typename ToJson, typename ToTable>
-void printItems(JsonWriter& w, bool json, bool single, const std::vector<Item>& items, ToJson toJson,
-                ToTable toTable) {
+void printItems(Json& out, bool json, bool single, const std::vector<Item>& items, ToJson toJson, ToTable toTable) {
   if (!json) return toTable(items);
-  if (!single) w.beginArray();
-  for (const auto& item : items) toJson(w, item);
-  if (!single) w.endArray();
+  out = Json::array();
+  for (const auto& item : items) out.push_back(toJson(item));
+  if (single && out.size() == 1) out = Json(out.at(0));
 }
 
 }  // namespace yard::ctl

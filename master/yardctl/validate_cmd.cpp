@@ -20,8 +20,7 @@ void addValidateCommand(CLI::App& app, GlobalOptions& global, Streams io, Action
     action = [&global, io, files]() -> int {
       bool json = global.output == "json";
       bool allValid = true;
-      JsonWriter w;
-      if (json && files->size() > 1) w.beginArray();
+      Json out = Json::array();  // one entry per file; a single file prints as its entry alone
       for (const std::string& f : *files) {
         std::error_code ec;
         if (!std::filesystem::is_regular_file(f, ec)) {
@@ -32,26 +31,22 @@ void addValidateCommand(CLI::App& app, GlobalOptions& global, Streams io, Action
       for (const std::string& f : *files) {
         spec::LoadedJob loaded = spec::loadJobSpecFile(f);
         if (loaded.ok()) {
-          if (json) spec::writeJobJson(w, loaded.job());
+          if (json) out.push_back(spec::jobJson(loaded.job()));
           else io.out << "OK " << f << "\n";
           continue;
         }
         allValid = false;
         if (json) {
-          w.beginObject().field("file", f).key("errors").beginArray();
-          for (const auto& e : loaded.errors)
-            w.beginObject().field("path", e.path).field("message", e.message).endObject();
-          w.endArray().endObject();
+          Json errors = Json::array();
+          for (const auto& e : loaded.errors) errors.push_back({{"path", e.path}, {"message", e.message}});
+          out.push_back({{"file", f}, {"errors", std::move(errors)}});
         } else {
           io.out << "INVALID " << f << " (" << loaded.errors.size()
                  << (loaded.errors.size() == 1 ? " error)\n" : " errors)\n");
           for (const auto& e : loaded.errors) io.out << "  " << e.str() << "\n";
         }
       }
-      if (json) {
-        if (files->size() > 1) w.endArray();
-        io.out << w.str() << "\n";
-      }
+      if (json) io.out << jsonText(files->size() > 1 ? out : out.at(0)) << "\n";
       return allValid ? kExitOk : kExitFailed;
     };
   });

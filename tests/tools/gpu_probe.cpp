@@ -8,13 +8,11 @@
 
 int main() {
   auto c = yard::agent::discoverCapacity();
-  yard::JsonWriter w;
-  w.beginObject().field("cpuMillis", c.cpuMillis).field("memoryBytes", c.memoryBytes).field("gpuSource", c.gpuSource);
-  w.key("gpus").beginArray();
+  yard::Json gpus = yard::Json::array();
   for (const auto& g : c.gpus)
-    w.beginObject().field("index", static_cast<int64_t>(g.index)).field("uuid", g.uuid).field("model", g.model)
-        .field("memoryBytes", static_cast<uint64_t>(g.memoryBytes)).endObject();
-  w.endArray().endObject();
-  std::cout << w.str() << "\n";
+    gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"model", g.model}, {"memoryBytes", g.memoryBytes}});
+  yard::Json out = {
+      {"cpuMillis", c.cpuMillis}, {"memoryBytes", c.memoryBytes}, {"gpuSource", c.gpuSource}, {"gpus", std::move(gpus)}};
+  std::cout << yard::jsonText(out) << "\n";
   return 0;
 }

@@ -213,7 +213,7 @@ TEST_CASE("agents register and beat through the agent API", "[agent-api]") {
   auto rec = h.record("gpu-01");
   CHECK(rec.state == "ready");
   CHECK(rec.gpu == 2);
-  CHECK(rec.labels == R"({"yard.dev/rack":"r12","zone":"a"})");
+  CHECK(rec.labels == std::map<std::string, std::string>{{"yard.dev/rack", "r12"}, {"zone", "a"}});
   CHECK(h.nodes.stored("gpu-01") == rec);
 
   h.nodes.now += 5000;

@@ -131,7 +131,7 @@ TEST_CASE("store: every record type round-trips through close and reopen", "[sto
   QueueRecord q{"team-a", "running", 64000, int64_t{256} << 30, 8, 10, 2.5, "spread", 11};
   DatasetRecord d{"imagenet", "/mnt/nfs/imagenet", true, 12};
   NodeRecord n{"gpu-01", "10.0.0.1", 96000, int64_t{512} << 30, 8, 30000, 31000,
-               R"({"zone":"a","ü":"ß"})", "containerd,host", "kata", "ready", true, 13, 14,
+               {{"zone", "a"}, {"ü", "ß"}}, "containerd,host", "kata", "ready", true, 13, 14,
                "0.1.0"};
   JobRecord j = job("resnet-train");
   j.startedAt = 15;
@@ -550,4 +550,32 @@ TEST_CASE("store: every acknowledged job survives kill -9 whole", "[store]") {
     CHECK(taskCount[id] == 3);
     CHECK(store->events(id, 0).value().size() == 1);
   }
+}
+
+TEST_CASE("store: node labels are a JSON object in their column; another text is refused at load", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  {
+    auto store = openStore(path);
+    NodeRecord n;
+    n.name = "gpu-01";
+    n.state = "ready";
+    n.labels = {{"zone", "a"}, {"yard.dev/rack", "r12"}, {"ü", "ß"}};
+    writeOk(*store, [&](Tx& tx) { tx.upsertNode(n); });
+    n.name = "gpu-02";
+    n.labels.clear();
+    writeOk(*store, [&](Tx& tx) { tx.upsertNode(n); });
+  }
+  {
+    auto conn = sql::Connection::open(path, true);
+    REQUIRE(conn.isOk());
+    // The text the column has always held, which older masters read back.
+    CHECK(conn.value()->queryText("SELECT labels FROM nodes ORDER BY name").value() ==
+          "{\"yard.dev/rack\":\"r12\",\"zone\":\"a\",\"ü\":\"ß\"}; {}");
+  }
+  REQUIRE(sql::Connection::open(path).value()->exec(R"sql(UPDATE nodes SET labels = '{"zone":1}')sql").isOk());
+  auto store = openStore(path);
+  auto st = store->loadAll();
+  REQUIRE_FALSE(st.isOk());
+  CHECK_THAT(st.error(), Catch::Contains("node \"gpu-01\": labels {\"zone\":1} must be a JSON object of strings"));
 }
