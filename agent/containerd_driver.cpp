@@ -29,13 +29,15 @@ using Status = Client::Process::Status;
 constexpr const char* kContainerFile = "container";   // written once the task has started
 constexpr const char* kExecBaseFile = "exec-base";    // the main process's uid, gid, cwd, env
 constexpr const char* kPullLog = "pull.log";          // ctr's output of the pull
-// How it ended ("<exit code> <signal> <oom 0|1>\n<reason>"), kept because the container
+// How it ended ("<exit code> <signal> <oom 0|1> <cause>\n<reason>"), kept because the container
 // itself is deleted as soon as it has ended: a restarted agent still reports it right.
 constexpr const char* kExitFile = "exit";
 
 void saveExit(const std::string& dir, const DriverStatus& s) {
+  std::string cause(toText(s.cause));
   writeFileAtomic(dir + "/" + kExitFile, std::to_string(s.exitCode) + " " + std::to_string(s.signal) + " " +
-                                              (s.oomKilled ? "1" : "0") + "\n" + s.reason);
+                                              (s.oomKilled ? "1" : "0") + " " + (cause.empty() ? "-" : cause) +
+                                              "\n" + s.reason);
 }
 
 std::optional<DriverStatus> loadExit(const std::string& dir) {
@@ -44,9 +46,11 @@ std::optional<DriverStatus> loadExit(const std::string& dir) {
   DriverStatus s;
   s.phase = DriverStatus::Phase::Exited;
   int oom = 0;
-  std::stringstream in(text.value());
-  in >> s.exitCode >> s.signal >> oom;
+  std::string cause;
+  std::stringstream in(text.value().substr(0, text.value().find('\n')));
+  in >> s.exitCode >> s.signal >> oom >> cause;  // files from before the cause have none
   s.oomKilled = oom != 0;
+  s.cause = parseEndCause(cause).value_or(EndCause::None);
   size_t nl = text.value().find('\n');
   if (nl != std::string::npos) s.reason = text.value().substr(nl + 1);
   return s;
@@ -94,18 +98,21 @@ Result<OciProcess> decodeExecBase(const std::string& text) {
   return Result<OciProcess>::ok(std::move(p));
 }
 
-DriverStatus exited(int code, const std::string& reason) {
+// A start that failed: it never ran.
+DriverStatus notStarted(const StartFailure& f) {
   DriverStatus s;
   s.phase = DriverStatus::Phase::Exited;
-  s.exitCode = code;
-  s.reason = reason;
+  s.exitCode = 127;
+  s.cause = f.cause;
+  s.reason = f.reason;
   return s;
 }
 
-DriverStatus lost(const std::string& reason) {
+DriverStatus lost(const std::string& why) {
   DriverStatus s;
   s.phase = DriverStatus::Phase::Lost;
-  s.reason = reason;
+  s.cause = EndCause::AgentFailure;
+  s.reason = "agent: " + why;
   return s;
 }
 
@@ -224,10 +231,17 @@ ContainerdDriver::ContainerdDriver(ContainerdOptions options, Cgroups* cgroups, 
     : options_(std::move(options)), cgroups_(cgroups), client_(std::move(client)) {}
 
 ContainerdDriver::~ContainerdDriver() {
-  stopStarts();
+  ContainerdDriver::shutdown();  // again is harmless: nothing is left to wait for
 }
 
-void ContainerdDriver::stopStarts() {
+void ContainerdDriver::recoverAll(const std::set<std::string>& held, std::function<void()> wake, Log log) {
+  if (log) this->log = [log](const std::string& line) { log("containerd: " + line); };
+  removeLeftovers(held, log);
+  onStarted = std::move(wake);
+  watchEvents();
+}
+
+void ContainerdDriver::shutdown() {
   for (auto& [key, st] : starting_) *st.cancel = true;
   for (auto& [key, st] : starting_) st.done.wait();  // workers use this object
   if (events_.joinable()) {
@@ -372,27 +386,27 @@ auto patiently(F call, const std::atomic<bool>& cancel) {
 
 }  // namespace
 
-std::string ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std::string dir,
+StartFailure ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std::string dir,
                                           const std::atomic<bool>& cancel) {
-  constexpr const char* kCancelled = "agent: stopped while starting";
+  const StartFailure kCancelled = StartFailure::agent("stopped while starting");
   auto ref = normalizeImageRef(spec.image);
-  if (!ref) return "ImagePullFailed: " + ref.error();
+  if (!ref) return StartFailure::imagePull(ref.error());
   auto image = patiently([&] { return client_->image(options_.ns, ref.value()); }, cancel);
-  if (!image) return "agent: " + image.error();
+  if (!image) return StartFailure::agent(image.error());
   if (!image.value()) {
     auto pulled = pull(ref.value(), dir, cancel, false);
     if (cancel) return kCancelled;
-    if (!pulled) return "ImagePullFailed: " + ref.value() + ": " + pulled.error();
+    if (!pulled) return StartFailure::imagePull(ref.value() + ": " + pulled.error());
     image = client_->image(options_.ns, ref.value());
-    if (!image) return "agent: " + image.error();
-    if (!image.value()) return "ImagePullFailed: " + ref.value() + " is not in containerd's store after the pull";
+    if (!image) return StartFailure::agent(image.error());
+    if (!image.value()) return StartFailure::imagePull(ref.value() + " is not in containerd's store after the pull");
   }
   if (cancel) return kCancelled;
   const auto& config = *image.value();
   std::string runtime = spec.vm ? options_.vmRuntime : options_.runtime;
-  if (runtime.empty()) return "agent: this node has no VM runtime for a type: vm job";
+  if (runtime.empty()) return StartFailure::agent("this node has no VM runtime for a type: vm job");
   auto made = containerProcess(spec, {config.env, config.entrypoint, config.cmd, config.workingDir, config.user});
-  if (!made) return "agent: " + made.error();
+  if (!made) return StartFailure::agent(made.error());
   OciProcess process = std::move(made).value();
   OciOptions oci;
   if (cgroups_) oci.cgroupsPath = "/" + cgroups_->parent() + "/" + key.name();
@@ -400,7 +414,7 @@ std::string ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std:
   for (const auto& [name, value] : spec.env)
     if (name == "NVIDIA_VISIBLE_DEVICES") uuids = value;
   auto devices = gpuDevices(gpuDeviceMinors(spec.gpus, uuids, options_.procRoot), options_.devRoot);
-  if (!devices) return "agent: " + devices.error();
+  if (!devices) return StartFailure::agent(devices.error());
   oci.devices = devices.value();
   if (!spec.gpus.empty()) {
     // Only the assigned GPUs' device nodes exist in the container, so CUDA numbers them
@@ -415,8 +429,8 @@ std::string ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std:
   for (const char* f : {"/etc/hosts", "/etc/resolv.conf"})
     if (fs::exists(f)) oci.extraMounts.push_back({f, f, true});
   std::string specJson = ociSpecJson(spec, process, oci);
-  if (auto w = writeFileAtomic(dir + "/" + kExecBaseFile, encodeExecBase(process)); !w) return "agent: " + w.error();
-  if (auto w = writeFileAtomic(dir + "/config.json", specJson); !w) return "agent: " + w.error();
+  if (auto w = writeFileAtomic(dir + "/" + kExecBaseFile, encodeExecBase(process)); !w) return StartFailure::agent(w.error());
+  if (auto w = writeFileAtomic(dir + "/config.json", specJson); !w) return StartFailure::agent(w.error());
   std::string id = containerId(key);
   Client::ContainerSpec c;
   c.id = id;
@@ -429,7 +443,7 @@ std::string ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std:
   // The container first: it references the snapshot, which keeps containerd's garbage
   // collector off it once prepared.
   auto created = patiently([&] { return client_->createContainer(options_.ns, c); }, cancel);
-  if (!created) return "agent: " + created.error();
+  if (!created) return StartFailure::agent(created.error());
   auto prepare = [&] { return client_->prepareSnapshot(options_.ns, options_.snapshotter, id, config.chainId); };
   auto mounts = patiently(prepare, cancel);
   if (!mounts && mounts.error().find("(gRPC code 5)") != std::string::npos) {
@@ -437,19 +451,19 @@ std::string ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std:
     // unpacking): pull again, which unpacks what is missing.
     auto pulled = pull(ref.value(), dir, cancel, true);
     if (cancel) return kCancelled;
-    if (!pulled) return "ImagePullFailed: " + ref.value() + ": " + pulled.error();
+    if (!pulled) return StartFailure::imagePull(ref.value() + ": " + pulled.error());
     mounts = patiently(prepare, cancel);
   }
-  if (!mounts) return "agent: " + mounts.error();
+  if (!mounts) return StartFailure::agent(mounts.error());
   if (cancel) return kCancelled;
   std::string log = "file://" + dir + "/output.log";
   auto task = patiently([&] { return client_->createTask(options_.ns, id, mounts.value(), {log, log}); }, cancel);
-  if (!task) return "agent: " + task.error();
+  if (!task) return StartFailure::agent(task.error());
   if (cancel) return kCancelled;
   auto started = patiently([&] { return client_->start(options_.ns, id); }, cancel);
-  if (!started) return "agent: " + started.error();
-  if (auto w = writeFileAtomic(dir + "/" + kContainerFile, id); !w) return "agent: " + w.error();
-  return "";
+  if (!started) return StartFailure::agent(started.error());
+  if (auto w = writeFileAtomic(dir + "/" + kContainerFile, id); !w) return StartFailure::agent(w.error());
+  return StartFailure::none();
 }
 
 Result<bool> ContainerdDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) {
@@ -464,7 +478,7 @@ Result<bool> ContainerdDriver::start(const ReplicaKey& key, const ReplicaSpec& s
   limits_[key] = limitsOf(spec, true);
   Start& st = starting_[key];
   st.cancel = std::make_shared<std::atomic<bool>>(false);
-  auto result = std::make_shared<std::promise<std::string>>();
+  auto result = std::make_shared<std::promise<StartFailure>>();
   st.result = result->get_future();
   st.done = std::async(std::launch::async, [this, key, spec, dir, cancel = st.cancel, result] {
     // runc create and start (a VM runtime boots a VM) may take long on a busy host.
@@ -524,7 +538,7 @@ DriverStatus ContainerdDriver::statusOf(const ReplicaKey& key, const std::string
     s.phase = last != lastSeen_.end() ? last->second : DriverStatus::Phase::Running;
     return s;
   }
-  if (!p.value()) return lost("agent: containerd has no task for it any more");
+  if (!p.value()) return lost("containerd has no task for it any more");
   const auto& proc = *p.value();
   DriverStatus s;
   switch (proc.status) {
@@ -554,10 +568,10 @@ DriverStatus ContainerdDriver::inspect(const ReplicaKey& key, const std::string&
   auto it = starting_.find(key);
   if (it != starting_.end()) {
     if (it->second.result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return DriverStatus{};
-    std::string why = it->second.result.get();
+    StartFailure why = it->second.result.get();
     starting_.erase(it);  // waits the moment the worker needs to return
-    if (!why.empty()) {
-      DriverStatus s = exited(127, why);
+    if (why.cause != EndCause::None) {
+      DriverStatus s = notStarted(why);
       saveExit(dir, s);
       return s;
     }
@@ -704,16 +718,15 @@ DriverStatus ContainerdDriver::recover(const ReplicaKey& key, const ReplicaSpec&
   // The runc shim kept the container (running or with its exit status) while the agent was
   // away; only a start the agent did not see finish is not trusted.
   if (auto ended = loadExit(dir)) return *ended;
-  if (!fs::exists(dir + "/" + kContainerFile)) return lost("agent: restarted while starting it; it never ran");
+  if (!fs::exists(dir + "/" + kContainerFile)) return lost("restarted while starting it; it never ran");
   limits_[key] = limitsOf(spec, true);  // in case the agent stopped before it added the CPU quota
   applyCpuQuota(key);
   auto p = client_->process(options_.ns, containerId(key));
-  if (p && !p.value()) return lost("agent: containerd has no task for it any more");
+  if (p && !p.value()) return lost("containerd has no task for it any more");
   return statusOf(key, dir);
 }
 
-void ContainerdDriver::removeLeftovers(const std::set<std::string>& held,
-                                       const std::function<void(const std::string&)>& log) {
+void ContainerdDriver::removeLeftovers(const std::set<std::string>& held, const Log& log) {
   auto ids = client_->containers(options_.ns, "labels.\"yard.node\"==\"" + options_.node + "\"");
   if (!ids) {
     if (log) log("containerd: " + ids.error());

@@ -73,29 +73,26 @@ class ContainerdDriver : public Driver {
   DriverStatus recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) override;
   // Pulls of large images take long: starting may take this long before the runner gives up.
   int64_t startTimeoutMs() const override { return 30 * 60 * 1000; }
-
-  // Removes this node's containers (and their snapshots and cgroups) that no replica held
-  // by the agent names (`held`: ReplicaKey::name() of each): leftovers of a crash.
-  void removeLeftovers(const std::set<std::string>& held, const std::function<void(const std::string&)>& log);
+  // Removes this node's containers that no held replica names, then follows containerd's
+  // task-exit events; `log`'s lines about containerd start with "containerd: ".
+  void recoverAll(const std::set<std::string>& held, std::function<void()> wake, Log log) override;
   // Cancels the starts in progress and waits for their workers, and stops watching
-  // containerd's events (agent shutdown; before the io_context they post to goes away).
-  void stopStarts();
-  // Called from another thread when something changed: a start has finished, or containerd
-  // says a task exited. The agent ticks the runner then, instead of at its next 100 ms tick.
-  std::function<void()> onStarted;
-  // Starts the thread that follows containerd's task-exit events (call once onStarted is set).
-  void watchEvents();
-  // Where the driver says what went wrong with containerd (io thread only).
-  std::function<void(const std::string&)> log;
+  // containerd's events (both post to the agent's io_context, which must outlive them).
+  void shutdown() override;
 
   // containerd's id of a replica's container (also its snapshot's key).
   std::string containerId(const ReplicaKey& key) const;
 
  private:
   ContainerdDriver(ContainerdOptions options, Cgroups* cgroups, std::unique_ptr<containerd::Client> client);
+  // Removes this node's containers (and their snapshots and cgroups) that no replica held
+  // by the agent names (`held`: ReplicaKey::name() of each): leftovers of a crash.
+  void removeLeftovers(const std::set<std::string>& held, const Log& log);
+  // Starts the thread that follows containerd's task-exit events (call once onStarted is set).
+  void watchEvents();
   // The start worker: pull when missing, the image's config, the spec, the container, its
   // snapshot, its task. "" when it runs, else why not ("ImagePullFailed: ..." and the like).
-  std::string startWorker(ReplicaKey key, ReplicaSpec spec, std::string dir, const std::atomic<bool>& cancel);
+  StartFailure startWorker(ReplicaKey key, ReplicaSpec spec, std::string dir, const std::atomic<bool>& cancel);
   // Pulls `ref` unless it is in the store (always when `force`); kills ctr when cancelled.
   Result<bool> pull(const std::string& ref, const std::string& dir, const std::atomic<bool>& cancel, bool force);
   std::string hostsDir();
@@ -110,22 +107,28 @@ class ContainerdDriver : public Driver {
   template <typename T>
   const Result<T>& noted(const Result<T>& r);
 
+  // Set by recoverAll(). Called from another thread when something changed: a start has
+  // finished, or containerd says a task exited; the agent ticks the runner then, instead of
+  // at its next 100 ms tick.
+  std::function<void()> onStarted;
+  // Set by recoverAll(): where the driver says what went wrong with containerd (io thread only).
+  Log log;
   ContainerdOptions options_;
   Cgroups* cgroups_;
   std::unique_ptr<containerd::Client> client_;
   std::string version_;
   struct Start {
     std::shared_ptr<std::atomic<bool>> cancel;  // set by destroy(): the worker gives up
-    std::future<std::string> result;            // "" or why it did not start
+    std::future<StartFailure> result;           // why it did not start (cause None: it did)
     std::future<void> done;                     // the worker thread has returned
   };
   std::map<ReplicaKey, Start> starting_;
   std::set<ReplicaKey> destroyAfterStart_;  // destroy() came while the worker was busy
   std::set<ReplicaKey> leftover_;           // tasks that had not stopped yet at destroy()
-  std::map<ReplicaKey, int> pendingSignal_;
+  std::map<ReplicaKey, int> pendingSignal_;  // signals containerd did not take; sent again by sweep()
   std::chrono::steady_clock::time_point quietUntil_{};
   std::chrono::milliseconds backoff_{0};
-  std::map<ReplicaKey, CgroupLimits> limits_;  // the full limits of replicas still starting  // signals containerd did not take; sent again by sweep()
+  std::map<ReplicaKey, CgroupLimits> limits_;  // the full limits of replicas still starting
   std::map<ReplicaKey, DriverStatus::Phase> lastSeen_;  // kept while containerd does not answer
   std::mutex pullMu_;
   std::map<std::string, std::shared_ptr<std::mutex>> pullLocks_;  // one pull per image at a time

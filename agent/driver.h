@@ -1,16 +1,21 @@
 #pragma once
 // The narrow interface every way of running a replica implements (Nomad's DriverPlugin):
 // start, inspect (non-blocking), signal, exec, stats, destroy and recover. The runner
-// drives it from one thread; no call blocks for long.
+// drives it from one thread; no call blocks for long. Besides the per-replica calls, the
+// agent's main calls two driver-wide ones on that same thread, each once: recoverAll()
+// after the runner has recovered what it found on disk, and shutdown() when the agent stops.
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "agent/replica.h"
+#include "common/lifecycle/states.h"
 #include "common/util/result.h"
 
 namespace yard::agent {
@@ -21,7 +26,19 @@ struct DriverStatus {
   int exitCode = 0;        // Exited: the exit code; 128 + signal when a signal ended it
   int signal = 0;          // Exited: the signal that ended it, 0 if none
   bool oomKilled = false;  // Exited: the kernel's OOM killer ended it (memory limit)
-  std::string reason;      // Exited without ever running (setup failure), or Lost
+  // Exited without ever running, or Lost: why, typed (ImagePullFailed, AgentFailure); None
+  // when the process ended by itself.
+  EndCause cause = EndCause::None;
+  std::string reason;  // for people: what went wrong
+};
+
+// Why a start failed (cause None: it did not).
+struct StartFailure {
+  EndCause cause = EndCause::None;
+  std::string reason;
+  static StartFailure none() { return {}; }
+  static StartFailure imagePull(std::string why) { return {EndCause::ImagePullFailed, std::move(why)}; }
+  static StartFailure agent(const std::string& why) { return {EndCause::AgentFailure, "agent: " + why}; }
 };
 
 struct ReplicaUsage {
@@ -62,6 +79,18 @@ class Driver {
   virtual int64_t startTimeoutMs() const { return 0; }
   // After an agent restart: re-attaches to a replica found in `dir` and says how it is.
   virtual DriverStatus recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) = 0;
+  // At agent start, once recover() has been called for every replica found on disk:
+  // releases what the driver still holds on the node for any other replica (leftovers of a
+  // crash; `held` has ReplicaKey::name() of each replica kept), then starts whatever the
+  // driver runs on its own. From then on the driver may call `wake` from any thread when it
+  // learns of a change (a start finished, a replica exited) so the runner ticks now rather
+  // than at its next tick, and `log` from the runner's thread with what went wrong.
+  using Log = std::function<void(const std::string&)>;
+  virtual void recoverAll(const std::set<std::string>& /*held*/, std::function<void()> /*wake*/, Log /*log*/) {}
+  // Agent shutdown, before whatever `wake` posts to goes away: stops the driver's own threads
+  // (may wait for them; starts in progress give up). Replicas keep running, for the next
+  // agent to recover. The driver takes no more calls afterwards but its destructor.
+  virtual void shutdown() {}
 };
 
 }  // namespace yard::agent

@@ -175,6 +175,7 @@ DriverStatus HostDriver::finished(const ReplicaKey& key, const std::string& dir,
   } else {
     // "failed <step>: ..." — it never ran; 127 like a shell that cannot run a command.
     s.exitCode = 127;
+    s.cause = EndCause::AgentFailure;
     s.reason = line.empty() ? "the replica could not be started" : line;
   }
   if (cgroups_ && s.reason.empty()) {
@@ -200,6 +201,7 @@ DriverStatus HostDriver::inspect(const ReplicaKey& key, const std::string& dir) 
       DriverStatus s;
       s.phase = DriverStatus::Phase::Exited;
       s.exitCode = 127;
+      s.cause = EndCause::AgentFailure;
       s.reason = "yard-shim could not start it: " + firstLine(why ? why.value() : std::string("no message"));
       return s;
     }
@@ -214,6 +216,7 @@ DriverStatus HostDriver::inspect(const ReplicaKey& key, const std::string& dir) 
   if (auto st = readFile(dir + "/status"); st && !st.value().empty()) return finished(key, dir, st.value());
   DriverStatus s;
   s.phase = DriverStatus::Phase::Lost;
+  s.cause = EndCause::AgentFailure;
   s.reason = "agent: yard-shim is gone and left no exit status";
   return s;
 }
@@ -274,6 +277,7 @@ DriverStatus HostDriver::recover(const ReplicaKey& key, const ReplicaSpec&, cons
     if (shimAlive(dir, readPid(dir + "/shim.pid"))) return DriverStatus{};  // the launcher was interrupted mid-start
     DriverStatus s;
     s.phase = DriverStatus::Phase::Lost;
+    s.cause = EndCause::AgentFailure;
     s.reason = "agent: restarted while starting it; it never ran";
     return s;
   }

@@ -2,8 +2,6 @@
 // together: config and flags, the data-dir lock, cgroups, the host driver, the runner, the
 // link to the master and the agent's own API.
 #include <CLI/CLI.hpp>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <asio.hpp>
@@ -23,6 +21,7 @@
 #include "agent/master_link.h"
 #include "agent/runner.h"
 #include "common/spec/quantity.h"
+#include "common/util/data_dir_lock.h"
 #include "yard/version.h"
 
 namespace {
@@ -138,9 +137,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   // One agent per state directory.
-  int lockFd = ::open((config.dataDir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lockFd < 0 || ::flock(lockFd, LOCK_EX | LOCK_NB) != 0) {
-    logLine(config.dataDir + " is in use by another yard-agent");
+  auto lock = DataDirLock::acquire(config.dataDir, "lock", [&config](const std::string&) {
+    return config.dataDir + " is in use by another yard-agent";
+  });
+  if (!lock) {
+    logLine(lock.error());
     return 1;
   }
   if (access(config.shim.c_str(), X_OK) != 0) {
@@ -187,16 +188,12 @@ int main(int argc, char** argv) {
   // Cgroups left by replicas this agent no longer holds (their directories are gone).
   auto held = runner.names();
   std::set<std::string> heldSet(held.begin(), held.end());
-#ifdef YARD_WITH_CONTAINERD
-  if (auto* cd = dynamic_cast<agent::ContainerdDriver*>(containers.get())) {
-    cd->log = [](const std::string& line) { logLine("containerd: " + line); };
-    cd->removeLeftovers(heldSet, logLine);
-    // A start finishing on its worker, or a task exit containerd reports, is news for the
-    // runner now, not at the next tick.
-    cd->onStarted = [&io, &runner] { asio::post(io, [&runner] { runner.tick(); }); };
-    cd->watchEvents();
-  }
-#endif
+  std::vector<agent::Driver*> drivers{&host};
+  if (containers) drivers.push_back(containers.get());
+  // What a driver learns on its own threads (a start finishing, an exit containerd reports)
+  // is news for the runner now, not at the next tick.
+  for (agent::Driver* d : drivers)
+    d->recoverAll(heldSet, [&io, &runner] { asio::post(io, [&runner] { runner.tick(); }); }, logLine);
   for (const auto& child : cgroups.value()->children())
     if (!heldSet.count(child)) {
       logLine("removing leftover cgroup " + config.cgroupParent + "/" + child);
@@ -256,10 +253,8 @@ int main(int argc, char** argv) {
     io.stop();
   });
   io.run();
-#ifdef YARD_WITH_CONTAINERD
-  // Starts in progress give up now; their workers post to io, which must outlive them.
-  if (auto* cd = dynamic_cast<agent::ContainerdDriver*>(containers.get())) cd->stopStarts();
-#endif
+  // Starts in progress give up now; drivers' threads post to io, which must outlive them.
+  for (agent::Driver* d : drivers) d->shutdown();
   // No empty parent group is left behind: ended replicas' groups are gone already, and a
   // running one keeps the parent (and is re-adopted by the next agent).
   if (cgroups.value()->children().empty()) cgroups.value()->removeParent();

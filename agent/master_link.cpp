@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/lifecycle/wire.h"
 #include "schema/agent.capnp.h"
 #include "yard/version.h"
 
@@ -153,7 +154,9 @@ void MasterLink::beat() {
     const auto& r = reports[i];
     list[i].setReplicaId(r.key.id);
     list[i].setAttempt(r.key.attempt);
-    list[i].setState(r.state);
+    list[i].setState(toWire(r.state));
+    list[i].setCause(toWire(r.cause));
+    list[i].setSignal(r.signal);
     list[i].setExitCode(r.exitCode);
     list[i].setReason(r.reason);
     list[i].setCpuMillisUsed(r.cpuMillisUsed);

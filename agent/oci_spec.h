@@ -44,7 +44,7 @@ struct OciProcess {
 
 // The replica's command over the image's: a task's command replaces the image's entrypoint
 // and cmd (Kubernetes' `command`); the image's environment comes first and the replica's
-// (WIRING.md, then the user's) overrides it by name; the working dir is the task's, else
+// (docs/wiring.md, then the user's) overrides it by name; the working dir is the task's, else
 // the image's, else "/". Errors name what is wrong (no command at all, a non-numeric user).
 Result<OciProcess> containerProcess(const ReplicaSpec& spec, const ImageDefaults& image);
 

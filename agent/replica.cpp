@@ -10,10 +10,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/util/capnp_text.h"
+
 namespace yard::agent {
 namespace {
 
-std::string str(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
 
 std::vector<std::string> strings(capnp::List<capnp::Text>::Reader in) {
   std::vector<std::string> out;

@@ -27,11 +27,11 @@ int64_t Runner::startTimeout(const Replica& r) const {
 
 std::string Runner::dirOf(const ReplicaKey& key) const { return options_.dataDir + "/replicas/" + key.name(); }
 
-void Runner::setState(Replica& r, const std::string& state) {
+void Runner::setState(Replica& r, ReplicaState state) {
   if (r.state == state) return;
   r.state = state;
   if (log_) log_(r.spec.label() + " attempt " + std::to_string(r.key.attempt) + " (replica " + r.key.name() + "): " +
-                 state + (r.reason.empty() ? "" : " (" + r.reason + ")"));
+                 std::string(toText(state)) + (r.reason.empty() ? "" : " (" + r.reason + ")"));
   if (onChange) onChange();
 }
 
@@ -71,6 +71,7 @@ void Runner::recover() {
       st = r.driver->recover(key, r.spec, r.dir);
     } else {
       st.phase = DriverStatus::Phase::Lost;
+      st.cause = EndCause::AgentFailure;
       st.reason = "agent: no driver for image " + r.spec.image + " on this node any more";
     }
     bool started = std::filesystem::exists(r.dir + "/" + kStartedFile);
@@ -84,12 +85,12 @@ void Runner::recover() {
         // A stop in progress starts over (preStop, SIGTERM, grace); a postStart that had not
         // succeeded runs again: what had happened before the restart is not known.
         slot.phase = started || slot.spec.postStart.empty() || slot.stop ? Phase::Running : Phase::Starting;
-        slot.state = slot.phase == Phase::Running ? "Running" : "Starting";
+        slot.state = slot.phase == Phase::Running ? ReplicaState::Running : ReplicaState::Starting;
         slot.deadline = now_() + options_.startTimeoutMs;
         break;
       default: finish(slot, st); break;
     }
-    if (log_) log_("re-adopted " + slot.spec.label() + " attempt " + std::to_string(key.attempt) + ": " + slot.state);
+    if (log_) log_("re-adopted " + slot.spec.label() + " attempt " + std::to_string(key.attempt) + ": " + std::string(toText(slot.state)));
   }
 }
 
@@ -108,6 +109,7 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
     DriverStatus st;
     st.phase = DriverStatus::Phase::Exited;
     st.exitCode = 127;
+    st.cause = EndCause::AgentFailure;
     st.reason = why;
     finish(slot, st);
   };
@@ -195,21 +197,27 @@ void Runner::finish(Replica& r, const DriverStatus& st) {
   }
   r.phase = Phase::Done;
   r.exitCode = st.exitCode;
-  std::string state;
-  if (!r.failure.empty()) {
-    state = "Killed";
+  r.signal = st.signal;
+  ReplicaState state;
+  if (!r.failure.empty()) {  // the agent ended it (postStart failed)
+    state = ReplicaState::Killed;
+    r.cause = EndCause::AgentFailure;
     r.reason = r.failure;
   } else if (st.phase == DriverStatus::Phase::Lost) {
-    state = "Lost";
+    state = ReplicaState::Lost;
+    r.cause = EndCause::AgentFailure;
     r.reason = st.reason;
   } else if (st.oomKilled) {
-    state = "OOMKilled";
+    state = ReplicaState::OOMKilled;
+    r.cause = EndCause::OOMKilled;
     r.reason = "memory limit of " + std::to_string(r.spec.memoryBytes) + " bytes exceeded";
-  } else if (r.stop && st.reason.empty()) {
-    state = "Killed";
+  } else if (r.stop && st.cause == EndCause::None) {  // the master asked for the stop
+    state = ReplicaState::Killed;
+    r.cause = EndCause::StoppedByPolicy;
     r.reason = r.stopReason;
   } else {
-    state = "Exited";
+    state = ReplicaState::Exited;
+    r.cause = st.cause != EndCause::None ? st.cause : st.signal ? EndCause::Signal : EndCause::Exited;
     r.reason = !st.reason.empty() ? st.reason : st.signal ? "ended by signal " + std::to_string(st.signal) : "";
   }
   r.cpuMillis = 0;
@@ -242,6 +250,7 @@ void Runner::advance(Replica& r, int64_t now) {
         DriverStatus ended;
         ended.phase = DriverStatus::Phase::Exited;
         ended.exitCode = 127;
+        ended.cause = EndCause::AgentFailure;
         if (!r.stop) ended.reason = "agent: it did not start within " + std::to_string(startTimeout(r) / 1000) + "s";
         return finish(r, ended);
       }
@@ -262,7 +271,7 @@ void Runner::advance(Replica& r, int64_t now) {
       }
       r.phase = Phase::Running;
       writeFileAtomic(r.dir + "/" + kStartedFile, "");
-      return setState(r, "Running");
+      return setState(r, ReplicaState::Running);
     case Phase::PostStart: {
       if (r.stop) return beginStop(r, now);
       auto code = r.hook->poll();
@@ -271,7 +280,7 @@ void Runner::advance(Replica& r, int64_t now) {
       if (code && *code == 0) {
         r.phase = Phase::Running;
         writeFileAtomic(r.dir + "/" + kStartedFile, "");
-        return setState(r, "Running");
+        return setState(r, ReplicaState::Running);
       }
       // A failing postStart fails the replica (Kubernetes' rule).
       r.failure = code ? "agent: postStart hook exited " + std::to_string(*code) : "agent: postStart hook timed out";
@@ -302,6 +311,7 @@ void Runner::advance(Replica& r, int64_t now) {
       if (now >= r.deadline && r.deadline > 0) {
         DriverStatus lost;
         lost.phase = DriverStatus::Phase::Lost;
+        lost.cause = EndCause::AgentFailure;
         lost.reason = "agent: it did not end 30s after SIGKILL";
         return finish(r, lost);
       }
@@ -331,7 +341,7 @@ void Runner::tick() {
 std::vector<ReplicaReport> Runner::reports() const {
   std::vector<ReplicaReport> out;
   for (const auto& [key, r] : replicas_)
-    out.push_back({key, r.state, r.exitCode, r.reason, r.cpuMillis, r.memoryBytes});
+    out.push_back({key, r.state, r.cause, r.exitCode, r.signal, r.reason, r.cpuMillis, r.memoryBytes});
   return out;
 }
 

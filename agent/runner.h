@@ -1,5 +1,5 @@
 #pragma once
-// The agent's replica state machines and convergence (DESIGN.md "Agents converge"): the
+// The agent's replica state machines and convergence (docs/design.md §3, "Agents converge"): the
 // master says which replica attempts should run and which have ended for it; the runner
 // starts what is missing, stops what is not wanted (postStart / preStop hooks, SIGTERM,
 // grace, SIGKILL), removes what the master no longer lists, and reports every attempt it
@@ -29,8 +29,10 @@ struct DesiredReplica {
 
 struct ReplicaReport {
   ReplicaKey key;
-  std::string state;  // Starting | Running | Exited | Killed | OOMKilled | Lost
+  ReplicaState state = ReplicaState::Starting;  // never Placed
+  EndCause cause = EndCause::None;              // once ended
   int32_t exitCode = 0;
+  int32_t signal = 0;
   std::string reason;
   int64_t cpuMillisUsed = 0;
   int64_t memoryBytesUsed = 0;
@@ -84,8 +86,10 @@ class Runner {
     std::string dir;
     Driver* driver = nullptr;
     Phase phase = Phase::Starting;
-    std::string state = "Starting";
+    ReplicaState state = ReplicaState::Starting;
+    EndCause cause = EndCause::None;
     int32_t exitCode = 0;
+    int32_t signal = 0;
     std::string reason;
     bool stop = false;        // stopping was asked for
     std::string stopReason;
@@ -102,7 +106,7 @@ class Runner {
   void beginStop(Replica& r, int64_t now);
   void finish(Replica& r, const DriverStatus& st);
   void sample(Replica& r, int64_t now);
-  void setState(Replica& r, const std::string& state);
+  void setState(Replica& r, ReplicaState state);
   std::string dirOf(const ReplicaKey& key) const;
   int64_t startTimeout(const Replica& r) const;
 

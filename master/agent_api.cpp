@@ -2,26 +2,24 @@
 
 #include <set>
 
+#include "common/lifecycle/wire.h"
+#include "common/util/capnp_text.h"
 #include "common/util/random.h"
+#include "common/wire/answer.h"
+#include "master/frameworks/framework.h"
+#include "master/store/columns.h"
 
 #include "schema/agent.capnp.h"
 
 namespace yard::master {
 namespace {
 
-// A response under construction, sent when `send` runs (now or after a commit).
-struct Answer {
-  std::shared_ptr<wire::Connection> conn;
-  std::shared_ptr<capnp::MallocMessageBuilder> message = std::make_shared<capnp::MallocMessageBuilder>();
-  mutable agentapi::AgentResponse::Builder resp = message->initRoot<agentapi::AgentResponse>();
-  void send() const { conn->send(*message); }
-  void error(const std::string& why) const {
-    resp.setError(why);
-    send();
-  }
+// How the agent API writes a refusal: the error text in place of an answer.
+struct AgentApiError {
+  void operator()(agentapi::AgentResponse::Builder resp, const std::string& why) const { resp.setError(why); }
 };
+using Answer = wire::Answer<agentapi::AgentResponse, AgentApiError>;
 
-std::string_view view(capnp::Text::Reader t) { return std::string_view(t.cStr(), t.size()); }
 
 NodeRegistration registrationFrom(schema::Node::Reader node) {
   NodeRegistration r;
@@ -70,7 +68,7 @@ void AgentApi::fillSpec(const JobEntry& job, size_t task, const store::ReplicaRe
   res.setCpuMillis(r.cpuMillis);
   res.setMemoryBytes(r.memoryBytes);
   res.setGpu(r.gpu);
-  spec.setGpus(r.gpus);
+  spec.setGpus(store::gpusText(r.gpus));
   auto mounts = spec.initMounts(c.getMounts().size());
   for (unsigned i = 0; i < mounts.size(); ++i) {
     auto m = c.getMounts()[i];
@@ -92,17 +90,17 @@ void AgentApi::fillSpec(const JobEntry& job, size_t task, const store::ReplicaRe
   spec.setWorkingDir(c.getWorkingDir());
   spec.setStopGraceMs(stopGraceMs_);
   spec.setVm(job.spec->job().getType() == schema::JobType::VM);
-  if (st.getKind() == schema::TaskKind::OPENMPI && r.role == "launcher") {
-    auto files = spec.initFiles(1);
-    files[0].setName("hostfile");
-    files[0].setContent(mpiHostfile(decodeEnv(r.env), st.getSlotsPerWorker()));
+  auto wanted = frameworks::frameworkFor(st.getKind()).files(st, r);
+  auto files = spec.initFiles(static_cast<unsigned>(wanted.size()));
+  for (unsigned i = 0; i < files.size(); ++i) {
+    files[i].setName(wanted[i].first);
+    files[i].setContent(wanted[i].second);
   }
 }
 
 void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
   auto req = frame->root<agentapi::AgentRequest>();
-  Answer a{conn};
-  a.resp.setId(req.getId());
+  Answer a(conn, req.getId());
 
   // The token first; nothing else in a frame from an unknown peer is looked at.
   std::string refusal;
@@ -137,10 +135,13 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
   auto beat = req.getHeartbeat();
   std::string node(view(beat.getNode()));
   std::vector<JobRegistry::ReplicaReport> reports;
-  static const std::set<std::string_view> kStates = {"Starting", "Running", "Exited", "Killed", "OOMKilled", "Lost"};
   for (auto r : beat.getReplicas()) {
-    if (!kStates.count(view(r.getState()))) continue;  // not a state this master knows: ignored
-    reports.push_back({r.getReplicaId(), r.getAttempt(), std::string(view(r.getState())), r.getExitCode(),
+    auto state = fromWire(r.getState());
+    auto cause = fromWire(r.getCause());
+    // A state or cause this master does not know (a newer agent), or Placed (the master's
+    // own): ignored.
+    if (!state || !cause || *state == ReplicaState::Placed) continue;
+    reports.push_back({r.getReplicaId(), r.getAttempt(), *state, *cause, r.getExitCode(), r.getSignal(),
                        std::string(view(r.getReason())), r.getCpuMillisUsed(), r.getMemoryBytesUsed()});
   }
   registry_.heartbeat(node, [this, a, node, reports](Result<bool> r) {

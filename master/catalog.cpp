@@ -41,9 +41,17 @@ Result<bool> Catalog::load(const store::State& state) {
   return Result<bool>::ok(true);
 }
 
-void Catalog::commit(store::Store::Write w, std::function<void()> apply, Reply reply) {
-  store_.write(std::move(w), [this, apply = std::move(apply), reply = std::move(reply)](Result<bool> r) {
-    asio::post(io_, [apply, reply, r] {
+// Checks and commits run in the queue's operation, against the state the previous change
+// to the same name left; `check` returns a refusal or "".
+void Catalog::change(const std::string& key, std::function<std::string()> check, store::Store::Write write,
+                     std::function<void()> apply, Reply reply) {
+  commits_.run(key, [check = std::move(check), write = std::move(write), apply = std::move(apply),
+                     reply = std::move(reply)](CommitQueue::Slot slot) {
+    if (std::string why = check(); !why.empty()) {
+      slot.done();
+      return reply(refuse(why));
+    }
+    slot.commit(write, [apply, reply](Result<bool> r) {
       if (r) apply();
       reply(r);
     });
@@ -55,38 +63,33 @@ void Catalog::createQueue(const store::QueueRecord& in, Reply reply) {
   q.createdAt = nowMs();
   std::string why = checkQueue(q);
   if (!why.empty()) return reply(refuse(why));
-  if (queues_.count(q.name) || busyNames_.count("q/" + q.name))
-    return reply(refuse("queue " + q.name + " already exists"));
-  busyNames_.insert("q/" + q.name);
-  commit([q](store::Tx& tx) { tx.upsertQueue(q); },
-         [this, q] { queues_[q.name] = q; },
-         [this, name = q.name, reply](Result<bool> r) { busyNames_.erase("q/" + name); reply(r); });
+  change(
+      "q/" + q.name, [this, q] { return queues_.count(q.name) ? "queue " + q.name + " already exists" : ""; },
+      [q](store::Tx& tx) { tx.upsertQueue(q); }, [this, q] { queues_[q.name] = q; }, std::move(reply));
 }
 
-void Catalog::updateQueue(const std::string& name, std::function<std::string(store::QueueRecord&)> apply,
+void Catalog::updateQueue(const std::string& name, std::function<std::string(store::QueueRecord&)> edit,
                           Reply reply) {
-  auto it = queues_.find(name);
-  if (it == queues_.end()) return reply(refuse("queue " + name + " does not exist"));
-  if (busyNames_.count("q/" + name)) return reply(refuse("queue " + name + " is being changed; try again"));
-  store::QueueRecord q = it->second;
-  std::string why = apply(q);
-  if (why.empty()) why = checkQueue(q);
-  if (!why.empty()) return reply(refuse(why));
-  busyNames_.insert("q/" + name);
-  commit([q](store::Tx& tx) { tx.upsertQueue(q); },
-         [this, q] { queues_[q.name] = q; },
-         [this, name, reply](Result<bool> r) { busyNames_.erase("q/" + name); reply(r); });
+  // The edit applies to the record as it is when the change runs; the record to store is
+  // filled in then.
+  auto q = std::make_shared<store::QueueRecord>();
+  change(
+      "q/" + name,
+      [this, name, q, edit] {
+        auto it = queues_.find(name);
+        if (it == queues_.end()) return "queue " + name + " does not exist";
+        *q = it->second;
+        std::string why = edit(*q);
+        return why.empty() ? checkQueue(*q) : why;
+      },
+      [q](store::Tx& tx) { tx.upsertQueue(*q); }, [this, q] { queues_[q->name] = *q; }, std::move(reply));
 }
 
 void Catalog::deleteQueue(const std::string& name, Reply reply) {
-  if (!queues_.count(name)) return reply(refuse("queue " + name + " does not exist"));
   if (name == "default") return reply(refuse("queue default cannot be deleted (jobs without a queue go there)"));
-  if (busyNames_.count("q/" + name)) return reply(refuse("queue " + name + " is being changed; try again"));
-  // TODO(jobs): refuse while the queue holds jobs that are not deleted, once jobs exist.
-  busyNames_.insert("q/" + name);
-  commit([name](store::Tx& tx) { tx.deleteQueue(name); },
-         [this, name] { queues_.erase(name); },
-         [this, name, reply](Result<bool> r) { busyNames_.erase("q/" + name); reply(r); });
+  change(
+      "q/" + name, [this, name] { return queues_.count(name) ? "" : "queue " + name + " does not exist"; },
+      [name](store::Tx& tx) { tx.deleteQueue(name); }, [this, name] { queues_.erase(name); }, std::move(reply));
 }
 
 void Catalog::createDataset(const store::DatasetRecord& in, Reply reply) {
@@ -95,20 +98,15 @@ void Catalog::createDataset(const store::DatasetRecord& in, Reply reply) {
   std::string why = spec::checkName(d.name, 1, 63);
   if (!why.empty()) return reply(refuse("dataset name " + why));
   if (d.path.empty() || d.path[0] != '/') return reply(refuse("--path: \"" + d.path + "\" must be an absolute path"));
-  if (datasets_.count(d.name) || busyNames_.count("d/" + d.name))
-    return reply(refuse("dataset " + d.name + " already exists"));
-  busyNames_.insert("d/" + d.name);
-  commit([d](store::Tx& tx) { tx.upsertDataset(d); },
-         [this, d] { datasets_[d.name] = d; },
-         [this, name = d.name, reply](Result<bool> r) { busyNames_.erase("d/" + name); reply(r); });
+  change(
+      "d/" + d.name, [this, d] { return datasets_.count(d.name) ? "dataset " + d.name + " already exists" : ""; },
+      [d](store::Tx& tx) { tx.upsertDataset(d); }, [this, d] { datasets_[d.name] = d; }, std::move(reply));
 }
 
 void Catalog::deleteDataset(const std::string& name, Reply reply) {
-  if (!datasets_.count(name)) return reply(refuse("dataset " + name + " does not exist"));
-  busyNames_.insert("d/" + name);
-  commit([name](store::Tx& tx) { tx.deleteDataset(name); },
-         [this, name] { datasets_.erase(name); },
-         [this, name, reply](Result<bool> r) { busyNames_.erase("d/" + name); reply(r); });
+  change(
+      "d/" + name, [this, name] { return datasets_.count(name) ? "" : "dataset " + name + " does not exist"; },
+      [name](store::Tx& tx) { tx.deleteDataset(name); }, [this, name] { datasets_.erase(name); }, std::move(reply));
 }
 
 }  // namespace yard::master

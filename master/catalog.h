@@ -1,7 +1,7 @@
 #pragma once
 // Queues and datasets: the admin-managed catalog. The in-memory maps are the working copy;
 // every change is committed to the store first and applied here only once durable
-// (DESIGN.md "Durable before visible").
+// (docs/design.md §3, "Durable before visible").
 //
 // REQUIRES: every method runs on the io thread. Completions are posted back to it.
 
@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "master/commit_queue.h"
 #include "master/store/store.h"
 #include "schema/api.capnp.h"
 
@@ -24,13 +25,14 @@ class Catalog {
  public:
   using Reply = std::function<void(Result<bool>)>;
 
-  Catalog(asio::io_context& io, store::Store& store) : io_(io), store_(store) {}
+  Catalog(asio::io_context& io, store::Store& store) : store_(store), commits_(io, store) {}
   // Loads the durable state; creates queue `default` on first start.
   Result<bool> load(const store::State& state);
 
   void createQueue(const store::QueueRecord& q, Reply reply);
-  // `apply` edits a copy of the current record; the result is checked, stored, then applied.
-  void updateQueue(const std::string& name, std::function<std::string(store::QueueRecord&)> apply, Reply reply);
+  // `edit` edits a copy of the current record (returning a refusal or ""); the result is
+  // checked, stored, then applied. Changes to one name wait for the one in flight.
+  void updateQueue(const std::string& name, std::function<std::string(store::QueueRecord&)> edit, Reply reply);
   void deleteQueue(const std::string& name, Reply reply);
   void createDataset(const store::DatasetRecord& d, Reply reply);
   void deleteDataset(const std::string& name, Reply reply);
@@ -42,14 +44,15 @@ class Catalog {
   static std::string checkQueue(const store::QueueRecord& q);
 
  private:
-  // Commits `w`; on success runs `apply` (io thread) and then `reply`.
-  void commit(store::Store::Write w, std::function<void()> apply, Reply reply);
+  // Under `key` ("q/NAME", "d/NAME"): `check`, then commit `write`, then `apply` (io thread)
+  // and `reply`.
+  void change(const std::string& key, std::function<std::string()> check, store::Store::Write write,
+              std::function<void()> apply, Reply reply);
 
-  asio::io_context& io_;
   store::Store& store_;
+  CommitQueue commits_;
   std::map<std::string, store::QueueRecord> queues_;
   std::map<std::string, store::DatasetRecord> datasets_;
-  std::set<std::string> busyNames_;  // "q/NAME" or "d/NAME" with a commit in flight
 };
 
 }  // namespace yard::master

@@ -1,13 +1,20 @@
 #pragma once
 // The client API: decodes each api::Request frame, does what it asks, answers with an
-// api::Response carrying the same id (possibly later, once a change is durable).
-// Runs on the io thread.
+// api::Response carrying the same id (possibly later, once a change is durable, or once a
+// read on the read thread is done). Runs on the io thread.
+//
+// handle() only dispatches: one handler per resource, each in its own file —
+// client_api_catalog.cpp (queues, datasets), client_api_jobs.cpp (jobs and their events),
+// client_api_nodes.cpp (nodes), client_api_logs.cpp (logs, top, exec).
 
 #include <memory>
+#include <string>
 
+#include "common/wire/answer.h"
 #include "common/wire/server.h"
 #include "master/agent_calls.h"
 #include "master/catalog.h"
+#include "master/client_api_reads.h"
 #include "schema/api.capnp.h"
 #include "master/config.h"
 #include "master/jobs.h"
@@ -15,11 +22,23 @@
 
 namespace yard::master {
 
+// How the client API writes a refusal: one Error line written for the user.
+struct ClientApiError {
+  void operator()(api::Response::Builder resp, const std::string& why) const { resp.initError().setMessage(why); }
+};
+using ClientAnswer = wire::Answer<api::Response, ClientApiError>;
+
 class ClientApi {
  public:
+  // REQUIRES: `store` and the io_context the connections run on stay open until stop() (or
+  // the destructor) has run: the read thread reads the store and posts answers to that
+  // io_context until then.
   ClientApi(const MasterConfig& config, Catalog& catalog, JobRegistry& jobs, store::Store& store, NodeRegistry& nodes)
       : config_(config), catalog_(catalog), jobs_(jobs), store_(store), nodes_(nodes) {}
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
+  // Waits for the read in progress and drops the queued ones (their clients get no answer).
+  // For shutdown: call after the io loop stops and before the store closes.
+  void stop() { reads_.stop(); }
   // How `logs` reaches agents; without it logs are refused.
   void setAgentCalls(AgentCalls* calls) { calls_ = calls; }
 
@@ -42,10 +61,38 @@ class ClientApi {
     int64_t tail = -1;
     bool over = false;
   };
+
+  // One handler per resource. REQUIRES: `req` is a request about that resource.
+  void handleQueue(api::Request::Reader req, const ClientAnswer& a);
+  void handleDataset(api::Request::Reader req, const ClientAnswer& a);
+  void handleJob(api::Request::Reader req, const ClientAnswer& a);
+  void handleNode(api::Request::Reader req, const ClientAnswer& a);
+
+  void updateQueue(api::QueueUpdate::Reader update, const ClientAnswer& a);
+  // Once a change to queue `name` commits: the queue as it now is.
+  Catalog::Reply answerQueue(const ClientAnswer& a, const std::string& name);
+  void listJobs(api::JobFilter::Reader filter, const ClientAnswer& a);
+  void events(const std::string& jobName, ClientAnswer a);
+  // A queue or node as the client sees it: its record and what jobs hold of it now.
+  void fillQueue(api::Queue::Builder out, const store::QueueRecord& q) const;
+  void fillNode(api::NodeInfo::Builder out, const NodeInfo& n, bool withUsage) const;
+
   void logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader query);
   void startNextLog(const std::shared_ptr<Relay>& relay);
   void top(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& job);
   void exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::ExecRequest::Reader request);
+
+  // The completion of a change the catalog or the nodes commit: the error, or `fill` and
+  // the answer.
+  template <typename Fill>
+  static auto afterCommit(const ClientAnswer& a, Fill fill) {
+    return [a, fill](Result<bool> r) {
+      if (!r) return a.error(r.error());
+      fill();
+      a.send();
+    };
+  }
+  static void setResources(schema::Resources::Builder out, int64_t cpuMillis, int64_t memoryBytes, int64_t gpu);
 
   const MasterConfig& config_;
   Catalog& catalog_;
@@ -53,6 +100,7 @@ class ClientApi {
   store::Store& store_;
   NodeRegistry& nodes_;
   AgentCalls* calls_ = nullptr;
+  ReadThread reads_;  // last: joined before the members its reads use are destroyed
 };
 
 }  // namespace yard::master

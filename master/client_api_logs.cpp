@@ -1,5 +1,6 @@
-// yardctl logs and top: log streams relayed from the agents that hold them, and the usage
-// agents report.
+// yardctl logs, top and exec: log streams relayed from the agents that hold them, the usage
+// agents report, and exec sessions relayed to an agent. Each frame of a stream is its own
+// ClientAnswer with the request's id.
 #include "master/client_api.h"
 #include "common/util/random.h"
 #include "schema/api.capnp.h"
@@ -8,15 +9,6 @@ namespace yard::master {
 namespace {
 
 constexpr size_t kMaxClientBacklog = 64u << 20;
-
-void sendFrame(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
-               const std::function<void(api::Response::Builder)>& fill) {
-  capnp::MallocMessageBuilder msg;
-  auto resp = msg.initRoot<api::Response>();
-  resp.setId(id);
-  fill(resp);
-  conn->send(msg);
-}
 
 // The replicas a query names: per task, the requested attempt, or the newest attempt of
 // each replica.
@@ -37,7 +29,7 @@ std::vector<const store::ReplicaRecord*> selectReplicas(const TaskEntry& t, api:
 }  // namespace
 
 void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader q) {
-  auto fail = [&](const std::string& why) { sendFrame(conn, id, [&](auto r) { r.initError().setMessage(why); }); };
+  auto fail = [&](const std::string& why) { ClientAnswer(conn, id).error(why); };
   const JobEntry* job = jobs_.find(q.getJob());
   if (!job) return fail(std::string("job ") + q.getJob().cStr() + " does not exist");
   if (!calls_) return fail("this master cannot reach agents");
@@ -48,7 +40,7 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
     if (q.getTask().size() > 0 && t.rec.name != q.getTask().cStr()) continue;
     taskFound = true;
     for (const auto* r : selectReplicas(t, q)) {
-      if (r->state == "Placed") continue;  // nothing written yet
+      if (r->state == ReplicaState::Placed) continue;  // nothing written yet
       std::string label = t.rec.name + "/" + r->role + "/" + std::to_string(r->index);
       auto n = nodes_.nodes().find(r->node);
       if (n == nodes_.nodes().end() || n->second.record.agentPort == 0) {
@@ -89,7 +81,9 @@ void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
     if (relay->open > 0) return;
     relay->over = true;
     relay->streams.clear();
-    sendFrame(relay->conn, relay->id, [&](auto r) { r.setLogEnd(relay->problems); });
+    ClientAnswer end(relay->conn, relay->id);
+    end.resp.setLogEnd(relay->problems);
+    end.send();
     return;
   }
   const LogTarget& t = relay->targets[relay->next++];
@@ -102,11 +96,11 @@ void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
       [conn, id, label](const std::string& data) {
         // A client that stops reading is cut off rather than buffered without bound.
         if (conn->pendingBytes() > kMaxClientBacklog) return conn->close("log reader fell 64 MiB behind");
-        sendFrame(conn, id, [&](auto r) {
-          auto c = r.initLogChunk();
-          c.setReplica(label);
-          c.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(data.data()), data.size()));
-        });
+        ClientAnswer chunk(conn, id);
+        auto c = chunk.resp.initLogChunk();
+        c.setReplica(label);
+        c.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(data.data()), data.size()));
+        chunk.send();
       },
       [this, weak = std::weak_ptr<Relay>(relay), label](const std::string& why) {
         auto r = weak.lock();
@@ -120,34 +114,34 @@ void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
 
 void ClientApi::top(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& jobName) {
   const JobEntry* job = jobs_.find(jobName);
-  if (!job) return sendFrame(conn, id, [&](auto r) { r.initError().setMessage("job " + jobName + " does not exist"); });
+  ClientAnswer a(conn, id);
+  if (!job) return a.error("job " + jobName + " does not exist");
   std::vector<std::pair<const TaskEntry*, const store::ReplicaRecord*>> live;
   for (const auto& t : job->tasks)
     for (const auto& r : t.replicas)
-      if (isLiveReplicaState(r.state)) live.emplace_back(&t, &r);
-  sendFrame(conn, id, [&](api::Response::Builder resp) {
-    auto list = resp.initUsage(static_cast<unsigned>(live.size()));
-    for (unsigned i = 0; i < list.size(); ++i) {
-      const auto& [t, r] = live[i];
-      auto u = list[i];
-      u.setTask(t->rec.name);
-      u.setRole(r->role);
-      u.setIndex(r->index);
-      u.setAttempt(r->attempt);
-      u.setNode(r->node);
-      u.setState(r->state);
-      auto req = u.initRequested();
-      req.setCpuMillis(r->cpuMillis);
-      req.setMemoryBytes(r->memoryBytes);
-      req.setGpu(r->gpu);
-      if (const auto* s = jobs_.usageOf(r->id)) {
-        auto used = u.initUsed();
-        used.setCpuMillis(s->cpuMillis);
-        used.setMemoryBytes(s->memoryBytes);
-        u.setSampledAt(s->at);
-      }
+      if (isLive(r.state)) live.emplace_back(&t, &r);
+  auto list = a.resp.initUsage(static_cast<unsigned>(live.size()));
+  for (unsigned i = 0; i < list.size(); ++i) {
+    const auto& [t, r] = live[i];
+    auto u = list[i];
+    u.setTask(t->rec.name);
+    u.setRole(r->role);
+    u.setIndex(r->index);
+    u.setAttempt(r->attempt);
+    u.setNode(r->node);
+    u.setState(std::string(toText(r->state)));
+    auto req = u.initRequested();
+    req.setCpuMillis(r->cpuMillis);
+    req.setMemoryBytes(r->memoryBytes);
+    req.setGpu(r->gpu);
+    if (const auto* s = jobs_.usageOf(r->id)) {
+      auto used = u.initUsed();
+      used.setCpuMillis(s->cpuMillis);
+      used.setMemoryBytes(s->memoryBytes);
+      u.setSampledAt(s->at);
     }
-  });
+  }
+  a.send();
 }
 
 }  // namespace yard::master
@@ -155,7 +149,7 @@ void ClientApi::top(const std::shared_ptr<wire::Connection>& conn, uint64_t id, 
 namespace yard::master {
 
 void ClientApi::exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::ExecRequest::Reader q) {
-  auto fail = [&](const std::string& why) { sendFrame(conn, id, [&](auto r) { r.initError().setMessage("exec: " + why); }); };
+  auto fail = [&](const std::string& why) { ClientAnswer(conn, id).error("exec: " + why); };
   if (!calls_) return fail("this master cannot reach agents");
   const JobEntry* job = jobs_.find(q.getJob());
   const TaskEntry* task = nullptr;
@@ -167,7 +161,7 @@ void ClientApi::exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
   if (!task) return fail(refused);
   const store::ReplicaRecord* caller = nullptr;
   for (const auto& r : task->replicas)
-    if (r.role == q.getRole().cStr() && r.index == q.getIndex() && r.attempt == q.getAttempt() && isLiveReplicaState(r.state))
+    if (r.role == q.getRole().cStr() && r.index == q.getIndex() && r.attempt == q.getAttempt() && isLive(r.state))
       caller = &r;
   std::string token;
   if (caller)
@@ -178,7 +172,7 @@ void ClientApi::exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
   const store::ReplicaRecord* target = nullptr;
   std::string hostPort;
   for (const auto& r : task->replicas) {
-    if (&r == caller || r.attempt != caller->attempt || r.state != "Running") continue;
+    if (&r == caller || r.attempt != caller->attempt || r.state != ReplicaState::Running) continue;
     auto n = nodes_.nodes().find(r.node);
     if (n == nodes_.nodes().end() || (n->second.record.address != host && r.node != host)) continue;
     if (!target || (r.role == "worker" && (target->role != "worker" || r.index < target->index))) {
@@ -193,15 +187,17 @@ void ClientApi::exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
   auto stream = calls_->exec(
       hostPort, target->id, target->attempt, argv,
       [conn, id](uint8_t which, const std::string& data) {
-        sendFrame(conn, id, [&](auto r) {
-          auto o = r.initExecOutput();
-          o.setStream(which);
-          o.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(data.data()), data.size()));
-        });
+        ClientAnswer output(conn, id);
+        auto o = output.resp.initExecOutput();
+        o.setStream(which);
+        o.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(data.data()), data.size()));
+        output.send();
       },
       [conn, id](Result<int> r) {
-        if (r) sendFrame(conn, id, [&](auto resp) { resp.setExecExit(r.value()); });
-        else sendFrame(conn, id, [&](auto resp) { resp.initError().setMessage("exec: " + r.error()); });
+        ClientAnswer end(conn, id);
+        if (!r) return end.error("exec: " + r.error());
+        end.resp.setExecExit(r.value());
+        end.send();
       });
   conn->onClose([stream] { stream->cancel(); });
 }

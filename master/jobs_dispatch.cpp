@@ -3,31 +3,11 @@
 // a time; requests that arrive meanwhile run one more pass afterwards.
 #include <algorithm>
 
-#include "common/util/random.h"
+#include "master/frameworks/framework.h"
 #include "master/jobs.h"
 
 namespace yard::master {
 namespace {
-
-std::string str(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
-
-std::string joinGpus(const std::vector<uint32_t>& gpus) {
-  std::string s;
-  for (uint32_t g : gpus) s += (s.empty() ? "" : ",") + std::to_string(g);
-  return s;
-}
-
-std::vector<uint32_t> parseGpus(const std::string& s) {
-  std::vector<uint32_t> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    if (j > i) out.push_back(static_cast<uint32_t>(std::stoul(s.substr(i, j - i))));
-    i = j + 1;
-  }
-  return out;
-}
 
 sched::ReplicaRequest replicaRequest(const JobRegistry& reg, const std::string& role, int32_t index,
                                      schema::Container::Reader c) {
@@ -41,18 +21,17 @@ sched::ReplicaRequest replicaRequest(const JobRegistry& reg, const std::string& 
   return r;
 }
 
-std::string declaredPortsText(schema::Container::Reader c) {
-  std::string s;
+std::vector<store::DeclaredPort> declaredPorts(schema::Container::Reader c) {
+  std::vector<store::DeclaredPort> out;
   for (auto p : c.getPorts())
-    s += (s.empty() ? "" : ",") + str(p.getName()) + "=" + std::to_string(p.getPort()) +
-         (p.getProtocol() == schema::Protocol::UDP ? "/UDP" : "/TCP");
-  return s;
+    out.push_back({str(p.getName()), static_cast<int32_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
+  return out;
 }
 
 }  // namespace
 
 void JobRegistry::requestPass() {
-  if (passCommitting_) {
+  if (commits_.exclusiveBusy()) {
     passAgain_ = true;
     return;
   }
@@ -71,7 +50,7 @@ void JobRegistry::requestPass() {
 std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs() const {
   std::vector<PendingGang> out;
   for (const auto& [name, job] : jobs_) {
-    if (isFinalJobState(job.rec.state) || busy_.count(name)) continue;  // busy: a cancel is committing
+    if (isFinal(job.rec.state) || commits_.busy(name)) continue;  // busy: a cancel is committing
     auto specTasks = job.spec->job().getTasks();
     for (size_t i = 0; i < job.tasks.size(); ++i) {
       const TaskEntry& t = job.tasks[i];
@@ -84,14 +63,14 @@ std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs() const {
       base.request.submitSeq = job.rec.id;
       base.request.vm = job.spec->job().getType() == schema::JobType::VM;
       if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
-        if (isFinalTaskState(t.rec.state) || t.rec.state == "Waiting") continue;
+        if (isFinal(t.rec.state) || t.rec.state == TaskState::Waiting) continue;
         // Each run is its own one-replica gang, numbered in order (run/0, run/1, ...); up
         // to min(parallelism, completions still needed) run at once.
         auto cj = st.getContainerJob();
         int64_t succeeded = 0, live = 0;
         for (const auto& r : t.replicas) {
-          succeeded += r.state == "Exited" && r.exitCode == 0;
-          live += isLiveReplicaState(r.state);
+          succeeded += frameworks::exitedOk(r);
+          live += isLive(r.state);
         }
         int64_t wanted = std::min(cj.getParallelism(), cj.getCompletions() - succeeded) - live;
         for (int64_t k = 0; k < wanted; ++k) {
@@ -102,13 +81,9 @@ std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs() const {
         }
         continue;
       }
-      if (t.rec.state != "Queued") continue;
-      bool elastic = st.getMode() == schema::TaskMode::ELASTIC;
-      for (auto role : st.getRoles()) {
-        int64_t n = elastic ? st.getElastic().getMinReplicas() : role.getReplicas();
-        for (int32_t k = 0; k < n; ++k)
-          base.request.replicas.push_back(replicaRequest(*this, str(role.getName()), k, role.getContainer()));
-      }
+      if (t.rec.state != TaskState::Queued) continue;
+      for (const auto& slot : frameworks::frameworkFor(st.getKind()).gang(st))
+        base.request.replicas.push_back(replicaRequest(*this, slot.role, slot.index, containerOf(st, slot.role)));
       out.push_back(std::move(base));
     }
   }
@@ -137,7 +112,7 @@ sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) c
   }
   for (const auto& [name, job] : jobs_) {
     auto qit = queues.find(job.rec.queue);
-    if (qit != queues.end() && job.rec.state == kJobRunning) {
+    if (qit != queues.end() && job.rec.state == JobState::Running) {
       qit->second.runningJobs++;
       qit->second.runningJobNames.insert(name);
     }
@@ -145,14 +120,14 @@ sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) c
     for (size_t ti = 0; ti < job.tasks.size(); ++ti) {
       auto st = specTasks[static_cast<unsigned>(ti)];  // tasks are kept in spec order
       for (const auto& r : job.tasks[ti].replicas) {
-        if (!isLiveReplicaState(r.state)) continue;
+        if (!isLive(r.state)) continue;
         sched::Resources res{r.cpuMillis, r.memoryBytes, r.gpu};
         if (qit != queues.end()) qit->second.used += res;
         auto nit = nodeIndex.find(r.node);
         if (nit == nodeIndex.end()) continue;
         sched::NodeView& n = s.nodes[nit->second];
         n.allocated += res;
-        for (uint32_t g : parseGpus(r.gpus)) n.gpusInUse.insert(g);
+        n.gpusInUse.insert(r.gpus.begin(), r.gpus.end());
         if (r.port > 0) {
           n.portsInUse.insert({static_cast<uint16_t>(r.port), false});
           n.portsInUse.insert({static_cast<uint16_t>(r.port), true});
@@ -168,7 +143,7 @@ sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) c
 }
 
 void JobRegistry::runPass() {
-  if (passCommitting_) {
+  if (commits_.exclusiveBusy()) {
     passAgain_ = true;
     return;
   }
@@ -196,22 +171,20 @@ void JobRegistry::runPass() {
   commitPlan(accepted, gangs);
 }
 
-void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs) {
+std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan, std::vector<PendingGang>& gangs,
+                                                        lifecycle::Events& events) const {
   int64_t now = now_();
-  // Copies of the entries this pass changes; they replace the live ones once durable.
-  auto changed = std::make_shared<std::map<std::string, JobEntry>>();
-  auto events = std::make_shared<std::vector<store::EventRecord>>();
+  std::map<std::string, JobEntry> changed;  // copies of the entries this pass changes
   auto entry = [&](const std::string& name) -> JobEntry& {
-    auto it = changed->find(name);
-    if (it == changed->end()) it = changed->emplace(name, jobs_.at(name)).first;
+    auto it = changed.find(name);
+    if (it == changed.end()) it = changed.emplace(name, jobs_.at(name)).first;
     return it->second;
   };
-  auto newReplicas = std::make_shared<std::vector<std::pair<std::string, size_t>>>();  // job, task
   for (const auto& p : plan.placements) {
     PendingGang& g = gangs[static_cast<size_t>(p.taskId)];
     JobEntry& job = entry(g.job);
     TaskEntry& task = job.tasks[g.task];
-    auto st = job.spec->job().getTasks()[static_cast<unsigned>(g.task)];
+    auto st = job.specTask(g.task);
     std::set<std::string> nodes;
     size_t first = task.replicas.size();
     for (size_t k = 0; k < p.replicas.size(); ++k) {
@@ -221,11 +194,11 @@ void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& 
       r.role = rp.role;
       r.index = rp.index;
       r.attempt = task.rec.attempt;
-      r.state = "Placed";
+      r.state = ReplicaState::Placed;
       r.node = rp.node;
-      r.gpus = joinGpus(rp.gpus);
+      r.gpus = rp.gpus;
       r.port = rp.port;
-      r.declaredPorts = declaredPortsText(containerOf(st, rp.role));
+      r.declaredPorts = declaredPorts(containerOf(st, rp.role));
       const auto& res = g.request.replicas[k].resources;
       r.cpuMillis = res.cpuMillis;
       r.memoryBytes = res.memoryBytes;
@@ -233,61 +206,58 @@ void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& 
       task.replicas.push_back(r);
       nodes.insert(rp.node);
     }
-    // The injected environment is fixed now, from the placement (WIRING.md).
+    // The injected environment is fixed now, from the placement (docs/wiring.md).
     std::vector<const store::ReplicaRecord*> gang;
     for (size_t k = first; k < task.replicas.size(); ++k) gang.push_back(&task.replicas[k]);
-    std::vector<Env> envs = gangEnv(job.rec.name, st, gang, nodeWiring_, config_.etcdEndpoints);
-    if (st.getKind() == schema::TaskKind::OPENMPI) {
-      // The launcher's yard-rsh reaches the workers through the master's exec channel.
-      std::string token = randomToken();
-      for (size_t k = 0; k < envs.size(); ++k)
-        if (task.replicas[first + k].role == "launcher") {
-          envs[k].emplace_back("YARD_EXEC_MASTER", execEndpoint_);
-          envs[k].emplace_back("YARD_EXEC_TOKEN", token);
-        }
-    }
+    std::vector<Env> envs = gangEnv(job.rec.name, st, gang, nodeWiring_, config_.etcdEndpoints, execEndpoint_);
     for (size_t k = 0; k < envs.size(); ++k) task.replicas[first + k].env = encodeEnv(envs[k]);
     std::string where;
     for (const auto& n : nodes) where += (where.empty() ? "" : ", ") + n;
-    events->push_back({0, job.rec.id, task.rec.name, "", task.rec.attempt, now, "Placed",
-                       std::to_string(p.replicas.size()) + (p.replicas.size() == 1 ? " replica on " : " replicas on ") + where});
-    if (task.rec.state == "Queued") {
-      task.rec.state = "Starting";
+    events.push_back({0, job.rec.id, task.rec.name, "", task.rec.attempt, now, "Placed",
+                      std::to_string(p.replicas.size()) + (p.replicas.size() == 1 ? " replica on " : " replicas on ") + where});
+    if (task.rec.state == TaskState::Queued) {
+      task.rec.state = TaskState::Starting;
       task.rec.reason = "placed; waiting for the agents to start the replicas";
       task.rec.startedAt = now;
     }
-    if (job.rec.state == kJobQueued) {
-      job.rec.state = kJobRunning;
+    if (job.rec.state == JobState::Queued) {
+      job.rec.state = JobState::Running;
       job.rec.startedAt = now;
-      events->push_back({0, job.rec.id, "", "", 0, now, kJobRunning, "first task placed"});
+      events.push_back({0, job.rec.id, "", "", 0, now, "Running", "first task placed"});
     }
   }
   // Reasons for what still waits, persisted only when they change.
   for (const auto& [gangId, why] : plan.reasons) {
     const PendingGang& g = gangs[static_cast<size_t>(gangId)];
     const TaskEntry& live = jobs_.at(g.job).tasks[g.task];
-    if (live.rec.state != "Queued" || live.rec.reason == why) continue;
+    if (live.rec.state != TaskState::Queued || live.rec.reason == why) continue;
     JobEntry& job = entry(g.job);
-    if (job.tasks[g.task].rec.state == "Queued") job.tasks[g.task].rec.reason = why;
+    if (job.tasks[g.task].rec.state == TaskState::Queued) job.tasks[g.task].rec.reason = why;
   }
+  return changed;
+}
+
+void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs) {
+  auto events = std::make_shared<lifecycle::Events>();
+  auto changed = std::make_shared<std::map<std::string, JobEntry>>(placeGangs(plan, gangs, *events));
   if (changed->empty()) return;
-  passCommitting_ = true;
   size_t placed = plan.placements.size();
-  store_.write(
-      [changed, events](store::Tx& tx) {
-        for (auto& [name, job] : *changed) {
-          tx.updateJob(job.rec);
-          for (auto& t : job.tasks) {
-            tx.updateTask(t.rec);
-            for (auto& r : t.replicas)
-              if (r.id == 0) tx.insertReplica(r);
+  // The pass writes many jobs at once: it holds them all while it commits, so a cancel or
+  // delete that arrives meanwhile runs after it and sees its placements.
+  commits_.tryRunExclusive([this, changed, events, placed](CommitQueue::Slot slot) {
+    slot.commit(
+        [changed, events](store::Tx& tx) {
+          for (auto& [name, job] : *changed) {
+            tx.updateJob(job.rec);
+            for (auto& t : job.tasks) {
+              tx.updateTask(t.rec);
+              for (auto& r : t.replicas)
+                if (r.id == 0) tx.insertReplica(r);
+            }
           }
-        }
-        for (auto& e : *events) tx.appendEvent(e);
-      },
-      [this, changed, placed](Result<bool> r) {
-        asio::post(io_, [this, changed, placed, r] {
-          passCommitting_ = false;
+          for (auto& e : *events) tx.appendEvent(e);
+        },
+        [this, changed, placed](Result<bool> r) {
           if (!r && log) log("scheduling pass not committed: " + r.error());
           if (r) {
             for (auto& [name, job] : *changed)
@@ -297,15 +267,12 @@ void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& 
               }
             if (placed > 0 && onPlaced) onPlaced(placed);
           }
-          auto deferred = std::move(deferred_);
-          deferred_.clear();
-          for (auto& f : deferred) f();
           if (passAgain_ || (r && placed > 0)) {
             passAgain_ = false;
             requestPass();
           }
         });
-      });
+  });
 }
 
 }  // namespace yard::master

@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   if (!joinToken.empty()) config.joinToken = joinToken;
   if (!advertise.empty()) config.advertise = advertise;
 
-  auto lock = master::DataDirLock::acquire(config.dataDir);
+  auto lock = master::lockDataDir(config.dataDir);
   if (!lock) {
     logLine(lock.error());
     return 1;
@@ -205,6 +205,7 @@ int main(int argc, char** argv) {
     io.stop();
   });
   io.run();
+  api.stop();  // its read thread reads the store (job events): joined before the store closes
   // Finish queued writes while the io_context and everything their completions post to
   // still exist (they are posted, not run: the loop has stopped).
   db.reset();

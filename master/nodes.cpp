@@ -154,7 +154,8 @@ NodeRegistry::NodeRegistry(asio::io_context& io, store::Store& store, int64_t he
       timeoutMs_(heartbeatTimeoutSeconds * 1000),
       now_(std::move(nowMs)),
       log_(std::move(log)),
-      timer_(io) {
+      timer_(io),
+      commits_(io, store) {
   assert(timeoutMs_ > 0 && now_);
 }
 
@@ -162,16 +163,6 @@ NodeRegistry::~NodeRegistry() {
   stop();
   std::lock_guard lock(lifeline_->mu);
   lifeline_->alive = false;
-}
-
-void NodeRegistry::post(std::function<void()> f) {
-  asio::post(io_, [life = lifeline_, f = std::move(f)] {
-    {
-      std::lock_guard lock(life->mu);
-      if (!life->alive) return;
-    }
-    f();  // on the io thread, where the registry is destroyed: it cannot go away meanwhile
-  });
 }
 
 uint32_t NodeRegistry::heartbeatIntervalMs() const {
@@ -249,49 +240,22 @@ void NodeRegistry::scheduleCheck() {
   });
 }
 
-void NodeRegistry::serial(const std::string& name, std::function<void()> op) {
-  auto [it, idle] = inFlight_.try_emplace(name);
-  if (!idle) {
-    it->second.push_back(std::move(op));
-    return;
-  }
-  op();
-}
-
-void NodeRegistry::finish(const std::string& name) {
-  auto it = inFlight_.find(name);
-  assert(it != inFlight_.end() && "finish() without a change in flight");
-  if (it->second.empty()) {
-    inFlight_.erase(it);
-    return;
-  }
-  // Posted, not called: a long queue of changes that finish at once must not recurse.
-  post(std::move(it->second.front()));
-  it->second.pop_front();
-}
-
-void NodeRegistry::commitNode(NodeInfo next, bool schedulingChange, std::string what, Reply reply) {
+void NodeRegistry::commitNode(const CommitQueue::Slot& slot, NodeInfo next, bool schedulingChange, std::string what,
+                              Reply reply) {
   store::NodeRecord rec = next.record;
-  // The completion runs on the store's writer thread, possibly after the registry is gone
-  // (see Lifeline): it touches `this` only under the lifeline's lock, while alive.
-  store_.write([rec](store::Tx& tx) { tx.upsertNode(rec); },
-               [this, life = lifeline_, next = std::move(next), schedulingChange, what = std::move(what),
-                reply = std::move(reply)](Result<bool> r) {
-                 std::lock_guard lock(life->mu);
-                 if (!life->alive) return;
-                 post([this, next, schedulingChange, what, reply, r]() mutable {
-                   std::string name = next.record.name;
-                   if (r) {
-                     apply(std::move(next));
-                     if (!what.empty()) say(what);
-                     if (schedulingChange && onChange_) onChange_();
-                   } else {
-                     say("node " + name + ": change not stored: " + r.error());
-                   }
-                   if (reply) reply(r);
-                   finish(name);
-                 });
-               });
+  slot.commit([rec](store::Tx& tx) { tx.upsertNode(rec); },
+              [this, next = std::move(next), schedulingChange, what = std::move(what), reply = std::move(reply)](
+                  Result<bool> r) mutable {
+                std::string name = next.record.name;
+                if (r) {
+                  apply(std::move(next));
+                  if (!what.empty()) say(what);
+                  if (schedulingChange && onChange_) onChange_();
+                } else {
+                  say("node " + name + ": change not stored: " + r.error());
+                }
+                if (reply) reply(r);
+              });
 }
 
 void NodeRegistry::apply(NodeInfo next) {
@@ -308,10 +272,12 @@ void NodeRegistry::registerNode(NodeRegistration incoming, Reply reply) {
   std::string why = checkRegistration(incoming);
   if (!why.empty()) return reply(refuse(why));
   std::string name = incoming.record.name;
-  serial(name, [this, reg = std::move(incoming), reply = std::move(reply)] { doRegister(reg, reply); });
+  commits_.run(name, [this, reg = std::move(incoming), reply = std::move(reply)](CommitQueue::Slot slot) {
+    doRegister(slot, reg, reply);
+  });
 }
 
-void NodeRegistry::doRegister(const NodeRegistration& reg, const Reply& reply) {
+void NodeRegistry::doRegister(const CommitQueue::Slot& slot, const NodeRegistration& reg, const Reply& reply) {
   const store::NodeRecord& in = reg.record;
   auto old = nodes_.find(in.name);
   bool known = old != nodes_.end();
@@ -338,7 +304,7 @@ void NodeRegistry::doRegister(const NodeRegistration& reg, const Reply& reply) {
   r.registeredAt = r.lastHeartbeat = now_();
   std::string what = "node " + r.name + (known ? " registered again (was " + old->second.record.state + "): "
                                                : " registered: ") + describe(next);
-  commitNode(std::move(next), true, std::move(what), reply);
+  commitNode(slot, std::move(next), true, std::move(what), reply);
 }
 
 void NodeRegistry::heartbeat(const std::string& name, Reply reply) {
@@ -349,51 +315,52 @@ void NodeRegistry::heartbeat(const std::string& name, Reply reply) {
   info.record.lastHeartbeat = std::max(info.record.lastHeartbeat, now);
   // A change in flight may be a timeout about to mark the node down: answer once it has
   // landed, reviving the node if so, instead of letting it sit down for a beat.
-  if (info.record.state == "down" || inFlight_.count(name))
-    return serial(name, [this, name, reply] { revive(name, reply); });
+  if (info.record.state == "down" || commits_.busy(name))
+    return commits_.run(name, [this, name, reply](CommitQueue::Slot slot) { revive(slot, name, reply); });
   reply(done());
   if (now - persistedBeat_[name] >= kPersistHeartbeatEveryMs)
-    serial(name, [this, name] { persistHeartbeat(name); });
+    commits_.run(name, [this, name](CommitQueue::Slot slot) { persistHeartbeat(slot, name); });
 }
 
-void NodeRegistry::revive(const std::string& name, const Reply& reply) {
+void NodeRegistry::revive(const CommitQueue::Slot& slot, const std::string& name, const Reply& reply) {
   auto it = nodes_.find(name);
   if (it == nodes_.end() || it->second.record.state != "down") {
     reply(it == nodes_.end() ? refuse("node " + nameShown(name) + " is not registered") : done());
-    return finish(name);
+    return slot.done();
   }
   NodeInfo next = it->second;
   next.record.state = next.record.drained ? "draining" : "ready";
   std::string what = "node " + name + " is back after being down: " + next.record.state;
-  commitNode(std::move(next), true, std::move(what), reply);
+  commitNode(slot, std::move(next), true, std::move(what), reply);
 }
 
-void NodeRegistry::persistHeartbeat(const std::string& name) {
+void NodeRegistry::persistHeartbeat(const CommitQueue::Slot& slot, const std::string& name) {
   auto it = nodes_.find(name);
-  if (it == nodes_.end()) return finish(name);
-  commitNode(it->second, false, "", {});
+  if (it == nodes_.end()) return slot.done();
+  commitNode(slot, it->second, false, "", {});
 }
 
 void NodeRegistry::checkTimeouts() {
   int64_t now = now_();
   std::vector<std::string> due;
   for (const auto& [name, info] : nodes_) {
-    if (info.record.state == "down" || inFlight_.count(name)) continue;
+    if (info.record.state == "down" || commits_.busy(name)) continue;
     if (now - std::max(info.record.lastHeartbeat, loadedAt_) >= timeoutMs_) due.push_back(name);
   }
-  for (const auto& name : due) serial(name, [this, name] { markDown(name); });
+  for (const auto& name : due)
+    commits_.tryRun(name, [this, name](CommitQueue::Slot slot) { markDown(slot, name); });
 }
 
-void NodeRegistry::markDown(const std::string& name) {
+void NodeRegistry::markDown(const CommitQueue::Slot& slot, const std::string& name) {
   auto it = nodes_.find(name);
   int64_t now = now_();
   if (it == nodes_.end() || it->second.record.state == "down" ||
       now - std::max(it->second.record.lastHeartbeat, loadedAt_) < timeoutMs_)
-    return finish(name);
+    return slot.done();
   NodeInfo next = it->second;
   next.record.state = "down";
   int64_t silentMs = now - std::max(next.record.lastHeartbeat, loadedAt_);
-  commitNode(std::move(next), true,
+  commitNode(slot, std::move(next), true,
              "node " + name + " is down: no heartbeat for " + std::to_string(silentMs / 1000) + "s (timeout " +
                  std::to_string(timeoutMs_ / 1000) + "s)",
              {});
@@ -401,25 +368,25 @@ void NodeRegistry::markDown(const std::string& name) {
 
 void NodeRegistry::drain(const std::string& name, Reply reply) {
   if (!nodes_.count(name)) return reply(refuse("node " + nameShown(name) + " does not exist"));
-  serial(name, [this, name, reply] { setDrained(name, true, reply); });
+  commits_.run(name, [this, name, reply](CommitQueue::Slot slot) { setDrained(slot, name, true, reply); });
 }
 
 void NodeRegistry::undrain(const std::string& name, Reply reply) {
   if (!nodes_.count(name)) return reply(refuse("node " + nameShown(name) + " does not exist"));
-  serial(name, [this, name, reply] { setDrained(name, false, reply); });
+  commits_.run(name, [this, name, reply](CommitQueue::Slot slot) { setDrained(slot, name, false, reply); });
 }
 
-void NodeRegistry::setDrained(const std::string& name, bool drained, const Reply& reply) {
+void NodeRegistry::setDrained(const CommitQueue::Slot& slot, const std::string& name, bool drained, const Reply& reply) {
   auto it = nodes_.find(name);
   if (it == nodes_.end() || it->second.record.drained == drained) {
     reply(it == nodes_.end() ? refuse("node " + nameShown(name) + " does not exist") : done());
-    return finish(name);
+    return slot.done();
   }
   NodeInfo next = it->second;
   next.record.drained = drained;
   if (next.record.state != "down") next.record.state = drained ? "draining" : "ready";
   std::string what = "node " + name + (drained ? " drained" : " undrained") + ": " + next.record.state;
-  commitNode(std::move(next), true, std::move(what), reply);
+  commitNode(slot, std::move(next), true, std::move(what), reply);
 }
 
 }  // namespace yard::master

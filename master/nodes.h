@@ -2,16 +2,16 @@
 // The node registry: the nodes agents registered, their liveness (heartbeats, timeout ->
 // down) and the admin's drain flag. Like the catalog, the in-memory map is the working copy
 // and every state change is committed to the store first and applied here only once
-// durable (DESIGN.md "Durable before visible").
+// durable (docs/design.md §3, "Durable before visible").
 //
 // States: `ready` takes new replicas; `draining` (drain flag set) keeps what it runs and
 // takes nothing new; `down` missed heartbeats for the timeout. A down node that beats again
 // becomes ready, or draining when the flag is set. The flag survives re-registration, down
 // and master restarts; only undrain clears it.
 //
-// Changes to one node are serialised: each waits for the previous one's commit, and each is
-// computed from the state the previous one left, so a drain and a timeout racing each other
-// never store a record that loses one of them.
+// Changes to one node are serialised (master/commit_queue.h): each waits for the previous
+// one's commit, and each is computed from the state the previous one left, so a drain and a
+// timeout racing each other never store a record that loses one of them.
 //
 // Heartbeats change only memory, except when they revive a down node (a durable state
 // change) and at most once every kPersistHeartbeatEveryMs per node, when lastHeartbeat is
@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "master/commit_queue.h"
 #include "master/scheduler/scheduler.h"
 #include "master/store/store.h"
 
@@ -125,29 +126,22 @@ class NodeRegistry {
   static std::string checkRegistration(const NodeRegistration& r);
 
  private:
-  // Runs `op` now when no change to `name` is in flight, else after the changes queued
-  // before it. `op` must end with exactly one finish(name), directly or via commitNode.
-  void serial(const std::string& name, std::function<void()> op);
-  void finish(const std::string& name);
-  // Stores `next` as the node's record; once durable applies it (io thread), logs `what`,
-  // notifies when `schedulingChange`, replies, then finish(name). On failure replies the
-  // error and changes nothing.
-  void commitNode(NodeInfo next, bool schedulingChange, std::string what, Reply reply);
+  // Stores `next` as the node's record in `slot`; once durable applies it (io thread), logs
+  // `what`, notifies when `schedulingChange`, then replies. On failure replies the error and
+  // changes nothing.
+  void commitNode(const CommitQueue::Slot& slot, NodeInfo next, bool schedulingChange, std::string what, Reply reply);
   void apply(NodeInfo next);
 
-  void doRegister(const NodeRegistration& reg, const Reply& reply);
-  void revive(const std::string& name, const Reply& reply);
-  void markDown(const std::string& name);
-  void persistHeartbeat(const std::string& name);
-  void setDrained(const std::string& name, bool drained, const Reply& reply);
+  // Each runs as the change to its node (commits_), ending in commitNode or slot.done().
+  void doRegister(const CommitQueue::Slot& slot, const NodeRegistration& reg, const Reply& reply);
+  void revive(const CommitQueue::Slot& slot, const std::string& name, const Reply& reply);
+  void markDown(const CommitQueue::Slot& slot, const std::string& name);
+  void persistHeartbeat(const CommitQueue::Slot& slot, const std::string& name);
+  void setDrained(const CommitQueue::Slot& slot, const std::string& name, bool drained, const Reply& reply);
   void scheduleCheck();
   void say(const std::string& line) const;
-  // Posts `f` to the io thread; it runs only if the registry still exists then.
-  void post(std::function<void()> f);
-
-  // Shared with store completions and posted handlers, which can outlive the registry: the
-  // store's destructor commits what is queued and runs those completions, in the master's
-  // shutdown as in tests, possibly after the registry is gone.
+  // Shared with the timer's handler, which can run after the registry is gone (a wait that
+  // completed just before stop()).
   struct Lifeline {
     std::mutex mu;
     bool alive = true;  // guarded by mu
@@ -166,8 +160,7 @@ class NodeRegistry {
 
   std::map<std::string, NodeInfo> nodes_;
   std::map<std::string, int64_t> persistedBeat_;  // lastHeartbeat as last stored
-  // A node with a change in flight -> the changes waiting behind it.
-  std::map<std::string, std::deque<std::function<void()>>> inFlight_;
+  CommitQueue commits_;  // changes to one node, by its name
 };
 
 }  // namespace yard::master

@@ -2,27 +2,14 @@
 
 #include <algorithm>
 
+#include "master/frameworks/framework.h"
+
 namespace yard::master {
 namespace {
 
 std::string upper(std::string s) {
   for (char& c : s) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
-}
-
-// declaredPorts is "name=9100/TCP,name2=53/UDP".
-std::vector<std::pair<std::string, std::string>> declaredPorts(const std::string& text) {
-  std::vector<std::pair<std::string, std::string>> out;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t j = text.find(',', i);
-    if (j == std::string::npos) j = text.size();
-    std::string item = text.substr(i, j - i);
-    size_t eq = item.find('='), slash = item.find('/');
-    if (eq != std::string::npos) out.emplace_back(item.substr(0, eq), item.substr(eq + 1, slash == std::string::npos ? std::string::npos : slash - eq - 1));
-    i = j + 1;
-  }
-  return out;
 }
 
 }  // namespace
@@ -40,7 +27,7 @@ void setEnv(Env& env, const std::string& name, const std::string& value) {
 
 std::vector<Env> gangEnv(const std::string& job, schema::Task::Reader task,
                          const std::vector<const store::ReplicaRecord*>& gang, const NodeWiringLookup& nodes,
-                         const std::vector<std::string>& etcd) {
+                         const std::vector<std::string>& etcd, const std::string& execEndpoint) {
   std::map<std::string, NodeWiring> wiring;
   for (const auto* r : gang)
     if (!wiring.count(r->node)) wiring[r->node] = nodes ? nodes(r->node) : NodeWiring{};
@@ -60,29 +47,33 @@ std::vector<Env> gangEnv(const std::string& job, schema::Task::Reader task,
     env.emplace_back("YARD_NODE", r->node);
     env.emplace_back("YARD_NODE_ADDR", n.address);
     env.emplace_back("YARD_PORT", std::to_string(r->port));
-    for (const auto& [name, port] : declaredPorts(r->declaredPorts)) env.emplace_back(portVariable(name), port);
+    for (const auto& p : r->declaredPorts) env.emplace_back(portVariable(p.name), std::to_string(p.port));
     for (auto& [role, list] : hosts) {
       std::sort(list.begin(), list.end());
       std::string joined;
       for (const auto& [idx, hp] : list) joined += (joined.empty() ? "" : ",") + hp;
       env.emplace_back("YARD_HOSTS_" + upper(role), joined);
     }
-    std::string uuids;
-    size_t i = 0;
-    while (i < r->gpus.size()) {
-      size_t j = r->gpus.find(',', i);
-      if (j == std::string::npos) j = r->gpus.size();
-      uint32_t idx = static_cast<uint32_t>(std::stoul(r->gpus.substr(i, j - i)));
+    std::string uuids, indexes;
+    for (uint32_t idx : r->gpus) {
       auto it = n.gpuUuid.find(idx);
       uuids += (uuids.empty() ? "" : ",") + (it != n.gpuUuid.end() && !it->second.empty() ? it->second : std::to_string(idx));
-      i = j + 1;
+      indexes += (indexes.empty() ? "" : ",") + std::to_string(idx);
     }
-    env.emplace_back("CUDA_VISIBLE_DEVICES", r->gpus);
+    env.emplace_back("CUDA_VISIBLE_DEVICES", indexes);
     env.emplace_back("NVIDIA_VISIBLE_DEVICES", uuids);
     env.emplace_back("PYTHONUNBUFFERED", "1");
     out.push_back(std::move(env));
   }
-  addFrameworkEnv(job, task, gang, wiring, etcd, out);
+  frameworks::GangWiring g{job, task, {}, {}, etcd, execEndpoint};
+  for (const auto* r : gang) {
+    std::string addr = wiring[r->node].address;
+    g.members.push_back({r, addr, addr + ":" + std::to_string(r->port)});
+    g.roles[r->role].push_back(g.members.back());
+  }
+  for (auto& [role, list] : g.roles)
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.rec->index < b.rec->index; });
+  frameworks::frameworkFor(task.getKind()).addEnv(g, out);
   return out;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// The environment Yard injects into a replica (WIRING.md), fixed when its gang is placed so
-// that a restarted agent or master hands the replica exactly what its peers were told.
-// This file has the variables every replica gets; framework wiring adds its own here.
+// The environment Yard injects into a replica (docs/wiring.md), fixed when its gang is placed
+// so that a restarted agent or master hands the replica exactly what its peers were told.
+// This file has the variables every replica gets; each framework kind adds its own
+// (master/frameworks/<kind>.cpp).
 
 #include <cstdint>
 #include <functional>
@@ -26,15 +27,11 @@ using NodeWiringLookup = std::function<NodeWiring(const std::string& node)>;
 
 // The injected variables of every replica of one placed gang (`gang`: the gang's records,
 // all of one task attempt, with node, port, gpus and declaredPorts set), in gang order.
-// `etcd`: the master's etcd endpoints (elastic rendezvous).
+// `etcd`: the master's etcd endpoints (elastic rendezvous); `execEndpoint`: the client API
+// address replicas reach the exec channel at (an OpenMPI launcher's yard-rsh).
 std::vector<Env> gangEnv(const std::string& job, schema::Task::Reader task,
                          const std::vector<const store::ReplicaRecord*>& gang, const NodeWiringLookup& nodes,
-                         const std::vector<std::string>& etcd = {});
-
-// The framework variables (wiring_frameworks.cpp), appended to `envs` (one per gang member).
-void addFrameworkEnv(const std::string& job, schema::Task::Reader task, const std::vector<const store::ReplicaRecord*>& gang,
-                     const std::map<std::string, NodeWiring>& nodes, const std::vector<std::string>& etcd,
-                     std::vector<Env>& envs);
+                         const std::vector<std::string>& etcd = {}, const std::string& execEndpoint = "");
 
 // The OpenMPI hostfile of a launcher: one `<addr> slots=N` line per worker node, in worker
 // index order (workers sharing a node add up their slots), from the worker list fixed in its

@@ -3,7 +3,7 @@
 # the join token; the master checks it before it looks at anything else and, when it does
 # not match, answers `error` and closes the connection without changing any state.
 #
-# Convergence (DESIGN.md §3, "Agents converge"): each heartbeat reports what the agent runs
+# Convergence (docs/design.md §3, "Agents converge"): each heartbeat reports what the agent runs
 # (replica id + attempt + state + usage); the answer is what it should run. The agent
 # starts and stops replicas to match the answer.
 @0x93e51e183443bcbd;
@@ -13,6 +13,7 @@ $Cxx.namespace("yard::agentapi");
 
 using Common = import "common.capnp";
 using Job = import "job.capnp";
+using Lifecycle = import "lifecycle.capnp";
 
 struct AgentRequest {
   id @0 :UInt64;
@@ -42,11 +43,14 @@ struct Heartbeat {
 struct ReplicaStatus {
   replicaId @0 :Int64;
   attempt @1 :Int32;
-  state @2 :Text;                # Starting | Running | Exited | Killed | OOMKilled | Lost
+  legacyState @2 :Text;          # unused: the state's text before `state` (@7) was typed
   exitCode @3 :Int32;            # meaningful once Exited
-  reason @4 :Text;
+  reason @4 :Text;               # for people only: no decision reads it
   cpuMillisUsed @5 :Int64;       # recent usage, millicores
   memoryBytesUsed @6 :Int64;
+  state @7 :Lifecycle.ReplicaState;  # starting | running | exited | killed | oomKilled | lost
+  cause @8 :Lifecycle.EndCause;      # why it ended (none while it lives)
+  signal @9 :Int32;                  # cause `signal`: which one
 }
 
 struct AgentResponse {
@@ -88,7 +92,7 @@ struct ReplicaSpec {
   index @3 :Int32;
   image @4 :Text;                 # "host" or an image reference
   argv @5 :List(Text);
-  env @6 :List(Job.EnvVar);       # final: Yard's variables (WIRING.md) then the user's
+  env @6 :List(Job.EnvVar);       # final: Yard's variables (docs/wiring.md) then the user's
   resources @7 :Common.Resources;
   gpus @8 :Text;                  # comma list of the node's GPU indexes assigned to it
   mounts @9 :List(HostMount);

@@ -1,4 +1,4 @@
-# The job model of DESIGN.md §2, as the spec loader produces it and as clients send it
+# The job model of docs/design.md §2, as the spec loader produces it and as clients send it
 # to the master. Values are normalised: quantities in base units (millicores, bytes),
 # durations in seconds, command + args joined into one argv, defaults applied.
 #

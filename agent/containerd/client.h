@@ -1,6 +1,6 @@
 #pragma once
 // A client of containerd's gRPC API (the containerd driver's transport). gRPC stays behind
-// this header: only agent/containerd includes it (STYLE.md).
+// this header: only agent/containerd includes it (docs/conventions.md, "Shape of the code").
 //
 // Blocking calls with deadlines. The client holds only a gRPC channel, which is thread-safe:
 // the driver's start workers and the agent's io thread call it at the same time. Every call

@@ -138,18 +138,4 @@ Result<int64_t> parseDurationSeconds(std::string_view text) {
   return Result<int64_t>::ok(static_cast<int64_t>(negative ? -total : total));
 }
 
-std::string formatCpuMillis(int64_t millis) {
-  if (millis % 1000 == 0) return std::to_string(millis / 1000);
-  return std::to_string(millis) + "m";
-}
-
-std::string formatMemoryBytes(int64_t bytes) {
-  static constexpr const char* kSuffix[] = {"Ei", "Pi", "Ti", "Gi", "Mi", "Ki"};
-  for (int i = 0; i < 6; ++i) {
-    int64_t unit = int64_t(1) << (10 * (6 - i));
-    if (bytes != 0 && bytes % unit == 0) return std::to_string(bytes / unit) + kSuffix[i];
-  }
-  return std::to_string(bytes);
-}
-
 }  // namespace yard::spec

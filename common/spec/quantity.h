@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/util/quantity_format.h"
 #include "common/util/result.h"
 
 namespace yard::spec {
@@ -25,9 +26,9 @@ Result<int64_t> parseDurationSeconds(std::string_view text);
 // A plain decimal integer, optionally signed.
 Result<int64_t> parseInteger(std::string_view text);
 
-// Human forms of base units, for messages and tables: 4000 -> "4", 500 -> "500m";
-// 17179869184 -> "16Gi".
-std::string formatCpuMillis(int64_t millis);
-std::string formatMemoryBytes(int64_t bytes);
+// Human forms of base units, for messages and tables (one definition, shared with the
+// scheduler): 4000 -> "4", 500 -> "500m"; 17179869184 -> "16Gi".
+using ::yard::formatCpuMillis;
+using ::yard::formatMemoryBytes;
 
 }  // namespace yard::spec

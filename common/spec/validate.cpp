@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/spec/quantity.h"
+#include "common/util/capnp_text.h"
 
 namespace yard::spec {
 namespace {
@@ -18,7 +19,6 @@ std::string quoted(std::string_view s) {
   return "\"" + shown + "\"";
 }
 
-std::string str(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
 
 bool isLower(char c) { return c >= 'a' && c <= 'z'; }
 bool isDigit(char c) { return c >= '0' && c <= '9'; }

@@ -1,5 +1,5 @@
 #pragma once
-// The rules of the job spec language (DESIGN.md §2), checked on the normalised capnp
+// The rules of the job spec language (docs/design.md §2), checked on the normalised capnp
 // form so that yardctl and the master apply exactly the same checks. Every broken rule is
 // reported, each naming its path, the rule and the offending value.
 

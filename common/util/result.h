@@ -1,6 +1,6 @@
 #pragma once
 // A value or an error message written for the person at the terminal.
-// Business logic returns these instead of throwing (STYLE.md, "Errors").
+// Business logic returns these instead of throwing (docs/conventions.md, "Errors").
 
 #include <cassert>
 #include <optional>

@@ -26,7 +26,11 @@ Result<asio::ip::tcp::endpoint> parseEndpoint(const std::string& hostPort) {
 }
 
 Connection::Connection(asio::ip::tcp::socket socket, const Limits& limits, Handler handler, Log log)
-    : socket_(std::move(socket)), limits_(limits), handler_(std::move(handler)), log_(std::move(log)) {
+    : socket_(std::move(socket)),
+      executor_(socket_.get_executor()),
+      limits_(limits),
+      handler_(std::move(handler)),
+      log_(std::move(log)) {
   asio::error_code ec;
   auto ep = socket_.remote_endpoint(ec);
   peer_ = ec ? "unknown peer" : ep.address().to_string() + ":" + std::to_string(ep.port());

@@ -5,7 +5,7 @@
 // breaks the limits, or a handler that trips over a malformed message (capnp throws on
 // bad pointers or traversal limits), closes that connection only.
 //
-// REQUIRES: every method runs on the io_context's thread.
+// REQUIRES: every method runs on the io_context's thread, except executor().
 
 #include <asio.hpp>
 
@@ -39,6 +39,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Runs `f` once when the connection closes (right away when it already has).
   void onClose(std::function<void()> f);
   const std::string& peer() const { return peer_; }
+  // The executor of the io thread this connection lives on. Fixed at construction, so any
+  // thread may read it: work finished elsewhere posts its answer back through it.
+  const asio::any_io_executor& executor() const { return executor_; }
 
  private:
   void readHeader();
@@ -46,6 +49,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void writeNext();
 
   asio::ip::tcp::socket socket_;
+  const asio::any_io_executor executor_;  // socket_'s, copied so that reading it needs no lock
   Limits limits_;
   Handler handler_;
   Log log_;

@@ -3,6 +3,7 @@
 #include <cassert>
 #include <map>
 
+#include "common/util/quantity_format.h"
 #include "master/scheduler/node_fit.h"
 #include "master/scheduler/reasons.h"
 #include "master/scheduler/scheduler.h"
@@ -67,10 +68,10 @@ std::optional<std::string> checkNode(const NodeView& node, const ReplicaRequest&
     return name + ": not enough " + what + " (needs " + need + ", free " + have + ")";
   };
   if (r.resources.cpuMillis > free.cpuMillis)
-    return shortOf("cpu", formatCpu(r.resources.cpuMillis), formatCpu(free.cpuMillis));
+    return shortOf("cpu", formatCpuMillis(r.resources.cpuMillis), formatCpuMillis(free.cpuMillis));
   if (r.resources.memoryBytes > free.memoryBytes)
-    return shortOf("memory", formatMemory(r.resources.memoryBytes),
-                   formatMemory(free.memoryBytes));
+    return shortOf("memory", formatMemoryBytes(r.resources.memoryBytes),
+                   formatMemoryBytes(free.memoryBytes));
   if (r.resources.gpu > free.gpu)
     return shortOf("gpu", std::to_string(r.resources.gpu), std::to_string(free.gpu));
   return std::nullopt;

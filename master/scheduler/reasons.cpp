@@ -5,23 +5,10 @@
 #include <tuple>
 #include <utility>
 
+#include "common/util/quantity_format.h"
 #include "master/scheduler/node_fit.h"
 
 namespace yard::sched {
-
-std::string formatCpu(int64_t millis) {
-  if (millis % 1000 == 0) return std::to_string(millis / 1000);
-  return std::to_string(millis) + "m";
-}
-
-std::string formatMemory(int64_t bytes) {
-  static constexpr const char* kSuffix[] = {"Ei", "Pi", "Ti", "Gi", "Mi", "Ki"};
-  for (int i = 0; i < 6; ++i) {
-    int64_t unit = int64_t(1) << (10 * (6 - i));
-    if (bytes != 0 && bytes % unit == 0) return std::to_string(bytes / unit) + kSuffix[i];
-  }
-  return std::to_string(bytes);
-}
 
 namespace detail {
 namespace {
@@ -43,7 +30,7 @@ const char* dimName(Dim d) {
 }
 
 std::string amount(Dim d, int64_t v) {
-  return d == Dim::Cpu ? formatCpu(v) : d == Dim::Memory ? formatMemory(v) : std::to_string(v);
+  return d == Dim::Cpu ? formatCpuMillis(v) : d == Dim::Memory ? formatMemoryBytes(v) : std::to_string(v);
 }
 
 // "64 cpu", "1Ti memory", "16 GPUs" / "1 GPU"
@@ -177,7 +164,7 @@ std::optional<std::string> ClusterFacts::gangTooLarge(const GangRequest& gang) c
 }
 
 std::string describe(const Resources& r) {
-  return "cpu " + formatCpu(r.cpuMillis) + ", memory " + formatMemory(r.memoryBytes) +
+  return "cpu " + formatCpuMillis(r.cpuMillis) + ", memory " + formatMemoryBytes(r.memoryBytes) +
          ", gpu " + std::to_string(r.gpu);
 }
 

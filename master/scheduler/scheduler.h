@@ -229,8 +229,4 @@ void applyPlacement(Snapshot& snapshot, const GangRequest& gang,
 void applyPlacement(Snapshot& snapshot, const SnapshotIndex& index, const GangRequest& gang,
                     const GangPlacement& placement);
 
-// Human forms used in reasons: 4000 -> "4", 500 -> "500m"; 17179869184 -> "16Gi".
-std::string formatCpu(int64_t millis);
-std::string formatMemory(int64_t bytes);
-
 }  // namespace yard::sched

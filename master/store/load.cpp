@@ -1,9 +1,6 @@
 // Store reads: the start-up load and event queries, on the read-only connection.
 
-#include <nlohmann/json.hpp>
-
-#include <stdexcept>
-
+#include "master/store/columns.h"
 #include "master/store/sqlite.h"
 #include "master/store/store.h"
 
@@ -33,23 +30,6 @@ DatasetRecord datasetRow(const sql::Stmt& s) {
 constexpr const char* kDatasets =
     "SELECT name, path, read_only, created_at FROM datasets ORDER BY id";
 
-// A column's text that the store never writes (a damaged or foreign file).
-struct LabelsColumnError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// The nodes.labels column as tx.cpp writes it: a JSON object of strings ("" reads as none).
-std::map<std::string, std::string> parseLabelsColumn(const std::string& node, const std::string& text) {
-  if (text.empty()) return {};
-  try {
-    return nlohmann::json::parse(text).get<std::map<std::string, std::string>>();
-  } catch (const nlohmann::json::exception& e) {
-    constexpr size_t kShown = 64;  // the column may be large; its start is enough to find it
-    std::string shown = text.size() <= kShown ? text : text.substr(0, kShown) + "...";
-    throw LabelsColumnError("node \"" + node + "\": labels " + shown + " must be a JSON object of strings: " + e.what());
-  }
-}
-
 NodeRecord nodeRow(const sql::Stmt& s) {
   NodeRecord n;
   n.name = s.text(0);
@@ -59,7 +39,7 @@ NodeRecord nodeRow(const sql::Stmt& s) {
   n.gpu = s.i64(4);
   n.portLo = s.i32(5);
   n.portHi = s.i32(6);
-  n.labels = parseLabelsColumn(n.name, s.text(7));
+  n.labels = parseLabels(n.name, s.text(7));
   n.drivers = s.text(8);
   n.vmRuntime = s.text(9);
   n.state = s.text(10);
@@ -80,7 +60,7 @@ JobRecord jobRow(const sql::Stmt& s) {
   j.id = s.i64(0);
   j.name = s.text(1);
   j.queue = s.text(2);
-  j.state = s.text(3);
+  j.state = parseJobStateColumn(s.text(3));
   j.reason = s.text(4);
   j.priority = s.i64(5);
   j.spec = s.blob(6);
@@ -95,7 +75,7 @@ constexpr const char* kJobs =
     " finished_at, deleted FROM jobs ORDER BY id";
 
 TaskRecord taskRow(const sql::Stmt& s) {
-  return TaskRecord{s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.i32(5),
+  return TaskRecord{s.i64(0), s.i64(1), s.text(2), parseTaskStateColumn(s.text(3)), s.text(4), s.i32(5),
                     s.i64(6), s.i64(7)};
 }
 constexpr const char* kTasks =
@@ -109,11 +89,11 @@ ReplicaRecord replicaRow(const sql::Stmt& s) {
   r.role = s.text(2);
   r.index = s.i32(3);
   r.attempt = s.i32(4);
-  r.state = s.text(5);
+  r.state = parseReplicaStateColumn(s.text(5));
   r.node = s.text(6);
-  r.gpus = s.text(7);
+  r.gpus = parseGpus(s.text(7));
   r.port = s.i32(8);
-  r.declaredPorts = s.text(9);
+  r.declaredPorts = parseDeclaredPorts(s.text(9));
   r.env = s.text(10);
   r.exitCode = s.i32(11);
   r.reason = s.text(12);
@@ -122,11 +102,13 @@ ReplicaRecord replicaRow(const sql::Stmt& s) {
   r.gpu = s.i64(15);
   r.startedAt = s.i64(16);
   r.finishedAt = s.i64(17);
+  r.cause = parseEndCauseColumn(s.text(18));
+  r.signal = s.i32(19);
   return r;
 }
 constexpr const char* kReplicas =
     "SELECT id, task_id, role, idx, attempt, state, node, gpus, port, declared_ports, env,"
-    " exit_code, reason, cpu_millis, memory_bytes, gpu, started_at, finished_at"
+    " exit_code, reason, cpu_millis, memory_bytes, gpu, started_at, finished_at, end_cause, signal"
     " FROM replicas ORDER BY id";
 
 EventRecord eventRow(const sql::Stmt& s) {
@@ -152,7 +134,7 @@ Result<bool> readRows(sql::Connection& conn, const char* sqlText, RowFn row,
     if (!more.value()) return Result<bool>::ok(true);
     try {
       out.push_back(row(stmt));
-    } catch (const LabelsColumnError& e) {
+    } catch (const ColumnError& e) {  // text the store never writes: a damaged file
       return Result<bool>::fail(std::string("row ") + std::to_string(out.size() + 1) + " of \"" + sqlText + "\": " + e.what());
     }
   }

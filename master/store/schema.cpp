@@ -134,10 +134,31 @@ constexpr const char* kV3 = R"sql(
 ALTER TABLE nodes ADD COLUMN agent_port INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 4: why a replica attempt ended, typed (EndCause's names) instead of read from the
+// reason's wording, and the signal that ended it. Rows written before are classified once,
+// here, by the wording the master and agents used until then; nothing reads reasons after.
+constexpr const char* kV4 = R"sql(
+ALTER TABLE replicas ADD COLUMN end_cause TEXT NOT NULL DEFAULT '';
+ALTER TABLE replicas ADD COLUMN signal INTEGER NOT NULL DEFAULT 0;
+UPDATE replicas SET end_cause = CASE
+  WHEN state IN ('Placed', 'Starting', 'Running') THEN ''
+  WHEN state = 'OOMKilled' THEN 'OOMKilled'
+  WHEN state = 'Lost' AND reason LIKE 'node % is down' THEN 'NodeLost'
+  WHEN state = 'Lost' THEN 'AgentFailure'
+  WHEN state = 'Exited' AND reason LIKE 'ImagePullFailed: %' THEN 'ImagePullFailed'
+  WHEN state = 'Exited' AND reason <> '' THEN 'AgentFailure'
+  WHEN state = 'Exited' THEN 'Exited'
+  WHEN reason LIKE 'agent:%' THEN 'AgentFailure'
+  WHEN reason LIKE 'DeadlineExceeded%' THEN 'DeadlineExceeded'
+  WHEN reason IN ('cancelled by user', 'job deleted') THEN 'StoppedByUser'
+  ELSE 'StoppedByPolicy' END;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
     {3, kV3},
+    {4, kV4},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

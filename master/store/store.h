@@ -1,6 +1,6 @@
 #pragma once
 // The master's durable state. The master keeps its working state in memory (loaded with
-// loadAll() at start-up); the Store is the durable record of it. DESIGN.md §3, "Durable
+// loadAll() at start-up); the Store is the durable record of it. docs/design.md §3, "Durable
 // before visible": a change is handed to write() and the master acknowledges it or acts on
 // it only in the completion callback, after the change is committed.
 //
@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/lifecycle/states.h"
 #include "common/util/result.h"
 
 namespace yard::store {
@@ -82,7 +83,7 @@ struct JobRecord {
   int64_t id = 0;
   std::string name;
   std::string queue;
-  std::string state;
+  JobState state = JobState::Queued;
   std::string reason;
   int64_t priority = 0;
   std::string spec;  // the normalised capnp message bytes, opaque to the store
@@ -95,11 +96,19 @@ struct TaskRecord {
   int64_t id = 0;
   int64_t jobId = 0;
   std::string name;
-  std::string state;
+  TaskState state = TaskState::Waiting;
   std::string reason;
   int32_t attempt = 0;
   int64_t startedAt = 0, finishedAt = 0;
   bool operator==(const TaskRecord&) const = default;
+};
+
+// A port a replica's container declares (the job spec's `ports`), reserved on its node.
+struct DeclaredPort {
+  std::string name;
+  int32_t port = 0;
+  bool udp = false;
+  bool operator==(const DeclaredPort&) const = default;
 };
 
 // One row per replica attempt. An allocation is a replica row in a live state with node set.
@@ -109,14 +118,16 @@ struct ReplicaRecord {
   std::string role;
   int32_t index = 0;
   int32_t attempt = 0;
-  std::string state;
+  ReplicaState state = ReplicaState::Placed;
   std::string node;
-  std::string gpus;  // comma list
+  std::vector<uint32_t> gpus;  // the node's GPU indexes assigned to it
   int32_t port = 0;
-  std::string declaredPorts;  // JSON
-  std::string env;            // NAME=value lines: the injected env, fixed at placement (master/wiring.h)
+  std::vector<DeclaredPort> declaredPorts;
+  std::string env;  // NAME=value lines: the injected env, fixed at placement (master/wiring.h)
   int32_t exitCode = 0;
-  std::string reason;
+  EndCause cause = EndCause::None;  // why it ended; None while live
+  int32_t signal = 0;               // cause Signal: which one
+  std::string reason;               // for people; no decision reads it
   int64_t cpuMillis = 0, memoryBytes = 0, gpu = 0;
   int64_t startedAt = 0, finishedAt = 0;
   bool operator==(const ReplicaRecord&) const = default;

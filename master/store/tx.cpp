@@ -2,11 +2,9 @@
 // inside the write's savepoint (store.cpp). SQLite errors are turned into sentences about
 // the record, not the table.
 
-#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
-#include <stdexcept>
-
+#include "master/store/columns.h"
 #include "master/store/sqlite.h"
 #include "master/store/store.h"
 
@@ -34,16 +32,6 @@ Result<bool> described(const Outcome& o, const std::string& what) {
 }
 
 std::string inQuotes(const std::string& s) { return "\"" + s + "\""; }
-
-// The nodes.labels column: a JSON object of strings on one line, keys sorted
-// ({"yard.dev/rack":"r12","zone":"a"}). load.cpp reads it back.
-std::string labelsColumn(const std::map<std::string, std::string>& labels) {
-  try {
-    return nlohmann::json(labels).dump();
-  } catch (const nlohmann::json::exception& e) {  // not UTF-8; the registry only lets ASCII through
-    throw std::invalid_argument(std::string("labels: ") + e.what());
-  }
-}
 
 }  // namespace
 
@@ -128,7 +116,7 @@ Result<bool> Tx::upsertNode(const NodeRecord& n) {
         state = excluded.state, drained = excluded.drained,
         registered_at = excluded.registered_at, last_heartbeat = excluded.last_heartbeat,
         agent_version = excluded.agent_version, agent_port = excluded.agent_port)sql",
-      n.name, n.address, n.cpuMillis, n.memoryBytes, n.gpu, n.portLo, n.portHi, labelsColumn(n.labels),
+      n.name, n.address, n.cpuMillis, n.memoryBytes, n.gpu, n.portLo, n.portHi, labelsText(n.labels),
       n.drivers, n.vmRuntime, n.state, n.drained, n.registeredAt, n.lastHeartbeat,
       n.agentVersion, n.agentPort), "storing node " + inQuotes(n.name));
   });
@@ -151,7 +139,7 @@ Result<int64_t> Tx::insertJob(JobRecord& job) {
       INSERT INTO jobs (name, queue, state, reason, priority, spec, submitted_at, started_at,
                         finished_at, deleted)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
-      job.name, job.queue, job.state, job.reason, job.priority, sql::Blob{job.spec},
+      job.name, job.queue, toText(job.state), job.reason, job.priority, sql::Blob{job.spec},
       job.submittedAt, job.startedAt, job.finishedAt, job.deleted);
     if (o.code == SQLITE_CONSTRAINT_UNIQUE) {
       return Result<int64_t>::fail("job name " + inQuotes(job.name) +
@@ -170,7 +158,7 @@ Result<bool> Tx::updateJob(const JobRecord& job) {
       UPDATE jobs SET state = ?, reason = ?, priority = ?, started_at = ?, finished_at = ?,
                       deleted = ?
       WHERE id = ?)sql",
-      job.state, job.reason, job.priority, job.startedAt, job.finishedAt, job.deleted, job.id);
+      toText(job.state), job.reason, job.priority, job.startedAt, job.finishedAt, job.deleted, job.id);
     if (o.code == SQLITE_CONSTRAINT_UNIQUE) {  // un-deleting while the name is taken again
       return Result<bool>::fail("job name " + inQuotes(job.name) +
                                 " is already used by a job that has not been deleted");
@@ -202,7 +190,7 @@ Result<int64_t> Tx::insertTask(TaskRecord& task) {
     Outcome o = runSql(conn_, R"sql(
       INSERT INTO tasks (job_id, name, state, reason, attempt, started_at, finished_at)
       VALUES (?, ?, ?, ?, ?, ?, ?))sql",
-      task.jobId, task.name, task.state, task.reason, task.attempt, task.startedAt,
+      task.jobId, task.name, toText(task.state), task.reason, task.attempt, task.startedAt,
       task.finishedAt);
     if (o.code == SQLITE_CONSTRAINT_FOREIGNKEY) {
       return Result<int64_t>::fail("storing task " + inQuotes(task.name) + ": job " +
@@ -232,7 +220,7 @@ Result<bool> Tx::updateTask(const TaskRecord& task) {
     auto r = described(runSql(conn_, R"sql(
       UPDATE tasks SET state = ?, reason = ?, attempt = ?, started_at = ?, finished_at = ?
       WHERE id = ?)sql",
-      task.state, task.reason, task.attempt, task.startedAt, task.finishedAt, task.id),
+      toText(task.state), task.reason, task.attempt, task.startedAt, task.finishedAt, task.id),
       "updating task " + std::to_string(task.id));
     return r.isOk() ? expectOneRow("task", task.id) : r;
   });
@@ -242,12 +230,12 @@ Result<int64_t> Tx::insertReplica(ReplicaRecord& rep) {
   return guarded<int64_t>([&] {
     Outcome o = runSql(conn_, R"sql(
       INSERT INTO replicas (task_id, role, idx, attempt, state, node, gpus, port,
-                            declared_ports, env, exit_code, reason, cpu_millis, memory_bytes,
-                            gpu, started_at, finished_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
-      rep.taskId, rep.role, rep.index, rep.attempt, rep.state, rep.node, rep.gpus, rep.port,
-      rep.declaredPorts, rep.env, rep.exitCode, rep.reason, rep.cpuMillis, rep.memoryBytes,
-      rep.gpu, rep.startedAt, rep.finishedAt);
+                            declared_ports, env, exit_code, end_cause, signal, reason,
+                            cpu_millis, memory_bytes, gpu, started_at, finished_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
+      rep.taskId, rep.role, rep.index, rep.attempt, toText(rep.state), rep.node, gpusText(rep.gpus),
+      rep.port, declaredPortsText(rep.declaredPorts), rep.env, rep.exitCode, toText(rep.cause), rep.signal,
+      rep.reason, rep.cpuMillis, rep.memoryBytes, rep.gpu, rep.startedAt, rep.finishedAt);
     std::string name = rep.role + "/" + std::to_string(rep.index) + " attempt " +
                        std::to_string(rep.attempt);
     if (o.code == SQLITE_CONSTRAINT_FOREIGNKEY) {
@@ -269,12 +257,13 @@ Result<bool> Tx::updateReplica(const ReplicaRecord& rep) {
   return guarded<bool>([&] {
     auto r = described(runSql(conn_, R"sql(
       UPDATE replicas SET state = ?, node = ?, gpus = ?, port = ?, declared_ports = ?,
-                          env = ?, exit_code = ?, reason = ?, cpu_millis = ?,
-                          memory_bytes = ?, gpu = ?, started_at = ?, finished_at = ?
+                          env = ?, exit_code = ?, end_cause = ?, signal = ?, reason = ?,
+                          cpu_millis = ?, memory_bytes = ?, gpu = ?, started_at = ?,
+                          finished_at = ?
       WHERE id = ?)sql",
-      rep.state, rep.node, rep.gpus, rep.port, rep.declaredPorts, rep.env, rep.exitCode,
-      rep.reason, rep.cpuMillis, rep.memoryBytes, rep.gpu, rep.startedAt, rep.finishedAt,
-      rep.id), "updating replica " + std::to_string(rep.id));
+      toText(rep.state), rep.node, gpusText(rep.gpus), rep.port, declaredPortsText(rep.declaredPorts), rep.env,
+      rep.exitCode, toText(rep.cause), rep.signal, rep.reason, rep.cpuMillis, rep.memoryBytes, rep.gpu,
+      rep.startedAt, rep.finishedAt, rep.id), "updating replica " + std::to_string(rep.id));
     return r.isOk() ? expectOneRow("replica", rep.id) : r;
   });
 }

@@ -42,7 +42,7 @@ void insertJob(Tx& tx, const std::string& name, const std::string& spec) {
   JobRecord j;
   j.name = name;
   j.queue = "bench";
-  j.state = "Queued";
+  j.state = yard::JobState::Queued;
   j.spec = spec;
   j.submittedAt = 1;
   if (!tx.insertJob(j).isOk()) return;
@@ -50,7 +50,7 @@ void insertJob(Tx& tx, const std::string& name, const std::string& spec) {
     TaskRecord t;
     t.jobId = j.id;
     t.name = "task-" + std::to_string(i);
-    t.state = "Waiting";
+    t.state = yard::TaskState::Waiting;
     tx.insertTask(t);
   }
   EventRecord e;

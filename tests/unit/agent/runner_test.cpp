@@ -88,7 +88,7 @@ struct Fixture {
   void want(std::vector<DesiredReplica> d) { runner->converge(d); }
   std::string state(const ReplicaKey& k) {
     for (const auto& r : runner->reports())
-      if (r.key == k) return r.state;
+      if (r.key == k) return std::string(toText(r.state));
     return "absent";
   }
   ReplicaReport report(const ReplicaKey& k) {

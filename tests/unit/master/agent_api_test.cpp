@@ -139,7 +139,7 @@ std::unique_ptr<wire::Frame> heartbeatAs(wire::FrameClient& c, const std::string
     auto reps = beat.initReplicas(1);
     reps[0].setReplicaId(42);
     reps[0].setAttempt(1);
-    reps[0].setState("Running");
+    reps[0].setState(schema::ReplicaState::RUNNING);
   });
 }
 

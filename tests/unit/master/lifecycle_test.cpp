@@ -18,6 +18,16 @@ using master::JobRegistry;
 
 namespace {
 
+// A report as an agent sends it: the state by name, the cause the state implies.
+master::JobRegistry::ReplicaReport typed(int64_t id, int32_t attempt, const std::string& state, int32_t code = 0) {
+  master::JobRegistry::ReplicaReport r;
+  r.replicaId = id;
+  r.attempt = attempt;
+  r.state = *parseReplicaState(state);
+  r.exitCode = code;
+  return r;
+}
+
 class Cluster {
  public:
   Cluster() {
@@ -74,7 +84,7 @@ class Cluster {
     jobs_->requestPass();
     until([&] {
       size_t live = 0;
-      for (const auto& r : task(j, t).replicas) live += r.attempt == task(j, t).rec.attempt && master::isLiveReplicaState(r.state);
+      for (const auto& r : task(j, t).replicas) live += r.attempt == task(j, t).rec.attempt && yard::isLive(r.state);
       return live == n;
     }, "placement");
   }
@@ -87,7 +97,7 @@ class Cluster {
     for (const auto& r : task(j, t).replicas)
       if (r.role == role && r.index == index && r.attempt == task(j, t).rec.attempt) rep = &r;
     REQUIRE(rep != nullptr);
-    jobs_->reportReplicas(node, {{rep->id, rep->attempt, state, code, ""}});
+    jobs_->reportReplicas(node, {typed(rep->id, rep->attempt, state, code)});
     settle();
   }
 
@@ -145,33 +155,33 @@ TEST_CASE("a DAG runs to Succeeded as agents report", "[lifecycle]") {
   Cluster c;
   c.submit(kDag);
   c.placed("dag-job", 0, 2);
-  CHECK(c.job("dag-job").rec.state == "Running");
-  CHECK(c.task("dag-job", 1).rec.state == "Waiting");
+  CHECK(c.job("dag-job").rec.state == JobState::Running);
+  CHECK(c.task("dag-job", 1).rec.state == TaskState::Waiting);
   c.report("dag-job", 0, "run", 0, "Running");
-  CHECK(c.task("dag-job", 0).rec.state == "Running");
+  CHECK(c.task("dag-job", 0).rec.state == TaskState::Running);
   c.report("dag-job", 0, "run", 0, "Exited", 0);
-  CHECK(c.task("dag-job", 0).rec.state == "Running");  // 1 of 2 completions
+  CHECK(c.task("dag-job", 0).rec.state == TaskState::Running);  // 1 of 2 completions
   c.report("dag-job", 0, "run", 1, "Exited", 0);  // run numbers are unique per task
-  CHECK(c.task("dag-job", 0).rec.state == "Succeeded");
-  CHECK((c.task("dag-job", 1).rec.state == "Queued" || c.task("dag-job", 1).rec.state == "Starting"));
+  CHECK(c.task("dag-job", 0).rec.state == TaskState::Succeeded);
+  CHECK((c.task("dag-job", 1).rec.state == TaskState::Queued || c.task("dag-job", 1).rec.state == TaskState::Starting));
 
   c.placed("dag-job", 1, 2);
   c.report("dag-job", 1, "master", 0, "Running");
   c.report("dag-job", 1, "worker", 0, "Running");
-  CHECK(c.task("dag-job", 1).rec.state == "Running");
+  CHECK(c.task("dag-job", 1).rec.state == TaskState::Running);
   c.report("dag-job", 1, "master", 0, "Exited", 0);
   // Success policy: the master exited 0; cleanup running stops the blocked worker.
-  CHECK(c.task("dag-job", 1).rec.state == "Succeeded");
+  CHECK(c.task("dag-job", 1).rec.state == TaskState::Succeeded);
   for (const auto& r : c.task("dag-job", 1).replicas)
-    if (r.role == "worker") CHECK(r.state == "Killed");
+    if (r.role == "worker") CHECK(r.state == ReplicaState::Killed);
   for (const auto& [id, attempt] : c.jobs_->desiredFor("n1"))  // only evaluate's replica is wanted now
     for (const auto& r : c.task("dag-job", 1).replicas) CHECK(r.id != id);
-  CHECK(c.task("dag-job", 2).rec.state != "Waiting");
+  CHECK(c.task("dag-job", 2).rec.state != TaskState::Waiting);
 
   c.placed("dag-job", 2, 1);
   c.report("dag-job", 2, "worker", 0, "Exited", 0);
-  CHECK(c.task("dag-job", 2).rec.state == "Succeeded");
-  CHECK(c.job("dag-job").rec.state == "Succeeded");
+  CHECK(c.task("dag-job", 2).rec.state == TaskState::Succeeded);
+  CHECK(c.job("dag-job").rec.state == JobState::Succeeded);
   std::string ev = c.events("dag-job");
   CHECK_THAT(ev, Catch::Contains("train||Succeeded|master exited 0"));
   CHECK_THAT(ev, Catch::Contains("train|worker/0|Killed|cleanup: task Succeeded"));
@@ -196,19 +206,19 @@ tasks:
   c.report("fail-job", 0, "worker", 0, "Exited", 1);
   const auto& t = c.task("fail-job", 0);
   CHECK(t.rec.attempt == 1);
-  CHECK(t.rec.state != "Failed");
+  CHECK(t.rec.state != TaskState::Failed);
   CHECK_THAT(c.events("fail-job"), Catch::Contains("train||Restarting|restarting as attempt 1 after worker/0 exited 1"));
   for (const auto& r : t.replicas)
-    if (r.attempt == 0) CHECK(!master::isLiveReplicaState(r.state));
+    if (r.attempt == 0) CHECK(!yard::isLive(r.state));
   c.placed("fail-job", 0, 2);
   for (const auto& r : c.task("fail-job", 0).replicas)
-    if (master::isLiveReplicaState(r.state)) CHECK(r.attempt == 1);
+    if (yard::isLive(r.state)) CHECK(r.attempt == 1);
   c.report("fail-job", 0, "worker", 0, "Exited", 1);
-  CHECK(c.task("fail-job", 0).rec.state == "Failed");
+  CHECK(c.task("fail-job", 0).rec.state == TaskState::Failed);
   CHECK(c.task("fail-job", 0).rec.reason == "worker/0 exited 1; retries exhausted");
-  CHECK(c.task("fail-job", 1).rec.state == "Skipped");
+  CHECK(c.task("fail-job", 1).rec.state == TaskState::Skipped);
   CHECK(c.task("fail-job", 1).rec.reason == "dependency train did not succeed");
-  CHECK(c.job("fail-job").rec.state == "Failed");
+  CHECK(c.job("fail-job").rec.state == JobState::Failed);
   CHECK(c.jobs_->desiredFor("n1").empty());
 }
 
@@ -225,20 +235,20 @@ tasks:
 )");
   c.placed("stale-job", 0, 3);
   c.report("stale-job", 0, "launcher", 0, "Exited", 0, "another-node");
-  CHECK(c.task("stale-job", 0).rec.state == "Starting");
+  CHECK(c.task("stale-job", 0).rec.state == TaskState::Starting);
   const auto& r = c.task("stale-job", 0).replicas[0];
-  c.jobs_->reportReplicas("n1", {{r.id, r.attempt + 5, "Exited", 0, ""}});
+  c.jobs_->reportReplicas("n1", {typed(r.id, r.attempt + 5, "Exited", 0)});
   c.settle();
-  CHECK(c.task("stale-job", 0).rec.state == "Starting");
+  CHECK(c.task("stale-job", 0).rec.state == TaskState::Starting);
   CHECK(c.jobs_->desiredFor("n1").size() == 3);
   // Backwards moves are ignored: Running then Starting stays Running.
   c.report("stale-job", 0, "worker", 0, "Running");
   c.report("stale-job", 0, "worker", 0, "Starting");
   for (const auto& x : c.task("stale-job", 0).replicas)
-    if (x.role == "worker" && x.index == 0) CHECK(x.state == "Running");
+    if (x.role == "worker" && x.index == 0) CHECK(x.state == ReplicaState::Running);
   c.report("stale-job", 0, "launcher", 0, "Exited", 0);
-  CHECK(c.task("stale-job", 0).rec.state == "Succeeded");
-  CHECK(c.job("stale-job").rec.state == "Succeeded");
+  CHECK(c.task("stale-job", 0).rec.state == TaskState::Succeeded);
+  CHECK(c.job("stale-job").rec.state == JobState::Succeeded);
 }
 
 TEST_CASE("container-job runs fail until retries are used up", "[lifecycle]") {
@@ -256,13 +266,13 @@ tasks:
   c.placed("runs-job", 0, 1);
   c.report("runs-job", 0, "run", 0, "OOMKilled");
   INFO(c.events("runs-job"));
-  CHECK(c.task("runs-job", 0).rec.state != "Failed");
+  CHECK(c.task("runs-job", 0).rec.state != TaskState::Failed);
   c.placed("runs-job", 0, 1);  // a new run replaces the failed one
   CHECK(c.task("runs-job", 0).replicas.size() == 2);
   c.report("runs-job", 0, "run", 1, "Exited", 2);
-  CHECK(c.task("runs-job", 0).rec.state == "Failed");
+  CHECK(c.task("runs-job", 0).rec.state == TaskState::Failed);
   CHECK(c.task("runs-job", 0).rec.reason == "2 runs failed; retries allow 1");
-  CHECK(c.job("runs-job").rec.state == "Failed");
+  CHECK(c.job("runs-job").rec.state == JobState::Failed);
 }
 
 TEST_CASE("restartPolicy OnFailure restarts a failed run in place as its next attempt", "[lifecycle]") {
@@ -277,24 +287,24 @@ tasks:
 )");
   c.placed("inplace-job", 0, 1);
   const auto first = c.task("inplace-job", 0).replicas[0];
-  c.jobs_->reportReplicas("n1", {{first.id, 0, "Exited", 3, ""}});
+  c.jobs_->reportReplicas("n1", {typed(first.id, 0, "Exited", 3)});
   c.settle();
   INFO(c.events("inplace-job"));
   const auto& reps = c.task("inplace-job", 0).replicas;
   REQUIRE(reps.size() == 2);
   CHECK(reps[1].index == 0);
   CHECK(reps[1].attempt == 1);
-  CHECK(reps[1].state == "Placed");
+  CHECK(reps[1].state == ReplicaState::Placed);
   CHECK(reps[1].node == first.node);
   CHECK(reps[1].port == first.port);
   CHECK(reps[1].id != first.id);
   CHECK(reps[1].env.find("YARD_ATTEMPT=1\n") != std::string::npos);
-  c.jobs_->reportReplicas("n1", {{reps[1].id, 1, "Exited", 0, ""}});
+  c.jobs_->reportReplicas("n1", {typed(reps[1].id, 1, "Exited", 0)});
   c.settle();
-  CHECK(c.task("inplace-job", 0).rec.state == "Succeeded");
+  CHECK(c.task("inplace-job", 0).rec.state == TaskState::Succeeded);
 }
 
-TEST_CASE("the injected environment is fixed at placement (WIRING.md, every replica)", "[lifecycle]") {
+TEST_CASE("the injected environment is fixed at placement (docs/wiring.md, every replica)", "[lifecycle]") {
   Cluster c;
   c.jobs_->setNodeWiring([](const std::string& node) { return master::NodeWiring{node == "n1" ? "10.1.2.3" : "?", {}}; });
   c.submit(R"(
@@ -356,15 +366,15 @@ tasks:
   c.report("lifetime-job", 0, "master", 0, "Running");
   c.jobs_->tick({});  // the fake clock moves 1 s per reading: not yet 30 s
   c.settle();
-  CHECK(c.task("lifetime-job", 0).rec.state == "Running");
-  for (int i = 0; i < 40 && c.task("lifetime-job", 0).rec.state == "Running"; ++i) {
+  CHECK(c.task("lifetime-job", 0).rec.state == TaskState::Running);
+  for (int i = 0; i < 40 && c.task("lifetime-job", 0).rec.state == TaskState::Running; ++i) {
     c.jobs_->tick({});
     c.settle();
   }
   INFO(c.events("lifetime-job"));
-  CHECK(c.task("lifetime-job", 0).rec.state == "Failed");
+  CHECK(c.task("lifetime-job", 0).rec.state == TaskState::Failed);
   CHECK(c.task("lifetime-job", 0).rec.reason == "DeadlineExceeded: ran longer than maxLifetime 30s");
-  CHECK(c.task("lifetime-job", 0).replicas[0].state == "Killed");
+  CHECK(c.task("lifetime-job", 0).replicas[0].state == ReplicaState::Killed);
 
   c.submit(R"(
 name: lost-job
@@ -379,9 +389,9 @@ tasks:
   c.jobs_->tick({"n1"});
   c.settle();
   INFO(c.events("lost-job"));
-  CHECK(c.task("lost-job", 0).replicas[0].state == "Lost");
+  CHECK(c.task("lost-job", 0).replicas[0].state == ReplicaState::Lost);
   CHECK(c.task("lost-job", 0).replicas[0].reason == "node n1 is down");
-  CHECK(c.task("lost-job", 0).rec.state == "Failed");
+  CHECK(c.task("lost-job", 0).rec.state == TaskState::Failed);
 }
 
 TEST_CASE("desired replicas: live ones run, ended ones are kept for retention, cleanup all removes", "[lifecycle]") {

@@ -1,4 +1,4 @@
-// WIRING.md, variable by variable, for every kind and mode: gangEnv on a placed gang of
+// docs/wiring.md, variable by variable, for every kind and mode: gangEnv on a placed gang of
 // records with known nodes and ports.
 #include <catch2/catch.hpp>
 

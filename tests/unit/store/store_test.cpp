@@ -21,6 +21,7 @@
 #include "master/store/sqlite.h"
 
 namespace fs = std::filesystem;
+using namespace yard;
 using namespace yard::store;
 
 namespace {
@@ -70,7 +71,7 @@ JobRecord job(const std::string& name) {
   JobRecord j;
   j.name = name;
   j.queue = "team-a";
-  j.state = "Queued";
+  j.state = JobState::Queued;
   j.reason = "waiting for quota";
   j.priority = 5;
   j.spec = specBytes(2048, static_cast<int>(name.size()));
@@ -86,7 +87,7 @@ int64_t insertJobWithTasks(Tx& tx, JobRecord& j) {
   for (int i = 0; i < 3; ++i) {
     tasks[i].jobId = j.id;
     tasks[i].name = "task-" + std::to_string(i);
-    tasks[i].state = "Waiting";
+    tasks[i].state = TaskState::Waiting;
   }
   tx.insertTasks(tasks);
   EventRecord ev{0, j.id, "", "", 0, j.submittedAt, "Queued", "submitted"};
@@ -135,9 +136,10 @@ TEST_CASE("store: every record type round-trips through close and reopen", "[sto
                "0.1.0"};
   JobRecord j = job("resnet-train");
   j.startedAt = 15;
-  TaskRecord t{0, 0, "train", "Running", "", 2, 16, 0};
-  ReplicaRecord r{0, 0, "worker", 3, 1, "Running", "gpu-01", "0,1", 30001,
-                  R"({"metrics":30002})", R"({"RANK":"3"})", 0, "", 4000, 1 << 30, 2, 17, 0};
+  TaskRecord t{0, 0, "train", TaskState::Running, "", 2, 16, 0};
+  ReplicaRecord r{0, 0, "worker", 3, 1, ReplicaState::Killed, "gpu-01", {0, 1}, 30001,
+                  {{"metrics", 30002, false}, {"dns", 53, true}}, "RANK=3\n", 137, EndCause::Signal, 9,
+                  "ended by signal 9", 4000, 1 << 30, 2, 17, 0};
   EventRecord e{0, 0, "train", "worker/3", 1, 18, "Running", "container started"};
   {
     auto store = openStore(path);
@@ -175,7 +177,7 @@ TEST_CASE("store: updates, upserts, deletes and purges are durable", "[store]") 
   TempDir dir;
   std::string path = dir.file("state.db");
   JobRecord j = job("resnet-train");
-  TaskRecord t{0, 0, "train", "Waiting", "", 0, 0, 0};
+  TaskRecord t{0, 0, "train", TaskState::Waiting, "", 0, 0, 0};
   ReplicaRecord r;
   JobRecord other = job("other-job");
   JobRecord purged = job("purged-job");
@@ -195,15 +197,15 @@ TEST_CASE("store: updates, upserts, deletes and purges are durable", "[store]") 
       tx.insertTask(t);
       r.taskId = t.id;
       r.role = "master";
-      r.state = "Placed";
+      r.state = ReplicaState::Placed;
       r.node = "n1";
       tx.insertReplica(r);
     });
-    j.state = "Running";
+    j.state = JobState::Running;
     j.startedAt = 100;
-    t.state = "Running";
+    t.state = TaskState::Running;
     t.attempt = 1;
-    r.state = "Exited";
+    r.state = ReplicaState::Exited;
     r.exitCode = 137;
     r.reason = "OOMKilled";
     r.finishedAt = 200;
@@ -248,7 +250,7 @@ TEST_CASE("store: a failing operation names the record and rolls back its write"
   r = store->writeSync([&](Tx& tx) { tx.updateJob(missing); });
   CHECK(r.error() == "job 999 does not exist");
   r = store->writeSync([&](Tx& tx) {
-    TaskRecord t{0, 12345, "train", "Waiting", "", 0, 0, 0};
+    TaskRecord t{0, 12345, "train", TaskState::Waiting, "", 0, 0, 0};
     tx.insertTask(t);
   });
   CHECK(r.error() == "storing task \"train\": job 12345 does not exist");
@@ -323,6 +325,71 @@ TEST_CASE("store: a version-1 database is migrated with its data intact", "[stor
   CHECK(conn.value()->queryInt("PRAGMA user_version").value() == schema::currentVersion());
 }
 
+TEST_CASE("store: version 4 classifies how stored replicas ended, once, from their old wording", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  {
+    auto conn = sql::Connection::open(path);
+    REQUIRE(conn.isOk());
+    auto& c = *conn.value();
+    for (int v = 0; v < 3; ++v) REQUIRE(c.exec(schema::migrations()[v].sql).isOk());
+    REQUIRE(c.exec("PRAGMA user_version = 3; PRAGMA application_id = " +
+                   std::to_string(schema::kApplicationId)).isOk());
+    std::string rows = "INSERT INTO jobs VALUES (1, 'old-job', 'default', 'Running', '', 0, x'00', 1, 2, 0, 0);"
+                       "INSERT INTO tasks VALUES (1, 1, 'train', 'Running', '', 0, 2, 0);";
+    const char* replicas[][4] = {
+        {"Running", "0", ""},
+        {"Exited", "0", ""},
+        {"Exited", "3", ""},
+        {"Exited", "127", "ImagePullFailed: registry.local/x: not found"},
+        {"Exited", "127", "yard-shim could not start it: no such file"},
+        {"Killed", "0", "agent: postStart hook exited 1"},
+        {"Killed", "0", "DeadlineExceeded: the run passed its timeout of 5s"},
+        {"Killed", "0", "cancelled by user"},
+        {"Killed", "0", "gang restart after worker/0 exited 1"},
+        {"OOMKilled", "137", "memory limit of 1 bytes exceeded"},
+        {"Lost", "0", "node n1 is down"},
+        {"Lost", "0", "agent: yard-shim is gone and left no exit status"},
+    };
+    int id = 0;
+    for (auto& r : replicas) {
+      ++id;
+      rows += "INSERT INTO replicas VALUES (" + std::to_string(id) + ", 1, 'worker', " + std::to_string(id) +
+              ", 0, '" + r[0] + "', 'n1', '', 0, '', '', " + r[1] + ", '" + r[2] + "', 0, 0, 0, 0, 0);";
+    }
+    auto done = c.exec(rows);
+    INFO((done.isOk() ? std::string() : done.error()));
+    REQUIRE(done.isOk());
+  }
+  auto store = openStore(path);
+  State st = load(*store);
+  REQUIRE(st.replicas.size() == 12);
+  std::vector<std::string> causes;
+  for (const auto& r : st.replicas) causes.push_back(std::string(toText(r.cause)));
+  CHECK(causes == std::vector<std::string>{"", "Exited", "Exited", "ImagePullFailed", "AgentFailure", "AgentFailure",
+                                           "DeadlineExceeded", "StoppedByUser", "StoppedByPolicy", "OOMKilled",
+                                           "NodeLost", "AgentFailure"});
+  CHECK(st.replicas[3].state == ReplicaState::Exited);
+}
+
+TEST_CASE("store: a column the store never wrote is refused at load, naming the row", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  {
+    auto store = openStore(path);
+    writeOk(*store, [&](Tx& tx) {
+      JobRecord j = job("odd-job");
+      tx.insertJob(j);
+    });
+  }
+  REQUIRE(sql::Connection::open(path).value()->exec("UPDATE jobs SET state = 'Sleeping'").isOk());
+  auto store = Store::open(path);
+  REQUIRE(store);
+  auto st = store.value()->loadAll();
+  REQUIRE(!st);
+  CHECK(st.error().find("unknown job state \"Sleeping\"") != std::string::npos);
+}
+
 TEST_CASE("store: a newer schema version is refused", "[store]") {
   TempDir dir;
   std::string path = dir.file("state.db");
@@ -331,7 +398,7 @@ TEST_CASE("store: a newer schema version is refused", "[store]") {
   auto s = Store::open(path);
   REQUIRE_FALSE(s.isOk());
   CHECK(s.error() == path + ": database schema version 7 is newer than this yard-master"
-                            " supports (3); upgrade yard-master");
+                            " supports (4); upgrade yard-master");
 }
 
 TEST_CASE("store: a file of random bytes is refused", "[store]") {

@@ -1,0 +1,57 @@
+#pragma once
+// The lifecycle vocabulary shared by the master, the agents and the store: the states of
+// jobs, tasks and replica attempts, and why a replica attempt ended. Decisions read these
+// enums, never a message; text exists only at the edges (the store's columns, the CLI, the
+// client API), through toText / parse* below. The wire (schema/lifecycle.capnp) carries the
+// same enumerants in the same order (checked where they are converted).
+//
+//   replica attempt:  Placed -> Starting -> Running -> Exited | Killed | OOMKilled | Lost
+//                     (forward only; any live state may end directly)
+//   task:             Waiting -> Queued -> Starting -> Running -> Succeeded | Failed
+//                     Waiting -> Skipped;  any unfinished -> Cancelled;
+//                     Starting/Running -> Queued (whole-gang restart, attempt + 1)
+//   job:              Queued -> Running -> Succeeded | Failed | Cancelled
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace yard {
+
+enum class ReplicaState : uint8_t { Placed, Starting, Running, Exited, Killed, OOMKilled, Lost };
+enum class TaskState : uint8_t { Waiting, Queued, Starting, Running, Succeeded, Failed, Cancelled, Skipped };
+enum class JobState : uint8_t { Queued, Running, Succeeded, Failed, Cancelled };
+
+// Why a replica attempt ended (None while it lives). Who decided is part of the cause:
+// the process itself (Exited, Signal, OOMKilled), its node (AgentFailure, ImagePullFailed,
+// NodeLost) or Yard (Deadline, StoppedByUser, StoppedByPolicy).
+enum class EndCause : uint8_t {
+  None,
+  Exited,           // the process exited by itself; the code says how (0 = success)
+  Signal,           // a signal Yard did not send ended it (exit code 128 + signal)
+  OOMKilled,        // the kernel's OOM killer, at the replica's memory limit
+  Deadline,         // the task's maxLifetime or a container-job run's timeout passed
+  ImagePullFailed,  // the image could not be pulled; it never ran
+  AgentFailure,     // the agent could not start or keep it (setup failure, lost runtime)
+  NodeLost,         // its node stopped beating
+  StoppedByUser,    // job cancel or delete
+  StoppedByPolicy,  // gang restart, cleanup at task end, a failed task stopping its peers
+};
+
+bool isLive(ReplicaState s);  // holds resources on its node
+bool isFinal(TaskState s);
+bool isFinal(JobState s);
+// A replica attempt that ended as a failure of its task (not success, not stopped by Yard
+// on purpose): what counts against `retries` and restarts gangs.
+bool endedInFailure(ReplicaState s, EndCause cause, int32_t exitCode);
+
+std::string_view toText(ReplicaState s);
+std::string_view toText(TaskState s);
+std::string_view toText(JobState s);
+std::string_view toText(EndCause c);  // "" for None
+std::optional<ReplicaState> parseReplicaState(std::string_view s);
+std::optional<TaskState> parseTaskState(std::string_view s);
+std::optional<JobState> parseJobState(std::string_view s);
+std::optional<EndCause> parseEndCause(std::string_view s);
+
+}  // namespace yard

@@ -1,0 +1,35 @@
+#pragma once
+// One daemon per data directory: an exclusive flock on a file in it, shared by yard-master
+// and yard-agent. Each daemon keeps its own file name and words its own refusal.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/util/result.h"
+
+namespace yard {
+
+class DataDirLock {
+ public:
+  // Words the refusal when another process holds the lock; `holder` is the pid it wrote in
+  // the file ("unknown" when it wrote none).
+  using BusyMessage = std::function<std::string(const std::string& holder)>;
+
+  // Creates `dir` if needed, takes an exclusive lock on dir/`fileName` and writes this
+  // process's pid in it. The lock is held until this object is destroyed, or the process
+  // dies (the kernel drops flocks, so a crash leaves nothing to clean up). Fails with
+  // busy(holder) when another process (or another lock in this one) has it, else with what
+  // went wrong creating or opening the file.
+  static Result<std::unique_ptr<DataDirLock>> acquire(const std::string& dir, const std::string& fileName,
+                                                      const BusyMessage& busy);
+  ~DataDirLock();
+  DataDirLock(const DataDirLock&) = delete;
+  DataDirLock& operator=(const DataDirLock&) = delete;
+
+ private:
+  explicit DataDirLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+}  // namespace yard

@@ -1,0 +1,25 @@
+#pragma once
+// The human forms of quantities, one definition for the spec layer, the scheduler's reasons
+// and the CLI: cpu 4000 -> "4", 500 -> "500m"; memory 17179869184 -> "16Gi" (the largest
+// binary unit that divides it exactly). Header-only so the pure scheduler links nothing.
+
+#include <cstdint>
+#include <string>
+
+namespace yard {
+
+inline std::string formatCpuMillis(int64_t millis) {
+  if (millis % 1000 == 0) return std::to_string(millis / 1000);
+  return std::to_string(millis) + "m";
+}
+
+inline std::string formatMemoryBytes(int64_t bytes) {
+  static constexpr const char* kSuffix[] = {"Ei", "Pi", "Ti", "Gi", "Mi", "Ki"};
+  for (int i = 0; i < 6; ++i) {
+    int64_t unit = int64_t(1) << (10 * (6 - i));
+    if (bytes != 0 && bytes % unit == 0) return std::to_string(bytes / unit) + kSuffix[i];
+  }
+  return std::to_string(bytes);
+}
+
+}  // namespace yard

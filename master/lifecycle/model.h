@@ -1,0 +1,50 @@
+#pragma once
+// The master's working copy of a job: its stored rows (job, tasks, replica attempts) and
+// the spec it was submitted with. Plain values: the lifecycle policy edits copies of them
+// and the job registry commits the copies. No I/O here.
+
+#include <capnp/serialize.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/util/capnp_text.h"
+#include "master/store/store.h"
+#include "schema/job.capnp.h"
+
+namespace yard::master {
+
+// The parsed spec a job was submitted with (kept as the bytes the store holds).
+class JobSpec {
+ public:
+  explicit JobSpec(const std::string& bytes);
+  schema::Job::Reader job() const { return reader_->getRoot<schema::Job>(); }
+
+ private:
+  kj::Array<capnp::word> words_;
+  std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
+};
+
+struct TaskEntry {
+  store::TaskRecord rec;
+  std::vector<size_t> deps;                    // indexes of the tasks it depends on
+  std::vector<store::ReplicaRecord> replicas;  // every attempt's rows
+};
+
+struct JobEntry {
+  store::JobRecord rec;
+  std::shared_ptr<JobSpec> spec;
+  std::vector<TaskEntry> tasks;  // in spec order
+  schema::Task::Reader specTask(size_t i) const { return spec->job().getTasks()[static_cast<unsigned>(i)]; }
+};
+
+// The container a replica of `role` runs (the task's only one for a container job).
+schema::Container::Reader containerOf(schema::Task::Reader task, const std::string& role);
+// "role/index", as events and the CLI name a replica.
+std::string replicaName(const store::ReplicaRecord& r);
+// The spec's message bytes (what JobRecord::spec holds).
+std::string specBytes(schema::Job::Reader spec);
+using ::yard::str;  // Cap'n Proto text as a std::string (common/util/capnp_text.h)
+
+}  // namespace yard::master

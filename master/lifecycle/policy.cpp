@@ -1,0 +1,307 @@
+#include "master/lifecycle/policy.h"
+
+#include <algorithm>
+
+#include "master/frameworks/framework.h"
+#include "master/wiring.h"
+
+namespace yard::master::lifecycle {
+namespace {
+
+int rank(ReplicaState s) {  // forward-only order of replica states
+  switch (s) {
+    case ReplicaState::Placed: return 0;
+    case ReplicaState::Starting: return 1;
+    case ReplicaState::Running: return 2;
+    default: return 3;
+  }
+}
+
+void event(Events& events, const JobEntry& job, const std::string& task, const std::string& replica, int32_t attempt,
+           int64_t now, std::string type, std::string reason) {
+  events.push_back({0, job.rec.id, task, replica, attempt, now, std::move(type), std::move(reason)});
+}
+
+// The cause of an ended report that carries none (the state says it).
+EndCause causeOf(const ReplicaReport& rep) {
+  if (rep.cause != EndCause::None) return rep.cause;
+  switch (rep.state) {
+    case ReplicaState::Exited: return EndCause::Exited;
+    case ReplicaState::OOMKilled: return EndCause::OOMKilled;
+    default: return EndCause::AgentFailure;  // Killed or Lost on the agent's own account
+  }
+}
+
+// A failed container-job run under restartPolicy OnFailure: its next attempt, on the same
+// node with the same allocation, Placed.
+void restartRunInPlace(JobEntry& job, size_t ti, const store::ReplicaRecord& failedRun, int64_t now, Events& events) {
+  TaskEntry& t = job.tasks[ti];
+  store::ReplicaRecord next = failedRun;
+  next.id = 0;
+  next.attempt = failedRun.attempt + 1;
+  next.state = ReplicaState::Placed;
+  next.cause = EndCause::None;
+  next.exitCode = 0;
+  next.signal = 0;
+  next.reason = "restarted in place (restartPolicy OnFailure)";
+  next.startedAt = 0;
+  next.finishedAt = 0;
+  Env env = decodeEnv(failedRun.env);
+  setEnv(env, "YARD_ATTEMPT", std::to_string(next.attempt));
+  next.env = encodeEnv(env);
+  event(events, job, t.rec.name, replicaName(next), next.attempt, now, "Placed",
+        "restarted in place on " + next.node + " (restartPolicy OnFailure)");
+  t.replicas.push_back(std::move(next));
+}
+
+void evaluateRuns(JobEntry& job, size_t ti, int64_t now, Events& events) {
+  TaskEntry& t = job.tasks[ti];
+  auto st = job.specTask(ti);
+  auto cj = st.getContainerJob();
+  int64_t failures = std::count_if(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return failed(r); });
+  if (auto ok = frameworks::frameworkFor(st.getKind()).succeeded(st, t, {})) {
+    finishTask(job, ti, TaskState::Succeeded, *ok, now, events);
+  } else if (failures > cj.getRetries()) {
+    finishTask(job, ti, TaskState::Failed,
+               std::to_string(failures) + " runs failed; retries allow " + std::to_string(cj.getRetries()), now, events);
+  } else if (cj.getRestartPolicy() == schema::RestartPolicy::ON_FAILURE && failures > 0) {
+    // Each failed run whose latest attempt failed starts again where it ran.
+    std::map<int32_t, size_t> latest;  // run index -> its newest record
+    for (size_t i = 0; i < t.replicas.size(); ++i) {
+      auto it = latest.find(t.replicas[i].index);
+      if (it == latest.end() || t.replicas[it->second].attempt < t.replicas[i].attempt) latest[t.replicas[i].index] = i;
+    }
+    // Not in place: a run Lost with its node (the node is down) or stopped for its timeout
+    // (it may still be in its grace period, holding ports and GPUs); the scheduler places
+    // a new run for those.
+    for (const auto& [index, i] : latest) {
+      const auto& f = t.replicas[i];
+      if (failed(f) && f.state != ReplicaState::Lost && f.cause != EndCause::Deadline)
+        restartRunInPlace(job, ti, store::ReplicaRecord(f), now, events);
+    }
+  }
+  if (t.rec.state == TaskState::Starting &&
+      std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == ReplicaState::Running; }))
+    setTaskState(job, t, TaskState::Running, "", now, events, "a run started");
+}
+
+}  // namespace
+
+bool failed(const store::ReplicaRecord& r) { return endedInFailure(r.state, r.cause, r.exitCode); }
+
+void endReplica(store::ReplicaRecord& r, ReplicaState state, EndCause cause, std::string reason, int64_t now) {
+  r.state = state;
+  r.cause = cause;
+  r.reason = std::move(reason);
+  r.finishedAt = now;
+}
+
+void setTaskState(const JobEntry& job, TaskEntry& t, TaskState state, std::string reason, int64_t now, Events& events,
+                  const std::string& eventReason) {
+  t.rec.state = state;
+  t.rec.reason = std::move(reason);
+  if (isFinal(state)) t.rec.finishedAt = now;
+  event(events, job, t.rec.name, "", t.rec.attempt, now, std::string(toText(state)),
+        eventReason.empty() ? t.rec.reason : eventReason);
+}
+
+std::optional<JobEntry> applyReports(const JobEntry& live, const std::string& node,
+                                     const std::map<int64_t, const ReplicaReport*>& byId, int64_t now, Events& events) {
+  if (isFinal(live.rec.state)) return std::nullopt;
+  std::optional<JobEntry> job;
+  for (size_t ti = 0; ti < live.tasks.size(); ++ti) {
+    bool touched = false;
+    for (size_t ri = 0; ri < live.tasks[ti].replicas.size(); ++ri) {
+      const store::ReplicaRecord& cur = live.tasks[ti].replicas[ri];
+      auto it = byId.find(cur.id);
+      if (it == byId.end() || cur.node != node || it->second->attempt != cur.attempt) continue;
+      const ReplicaReport& rep = *it->second;
+      if (!isLive(cur.state) || rank(rep.state) <= rank(cur.state)) continue;
+      if (!job) job = live;
+      store::ReplicaRecord& r = job->tasks[ti].replicas[ri];
+      std::string type(toText(rep.state)), why = rep.reason;
+      if (isLive(rep.state)) {
+        r.state = rep.state;
+        r.reason = rep.reason;
+        r.startedAt = r.startedAt ? r.startedAt : now;
+      } else {
+        EndCause cause = causeOf(rep);
+        std::string reason = rep.reason;
+        if (rep.state == ReplicaState::Killed && reason.empty()) reason = "agent: killed";
+        // An image that could not be pulled is its own event, as Kubernetes shows it; an
+        // exit with a reason never ran (a setup failure).
+        if (cause == EndCause::ImagePullFailed) {
+          type = "ImagePullFailed";
+          reason = "ImagePullFailed: " + rep.reason;
+        } else if (rep.state == ReplicaState::Exited) {
+          why = "exit code " + std::to_string(rep.exitCode) + (rep.reason.empty() ? "" : ": " + rep.reason);
+        } else {
+          why = reason;
+        }
+        endReplica(r, rep.state, cause, reason, now);
+        r.exitCode = rep.exitCode;
+        r.signal = rep.signal;
+      }
+      event(events, *job, job->tasks[ti].rec.name, replicaName(r), r.attempt, now, type, why);
+      touched = true;
+    }
+    if (touched) evaluateTask(*job, ti, now, events);
+  }
+  if (job) advanceDag(*job, now, events);
+  return job;
+}
+
+std::optional<JobEntry> applyTime(const JobEntry& live, const std::set<std::string>& downNodes, int64_t now,
+                                  Events& events) {
+  if (isFinal(live.rec.state)) return std::nullopt;
+  std::optional<JobEntry> job;
+  auto copy = [&]() -> JobEntry& {
+    if (!job) job = live;
+    return *job;
+  };
+  for (size_t ti = 0; ti < live.tasks.size(); ++ti) {
+    const TaskEntry& lt = live.tasks[ti];
+    if (isFinal(lt.rec.state)) continue;
+    auto st = live.specTask(ti);
+    bool touched = false;
+    // Replicas on a node that stopped beating are lost.
+    for (size_t ri = 0; ri < lt.replicas.size(); ++ri) {
+      const auto& r = lt.replicas[ri];
+      if (!isLive(r.state) || !downNodes.count(r.node)) continue;
+      auto& w = copy().tasks[ti].replicas[ri];
+      endReplica(w, ReplicaState::Lost, EndCause::NodeLost, "node " + r.node + " is down", now);
+      event(events, live, lt.rec.name, replicaName(w), w.attempt, now, "Lost", w.reason);
+      touched = true;
+    }
+    if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
+      int64_t timeout = st.getContainerJob().getTimeout();
+      for (size_t ri = 0; timeout > 0 && ri < lt.replicas.size(); ++ri) {
+        const auto& r = (job ? job->tasks[ti] : lt).replicas[ri];
+        if (!isLive(r.state) || r.startedAt == 0 || now - r.startedAt < timeout * 1000) continue;
+        auto& w = copy().tasks[ti].replicas[ri];
+        endReplica(w, ReplicaState::Killed, EndCause::Deadline,
+                   "DeadlineExceeded: the run passed its timeout of " + std::to_string(timeout) + "s", now);
+        event(events, live, lt.rec.name, replicaName(w), w.attempt, now, "DeadlineExceeded", w.reason);
+        touched = true;
+      }
+    } else if (int64_t life = st.getAdvanced().getMaxLifetime();
+               life > 0 && lt.rec.startedAt > 0 && now - lt.rec.startedAt >= life * 1000) {
+      JobEntry& j = copy();
+      for (auto& r : j.tasks[ti].replicas)
+        if (isLive(r.state))
+          endReplica(r, ReplicaState::Killed, EndCause::Deadline,
+                     "DeadlineExceeded: the task passed its maxLifetime of " + std::to_string(life) + "s", now);
+      event(events, live, lt.rec.name, "", lt.rec.attempt, now, "DeadlineExceeded",
+            "the task passed its maxLifetime of " + std::to_string(life) + "s");
+      finishTask(j, ti, TaskState::Failed, "DeadlineExceeded: ran longer than maxLifetime " + std::to_string(life) + "s",
+                 now, events);
+      continue;
+    }
+    if (touched) evaluateTask(copy(), ti, now, events);
+  }
+  if (job) advanceDag(*job, now, events);
+  return job;
+}
+
+void evaluateTask(JobEntry& job, size_t ti, int64_t now, Events& events) {
+  TaskEntry& t = job.tasks[ti];
+  if (isFinal(t.rec.state)) return;
+  auto st = job.specTask(ti);
+  // Container-job runs are independent: their own policy.
+  if (st.getKind() == schema::TaskKind::CONTAINER_JOB) return evaluateRuns(job, ti, now, events);
+  std::vector<store::ReplicaRecord*> cur;
+  std::vector<const store::ReplicaRecord*> curView;
+  for (auto& r : t.replicas)
+    if (r.attempt == t.rec.attempt) {
+      cur.push_back(&r);
+      curView.push_back(&r);
+    }
+  if (auto ok = frameworks::frameworkFor(st.getKind()).succeeded(st, t, curView))
+    return finishTask(job, ti, TaskState::Succeeded, *ok, now, events);
+  auto bad = std::find_if(cur.begin(), cur.end(), [](auto* r) { return failed(*r); });
+  if (bad != cur.end()) {
+    const store::ReplicaRecord& f = **bad;
+    std::string why = replicaName(f) + (f.state == ReplicaState::Exited ? " exited " + std::to_string(f.exitCode)
+                                                                        : " " + std::string(toText(f.state)));
+    if (t.rec.attempt < st.getAdvanced().getRetries()) {
+      // Whole-gang restart: stop the attempt's live replicas; the gang is queued again.
+      for (auto* r : cur)
+        if (isLive(r->state)) endReplica(*r, ReplicaState::Killed, EndCause::StoppedByPolicy, "gang restart after " + why, now);
+      t.rec.attempt++;
+      t.rec.state = TaskState::Queued;
+      t.rec.reason = "restarting as attempt " + std::to_string(t.rec.attempt) + " after " + why;
+      event(events, job, t.rec.name, "", t.rec.attempt, now, "Restarting", t.rec.reason);
+    } else {
+      finishTask(job, ti, TaskState::Failed, why + (st.getAdvanced().getRetries() ? "; retries exhausted" : ""), now,
+                 events);
+    }
+    return;
+  }
+  if (t.rec.state == TaskState::Starting && !cur.empty() && std::all_of(cur.begin(), cur.end(), [](auto* r) {
+        return r->state == ReplicaState::Running || r->state == ReplicaState::Exited;
+      }))
+    setTaskState(job, t, TaskState::Running, "", now, events, "every replica is running");
+}
+
+void finishTask(JobEntry& job, size_t ti, TaskState state, const std::string& reason, int64_t now, Events& events) {
+  TaskEntry& t = job.tasks[ti];
+  auto st = job.specTask(ti);
+  // cleanup: none leaves running replicas alone (they keep their resources until the job is
+  // cancelled); running and all stop them. A failed task stops everything.
+  bool stop = state != TaskState::Succeeded || st.getKind() == schema::TaskKind::CONTAINER_JOB ||
+              st.getAdvanced().getCleanup() != schema::Cleanup::NONE;
+  if (stop)
+    for (auto& r : t.replicas)
+      if (isLive(r.state)) {
+        endReplica(r, ReplicaState::Killed, EndCause::StoppedByPolicy, "cleanup: task " + std::string(toText(state)), now);
+        event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Killed", r.reason);
+      }
+  setTaskState(job, t, state, reason, now, events);
+}
+
+void advanceDag(JobEntry& job, int64_t now, Events& events) {
+  // Repeat until nothing changes: a Skipped task skips its own dependants too.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& t : job.tasks) {
+      if (t.rec.state != TaskState::Waiting) continue;
+      std::string failedDep;
+      bool allOk = true;
+      for (size_t d : t.deps) {
+        const auto& dep = job.tasks[d].rec;
+        if (dep.state == TaskState::Failed || dep.state == TaskState::Skipped || dep.state == TaskState::Cancelled)
+          failedDep = dep.name;
+        allOk = allOk && dep.state == TaskState::Succeeded;
+      }
+      if (!failedDep.empty()) setTaskState(job, t, TaskState::Skipped, "dependency " + failedDep + " did not succeed", now, events);
+      else if (allOk) setTaskState(job, t, TaskState::Queued, "waiting for the scheduler", now, events);
+      else continue;
+      changed = true;
+    }
+  }
+  if (!std::all_of(job.tasks.begin(), job.tasks.end(), [](const TaskEntry& t) { return isFinal(t.rec.state); })) return;
+  bool ok = std::all_of(job.tasks.begin(), job.tasks.end(), [](const TaskEntry& t) { return t.rec.state == TaskState::Succeeded; });
+  job.rec.state = ok ? JobState::Succeeded : JobState::Failed;
+  for (const auto& t : job.tasks)
+    if (!ok && t.rec.state == TaskState::Failed) job.rec.reason = "task " + t.rec.name + " failed: " + t.rec.reason;
+  if (ok) job.rec.reason = "every task succeeded";
+  job.rec.finishedAt = now;
+  event(events, job, "", "", 0, now, std::string(toText(job.rec.state)), job.rec.reason);
+}
+
+void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& events) {
+  for (auto& t : job.tasks) {
+    for (auto& r : t.replicas) {
+      if (!isLive(r.state)) continue;
+      endReplica(r, ReplicaState::Killed, EndCause::StoppedByUser, reason, now);
+      event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Killed", reason);
+    }
+    if (!isFinal(t.rec.state)) setTaskState(job, t, TaskState::Cancelled, reason, now, events);
+  }
+  job.rec.state = JobState::Cancelled;
+  job.rec.reason = reason;
+  job.rec.finishedAt = now;
+  event(events, job, "", "", 0, now, "Cancelled", reason);
+}
+
+}  // namespace yard::master::lifecycle

@@ -1,0 +1,73 @@
+#pragma once
+// The task and DAG policy, as pure functions: given a copy of a job's state and the time,
+// they edit the copy and append the events; the job registry commits the copy and applies
+// it once durable. No I/O, no clock, no store: tests drive them with plain values.
+//
+// Every change of a replica attempt's, task's or job's state goes through endReplica,
+// setTaskState or setJobState below (one place each). The state machines are drawn in
+// common/lifecycle/states.h; the rules (docs/master.md, "Jobs"):
+//   - agents' reports move replica attempts forward only (Placed < Starting < Running <
+//     ended), for the node and attempt that holds them;
+//   - a task's kind decides success (master/frameworks); a replica attempt that ended in
+//     failure (endedInFailure) restarts the whole gang as attempt + 1 while `retries`
+//     lasts, then fails the task; container-job runs count failures over every run and
+//     restart a failed run in place under restartPolicy OnFailure;
+//   - time: maxLifetime fails the task (DeadlineExceeded), a container-job run past its
+//     timeout is stopped and counts as failed, replicas on down nodes are Lost;
+//   - at task end `cleanup` decides which live replicas are stopped; the DAG moves on in
+//     the same change (dependants Queued, or Skipped transitively); the job ends when every
+//     task has.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "master/lifecycle/model.h"
+
+namespace yard::master::lifecycle {
+
+using Events = std::vector<store::EventRecord>;
+
+// What an agent reports about one replica attempt it holds (level-triggered: repeated
+// every heartbeat).
+struct ReplicaReport {
+  int64_t replicaId = 0;
+  int32_t attempt = 0;
+  ReplicaState state = ReplicaState::Starting;  // never Placed
+  EndCause cause = EndCause::None;
+  int32_t exitCode = 0;
+  int32_t signal = 0;
+  std::string reason;  // for people
+  int64_t cpuMillisUsed = 0;
+  int64_t memoryBytesUsed = 0;
+};
+
+// Ends a live replica attempt (state and cause) at `now`. REQUIRES: isLive(r.state).
+void endReplica(store::ReplicaRecord& r, ReplicaState state, EndCause cause, std::string reason, int64_t now);
+// Sets the task's state and reason, with its event (saying `eventReason` when given).
+void setTaskState(const JobEntry& job, TaskEntry& t, TaskState state, std::string reason, int64_t now, Events& events,
+                  const std::string& eventReason = "");
+
+// The reports of `node` (by replica id) applied to a copy of `job`, every task touched
+// re-evaluated and the DAG moved; nullopt when nothing changes (no copy is made then).
+std::optional<JobEntry> applyReports(const JobEntry& job, const std::string& node,
+                                     const std::map<int64_t, const ReplicaReport*>& byId, int64_t now, Events& events);
+// The time-driven rules at `now`, with the nodes that are down; nullopt when none applies.
+std::optional<JobEntry> applyTime(const JobEntry& job, const std::set<std::string>& downNodes, int64_t now,
+                                  Events& events);
+// Ends every unfinished task Cancelled and stops every live replica (cause StoppedByUser).
+void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& events);
+// The task's success and failure rules after its replicas changed.
+void evaluateTask(JobEntry& job, size_t task, int64_t now, Events& events);
+// Ends the task (Succeeded or Failed) and stops its live replicas as `cleanup` says.
+void finishTask(JobEntry& job, size_t task, TaskState state, const std::string& reason, int64_t now, Events& events);
+// Waiting tasks become Queued or Skipped; the job ends once every task has.
+void advanceDag(JobEntry& job, int64_t now, Events& events);
+
+// A failed replica attempt that counts against the task (see endedInFailure).
+bool failed(const store::ReplicaRecord& r);
+
+}  // namespace yard::master::lifecycle
