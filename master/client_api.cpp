@@ -24,6 +24,7 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     case api::Request::JOB_SUBMIT:
     case api::Request::JOB_CANCEL:
     case api::Request::JOB_DELETE:
+    case api::Request::JOB_SCALE:
     case api::Request::JOB_LIST:
     case api::Request::JOB_SHOW:
     case api::Request::JOB_EVENTS: return handleJob(req, a);

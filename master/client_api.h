@@ -7,6 +7,8 @@
 // client_api_catalog.cpp (queues, datasets), client_api_jobs.cpp (jobs and their events),
 // client_api_nodes.cpp (nodes), client_api_logs.cpp (logs, top, exec).
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,11 +32,20 @@ using ClientAnswer = wire::Answer<api::Response, ClientApiError>;
 
 class ClientApi {
  public:
+  using Clock = JobRegistry::Clock;  // unix ms
+  // The master's wall clock: the clock the job registry stamps the autoscaler's times with.
+  static int64_t wallClockMs() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+  }
+
   // REQUIRES: `store` and the io_context the connections run on stay open until stop() (or
   // the destructor) has run: the read thread reads the store and posts answers to that
-  // io_context until then.
-  ClientApi(const MasterConfig& config, Catalog& catalog, JobRegistry& jobs, store::Store& store, NodeRegistry& nodes)
-      : config_(config), catalog_(catalog), jobs_(jobs), store_(store), nodes_(nodes) {}
+  // io_context until then. `now` must be the clock `jobs` runs on: job show sends it with
+  // the autoscaler's times so that yardctl can say "12s ago" whatever the client's clock.
+  ClientApi(const MasterConfig& config, Catalog& catalog, JobRegistry& jobs, store::Store& store, NodeRegistry& nodes,
+            Clock now = wallClockMs)
+      : config_(config), catalog_(catalog), jobs_(jobs), store_(store), nodes_(nodes), now_(std::move(now)) {}
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
   // Waits for the read in progress and drops the queued ones (their clients get no answer).
   // For shutdown: call after the io loop stops and before the store closes.
@@ -99,6 +110,7 @@ class ClientApi {
   JobRegistry& jobs_;
   store::Store& store_;
   NodeRegistry& nodes_;
+  Clock now_;
   AgentCalls* calls_ = nullptr;
   ReadThread reads_;  // last: joined before the members its reads use are destroyed
 };

@@ -1,4 +1,4 @@
-// yardctl job: submit, cancel and delete through the job registry (answered once committed),
+// yardctl job: submit, cancel, delete and scale through the job registry (answered once committed),
 // list and show from memory, events from the store on the read thread.
 #include "master/client_api.h"
 
@@ -61,7 +61,29 @@ void fillReplica(api::ReplicaInfo::Builder out, const store::ReplicaRecord& r, s
   }
 }
 
-void fillJobDetail(api::JobDetail::Builder out, const JobEntry& job) {
+// What the autoscaler holds of elastic task `ti`, when it is one.
+void fillElastic(api::TaskInfo::Builder out, const JobRegistry& jobs, const JobEntry& job, size_t ti) {
+  auto v = jobs.elasticOf(job, ti);
+  if (!v) return;
+  out.setHasElastic(true);
+  auto e = out.initElastic();
+  e.setCurrent(v->current);
+  e.setDesired(v->desired);
+  e.setMin(v->min);
+  e.setMax(v->max);
+  e.setTargetPercent(v->targetPercent);
+  e.setHasUtilisation(v->utilisation.has_value());
+  e.setUtilisationPercent(v->utilisation.value_or(0));
+  e.setLastDecision(v->lastDecision);
+  e.setLastDecisionAt(v->lastDecisionAt);
+  e.setNextDecisionAt(v->nextDecisionAt);
+  e.setPending(v->pending);
+}
+
+void fillJobDetail(api::JobDetail::Builder out, const JobRegistry& jobs, const JobEntry& job, int64_t now) {
+  // The master's clock goes with the answer: yardctl says "12s ago" from it, so a client
+  // whose clock is off still reads the autoscaler's times right.
+  out.setAnsweredAt(now);
   fillJobSummary(out.initSummary(), job);
   auto specTasks = job.spec->job().getTasks();
   auto tasks = out.initTasks(static_cast<unsigned>(job.tasks.size()));
@@ -80,6 +102,7 @@ void fillJobDetail(api::JobDetail::Builder out, const JobEntry& job) {
     auto reps = shownReplicas(t, st);
     auto out2 = ti.initReplicas(static_cast<unsigned>(reps.size()));
     for (unsigned k = 0; k < reps.size(); ++k) fillReplica(out2[k], *reps[k], st);
+    fillElastic(ti, jobs, job, i);
   }
 }
 
@@ -103,7 +126,7 @@ void readEvents(store::Store& store, int64_t jobId, const ClientAnswer& a) {
 }  // namespace
 
 void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
-  // Submit, cancel and delete answer with one confirmation line once committed.
+  // Submit, cancel, delete and scale answer with one confirmation line once committed.
   auto confirm = [a](Result<std::string> r) {
     if (!r) return a.error(r.error());
     a.resp.setDone(r.value());
@@ -113,11 +136,15 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
     case api::Request::JOB_SUBMIT: return jobs_.submit(req.getJobSubmit(), confirm);
     case api::Request::JOB_CANCEL: return jobs_.cancel(req.getJobCancel(), confirm);
     case api::Request::JOB_DELETE: return jobs_.remove(req.getJobDelete(), confirm);
+    case api::Request::JOB_SCALE: {
+      auto s = req.getJobScale();
+      return jobs_.scale(s.getJob(), s.getTask(), s.getReplicas(), confirm);
+    }
     case api::Request::JOB_LIST: return listJobs(req.getJobList(), a);
     case api::Request::JOB_SHOW: {
       const JobEntry* job = jobs_.find(req.getJobShow());
       if (!job) return a.error("job " + std::string(req.getJobShow()) + " does not exist");
-      fillJobDetail(a.resp.initJob(), *job);
+      fillJobDetail(a.resp.initJob(), jobs_, *job, now_());
       return a.send();
     }
     case api::Request::JOB_EVENTS: return events(req.getJobEvents(), a);

@@ -56,6 +56,39 @@ bool validHostPort(const std::string& s) {
   return p >= 1 && p <= 65535;
 }
 
+// [autoscaler]: durations as for heartbeat_timeout (whole seconds), tolerance a fraction.
+std::string autoscalerSection(const toml::node& n, lifecycle::AutoscalerSettings& a) {
+  const toml::table* t = n.as_table();
+  if (!t) return "autoscaler: must be a table ([autoscaler] with interval, warmup, tolerance, ...)";
+  if (auto e = config::unknownKey(*t, {"interval", "warmup", "tolerance", "scale_up_window", "scale_down_window",
+                                       "cooldown"});
+      !e.empty())
+    return "autoscaler." + e;
+  struct Key {
+    const char* name;
+    int64_t min;
+    int64_t* ms;
+  };
+  for (Key k : {Key{"interval", 1, &a.intervalMs}, Key{"warmup", 0, &a.warmupMs}, Key{"scale_up_window", 0, &a.upWindowMs},
+                Key{"scale_down_window", 0, &a.downWindowMs}, Key{"cooldown", 0, &a.cooldownMs}}) {
+    const toml::node* v = t->get(k.name);
+    if (!v) continue;
+    int64_t seconds = 0;
+    std::string rule = k.min ? "must be a duration of at least 1s (like 15 or \"15s\")"
+                             : "must be a duration of 0 or more (like 60 or \"60s\")";
+    if (auto e = config::durationSeconds(*v, std::string("autoscaler.") + k.name, k.min, 86400 * 7, rule, seconds);
+        !e.empty())
+      return e;
+    *k.ms = seconds * 1000;
+  }
+  if (const toml::node* v = t->get("tolerance")) {
+    auto d = v->value<double>();
+    if (!d || *d < 0 || *d >= 1) return "autoscaler.tolerance: must be a fraction from 0 to below 1 (like 0.1)";
+    a.tolerance = *d;
+  }
+  return "";
+}
+
 }  // namespace
 
 Result<MasterConfig> parseMasterConfig(const std::string& text, const std::string& source) {
@@ -64,7 +97,7 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   const toml::table& root = parsed.value();
   MasterConfig c;
   if (auto e = config::unknownKey(root, {"data_dir", "listen", "agent_listen", "join_token", "heartbeat_timeout",
-                                         "flavors", "etcd_endpoints", "stop_grace", "advertise"});
+                                         "flavors", "etcd_endpoints", "stop_grace", "advertise", "autoscaler"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto str = [&](const char* key, std::string& out) -> std::string {
@@ -101,6 +134,10 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
       if (!s) return R::fail(source + ": etcd_endpoints: must be a list of \"host:port\" strings");
       c.etcdEndpoints.push_back(*s);
     }
+  }
+  if (const toml::node* n = root.get("autoscaler")) {
+    std::string e = autoscalerSection(*n, c.autoscaler);
+    if (!e.empty()) return R::fail(source + ": " + e);
   }
   if (const toml::node* n = root.get("flavors")) {
     const toml::table* flavors = n->as_table();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/util/result.h"
+#include "master/lifecycle/autoscale.h"
 
 namespace yard::master {
 
@@ -27,6 +28,7 @@ struct MasterConfig {
   std::map<std::string, FlavorConfig> flavors;  // named resource sizes (container.flavor)
   std::vector<std::string> etcdEndpoints;       // for elastic rendezvous
   int64_t stopGraceSeconds = 10;                // preStop + SIGTERM get this long before SIGKILL
+  lifecycle::AutoscalerSettings autoscaler;     // [autoscaler]: elastic tasks' control loop
 };
 
 // Parses TOML text; errors name the key, the rule and the value.

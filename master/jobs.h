@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "master/catalog.h"
 #include "master/commit_queue.h"
 #include "master/config.h"
+#include "master/lifecycle/autoscale.h"
 #include "master/lifecycle/model.h"
 #include "master/lifecycle/policy.h"
 #include "master/scheduler/scheduler.h"
@@ -79,8 +81,23 @@ class JobRegistry {
   const UsageSample* usageOf(int64_t replicaId) const { return usage_.of(replicaId); }
   sched::Resources nodeUsed(const std::string& node) const;
 
-  // Time-driven rules, run every second (lifecycle::applyTime), with the nodes now down.
+  // Time-driven rules, run every second (lifecycle::applyTime), with the nodes now down; then
+  // the elastic autoscaler.
   void tick(const std::set<std::string>& downNodes);
+
+  // Sets the worker count of elastic task `task` (yardctl job scale); the autoscaler goes on
+  // from there. Refused for a task that is not elastic or not running, or outside [min, max].
+  void scale(const std::string& name, const std::string& task, int32_t replicas, Reply reply);
+  // What job show says of an elastic task (nullopt for other tasks).
+  struct ElasticView {
+    int32_t current = 0, desired = 0, min = 0, max = 0;
+    double targetPercent = 0;
+    std::optional<double> utilisation;  // the last measurement, percent of the request
+    std::string lastDecision;           // "1 -> 2: cpu 92% above target 80%", or why none
+    int64_t lastDecisionAt = 0, nextDecisionAt = 0;  // unix ms; 0 = none yet
+    bool pending = false;                            // a scale-out has not finished
+  };
+  std::optional<ElasticView> elasticOf(const JobEntry& job, size_t task) const;
   void setNodeWiring(NodeWiringLookup lookup) { nodeWiring_ = std::move(lookup); }
   // The client API address replicas reach the exec channel at (YARD_EXEC_MASTER).
   void setExecEndpoint(std::string hostPort) { execEndpoint_ = std::move(hostPort); }
@@ -119,6 +136,7 @@ class JobRegistry {
   // free now; dropped otherwise (the input comes again).
   void commitIfFree(const std::string& name, JobEntry changed, lifecycle::Events events, const char* what);
   void notifyNodes(const JobEntry* before, const JobEntry& after);
+  void autoscale(int64_t now);
 
   asio::io_context& io_;
   const MasterConfig& config_;
@@ -134,6 +152,15 @@ class JobRegistry {
   // callers; this is its memory.
   mutable std::set<int64_t> released_;
   std::map<std::string, JobEntry> jobs_;  // not deleted, by name
+  // The autoscaler's memory per elastic task (by task id): recent recommendations and the
+  // last decision. Lost on restart, which only means the windows are observed afresh.
+  struct ElasticStatus {
+    lifecycle::ScaleHistory history;
+    std::optional<double> utilisation;
+    std::string lastDecision;
+    int64_t lastDecisionAt = 0;
+  };
+  std::map<int64_t, ElasticStatus> elastic_;
   bool passQueued_ = false;
   // Passes run at most every kMinPassInterval: a pass reads every active job, so one per
   // submission would make a submission storm quadratic.

@@ -93,6 +93,11 @@ void JobRegistry::tick(const std::set<std::string>& downNodes) {
       for (const auto& r : t.replicas)
         if (isLive(r.state)) liveIds.insert(r.id);
   usage_.keepOnly(liveIds);
+  std::set<int64_t> taskIds;
+  for (const auto& [name, job] : jobs_)
+    for (const auto& t : job.tasks)
+      if (!isFinal(t.rec.state)) taskIds.insert(t.rec.id);
+  std::erase_if(elastic_, [&](const auto& e) { return !taskIds.count(e.first); });
   std::erase_if(released_, [&](int64_t id) { return !liveIds.count(id); });
   for (const auto& [name, live] : jobs_) {
     if (commits_.busy(name)) continue;
@@ -100,6 +105,7 @@ void JobRegistry::tick(const std::set<std::string>& downNodes) {
     if (auto changed = lifecycle::applyTime(live, downNodes, now, events))
       commitIfFree(name, std::move(*changed), std::move(events), "timed change");
   }
+  autoscale(now);
 }
 
 void JobRegistry::notifyNodes(const JobEntry* before, const JobEntry& after) {

@@ -5,6 +5,7 @@
 
 #include "master/frameworks/framework.h"
 #include "master/jobs.h"
+#include "master/lifecycle/elastic.h"
 
 namespace yard::master {
 namespace {
@@ -79,6 +80,17 @@ std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs() const {
               replicaRequest(*this, "run", static_cast<int32_t>(t.replicas.size() + k), cj.getContainer()));
           out.push_back(std::move(g));
         }
+        continue;
+      }
+      if (lifecycle::isElastic(st) && t.rec.state == TaskState::Running) {
+        if (lifecycle::workersEnding(t)) continue;  // finishing: a worker that ended is not replaced
+        // A scale-out: the missing workers are one gang, so they join one rendezvous round.
+        int32_t missing = lifecycle::desiredWorkers(st, t) - static_cast<int32_t>(lifecycle::liveWorkers(t).size());
+        std::string role = str(st.getRoles()[0].getName());
+        int32_t next = lifecycle::nextWorkerIndex(t);
+        for (int32_t k = 0; k < missing; ++k)
+          base.request.replicas.push_back(replicaRequest(*this, role, next + k, containerOf(st, role)));
+        if (missing > 0) out.push_back(std::move(base));
         continue;
       }
       if (t.rec.state != TaskState::Queued) continue;
@@ -206,11 +218,18 @@ std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan,
       task.replicas.push_back(r);
       nodes.insert(rp.node);
     }
-    // The injected environment is fixed now, from the placement (docs/wiring.md).
+    // The injected environment is fixed now, from the placement (docs/wiring.md). Workers
+    // joining an elastic task are wired with the workers it has (worker 0 hosts the c10d
+    // rendezvous); those keep what they were given.
     std::vector<const store::ReplicaRecord*> gang;
+    if (lifecycle::isElastic(st) && task.rec.state != TaskState::Queued)
+      for (size_t k = 0; k < first; ++k)
+        if (task.replicas[k].attempt == task.rec.attempt && isLive(task.replicas[k].state))
+          gang.push_back(&task.replicas[k]);
+    size_t existing = gang.size();
     for (size_t k = first; k < task.replicas.size(); ++k) gang.push_back(&task.replicas[k]);
     std::vector<Env> envs = gangEnv(job.rec.name, st, gang, nodeWiring_, config_.etcdEndpoints, execEndpoint_);
-    for (size_t k = 0; k < envs.size(); ++k) task.replicas[first + k].env = encodeEnv(envs[k]);
+    for (size_t k = existing; k < envs.size(); ++k) task.replicas[first + k - existing].env = encodeEnv(envs[k]);
     std::string where;
     for (const auto& n : nodes) where += (where.empty() ? "" : ", ") + n;
     events.push_back({0, job.rec.id, task.rec.name, "", task.rec.attempt, now, "Placed",
@@ -230,6 +249,11 @@ std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan,
   for (const auto& [gangId, why] : plan.reasons) {
     const PendingGang& g = gangs[static_cast<size_t>(gangId)];
     const TaskEntry& live = jobs_.at(g.job).tasks[g.task];
+    if (live.rec.state == TaskState::Running && lifecycle::isElastic(jobs_.at(g.job).specTask(g.task))) {
+      JobEntry copy = changed.count(g.job) ? changed.at(g.job) : jobs_.at(g.job);
+      if (lifecycle::scaleOutWaits(copy, g.task, why, now, events)) changed[g.job] = std::move(copy);
+      continue;
+    }
     if (live.rec.state != TaskState::Queued || live.rec.reason == why) continue;
     JobEntry& job = entry(g.job);
     if (job.tasks[g.task].rec.state == TaskState::Queued) job.tasks[g.task].rec.reason = why;

@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
   std::string advertise;
   app.add_option("--advertise", advertise,
                  "Client API address nodes reach (yard-rsh, OpenMPI); overrides advertise; default: as bound");
+  std::vector<std::string> etcd;
+  app.add_option("--etcd-endpoint", etcd,
+                 "etcd HOST:PORT for elastic rendezvous (repeatable); overrides etcd_endpoints");
   app.add_flag("--dev", dev,
                "Embedded dev cluster: this master plus a yard-agent child (host tasks allowed) on loopback, "
                "state under --data-dir (default ./yard-dev)");
@@ -70,6 +73,7 @@ int main(int argc, char** argv) {
   if (!agentListen.empty()) config.agentListen = agentListen;
   if (!joinToken.empty()) config.joinToken = joinToken;
   if (!advertise.empty()) config.advertise = advertise;
+  if (!etcd.empty()) config.etcdEndpoints = etcd;
 
   auto lock = master::lockDataDir(config.dataDir);
   if (!lock) {

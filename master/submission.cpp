@@ -36,6 +36,12 @@ std::string checkSubmission(schema::Job::Reader spec, const std::map<std::string
   for (unsigned i = 0; i < tasks.size(); ++i) {
     auto t = tasks[i];
     std::string tpath = "tasks[" + std::to_string(i) + "]";
+    // Rendezvous through etcd needs one: PyTorch's etcd backend, and every Paddle elastic task.
+    if (t.getMode() == schema::TaskMode::ELASTIC && t.getElastic().getBackend() == schema::ElasticBackend::ETCD &&
+        config.etcdEndpoints.empty())
+      lines.push_back(tpath + ".elastic.backend: etcd rendezvous needs an etcd, and this master has none configured; "
+                      "set etcd_endpoints in the master's config (docs/master.md, \"Elastic scaling\") or use "
+                      "backend: c10d (PyTorch only)");
     // Flavors and datasets.
     auto check = [&](schema::Container::Reader c, const std::string& cpath) {
       if (c.getSizing().isFlavor() && !config.flavors.count(str(c.getSizing().getFlavor())))

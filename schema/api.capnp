@@ -94,11 +94,36 @@ struct TaskInfo {
   attempt @5 :Int32;
   dependsOn @6 :List(Text);
   replicas @7 :List(ReplicaInfo);
+  hasElastic @8 :Bool;     # an elastic task: `elastic` is filled
+  elastic @9 :ElasticInfo;
+}
+
+# What the autoscaler holds of an elastic task (yardctl job show).
+struct ElasticInfo {
+  current @0 :Int32;             # workers live now
+  desired @1 :Int32;             # the count the task is moving to
+  min @2 :Int32;
+  max @3 :Int32;
+  targetPercent @4 :Float64;     # the spec's target, % of the requested cpu
+  hasUtilisation @5 :Bool;       # false: nothing measured yet
+  utilisationPercent @6 :Float64;  # the last measurement, % of the requested cpu
+  lastDecision @7 :Text;         # "1 -> 2: cpu 92% above target 80%", or why nothing changed
+  lastDecisionAt @8 :Int64;      # unix ms; 0 = none yet
+  nextDecisionAt @9 :Int64;      # unix ms, the earliest the next one may come; 0 = none expected
+  pending @10 :Bool;             # a scale-out has not finished
 }
 
 struct JobDetail {
   summary @0 :JobSummary;
   tasks @1 :List(TaskInfo);
+  answeredAt @2 :Int64;    # the master's clock (unix ms), for "12s ago" whatever the client's clock says
+}
+
+# yardctl job scale: set the worker count of an elastic task.
+struct JobScale {
+  job @0 :Text;
+  task @1 :Text;
+  replicas @2 :Int32;
 }
 
 struct Event {
@@ -207,6 +232,7 @@ struct Request {
     jobTop @22 :Text;
     nodeTop @23 :Void;         # answered by `nodes` with `used` filled
     exec @24 :ExecRequest;     # answered by execOutput frames, then execExit (or one error)
+    jobScale @25 :JobScale;    # answered by `done` once committed
   }
 }
 

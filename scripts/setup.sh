@@ -17,6 +17,8 @@ packages=(
   catch2 python3 sqlite3 procps
   # end-to-end framework tests: real PyTorch (gloo) and OpenMPI with mpi4py
   python3-torch openmpi-bin python3-mpi4py
+  # elastic rendezvous: a real etcd (3.4; torch 1.13's etcd-v2 backend needs python3-etcd)
+  etcd-server python3-etcd
   # the containerd driver's tests run a real containerd with runc, and images built locally
   # (umoci, busybox-static) served by a registry on 127.0.0.1 (docker-registry, skopeo)
   containerd runc umoci busybox-static docker-registry skopeo

@@ -5,6 +5,18 @@
 #include "master/frameworks/kinds.h"
 
 namespace yard::master::frameworks {
+namespace {
+
+// torchrun's one restart budget covers two things Yard tells apart (docs/wiring.md): local
+// worker failures (3, as before autoscaling) and scale-ins, each of which fails the
+// survivors' process group once. A worker joining costs nothing (torchrun restarts for a
+// membership change without counting it). With the autoscaler's cooldown between changes,
+// 100 scale-ins is hours of elastic life; once spent, the next one fails the replica and the
+// task's `retries` start a fresh attempt with a fresh budget.
+constexpr int kLocalFailures = 3;
+constexpr int kScaleIns = 100;
+
+}  // namespace
 
 std::optional<std::string> PyTorch::succeeded(schema::Task::Reader spec, const TaskEntry&,
                                               const std::vector<const store::ReplicaRecord*>& attempt) const {
@@ -35,7 +47,7 @@ void PyTorch::addEnv(const GangWiring& g, std::vector<Env>& envs) const {
       env.emplace_back("PET_RDZV_ENDPOINT", viaEtcd ? joinList(g.etcd) : (workers.empty() ? "" : workers[0].endpoint));
       env.emplace_back("PET_RDZV_ID", rdzvId);
       env.emplace_back("PET_NNODES", std::to_string(e.getMinReplicas()) + ":" + std::to_string(e.getMaxReplicas()));
-      env.emplace_back("PET_MAX_RESTARTS", "3");
+      env.emplace_back("PET_MAX_RESTARTS", std::to_string(kLocalFailures + kScaleIns));
       continue;
     }
     int64_t rank = r.role == "master" ? 0 : r.index + 1;

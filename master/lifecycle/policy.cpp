@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "master/frameworks/framework.h"
+#include "master/lifecycle/elastic.h"
 #include "master/wiring.h"
 
 namespace yard::master::lifecycle {
@@ -173,6 +174,7 @@ std::optional<JobEntry> applyTime(const JobEntry& live, const std::set<std::stri
       event(events, live, lt.rec.name, replicaName(w), w.attempt, now, "Lost", w.reason);
       touched = true;
     }
+    if (isElastic(st) && scaleOutSettles(job ? *job : live, ti, now)) settleScaleOut(copy(), ti, now, events);
     if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
       int64_t timeout = st.getContainerJob().getTimeout();
       for (size_t ri = 0; timeout > 0 && ri < lt.replicas.size(); ++ri) {
@@ -211,8 +213,10 @@ void evaluateTask(JobEntry& job, size_t ti, int64_t now, Events& events) {
   if (st.getKind() == schema::TaskKind::CONTAINER_JOB) return evaluateRuns(job, ti, now, events);
   std::vector<store::ReplicaRecord*> cur;
   std::vector<const store::ReplicaRecord*> curView;
+  // The attempt's members; those Yard stopped on purpose (an elastic scale-in, a withdrawn
+  // scale-out) are no longer part of it.
   for (auto& r : t.replicas)
-    if (r.attempt == t.rec.attempt) {
+    if (r.attempt == t.rec.attempt && r.cause != EndCause::StoppedByPolicy) {
       cur.push_back(&r);
       curView.push_back(&r);
     }
@@ -228,6 +232,8 @@ void evaluateTask(JobEntry& job, size_t ti, int64_t now, Events& events) {
       for (auto* r : cur)
         if (isLive(r->state)) endReplica(*r, ReplicaState::Killed, EndCause::StoppedByPolicy, "gang restart after " + why, now);
       t.rec.attempt++;
+      t.rec.desired = 0;  // an elastic task starts again from minReplicas
+      t.rec.scaleSince = 0;
       t.rec.state = TaskState::Queued;
       t.rec.reason = "restarting as attempt " + std::to_string(t.rec.attempt) + " after " + why;
       event(events, job, t.rec.name, "", t.rec.attempt, now, "Restarting", t.rec.reason);

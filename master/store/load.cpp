@@ -76,11 +76,11 @@ constexpr const char* kJobs =
 
 TaskRecord taskRow(const sql::Stmt& s) {
   return TaskRecord{s.i64(0), s.i64(1), s.text(2), parseTaskStateColumn(s.text(3)), s.text(4), s.i32(5),
-                    s.i64(6), s.i64(7)};
+                    s.i64(6), s.i64(7), s.i32(8), s.i64(9), s.i64(10)};
 }
 constexpr const char* kTasks =
-    "SELECT id, job_id, name, state, reason, attempt, started_at, finished_at"
-    " FROM tasks ORDER BY id";
+    "SELECT id, job_id, name, state, reason, attempt, started_at, finished_at, desired, scale_since,"
+    " last_scale_at FROM tasks ORDER BY id";
 
 ReplicaRecord replicaRow(const sql::Stmt& s) {
   ReplicaRecord r;

@@ -154,11 +154,20 @@ UPDATE replicas SET end_cause = CASE
   ELSE 'StoppedByPolicy' END;
 )sql";
 
+// Version 5: elastic tasks' scale state (the worker count wanted, a pending scale-out, the
+// last change), so a restarted master keeps what the autoscaler decided.
+constexpr const char* kV5 = R"sql(
+ALTER TABLE tasks ADD COLUMN desired INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN scale_since INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN last_scale_at INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
     {3, kV3},
     {4, kV4},
+    {5, kV5},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

@@ -100,6 +100,10 @@ struct TaskRecord {
   std::string reason;
   int32_t attempt = 0;
   int64_t startedAt = 0, finishedAt = 0;
+  // Elastic tasks: the worker count wanted (0 = minReplicas), when a scale-out that has not
+  // finished was asked for (0 = none), and the last scale change (cooldown, warmup).
+  int32_t desired = 0;
+  int64_t scaleSince = 0, lastScaleAt = 0;
   bool operator==(const TaskRecord&) const = default;
 };
 
@@ -185,7 +189,7 @@ class Tx {
 
   Result<int64_t> insertTask(TaskRecord& task);  // sets task.id
   Result<bool> insertTasks(std::vector<TaskRecord>& tasks);
-  // Writes state, reason, attempt and times of the task with task.id.
+  // Writes state, reason, attempt, times and the elastic fields of the task with task.id.
   Result<bool> updateTask(const TaskRecord& task);
 
   Result<int64_t> insertReplica(ReplicaRecord& replica);  // sets replica.id

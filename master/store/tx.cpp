@@ -218,9 +218,11 @@ Result<bool> Tx::insertTasks(std::vector<TaskRecord>& tasks) {
 Result<bool> Tx::updateTask(const TaskRecord& task) {
   return guarded<bool>([&] {
     auto r = described(runSql(conn_, R"sql(
-      UPDATE tasks SET state = ?, reason = ?, attempt = ?, started_at = ?, finished_at = ?
+      UPDATE tasks SET state = ?, reason = ?, attempt = ?, started_at = ?, finished_at = ?,
+                       desired = ?, scale_since = ?, last_scale_at = ?
       WHERE id = ?)sql",
-      toText(task.state), task.reason, task.attempt, task.startedAt, task.finishedAt, task.id),
+      toText(task.state), task.reason, task.attempt, task.startedAt, task.finishedAt, task.desired,
+      task.scaleSince, task.lastScaleAt, task.id),
       "updating task " + std::to_string(task.id));
     return r.isOk() ? expectOneRow("task", task.id) : r;
   });

@@ -1,4 +1,6 @@
 // `yardctl job ...` and `yardctl node ...`.
+#include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <memory>
 
@@ -25,6 +27,49 @@ std::string timeText(int64_t ms) {
 }
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::string percentText(double p) { return std::to_string(std::llround(p)) + "%"; }
+
+// "12s", "4m10s", "2h5m": a span a person reads at a glance.
+std::string spanText(int64_t ms) {
+  int64_t s = std::max<int64_t>(ms, 0) / 1000;
+  if (s < 60) return std::to_string(s) + "s";
+  if (s < 3600) return std::to_string(s / 60) + "m" + (s % 60 ? std::to_string(s % 60) + "s" : "");
+  return std::to_string(s / 3600) + "h" + (s % 3600 / 60 ? std::to_string(s % 3600 / 60) + "m" : "");
+}
+
+Json elasticJson(api::ElasticInfo::Reader e) {
+  return {{"current", e.getCurrent()},
+          {"desired", e.getDesired()},
+          {"min", e.getMin()},
+          {"max", e.getMax()},
+          {"target", percentJson(e.getTargetPercent())},
+          {"utilisation", e.getHasUtilisation() ? percentJson(e.getUtilisationPercent()) : Json(nullptr)},
+          {"lastDecision", e.getLastDecision().cStr()},
+          {"lastDecisionAt", e.getLastDecisionAt()},
+          {"nextDecisionAt", e.getNextDecisionAt()},
+          {"pending", e.getPending()}};
+}
+
+// One line per elastic task: the counts, what was measured against what, the last decision
+// and when the next may come (only a running task is decided on). Times are relative to the
+// master's clock (`now`).
+std::string elasticText(const std::string& task, api::ElasticInfo::Reader e, bool running, int64_t now) {
+  std::string line = "Elastic " + task + ": " + std::to_string(e.getCurrent()) +
+                     (e.getCurrent() == 1 ? " worker" : " workers") + " (desired " + std::to_string(e.getDesired()) +
+                     ", min " + std::to_string(e.getMin()) + ", max " + std::to_string(e.getMax()) +
+                     (e.getPending() ? ", scale-out pending" : "") + "), ";
+  std::string target = "target " + percentText(e.getTargetPercent());
+  line += e.getHasUtilisation() ? "cpu " + percentText(e.getUtilisationPercent()) + " of " + target
+                                : "cpu not measured yet (" + target + ")";
+  line += ", last: " + (e.getLastDecision().size() ? std::string(e.getLastDecision().cStr()) : "none yet");
+  if (e.getLastDecisionAt() > 0) line += " (" + spanText(now - e.getLastDecisionAt()) + " ago)";
+  // Rounded up: "in 0s" would read as "now" while it is still to come.
+  if (running && e.getNextDecisionAt() > 0)
+    line += e.getNextDecisionAt() > now ? ", next decision in " + spanText(e.getNextDecisionAt() - now + 999)
+                                        : ", next decision due now";
+  return line;
+}
 
 Json summaryJson(api::JobSummary::Reader j) {
   return {{"name", j.getName().cStr()},
@@ -69,7 +114,8 @@ Json detailJson(api::JobDetail::Reader d, bool showEnv) {
                      {"reason", t.getReason().cStr()},
                      {"attempt", t.getAttempt()},
                      {"dependsOn", std::move(dependsOn)},
-                     {"replicas", std::move(replicas)}});
+                     {"replicas", std::move(replicas)},
+                     {"elastic", t.getHasElastic() ? elasticJson(t.getElastic()) : Json(nullptr)}});
   }
   return {{"job", summaryJson(d.getSummary())}, {"tasks", std::move(tasks)}};
 }
@@ -92,6 +138,13 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
     tasks.row({t.getName().cStr(), kind, t.getState().cStr(), std::to_string(t.getAttempt()), or_dash(deps), or_dash(t.getReason().cStr())});
   }
   tasks.print(out);
+  bool firstElastic = true;
+  for (auto t : d.getTasks()) {
+    if (!t.getHasElastic()) continue;
+    out << (firstElastic ? "\n" : "")
+        << elasticText(t.getName().cStr(), t.getElastic(), t.getState() == "Running", d.getAnsweredAt()) << "\n";
+    firstElastic = false;
+  }
   bool any = false;
   Table reps({"REPLICA", "ATTEMPT", "STATE", "NODE", "PORT", "DECLARED", "GPUS", "EXIT", "REASON"});
   for (auto t : d.getTasks())
@@ -226,10 +279,37 @@ void named(CLI::App* parent, const char* cmd, const char* help, GlobalOptions& g
   });
 }
 
+// `job scale JOB --task TASK --replicas N`: both flags required (a missing one is a usage
+// error); the range and whether the task is elastic are the master's to check, since only
+// it knows the spec it runs.
+void addScaleCommand(CLI::App* job, GlobalOptions& global, Streams io, Action& action) {
+  struct ScaleOptions {
+    std::string job, task;
+    int32_t replicas = 0;
+  };
+  auto o = std::make_shared<ScaleOptions>();
+  CLI::App* scale = job->add_subcommand(
+      "scale", "Set the worker count of an elastic task (within its minReplicas..maxReplicas); the autoscaler goes on from it");
+  scale->add_option("name", o->job, "Job name")->required();
+  scale->add_option("--task", o->task, "The elastic task")->required();
+  scale->add_option("--replicas", o->replicas, "Workers wanted")->required();
+  scale->callback([&global, io, &action, o] {
+    action = [&global, io, o] {
+      return run(global, io, [&](api::Request::Builder r) {
+        auto s = r.initJobScale();
+        s.setJob(o->job);
+        s.setTask(o->task);
+        s.setReplicas(o->replicas);
+        return std::string();
+      });
+    };
+  });
+}
+
 }  // namespace
 
 void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action) {
-  CLI::App* job = app.add_subcommand("job", "Submit, inspect, cancel and delete jobs");
+  CLI::App* job = app.add_subcommand("job", "Submit, inspect, scale, cancel and delete jobs");
   job->require_subcommand(1);
 
   auto file = std::make_shared<std::string>();
@@ -276,6 +356,7 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
       return run(global, io, [&](api::Request::Builder r) { r.setJobShow(*showName); return std::string(); }, *showEnv);
     };
   });
+  addScaleCommand(job, global, io, action);
   named(job, "events", "Show a job's events, oldest first", global, io, action,
         [](api::Request::Builder r, const std::string& n) { r.setJobEvents(n); });
   named(job, "cancel", "Stop a job: its tasks end Cancelled", global, io, action,

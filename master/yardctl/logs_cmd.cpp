@@ -1,6 +1,8 @@
 // `yardctl logs`, `yardctl job top` and `yardctl node top`: replica output streamed from
 // the agents through the master, and the usage agents report.
+#include <cmath>
 #include <memory>
+#include <optional>
 
 #include "common/spec/quantity.h"
 #include "common/util/json.h"
@@ -20,9 +22,12 @@ struct LogsOptions {
   int64_t tail = -1;
 };
 
-std::string usedText(int64_t cpuMillis, int64_t reqCpu) {
-  if (reqCpu <= 0) return spec::formatCpuMillis(cpuMillis);
-  return spec::formatCpuMillis(cpuMillis) + " (" + std::to_string(cpuMillis * 100 / reqCpu) + "%)";
+// CPU used as a percentage of the CPU requested: what the elastic autoscaler compares with
+// its target. Nothing without a sample or a request.
+std::optional<double> cpuPercentOfRequest(api::ReplicaUsage::Reader u) {
+  int64_t requested = u.getRequested().getCpuMillis();
+  if (u.getSampledAt() <= 0 || requested <= 0) return std::nullopt;
+  return static_cast<double>(u.getUsed().getCpuMillis()) * 100 / static_cast<double>(requested);
 }
 
 int runLogs(GlobalOptions& global, Streams io, const LogsOptions& o) {
@@ -103,7 +108,8 @@ int runJobTop(GlobalOptions& global, Streams io, const std::string& job) {
   }
   if (global.output == "json") {
     Json out = Json::array();
-    for (auto u : r.getUsage())
+    for (auto u : r.getUsage()) {
+      auto percent = cpuPercentOfRequest(u);
       out.push_back({{"task", u.getTask().cStr()},
                      {"role", u.getRole().cStr()},
                      {"index", u.getIndex()},
@@ -112,17 +118,21 @@ int runJobTop(GlobalOptions& global, Streams io, const std::string& job) {
                      {"state", u.getState().cStr()},
                      {"requested", resourcesJson(u.getRequested())},
                      {"used", {{"cpuMillis", u.getUsed().getCpuMillis()}, {"memoryBytes", u.getUsed().getMemoryBytes()}}},
-                     {"sampledAt", u.getSampledAt()}});
+                     {"sampledAt", u.getSampledAt()},
+                     {"cpuPercentOfRequest", percent ? percentJson(*percent) : Json(nullptr)}});
+    }
     io.out << jsonText(out) << "\n";
     return kExitOk;
   }
-  Table t({"REPLICA", "ATTEMPT", "NODE", "STATE", "CPU USED", "CPU REQ", "MEMORY USED", "MEMORY REQ"});
+  Table t({"REPLICA", "ATTEMPT", "NODE", "STATE", "CPU USED", "CPU REQ", "CPU%REQ", "MEMORY USED", "MEMORY REQ"});
   for (auto u : r.getUsage()) {
     bool sampled = u.getSampledAt() > 0;
+    auto percent = cpuPercentOfRequest(u);
     t.row({std::string(u.getTask().cStr()) + "/" + u.getRole().cStr() + "/" + std::to_string(u.getIndex()),
            std::to_string(u.getAttempt()), u.getNode().cStr(), u.getState().cStr(),
-           sampled ? usedText(u.getUsed().getCpuMillis(), u.getRequested().getCpuMillis()) : "-",
+           sampled ? spec::formatCpuMillis(u.getUsed().getCpuMillis()) : "-",
            spec::formatCpuMillis(u.getRequested().getCpuMillis()),
+           percent ? std::to_string(std::llround(*percent)) + "%" : "-",
            sampled ? spec::formatMemoryBytes(u.getUsed().getMemoryBytes()) : "-",
            spec::formatMemoryBytes(u.getRequested().getMemoryBytes())});
   }

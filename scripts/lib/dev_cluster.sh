@@ -1,11 +1,12 @@
 # Start and stop `yard-master --dev` (a master and one agent on loopback) for scripts:
 # the demo, the examples test and the benchmarks. Source it, then:
-#   start_dev_cluster BIN DATA_DIR   # sets dev_master (pid), dev_agent (pid), YARD_MASTER
+#   start_dev_cluster BIN DATA_DIR [MASTER FLAGS...]  # sets dev_master, dev_agent (pids), YARD_MASTER
 #   stop_dev_cluster                 # SIGTERM; the master stops its agent
 start_dev_cluster() {
   local bin=$1 dir=$2
+  shift 2
   mkdir -p "$dir"
-  "$bin/yard-master" --dev --data-dir "$dir" --listen 127.0.0.1:0 >"$dir/master.out" 2>"$dir/master.log" &
+  "$bin/yard-master" --dev --data-dir "$dir" --listen 127.0.0.1:0 "$@" >"$dir/master.out" 2>"$dir/master.log" &
   dev_master=$!
   for _ in $(seq 100); do grep -q '^listening ' "$dir/master.out" && break; sleep 0.1; done
   YARD_MASTER=$(sed -n 's/^listening //p' "$dir/master.out")

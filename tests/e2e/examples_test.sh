@@ -8,14 +8,18 @@ tmp=$(mktemp -d)
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 source "$src/scripts/lib/dev_cluster.sh"
+source "$src/scripts/lib/etcd.sh"
 cleanup() {
   stop_dev_cluster
+  stop_etcd
   for f in "$tmp"/dev/agent/replicas/*/pid; do [ -f "$f" ] && kill -9 -- "-$(cat "$f")" 2>/dev/null; done
   [ "$fails" -gt 0 ] && tail -30 "$tmp/dev/master.log"
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-start_dev_cluster "$bin" "$tmp/dev" || exit 1
+# Elastic examples on etcd (paddle-elastic) need one: a real etcd, as an operator runs it.
+start_etcd "$tmp/etcd" || exit 1
+start_dev_cluster "$bin" "$tmp/dev" --etcd-endpoint "$ETCD_ENDPOINT" || exit 1
 
 names=()
 for f in "$src"/configs/examples/*.yaml; do

@@ -31,7 +31,8 @@ class ClientHarness {
                                                   [] { return test::NodeHarness::kStart; });
     REQUIRE(jobs_->load(state.value()));
     jobs_->setNodeSource([] { return std::vector<sched::NodeView>{}; });  // nothing gets placed
-    api_ = std::make_unique<master::ClientApi>(config_, *catalog_, *jobs_, *nodes.db, *nodes.reg);
+    api_ = std::make_unique<master::ClientApi>(config_, *catalog_, *jobs_, *nodes.db, *nodes.reg,
+                                               [] { return test::NodeHarness::kStart; });
     auto s = wire::FrameServer::listen(
         nodes.io, "127.0.0.1:0", wire::Limits{},
         [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
@@ -108,7 +109,54 @@ tasks:
     container: { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } }
 )";
 
+const char* kElasticJob = R"(
+name: stretchy
+tasks:
+  - name: train
+    kind: pytorch
+    mode: elastic
+    elastic: { backend: c10d, target: 75, minReplicas: 1, maxReplicas: 3 }
+    roles:
+      worker:
+        container: { image: host, command: sleep 600, resources: { cpu: 1, memory: 1Gi } }
+  - name: prep
+    kind: container-job
+    container: { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } }
+)";
+
 }  // namespace
+
+TEST_CASE("job show carries an elastic task's autoscaler view, and job scale reaches the registry", "[client_api]") {
+  ClientHarness h;
+  h.submit(kElasticJob);
+  auto resp = h.call([](auto req) { req.setJobShow("stretchy"); });
+  auto r = resp->root<api::Response>();
+  REQUIRE(r.isJob());
+  CHECK(r.getJob().getAnsweredAt() == test::NodeHarness::kStart);  // the master's clock
+  auto tasks = r.getJob().getTasks();
+  REQUIRE(tasks.size() == 2);
+  REQUIRE(tasks[0].getHasElastic());
+  auto e = tasks[0].getElastic();
+  CHECK(e.getMin() == 1);
+  CHECK(e.getMax() == 3);
+  CHECK(e.getTargetPercent() == 75);
+  CHECK(e.getCurrent() == 0);  // nothing placed: this harness has no nodes
+  CHECK_FALSE(e.getHasUtilisation());
+  CHECK(e.getLastDecisionAt() == 0);
+  CHECK_FALSE(tasks[1].getHasElastic());
+
+  auto scale = [&](const char* task, int32_t replicas) {
+    return h.refusal([&](auto req) {
+      auto s = req.initJobScale();
+      s.setJob("stretchy");
+      s.setTask(task);
+      s.setReplicas(replicas);
+    });
+  };
+  CHECK_THAT(scale("prep", 2), Catch::StartsWith("--task: task prep is not elastic"));
+  CHECK_THAT(scale("train", 4), Catch::StartsWith("--replicas: 4 is outside"));
+  CHECK_THAT(scale("train", 2), Catch::Contains("only a running task is scaled"));
+}
 
 TEST_CASE("job events are read on the read thread and answered with the stored events", "[client_api]") {
   ClientHarness h;

@@ -89,7 +89,7 @@ tasks:
   CHECK(c.get(1, "PET_RDZV_ENDPOINT") == "10.0.0.2:30005");
   CHECK(c.get(0, "PET_RDZV_ID") == "myjob-elastic-train-2");
   CHECK(c.get(0, "PET_NNODES") == "2:4");
-  CHECK(c.get(0, "PET_MAX_RESTARTS") == "3");
+  CHECK(c.get(0, "PET_MAX_RESTARTS") == "103");
   CHECK(c.get(0, "MASTER_ADDR") == "<unset>");
   std::snprintf(buf, sizeof buf, yaml, "etcd");
   Gang e(buf, {{"worker", 0, "b", 30005}, {"worker", 1, "a", 30001}}, {"127.0.0.1:2379", "127.0.0.2:2379"});

@@ -1,0 +1,131 @@
+#include "master/lifecycle/elastic.h"
+
+#include <algorithm>
+
+#include "master/lifecycle/autoscale.h"
+
+namespace yard::master::lifecycle {
+namespace {
+
+constexpr const char* kWaitsPrefix = "scale-out waits: ";
+
+void event(Events& events, const JobEntry& job, const TaskEntry& t, int64_t now, std::string type, std::string reason) {
+  events.push_back({0, job.rec.id, t.rec.name, "", t.rec.attempt, now, std::move(type), std::move(reason)});
+}
+
+}  // namespace
+
+bool isElastic(schema::Task::Reader spec) {
+  return spec.getMode() == schema::TaskMode::ELASTIC && spec.getRoles().size() == 1;
+}
+
+int32_t desiredWorkers(schema::Task::Reader spec, const TaskEntry& t) {
+  return t.rec.desired > 0 ? t.rec.desired : static_cast<int32_t>(spec.getElastic().getMinReplicas());
+}
+
+std::vector<const store::ReplicaRecord*> liveWorkers(const TaskEntry& t) {
+  std::vector<const store::ReplicaRecord*> out;
+  for (const auto& r : t.replicas)
+    if (r.attempt == t.rec.attempt && isLive(r.state)) out.push_back(&r);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->index < b->index; });
+  return out;
+}
+
+bool workersEnding(const TaskEntry& t) {
+  return std::any_of(t.replicas.begin(), t.replicas.end(), [&](const store::ReplicaRecord& r) {
+    return r.attempt == t.rec.attempt && !isLive(r.state) && r.cause != EndCause::StoppedByPolicy;
+  });
+}
+
+int32_t nextWorkerIndex(const TaskEntry& t) {
+  int32_t next = 0;
+  for (const auto& r : t.replicas)
+    if (r.attempt == t.rec.attempt) next = std::max(next, r.index + 1);
+  return next;
+}
+
+void scaleTo(JobEntry& job, size_t ti, int32_t to, const std::string& why, int64_t now, Events& events) {
+  TaskEntry& t = job.tasks[ti];
+  auto live = liveWorkers(t);
+  int32_t from = static_cast<int32_t>(live.size());
+  std::string reason = std::to_string(from) + " -> " + std::to_string(to) + ": " + why;
+  t.rec.desired = to;
+  t.rec.lastScaleAt = now;
+  if (to > from) {
+    t.rec.scaleSince = now;
+    event(events, job, t, now, "ScaledOut", reason);
+    return;
+  }
+  std::vector<int32_t> indexes;
+  for (auto* r : live) indexes.push_back(r->index);
+  auto victims = scaleInVictims(indexes, from - to);
+  for (auto& r : t.replicas)
+    if (r.attempt == t.rec.attempt && isLive(r.state) &&
+        std::find(victims.begin(), victims.end(), r.index) != victims.end()) {
+      endReplica(r, ReplicaState::Killed, EndCause::StoppedByPolicy, "scaled in: " + reason, now);
+      events.push_back({0, job.rec.id, t.rec.name, replicaName(r), r.attempt, now, "Killed", r.reason});
+    }
+  t.rec.scaleSince = 0;
+  if (t.rec.reason.rfind(kWaitsPrefix, 0) == 0) t.rec.reason = "";
+  event(events, job, t, now, "ScaledIn", reason);
+}
+
+namespace {
+
+int32_t runningWorkers(const TaskEntry& t) {
+  auto live = liveWorkers(t);
+  return static_cast<int32_t>(
+      std::count_if(live.begin(), live.end(), [](auto* r) { return r->state == ReplicaState::Running; }));
+}
+
+bool timedOut(schema::Task::Reader spec, const TaskEntry& t, int64_t now) {
+  int64_t timeout = spec.getElastic().getScaleTimeout();
+  return timeout > 0 && now - t.rec.scaleSince >= timeout * 1000;
+}
+
+}  // namespace
+
+bool scaleOutSettles(const JobEntry& job, size_t ti, int64_t now) {
+  const TaskEntry& t = job.tasks[ti];
+  if (t.rec.scaleSince == 0 || isFinal(t.rec.state)) return false;
+  auto spec = job.specTask(ti);
+  return runningWorkers(t) >= desiredWorkers(spec, t) || timedOut(spec, t, now);
+}
+
+bool settleScaleOut(JobEntry& job, size_t ti, int64_t now, Events& events) {
+  if (!scaleOutSettles(job, ti, now)) return false;
+  TaskEntry& t = job.tasks[ti];
+  auto spec = job.specTask(ti);
+  int32_t running = runningWorkers(t);
+  if (running >= desiredWorkers(spec, t)) {  // done
+    t.rec.scaleSince = 0;
+    if (t.rec.reason.rfind(kWaitsPrefix, 0) == 0) t.rec.reason = "";
+    return true;
+  }
+  int64_t timeout = spec.getElastic().getScaleTimeout();
+  std::string waited = t.rec.reason.rfind(kWaitsPrefix, 0) == 0 ? t.rec.reason.substr(std::string(kWaitsPrefix).size())
+                                                                 : "its new workers were not all running";
+  std::string why = "not running within scaleTimeout " + std::to_string(timeout) + " s: " + waited;
+  for (auto& r : t.replicas)
+    if (r.attempt == t.rec.attempt && isLive(r.state) && r.state != ReplicaState::Running) {
+      endReplica(r, ReplicaState::Killed, EndCause::StoppedByPolicy, "scale-out cancelled", now);
+      events.push_back({0, job.rec.id, t.rec.name, replicaName(r), r.attempt, now, "Killed", r.reason});
+    }
+  t.rec.desired = std::max(running, static_cast<int32_t>(spec.getElastic().getMinReplicas()));
+  t.rec.scaleSince = 0;
+  t.rec.lastScaleAt = now;
+  t.rec.reason = "";
+  event(events, job, t, now, "ScaleOutCancelled", why);
+  return true;
+}
+
+bool scaleOutWaits(JobEntry& job, size_t ti, const std::string& why, int64_t now, Events& events) {
+  TaskEntry& t = job.tasks[ti];
+  std::string reason = kWaitsPrefix + why;
+  if (t.rec.reason == reason) return false;
+  t.rec.reason = reason;
+  event(events, job, t, now, "ScaleOutPending", why);
+  return true;
+}
+
+}  // namespace yard::master::lifecycle

@@ -1,0 +1,49 @@
+#pragma once
+// Elastic tasks (mode: elastic) change their worker count while they run. These pure
+// functions apply a scale change to a copy of the job, like the rest of the policy; the
+// decision itself is autoscale.h's, the orchestration the registry's (jobs_elastic.cpp).
+//
+//   scale-out: desired = N and scaleSince = now (event ScaledOut); the scheduling pass places
+//              the missing workers as one gang (ScaleOutPending while it cannot, with the
+//              scheduler's reason); once every wanted worker runs the scale-out is done; if
+//              not within the spec's scaleTimeout it is cancelled (ScaleOutCancelled): workers
+//              not running yet are withdrawn and desired falls back to what runs (>= min).
+//   scale-in:  the highest indexes stop first (never worker 0: under c10d it hosts the
+//              rendezvous store), as any stop (preStop, SIGTERM, grace); event ScaledIn.
+// Workers stopped by a scale change end with cause StoppedByPolicy: not a failure, and not
+// counted by the success rule.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "master/lifecycle/model.h"
+#include "master/lifecycle/policy.h"
+
+namespace yard::master::lifecycle {
+
+bool isElastic(schema::Task::Reader spec);
+// The worker count wanted now: the record's, or minReplicas when none was set.
+int32_t desiredWorkers(schema::Task::Reader spec, const TaskEntry& t);
+// The current attempt's live workers, in index order.
+std::vector<const store::ReplicaRecord*> liveWorkers(const TaskEntry& t);
+// A worker of the current attempt ended on its own (training is finishing, or failing): the
+// task takes no scale change and no replacement worker from then on.
+bool workersEnding(const TaskEntry& t);
+// The index the next new worker gets (indexes are never reused within an attempt).
+int32_t nextWorkerIndex(const TaskEntry& t);
+
+// Changes the wanted count of task `ti` to `to` (a scale-out, or a scale-in that stops the
+// highest-index workers). `why` ends the event's reason: "2 -> 3: <why>". REQUIRES: the
+// task is elastic and running, min <= to <= max, to != the live count.
+void scaleTo(JobEntry& job, size_t ti, int32_t to, const std::string& why, int64_t now, Events& events);
+// Whether settleScaleOut has something to do at `now`.
+bool scaleOutSettles(const JobEntry& job, size_t ti, int64_t now);
+// A pending scale-out at `now`: finished once every wanted worker runs, cancelled past the
+// spec's scaleTimeout. True when the job changed.
+bool settleScaleOut(JobEntry& job, size_t ti, int64_t now, Events& events);
+// The scheduler's reason for a scale-out it could not place yet; a ScaleOutPending event
+// when it changes. True when the job changed.
+bool scaleOutWaits(JobEntry& job, size_t ti, const std::string& why, int64_t now, Events& events);
+
+}  // namespace yard::master::lifecycle
