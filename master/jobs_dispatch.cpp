@@ -65,19 +65,17 @@ std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs() const {
       base.request.vm = job.spec->job().getType() == schema::JobType::VM;
       if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
         if (isFinal(t.rec.state) || t.rec.state == TaskState::Waiting) continue;
-        // Each run is its own one-replica gang, numbered in order (run/0, run/1, ...); up
-        // to min(parallelism, completions still needed) run at once.
+        // Each run is its own one-replica gang. Runs are indexed 0..completions-1 and each
+        // index must succeed once (Kubernetes' Indexed Job): the lowest indexes with neither a
+        // success nor a live run start next, up to `parallelism` live at once. A failed
+        // index runs again as its next attempt (in place under OnFailure, or placed anew).
         auto cj = st.getContainerJob();
-        int64_t succeeded = 0, live = 0;
-        for (const auto& r : t.replicas) {
-          succeeded += frameworks::exitedOk(r);
-          live += isLive(r.state);
-        }
-        int64_t wanted = std::min(cj.getParallelism(), cj.getCompletions() - succeeded) - live;
-        for (int64_t k = 0; k < wanted; ++k) {
+        int64_t live = std::count_if(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return isLive(r.state); });
+        int64_t room = cj.getParallelism() - live;
+        for (int32_t index : lifecycle::runsToStart(cj.getCompletions(), t)) {
+          if (room-- <= 0) break;
           PendingGang g = base;
-          g.request.replicas.push_back(
-              replicaRequest(*this, "run", static_cast<int32_t>(t.replicas.size() + k), cj.getContainer()));
+          g.request.replicas.push_back(replicaRequest(*this, "run", index, cj.getContainer()));
           out.push_back(std::move(g));
         }
         continue;
@@ -205,7 +203,9 @@ std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan,
       r.taskId = task.rec.id;
       r.role = rp.role;
       r.index = rp.index;
-      r.attempt = task.rec.attempt;
+      // A container-job run index that ran before runs as its next attempt.
+      r.attempt = st.getKind() == schema::TaskKind::CONTAINER_JOB ? lifecycle::nextRunAttempt(task, rp.index)
+                                                                   : task.rec.attempt;
       r.state = ReplicaState::Placed;
       r.node = rp.node;
       r.gpus = rp.gpus;

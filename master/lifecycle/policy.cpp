@@ -1,6 +1,7 @@
 #include "master/lifecycle/policy.h"
 
 #include <algorithm>
+#include <set>
 
 #include "master/frameworks/framework.h"
 #include "master/lifecycle/elastic.h"
@@ -89,6 +90,23 @@ void evaluateRuns(JobEntry& job, size_t ti, int64_t now, Events& events) {
 }  // namespace
 
 bool failed(const store::ReplicaRecord& r) { return endedInFailure(r.state, r.cause, r.exitCode); }
+
+std::vector<int32_t> runsToStart(int64_t completions, const TaskEntry& t) {
+  std::set<int32_t> busy;  // succeeded, or running now
+  for (const auto& r : t.replicas)
+    if (isLive(r.state) || frameworks::exitedOk(r)) busy.insert(r.index);
+  std::vector<int32_t> out;
+  for (int32_t i = 0; i < completions; ++i)
+    if (!busy.count(i)) out.push_back(i);
+  return out;
+}
+
+int32_t nextRunAttempt(const TaskEntry& t, int32_t index) {
+  int32_t next = 0;
+  for (const auto& r : t.replicas)
+    if (r.index == index) next = std::max(next, r.attempt + 1);
+  return next;
+}
 
 void endReplica(store::ReplicaRecord& r, ReplicaState state, EndCause cause, std::string reason, int64_t now) {
   r.state = state;

@@ -67,6 +67,12 @@ void finishTask(JobEntry& job, size_t task, TaskState state, const std::string& 
 // Waiting tasks become Queued or Skipped; the job ends once every task has.
 void advanceDag(JobEntry& job, int64_t now, Events& events);
 
+// Container jobs: the run indexes (0..completions-1, ascending) with neither a success nor
+// a live attempt, which the scheduling pass starts next; and the attempt a new run of
+// `index` gets (one past its latest, 0 for a first run).
+std::vector<int32_t> runsToStart(int64_t completions, const TaskEntry& t);
+int32_t nextRunAttempt(const TaskEntry& t, int32_t index);
+
 // A failed replica attempt that counts against the task (see endedInFailure).
 bool failed(const store::ReplicaRecord& r);
 

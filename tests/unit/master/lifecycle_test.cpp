@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <set>
 
 #include "common/spec/loader.h"
 #include "master/catalog.h"
@@ -84,7 +85,10 @@ class Cluster {
     jobs_->requestPass();
     until([&] {
       size_t live = 0;
-      for (const auto& r : task(j, t).replicas) live += r.attempt == task(j, t).rec.attempt && yard::isLive(r.state);
+      // Container-job runs have attempts of their own (a run index that ran before runs again
+      // as its next attempt); gangs share the task's.
+      for (const auto& r : task(j, t).replicas)
+        live += (r.role == "run" || r.attempt == task(j, t).rec.attempt) && yard::isLive(r.state);
       return live == n;
     }, "placement");
   }
@@ -95,7 +99,8 @@ class Cluster {
               int32_t code = 0, const std::string& node = "n1") {
     const store::ReplicaRecord* rep = nullptr;
     for (const auto& r : task(j, t).replicas)
-      if (r.role == role && r.index == index && r.attempt == task(j, t).rec.attempt) rep = &r;
+      if (r.role == role && r.index == index && (role == "run" ? !rep || r.attempt > rep->attempt : r.attempt == task(j, t).rec.attempt))
+        rep = &r;
     REQUIRE(rep != nullptr);
     jobs_->reportReplicas(node, {typed(rep->id, rep->attempt, state, code)});
     settle();
@@ -267,9 +272,11 @@ tasks:
   c.report("runs-job", 0, "run", 0, "OOMKilled");
   INFO(c.events("runs-job"));
   CHECK(c.task("runs-job", 0).rec.state != TaskState::Failed);
-  c.placed("runs-job", 0, 1);  // a new run replaces the failed one
+  c.placed("runs-job", 0, 1);  // the failed index runs again, as its next attempt
   CHECK(c.task("runs-job", 0).replicas.size() == 2);
-  c.report("runs-job", 0, "run", 1, "Exited", 2);
+  CHECK(c.task("runs-job", 0).replicas[1].index == 0);
+  CHECK(c.task("runs-job", 0).replicas[1].attempt == 1);
+  c.report("runs-job", 0, "run", 0, "Exited", 2);
   CHECK(c.task("runs-job", 0).rec.state == TaskState::Failed);
   CHECK(c.task("runs-job", 0).rec.reason == "2 runs failed; retries allow 1");
   CHECK(c.job("runs-job").rec.state == JobState::Failed);
@@ -427,4 +434,52 @@ tasks:
   bool other = false;
   c.jobs_->forEachDesired("n2", [&](const master::JobEntry&, size_t, const store::ReplicaRecord&, bool) { other = true; });
   CHECK_FALSE(other);
+}
+
+// Regression: OnFailure used to number runs by row count, so a run restarted in place made
+// the next run skip an index (runs 0, 1, 3 of completions 4), and a shard was never processed.
+TEST_CASE("container-job runs cover every index 0..completions-1 exactly once (Indexed Job)", "[lifecycle]") {
+  for (const char* policy : {"OnFailure", "Never"}) {
+    DYNAMIC_SECTION("restartPolicy " << policy) {
+      Cluster c;
+      c.submit(std::string(R"(
+name: shards-job
+tasks:
+  - name: shards
+    kind: container-job
+    completions: 4
+    parallelism: 2
+    retries: 2
+    restartPolicy: )") + policy + R"(
+    container: { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } }
+)");
+      std::set<int32_t> succeeded;
+      bool failedOnce = false;
+      for (int round = 0; round < 20 && c.task("shards-job", 0).rec.state != TaskState::Succeeded; ++round) {
+        c.jobs_->requestPass();
+        c.settle();
+        std::vector<store::ReplicaRecord> live;
+        for (const auto& r : c.task("shards-job", 0).replicas)
+          if (yard::isLive(r.state)) live.push_back(r);
+        REQUIRE(live.size() <= 2);  // parallelism
+        for (const auto& r : live) {
+          CHECK(r.index < 4);
+          CHECK(r.env.find("YARD_REPLICA_INDEX=" + std::to_string(r.index) + "\n") != std::string::npos);
+          CHECK(r.env.find("YARD_ATTEMPT=" + std::to_string(r.attempt) + "\n") != std::string::npos);
+          // Run 1 fails once; every other run succeeds.
+          int32_t code = r.index == 1 && !failedOnce ? 1 : 0;
+          failedOnce = failedOnce || code != 0;
+          c.jobs_->reportReplicas("n1", {typed(r.id, r.attempt, "Exited", code)});
+          c.settle();
+          if (code == 0) CHECK(succeeded.insert(r.index).second);  // never twice
+        }
+      }
+      INFO(c.events("shards-job"));
+      CHECK(c.task("shards-job", 0).rec.state == TaskState::Succeeded);
+      CHECK(succeeded == std::set<int32_t>{0, 1, 2, 3});
+      int32_t attemptsOfRun1 = 0;
+      for (const auto& r : c.task("shards-job", 0).replicas) attemptsOfRun1 += r.index == 1;
+      CHECK(attemptsOfRun1 == 2);  // the failed index ran again as its next attempt
+    }
+  }
 }
