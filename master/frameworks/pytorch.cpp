@@ -39,6 +39,12 @@ void PyTorch::addEnv(const GangWiring& g, std::vector<Env>& envs) const {
     const store::ReplicaRecord& r = *g.members[i].rec;
     Env& env = envs[i];
     env.emplace_back("PET_NPROC_PER_NODE", std::to_string(nproc));
+    // Debian's torch 1.13 on Python 3.11 crashes while torchrun parses its log options
+    // unless they are given; these are what torchrun's --redirects 1 --tee 1 set (each local
+    // rank's stdout teed to the replica's log, prefixed "[defaultN]:"). A user's env or
+    // command-line value wins.
+    env.emplace_back("PET_REDIRECTS", "1");
+    env.emplace_back("PET_TEE", "1");
     if (task.getMode() == schema::TaskMode::ELASTIC) {
       auto e = task.getElastic();
       bool viaEtcd = e.getBackend() == schema::ElasticBackend::ETCD;

@@ -61,6 +61,8 @@ tasks:
     CHECK(g.get(i, "WORLD_SIZE") == "6");
     CHECK(g.get(i, "PET_NNODES") == "3");
     CHECK(g.get(i, "PET_NPROC_PER_NODE") == "2");
+    CHECK(g.get(i, "PET_REDIRECTS") == "1");  // Debian's torchrun crashes without them
+    CHECK(g.get(i, "PET_TEE") == "1");
     CHECK(g.get(i, "PET_MASTER_ADDR") == "10.0.0.1");
     CHECK(g.get(i, "PET_MASTER_PORT") == "30000");
   }
