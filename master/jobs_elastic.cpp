@@ -1,7 +1,5 @@
 // Elastic tasks: the autoscaler's loop (measure, decide with lifecycle::decideScale, apply
 // with lifecycle::scaleTo, commit), the manual `yardctl job scale`, and what job show says.
-#include <cmath>
-
 #include "master/jobs.h"
 #include "master/lifecycle/elastic.h"
 

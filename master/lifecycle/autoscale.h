@@ -58,10 +58,10 @@ struct ScaleHistory {
 struct ScaleDecision {
   bool evaluated = false;              // an evaluation ran (interval passed, inputs usable)
   std::optional<double> utilisation;   // percent of the request, when measured
+  int32_t current = 0;                 // the input's count
   int32_t desired = 0;                 // == current when no change
   std::string why;                     // for people: "cpu 92% above target 80%", or why none
   bool change() const { return evaluated && desired != current; }
-  int32_t current = 0;
 };
 
 // REQUIRES: 1 <= min <= max. Updates `history` (records the recommendation, drops what is
