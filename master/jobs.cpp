@@ -141,6 +141,8 @@ void JobRegistry::submit(schema::Job::Reader spec, Reply reply) {
 void JobRegistry::commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr<JobEntry> job,
                                   std::shared_ptr<lifecycle::Events> events, std::string done, Reply reply) {
   std::string name = job->rec.name;
+  // A delete that waited for the job's replicas to stop happens with the change that ends it.
+  if (job->rec.deleteRequested && isFinal(job->rec.state)) job->rec.deleted = true;
   slot.commit(
       [job, events](store::Tx& tx) {
         tx.updateJob(job->rec);
@@ -185,11 +187,19 @@ void JobRegistry::cancel(const std::string& name, Reply reply) {
       slot.done();
       return reply(R::fail(refusal));
     }
+    if (it->second.rec.state == JobState::Cancelling) {  // asked twice: the first one holds
+      slot.done();
+      return reply(R::ok("job " + name + " is already cancelling: waiting for its replicas to stop"));
+    }
     // Work on a copy; it replaces the entry only once durable.
     auto job = std::make_shared<JobEntry>(it->second);
     auto events = std::make_shared<lifecycle::Events>();
     lifecycle::cancelJob(*job, "cancelled by user", now_(), *events);
-    commitJobChange(slot, job, events, "job " + name + " cancelled", reply);
+    std::string done = job->rec.state == JobState::Cancelled
+                           ? "job " + name + " cancelled"
+                           : "job " + name + " cancelling: " + std::to_string(stoppingReplicas(*job)) +
+                                 " replicas stopping (cancel --wait waits for them)";
+    commitJobChange(slot, job, events, done, reply);
   });
 }
 
@@ -202,10 +212,22 @@ void JobRegistry::remove(const std::string& name, Reply reply) {
     }
     auto job = std::make_shared<JobEntry>(it->second);
     auto events = std::make_shared<lifecycle::Events>();
-    if (!isFinal(job->rec.state)) lifecycle::cancelJob(*job, "job deleted", now_(), *events);
-    job->rec.deleted = true;
-    commitJobChange(slot, job, events, "job " + name + " deleted", reply);
+    if (!isFinal(job->rec.state) && job->rec.state != JobState::Cancelling)
+      lifecycle::cancelJob(*job, "job deleted", now_(), *events);
+    // Its name and record go once its replicas are gone (commitJobChange), at once if none runs.
+    job->rec.deleteRequested = true;
+    std::string done = isFinal(job->rec.state) ? "job " + name + " deleted"
+                                                : "job " + name + " is deleted once its " +
+                                                      std::to_string(stoppingReplicas(*job)) + " replicas have stopped";
+    commitJobChange(slot, job, events, done, reply);
   });
+}
+
+int64_t JobRegistry::stoppingReplicas(const JobEntry& job) {
+  int64_t n = 0;
+  for (const auto& t : job.tasks)
+    n += std::count_if(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == ReplicaState::Stopping; });
+  return n;
 }
 
 sched::Resources JobRegistry::queueUsage(const std::string& queue) const {
@@ -234,7 +256,9 @@ std::pair<sched::Resources, int32_t> JobRegistry::nodeUsage(const std::string& n
 
 int64_t JobRegistry::runningJobs(const std::string& queue) const {
   int64_t n = 0;
-  for (const auto& [name, job] : jobs_) n += job.rec.queue == queue && job.rec.state == JobState::Running;
+  // A cancelling job still holds what it ran on.
+  for (const auto& [name, job] : jobs_)
+    n += job.rec.queue == queue && (job.rec.state == JobState::Running || job.rec.state == JobState::Cancelling);
   return n;
 }
 

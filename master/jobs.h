@@ -50,7 +50,8 @@ class JobRegistry {
   // Requests on one job wait for the change to it in flight (a submission, another cancel,
   // a scheduling pass): never "try again".
   void cancel(const std::string& name, Reply reply);
-  // Cancels what still runs, then deletes; the name becomes free again.
+  // Cancels what still runs, then deletes once its replicas are gone (at once when nothing
+  // runs); the name becomes free again then.
   void remove(const std::string& name, Reply reply);
 
   const std::map<std::string, JobEntry>& jobs() const { return jobs_; }
@@ -116,6 +117,7 @@ class JobRegistry {
   sched::Resources replicaResources(schema::Container::Reader container) const;
 
  private:
+  static int64_t stoppingReplicas(const JobEntry& job);
   struct PendingGang {
     std::string job;
     size_t task = 0;

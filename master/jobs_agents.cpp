@@ -21,7 +21,7 @@ std::vector<std::pair<int64_t, int32_t>> JobRegistry::desiredFor(const std::stri
   for (const auto& [name, job] : jobs_)
     for (const auto& t : job.tasks)
       for (const auto& r : t.replicas)
-        if (r.node == node && isLive(r.state)) out.emplace_back(r.id, r.attempt);
+        if (r.node == node && isActive(r.state)) out.emplace_back(r.id, r.attempt);
   return out;
 }
 
@@ -30,7 +30,8 @@ void JobRegistry::reportReplicas(const std::string& node, const std::vector<Repl
   for (const auto& r : reports)
     if (r.state == ReplicaState::Running) usage_.record(r.replicaId, {r.cpuMillisUsed, r.memoryBytesUsed, now});
     else usage_.forget(r.replicaId);
-  if (commits_.exclusiveBusy() || reports.empty()) return;  // the agent reports again next beat
+  // Even an empty report matters: a Stopping attempt its node no longer holds is gone.
+  if (commits_.exclusiveBusy()) return;  // the agent reports again next beat
   std::map<int64_t, const ReplicaReport*> byId;
   for (const auto& r : reports) byId[r.replicaId] = &r;
   for (const auto& [name, live] : jobs_) {
@@ -54,7 +55,9 @@ void JobRegistry::forEachDesired(const std::string& node, const DesiredVisitor& 
       bool removeAll = framework && isFinal(t.rec.state) && st.getAdvanced().getCleanup() == schema::Cleanup::ALL;
       for (const auto& r : t.replicas) {
         if (r.node != node) continue;
-        if (isLive(r.state)) {
+        if (r.state == ReplicaState::Stopping) {
+          visit(job, ti, r, false);  // the agent stops it; it is over once the agent no longer lists it
+        } else if (isLive(r.state)) {
           // The kind's launch gate (an OpenMPI launcher waits for its workers). Once released
           // it stays released: an agent that started it must not see it vanish.
           if (r.state == ReplicaState::Placed && !released_.count(r.id)) {

@@ -64,7 +64,7 @@ std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs() const {
       base.request.submitSeq = job.rec.id;
       base.request.vm = job.spec->job().getType() == schema::JobType::VM;
       if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
-        if (isFinal(t.rec.state) || t.rec.state == TaskState::Waiting) continue;
+        if (isFinal(t.rec.state) || t.rec.state == TaskState::Waiting || t.rec.state == TaskState::Stopping) continue;
         // Each run is its own one-replica gang. Runs are indexed 0..completions-1 and each
         // index must succeed once (Kubernetes' Indexed Job): the lowest indexes with neither a
         // success nor a live run start next, up to `parallelism` live at once. A failed
@@ -122,7 +122,7 @@ sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) c
   }
   for (const auto& [name, job] : jobs_) {
     auto qit = queues.find(job.rec.queue);
-    if (qit != queues.end() && job.rec.state == JobState::Running) {
+    if (qit != queues.end() && (job.rec.state == JobState::Running || job.rec.state == JobState::Cancelling)) {
       qit->second.runningJobs++;
       qit->second.runningJobNames.insert(name);
     }
@@ -224,7 +224,7 @@ std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan,
     std::vector<const store::ReplicaRecord*> gang;
     if (lifecycle::isElastic(st) && task.rec.state != TaskState::Queued)
       for (size_t k = 0; k < first; ++k)
-        if (task.replicas[k].attempt == task.rec.attempt && isLive(task.replicas[k].state))
+        if (task.replicas[k].attempt == task.rec.attempt && isActive(task.replicas[k].state))
           gang.push_back(&task.replicas[k]);
     size_t existing = gang.size();
     for (size_t k = first; k < task.replicas.size(); ++k) gang.push_back(&task.replicas[k]);

@@ -5,11 +5,11 @@
 namespace yard {
 namespace {
 
-constexpr std::array<std::string_view, 7> kReplica = {"Placed", "Starting", "Running", "Exited",
-                                                      "Killed", "OOMKilled", "Lost"};
-constexpr std::array<std::string_view, 8> kTask = {"Waiting",   "Queued", "Starting",  "Running",
-                                                   "Succeeded", "Failed", "Cancelled", "Skipped"};
-constexpr std::array<std::string_view, 5> kJob = {"Queued", "Running", "Succeeded", "Failed", "Cancelled"};
+constexpr std::array<std::string_view, 8> kReplica = {"Placed", "Starting",  "Running", "Exited",
+                                                      "Killed", "OOMKilled", "Lost",    "Stopping"};
+constexpr std::array<std::string_view, 9> kTask = {"Waiting", "Queued",    "Starting", "Running", "Succeeded",
+                                                   "Failed",  "Cancelled", "Skipped",  "Stopping"};
+constexpr std::array<std::string_view, 6> kJob = {"Queued", "Running", "Succeeded", "Failed", "Cancelled", "Cancelling"};
 constexpr std::array<std::string_view, 10> kCause = {"",           "Exited",          "Signal",
                                                      "OOMKilled",  "DeadlineExceeded", "ImagePullFailed",
                                                      "AgentFailure", "NodeLost",       "StoppedByUser",
@@ -24,7 +24,8 @@ std::optional<E> parse(const std::array<std::string_view, N>& names, std::string
 
 }  // namespace
 
-bool isLive(ReplicaState s) {
+bool isLive(ReplicaState s) { return isActive(s) || s == ReplicaState::Stopping; }
+bool isActive(ReplicaState s) {
   return s == ReplicaState::Placed || s == ReplicaState::Starting || s == ReplicaState::Running;
 }
 bool isFinal(TaskState s) {

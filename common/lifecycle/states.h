@@ -7,10 +7,18 @@
 //
 //   replica attempt:  Placed -> Starting -> Running -> Exited | Killed | OOMKilled | Lost
 //                     (forward only; any live state may end directly)
+//                     Placed/Starting/Running -> Stopping -> Killed (Yard stops it: the
+//                     attempt keeps its resources until its agent reports the process gone)
 //   task:             Waiting -> Queued -> Starting -> Running -> Succeeded | Failed
 //                     Waiting -> Skipped;  any unfinished -> Cancelled;
 //                     Starting/Running -> Queued (whole-gang restart, attempt + 1)
+//                     any unfinished -> Stopping -> Succeeded | Failed | Cancelled (its
+//                     outcome is decided; it is recorded once its stopped replicas are gone)
 //   job:              Queued -> Running -> Succeeded | Failed | Cancelled
+//                     Queued/Running -> Cancelling -> Cancelled (until its replicas are gone)
+//
+// Stopping and Cancelling exist only on the master; they are appended so the wire's order
+// (schema/lifecycle.capnp) stays the same as the first seven replica states.
 
 #include <cstdint>
 #include <optional>
@@ -18,9 +26,9 @@
 
 namespace yard {
 
-enum class ReplicaState : uint8_t { Placed, Starting, Running, Exited, Killed, OOMKilled, Lost };
-enum class TaskState : uint8_t { Waiting, Queued, Starting, Running, Succeeded, Failed, Cancelled, Skipped };
-enum class JobState : uint8_t { Queued, Running, Succeeded, Failed, Cancelled };
+enum class ReplicaState : uint8_t { Placed, Starting, Running, Exited, Killed, OOMKilled, Lost, Stopping };
+enum class TaskState : uint8_t { Waiting, Queued, Starting, Running, Succeeded, Failed, Cancelled, Skipped, Stopping };
+enum class JobState : uint8_t { Queued, Running, Succeeded, Failed, Cancelled, Cancelling };
 
 // Why a replica attempt ended (None while it lives). Who decided is part of the cause:
 // the process itself (Exited, Signal, OOMKilled), its node (AgentFailure, ImagePullFailed,
@@ -38,7 +46,8 @@ enum class EndCause : uint8_t {
   StoppedByPolicy,  // gang restart, cleanup at task end, a failed task stopping its peers
 };
 
-bool isLive(ReplicaState s);  // holds resources on its node
+bool isLive(ReplicaState s);    // holds resources on its node (Stopping included)
+bool isActive(ReplicaState s);  // live and not being stopped: part of the running workload
 bool isFinal(TaskState s);
 bool isFinal(JobState s);
 // A replica attempt that ended as a failure of its task (not success, not stopped by Yard

@@ -26,7 +26,7 @@ int32_t desiredWorkers(schema::Task::Reader spec, const TaskEntry& t) {
 std::vector<const store::ReplicaRecord*> liveWorkers(const TaskEntry& t) {
   std::vector<const store::ReplicaRecord*> out;
   for (const auto& r : t.replicas)
-    if (r.attempt == t.rec.attempt && isLive(r.state)) out.push_back(&r);
+    if (r.attempt == t.rec.attempt && isActive(r.state)) out.push_back(&r);
   std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->index < b->index; });
   return out;
 }
@@ -60,10 +60,10 @@ void scaleTo(JobEntry& job, size_t ti, int32_t to, const std::string& why, int64
   for (auto* r : live) indexes.push_back(r->index);
   auto victims = scaleInVictims(indexes, from - to);
   for (auto& r : t.replicas)
-    if (r.attempt == t.rec.attempt && isLive(r.state) &&
+    if (r.attempt == t.rec.attempt && isActive(r.state) &&
         std::find(victims.begin(), victims.end(), r.index) != victims.end()) {
-      endReplica(r, ReplicaState::Killed, EndCause::StoppedByPolicy, "scaled in: " + reason, now);
-      events.push_back({0, job.rec.id, t.rec.name, replicaName(r), r.attempt, now, "Killed", r.reason});
+      stopReplica(r, EndCause::StoppedByPolicy, "scaled in: " + reason);
+      events.push_back({0, job.rec.id, t.rec.name, replicaName(r), r.attempt, now, "Stopping", r.reason});
     }
   t.rec.scaleSince = 0;
   if (t.rec.reason.rfind(kWaitsPrefix, 0) == 0) t.rec.reason = "";
@@ -107,9 +107,9 @@ bool settleScaleOut(JobEntry& job, size_t ti, int64_t now, Events& events) {
                                                                  : "its new workers were not all running";
   std::string why = "not running within scaleTimeout " + std::to_string(timeout) + " s: " + waited;
   for (auto& r : t.replicas)
-    if (r.attempt == t.rec.attempt && isLive(r.state) && r.state != ReplicaState::Running) {
-      endReplica(r, ReplicaState::Killed, EndCause::StoppedByPolicy, "scale-out cancelled", now);
-      events.push_back({0, job.rec.id, t.rec.name, replicaName(r), r.attempt, now, "Killed", r.reason});
+    if (r.attempt == t.rec.attempt && isActive(r.state) && r.state != ReplicaState::Running) {
+      stopReplica(r, EndCause::StoppedByPolicy, "scale-out cancelled");
+      events.push_back({0, job.rec.id, t.rec.name, replicaName(r), r.attempt, now, "Stopping", r.reason});
     }
   t.rec.desired = std::max(running, static_cast<int32_t>(spec.getElastic().getMinReplicas()));
   t.rec.scaleSince = 0;

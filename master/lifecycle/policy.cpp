@@ -34,6 +34,23 @@ EndCause causeOf(const ReplicaReport& rep) {
   }
 }
 
+bool anyStopping(const TaskEntry& t) {
+  return std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == ReplicaState::Stopping; });
+}
+
+// A Stopping replica attempt whose process is gone (`rep`: the agent's ended report, or null
+// when its node no longer lists it or is down): Killed, with the cause it was stopped for.
+void endStopped(const JobEntry& job, const TaskEntry& t, store::ReplicaRecord& r, const ReplicaReport* rep,
+                const std::string& how, int64_t now, Events& events) {
+  r.state = ReplicaState::Killed;
+  r.finishedAt = now;
+  if (rep) {
+    r.exitCode = rep->exitCode;
+    r.signal = rep->signal;
+  }
+  event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Killed", r.reason + how);
+}
+
 // A failed container-job run under restartPolicy OnFailure: its next attempt, on the same
 // node with the same allocation, Placed.
 void restartRunInPlace(JobEntry& job, size_t ti, const store::ReplicaRecord& failedRun, int64_t now, Events& events) {
@@ -108,6 +125,12 @@ int32_t nextRunAttempt(const TaskEntry& t, int32_t index) {
   return next;
 }
 
+void stopReplica(store::ReplicaRecord& r, EndCause cause, std::string reason) {
+  r.state = ReplicaState::Stopping;
+  r.cause = cause;
+  r.reason = std::move(reason);
+}
+
 void endReplica(store::ReplicaRecord& r, ReplicaState state, EndCause cause, std::string reason, int64_t now) {
   r.state = state;
   r.cause = cause;
@@ -132,10 +155,20 @@ std::optional<JobEntry> applyReports(const JobEntry& live, const std::string& no
     bool touched = false;
     for (size_t ri = 0; ri < live.tasks[ti].replicas.size(); ++ri) {
       const store::ReplicaRecord& cur = live.tasks[ti].replicas[ri];
+      if (cur.node != node || !isLive(cur.state)) continue;
       auto it = byId.find(cur.id);
-      if (it == byId.end() || cur.node != node || it->second->attempt != cur.attempt) continue;
-      const ReplicaReport& rep = *it->second;
-      if (!isLive(cur.state) || rank(rep.state) <= rank(cur.state)) continue;
+      const ReplicaReport* held = it != byId.end() && it->second->attempt == cur.attempt ? it->second : nullptr;
+      if (cur.state == ReplicaState::Stopping) {
+        // Over once the process is gone: reported ended, or no longer held by its node.
+        if (held && isLive(held->state)) continue;
+        if (!job) job = live;
+        endStopped(*job, job->tasks[ti], job->tasks[ti].replicas[ri], held,
+                   held ? "" : " (no longer on node " + node + ")", now, events);
+        touched = true;
+        continue;
+      }
+      if (!held || rank(held->state) <= rank(cur.state)) continue;
+      const ReplicaReport& rep = *held;
       if (!job) job = live;
       store::ReplicaRecord& r = job->tasks[ti].replicas[ri];
       std::string type(toText(rep.state)), why = rep.reason;
@@ -183,24 +216,33 @@ std::optional<JobEntry> applyTime(const JobEntry& live, const std::set<std::stri
     if (isFinal(lt.rec.state)) continue;
     auto st = live.specTask(ti);
     bool touched = false;
-    // Replicas on a node that stopped beating are lost.
+    // Replicas on a node that stopped beating are lost. A node is down only once its agent
+    // and shims have fenced it (stopped its replicas, docs/reliability.md): one that was
+    // stopping is over.
     for (size_t ri = 0; ri < lt.replicas.size(); ++ri) {
       const auto& r = lt.replicas[ri];
       if (!isLive(r.state) || !downNodes.count(r.node)) continue;
       auto& w = copy().tasks[ti].replicas[ri];
-      endReplica(w, ReplicaState::Lost, EndCause::NodeLost, "node " + r.node + " is down", now);
-      event(events, live, lt.rec.name, replicaName(w), w.attempt, now, "Lost", w.reason);
+      if (r.state == ReplicaState::Stopping) {
+        endStopped(live, lt, w, nullptr, " (node " + r.node + " is down)", now, events);
+      } else {
+        endReplica(w, ReplicaState::Lost, EndCause::NodeLost, "node " + r.node + " is down", now);
+        event(events, live, lt.rec.name, replicaName(w), w.attempt, now, "Lost", w.reason);
+      }
       touched = true;
+    }
+    if (lt.rec.state == TaskState::Stopping) {  // its outcome is decided: no more timers
+      if (touched) evaluateTask(copy(), ti, now, events);
+      continue;
     }
     if (isElastic(st) && scaleOutSettles(job ? *job : live, ti, now)) settleScaleOut(copy(), ti, now, events);
     if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
       int64_t timeout = st.getContainerJob().getTimeout();
       for (size_t ri = 0; timeout > 0 && ri < lt.replicas.size(); ++ri) {
         const auto& r = (job ? job->tasks[ti] : lt).replicas[ri];
-        if (!isLive(r.state) || r.startedAt == 0 || now - r.startedAt < timeout * 1000) continue;
+        if (!isActive(r.state) || r.startedAt == 0 || now - r.startedAt < timeout * 1000) continue;
         auto& w = copy().tasks[ti].replicas[ri];
-        endReplica(w, ReplicaState::Killed, EndCause::Deadline,
-                   "DeadlineExceeded: the run passed its timeout of " + std::to_string(timeout) + "s", now);
+        stopReplica(w, EndCause::Deadline, "DeadlineExceeded: the run passed its timeout of " + std::to_string(timeout) + "s");
         event(events, live, lt.rec.name, replicaName(w), w.attempt, now, "DeadlineExceeded", w.reason);
         touched = true;
       }
@@ -208,9 +250,8 @@ std::optional<JobEntry> applyTime(const JobEntry& live, const std::set<std::stri
                life > 0 && lt.rec.startedAt > 0 && now - lt.rec.startedAt >= life * 1000) {
       JobEntry& j = copy();
       for (auto& r : j.tasks[ti].replicas)
-        if (isLive(r.state))
-          endReplica(r, ReplicaState::Killed, EndCause::Deadline,
-                     "DeadlineExceeded: the task passed its maxLifetime of " + std::to_string(life) + "s", now);
+        if (isActive(r.state))
+          stopReplica(r, EndCause::Deadline, "DeadlineExceeded: the task passed its maxLifetime of " + std::to_string(life) + "s");
       event(events, live, lt.rec.name, "", lt.rec.attempt, now, "DeadlineExceeded",
             "the task passed its maxLifetime of " + std::to_string(life) + "s");
       finishTask(j, ti, TaskState::Failed, "DeadlineExceeded: ran longer than maxLifetime " + std::to_string(life) + "s",
@@ -226,9 +267,17 @@ std::optional<JobEntry> applyTime(const JobEntry& live, const std::set<std::stri
 void evaluateTask(JobEntry& job, size_t ti, int64_t now, Events& events) {
   TaskEntry& t = job.tasks[ti];
   if (isFinal(t.rec.state)) return;
+  if (t.rec.state == TaskState::Stopping) {  // its outcome is recorded once nothing is stopping
+    if (anyStopping(t)) return;
+    TaskState ending = t.rec.ending.value_or(TaskState::Failed);
+    t.rec.ending.reset();
+    return setTaskState(job, t, ending, t.rec.reason, now, events);
+  }
   auto st = job.specTask(ti);
   // Container-job runs are independent: their own policy.
   if (st.getKind() == schema::TaskKind::CONTAINER_JOB) return evaluateRuns(job, ti, now, events);
+  // A gang waiting for its placement: an earlier attempt that finished stopping changes nothing.
+  if (t.rec.state == TaskState::Queued || t.rec.state == TaskState::Waiting) return;
   std::vector<store::ReplicaRecord*> cur;
   std::vector<const store::ReplicaRecord*> curView;
   // The attempt's members; those Yard stopped on purpose (an elastic scale-in, a withdrawn
@@ -247,8 +296,9 @@ void evaluateTask(JobEntry& job, size_t ti, int64_t now, Events& events) {
                                                                         : " " + std::string(toText(f.state)));
     if (t.rec.attempt < st.getAdvanced().getRetries()) {
       // Whole-gang restart: stop the attempt's live replicas; the gang is queued again.
+      // They keep their resources until they are gone, so the new gang is placed after.
       for (auto* r : cur)
-        if (isLive(r->state)) endReplica(*r, ReplicaState::Killed, EndCause::StoppedByPolicy, "gang restart after " + why, now);
+        if (isActive(r->state)) stopReplica(*r, EndCause::StoppedByPolicy, "gang restart after " + why);
       t.rec.attempt++;
       t.rec.desired = 0;  // an elastic task starts again from minReplicas
       t.rec.scaleSince = 0;
@@ -276,11 +326,14 @@ void finishTask(JobEntry& job, size_t ti, TaskState state, const std::string& re
               st.getAdvanced().getCleanup() != schema::Cleanup::NONE;
   if (stop)
     for (auto& r : t.replicas)
-      if (isLive(r.state)) {
-        endReplica(r, ReplicaState::Killed, EndCause::StoppedByPolicy, "cleanup: task " + std::string(toText(state)), now);
-        event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Killed", r.reason);
+      if (isActive(r.state)) {
+        stopReplica(r, EndCause::StoppedByPolicy, "cleanup: task " + std::string(toText(state)));
+        event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Stopping", r.reason);
       }
-  setTaskState(job, t, state, reason, now, events);
+  if (!anyStopping(t)) return setTaskState(job, t, state, reason, now, events);
+  t.rec.ending = state;
+  setTaskState(job, t, TaskState::Stopping, reason, now, events,
+               std::string(toText(state)) + " once its replicas have stopped: " + reason);
 }
 
 void advanceDag(JobEntry& job, int64_t now, Events& events) {
@@ -304,6 +357,14 @@ void advanceDag(JobEntry& job, int64_t now, Events& events) {
     }
   }
   if (!std::all_of(job.tasks.begin(), job.tasks.end(), [](const TaskEntry& t) { return isFinal(t.rec.state); })) return;
+  if (job.rec.state == JobState::Cancelling) {
+    // Cancelled once every replica it stopped is gone (a finished task's too).
+    if (std::any_of(job.tasks.begin(), job.tasks.end(), [](const TaskEntry& t) { return anyStopping(t); })) return;
+    job.rec.state = JobState::Cancelled;
+    job.rec.finishedAt = now;
+    event(events, job, "", "", 0, now, "Cancelled", job.rec.reason);
+    return;
+  }
   bool ok = std::all_of(job.tasks.begin(), job.tasks.end(), [](const TaskEntry& t) { return t.rec.state == TaskState::Succeeded; });
   job.rec.state = ok ? JobState::Succeeded : JobState::Failed;
   for (const auto& t : job.tasks)
@@ -316,16 +377,23 @@ void advanceDag(JobEntry& job, int64_t now, Events& events) {
 void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& events) {
   for (auto& t : job.tasks) {
     for (auto& r : t.replicas) {
-      if (!isLive(r.state)) continue;
-      endReplica(r, ReplicaState::Killed, EndCause::StoppedByUser, reason, now);
-      event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Killed", reason);
+      if (!isActive(r.state)) continue;
+      stopReplica(r, EndCause::StoppedByUser, reason);
+      event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Stopping", reason);
     }
-    if (!isFinal(t.rec.state)) setTaskState(job, t, TaskState::Cancelled, reason, now, events);
+    if (isFinal(t.rec.state) || t.rec.state == TaskState::Stopping) continue;  // decided already
+    if (!anyStopping(t)) {
+      setTaskState(job, t, TaskState::Cancelled, reason, now, events);
+    } else {
+      t.rec.ending = TaskState::Cancelled;
+      setTaskState(job, t, TaskState::Stopping, reason, now, events, "Cancelled once its replicas have stopped: " + reason);
+    }
   }
-  job.rec.state = JobState::Cancelled;
+  job.rec.state = JobState::Cancelling;
   job.rec.reason = reason;
-  job.rec.finishedAt = now;
-  event(events, job, "", "", 0, now, "Cancelled", reason);
+  advanceDag(job, now, events);  // Cancelled at once when nothing was running
+  if (job.rec.state == JobState::Cancelling)
+    event(events, job, "", "", 0, now, "Cancelling", reason + ": waiting for its replicas to stop");
 }
 
 }  // namespace yard::master::lifecycle

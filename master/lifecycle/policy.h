@@ -47,22 +47,30 @@ struct ReplicaReport {
 
 // Ends a live replica attempt (state and cause) at `now`. REQUIRES: isLive(r.state).
 void endReplica(store::ReplicaRecord& r, ReplicaState state, EndCause cause, std::string reason, int64_t now);
+// Yard stops an active replica attempt: it is Stopping, with the cause and reason it will end
+// with, and keeps its CPU, memory, GPUs and ports until its agent reports the process gone
+// (an ended report, or a heartbeat that no longer lists it) or its node is down (fenced,
+// docs/reliability.md); then it is Killed. REQUIRES: isActive(r.state).
+void stopReplica(store::ReplicaRecord& r, EndCause cause, std::string reason);
 // Sets the task's state and reason, with its event (saying `eventReason` when given).
 void setTaskState(const JobEntry& job, TaskEntry& t, TaskState state, std::string reason, int64_t now, Events& events,
                   const std::string& eventReason = "");
 
-// The reports of `node` (by replica id) applied to a copy of `job`, every task touched
+// The reports of `node` (by replica id: everything the node holds, so a Stopping attempt
+// on it that is not listed is gone) applied to a copy of `job`, every task touched
 // re-evaluated and the DAG moved; nullopt when nothing changes (no copy is made then).
 std::optional<JobEntry> applyReports(const JobEntry& job, const std::string& node,
                                      const std::map<int64_t, const ReplicaReport*>& byId, int64_t now, Events& events);
 // The time-driven rules at `now`, with the nodes that are down; nullopt when none applies.
 std::optional<JobEntry> applyTime(const JobEntry& job, const std::set<std::string>& downNodes, int64_t now,
                                   Events& events);
-// Ends every unfinished task Cancelled and stops every live replica (cause StoppedByUser).
+// Stops every active replica (cause StoppedByUser); the job is Cancelling and its unfinished
+// tasks Stopping until those are gone, then Cancelled (at once when nothing runs).
 void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& events);
 // The task's success and failure rules after its replicas changed.
 void evaluateTask(JobEntry& job, size_t task, int64_t now, Events& events);
-// Ends the task (Succeeded or Failed) and stops its live replicas as `cleanup` says.
+// Ends the task (Succeeded or Failed) and stops its live replicas as `cleanup` says; while
+// those are stopping the task is Stopping, with `state` recorded once they are gone.
 void finishTask(JobEntry& job, size_t task, TaskState state, const std::string& reason, int64_t now, Events& events);
 // Waiting tasks become Queued or Skipped; the job ends once every task has.
 void advanceDag(JobEntry& job, int64_t now, Events& events);

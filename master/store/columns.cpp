@@ -90,6 +90,10 @@ std::map<std::string, std::string> parseLabels(const std::string& node, const st
 
 JobState parseJobStateColumn(std::string_view t) { return known(parseJobState(t), "job state", t); }
 TaskState parseTaskStateColumn(std::string_view t) { return known(parseTaskState(t), "task state", t); }
+std::optional<TaskState> parseTaskEndingColumn(std::string_view t) {
+  if (t.empty()) return std::nullopt;
+  return known(parseTaskState(t), "task ending", t);
+}
 ReplicaState parseReplicaStateColumn(std::string_view t) { return known(parseReplicaState(t), "replica state", t); }
 EndCause parseEndCauseColumn(std::string_view t) { return known(parseEndCause(t), "end cause", t); }
 

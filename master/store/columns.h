@@ -30,6 +30,7 @@ std::map<std::string, std::string> parseLabels(const std::string& node, const st
 
 JobState parseJobStateColumn(std::string_view text);
 TaskState parseTaskStateColumn(std::string_view text);
+std::optional<TaskState> parseTaskEndingColumn(std::string_view text);  // tasks.ending: "" = none
 ReplicaState parseReplicaStateColumn(std::string_view text);
 EndCause parseEndCauseColumn(std::string_view text);
 

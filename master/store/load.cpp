@@ -68,19 +68,20 @@ JobRecord jobRow(const sql::Stmt& s) {
   j.startedAt = s.i64(8);
   j.finishedAt = s.i64(9);
   j.deleted = s.flag(10);
+  j.deleteRequested = s.flag(11);
   return j;
 }
 constexpr const char* kJobs =
     "SELECT id, name, queue, state, reason, priority, spec, submitted_at, started_at,"
-    " finished_at, deleted FROM jobs ORDER BY id";
+    " finished_at, deleted, delete_requested FROM jobs ORDER BY id";
 
 TaskRecord taskRow(const sql::Stmt& s) {
   return TaskRecord{s.i64(0), s.i64(1), s.text(2), parseTaskStateColumn(s.text(3)), s.text(4), s.i32(5),
-                    s.i64(6), s.i64(7), s.i32(8), s.i64(9), s.i64(10)};
+                    s.i64(6), s.i64(7), s.i32(8), s.i64(9), s.i64(10), parseTaskEndingColumn(s.text(11))};
 }
 constexpr const char* kTasks =
     "SELECT id, job_id, name, state, reason, attempt, started_at, finished_at, desired, scale_since,"
-    " last_scale_at FROM tasks ORDER BY id";
+    " last_scale_at, ending FROM tasks ORDER BY id";
 
 ReplicaRecord replicaRow(const sql::Stmt& s) {
   ReplicaRecord r;

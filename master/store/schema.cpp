@@ -162,12 +162,20 @@ ALTER TABLE tasks ADD COLUMN scale_since INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN last_scale_at INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 6: truthful stopping. A Stopping task's outcome, recorded once its replicas are
+// gone, and a delete that waits for a cancelled job's replicas to stop.
+constexpr const char* kV6 = R"sql(
+ALTER TABLE tasks ADD COLUMN ending TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN delete_requested INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
     {3, kV3},
     {4, kV4},
     {5, kV5},
+    {6, kV6},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

@@ -89,6 +89,9 @@ struct JobRecord {
   std::string spec;  // the normalised capnp message bytes, opaque to the store
   int64_t submittedAt = 0, startedAt = 0, finishedAt = 0;
   bool deleted = false;
+  // `job delete` of a job whose replicas were still stopping: it is deleted once they are
+  // gone (the job has reached its final state).
+  bool deleteRequested = false;
   bool operator==(const JobRecord&) const = default;
 };
 
@@ -104,6 +107,8 @@ struct TaskRecord {
   // finished was asked for (0 = none), and the last scale change (cooldown, warmup).
   int32_t desired = 0;
   int64_t scaleSince = 0, lastScaleAt = 0;
+  // A Stopping task: the final state it is recorded in once its stopped replicas are gone.
+  std::optional<TaskState> ending = std::nullopt;
   bool operator==(const TaskRecord&) const = default;
 };
 

@@ -156,9 +156,10 @@ Result<bool> Tx::updateJob(const JobRecord& job) {
   return guarded<bool>([&] {
     Outcome o = runSql(conn_, R"sql(
       UPDATE jobs SET state = ?, reason = ?, priority = ?, started_at = ?, finished_at = ?,
-                      deleted = ?
+                      deleted = ?, delete_requested = ?
       WHERE id = ?)sql",
-      toText(job.state), job.reason, job.priority, job.startedAt, job.finishedAt, job.deleted, job.id);
+      toText(job.state), job.reason, job.priority, job.startedAt, job.finishedAt, job.deleted, job.deleteRequested,
+      job.id);
     if (o.code == SQLITE_CONSTRAINT_UNIQUE) {  // un-deleting while the name is taken again
       return Result<bool>::fail("job name " + inQuotes(job.name) +
                                 " is already used by a job that has not been deleted");
@@ -219,10 +220,10 @@ Result<bool> Tx::updateTask(const TaskRecord& task) {
   return guarded<bool>([&] {
     auto r = described(runSql(conn_, R"sql(
       UPDATE tasks SET state = ?, reason = ?, attempt = ?, started_at = ?, finished_at = ?,
-                       desired = ?, scale_since = ?, last_scale_at = ?
+                       desired = ?, scale_since = ?, last_scale_at = ?, ending = ?
       WHERE id = ?)sql",
       toText(task.state), task.reason, task.attempt, task.startedAt, task.finishedAt, task.desired,
-      task.scaleSince, task.lastScaleAt, task.id),
+      task.scaleSince, task.lastScaleAt, task.ending ? std::string(toText(*task.ending)) : std::string(), task.id),
       "updating task " + std::to_string(task.id));
     return r.isOk() ? expectOneRow("task", task.id) : r;
   });

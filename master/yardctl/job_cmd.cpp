@@ -1,8 +1,10 @@
 // `yardctl job ...` and `yardctl node ...`.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <memory>
+#include <thread>
 
 #include "common/spec/loader.h"
 #include "common/spec/quantity.h"
@@ -306,6 +308,61 @@ void addScaleCommand(CLI::App* job, GlobalOptions& global, Streams io, Action& a
   });
 }
 
+// `job cancel NAME [--wait [--timeout S]]` and `job delete NAME [--wait ...]`: a cancel is
+// over when every replica it stopped is gone (the job Cancelled; a delete: the job gone), not
+// when the master accepted it; --wait polls the job until then.
+void addStopCommand(CLI::App* job, const char* cmd, const char* help, bool del, GlobalOptions& global, Streams io,
+                    Action& action) {
+  struct StopOptions {
+    std::string name;
+    bool wait = false;
+    int64_t timeoutSeconds = 0;
+  };
+  auto o = std::make_shared<StopOptions>();
+  CLI::App* c = job->add_subcommand(cmd, help);
+  c->add_option("name", o->name, "Name")->required();
+  c->add_flag("--wait", o->wait, "Wait until every replica it stopped is gone (the processes have ended)");
+  c->add_option("--timeout", o->timeoutSeconds, "With --wait: give up (exit 1) after this many seconds; 0 = no limit")
+      ->check(CLI::NonNegativeNumber);
+  c->callback([&global, io, &action, o, del] {
+    action = [&global, io, o, del]() -> int {
+      int code = run(global, io, [&](api::Request::Builder r) {
+        if (del) r.setJobDelete(o->name);
+        else r.setJobCancel(o->name);
+        return std::string();
+      });
+      if (code != kExitOk || !o->wait) return code;
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o->timeoutSeconds);
+      for (;;) {
+        auto address = masterAddress(global.master);
+        auto resp = callMaster(address.value(), [&](api::Request::Builder r) { r.setJobShow(o->name); });
+        std::string state;
+        if (resp) {
+          state = resp.value()->root<api::Response>().getJob().getSummary().getState().cStr();
+          if (state == "Cancelled" || state == "Succeeded" || state == "Failed") {
+            if (!del) {
+              if (global.output != "json") io.out << "job " << o->name << " " << state << ": every replica has stopped\n";
+              return kExitOk;
+            }
+          }
+        } else if (del && resp.error().find("does not exist") != std::string::npos) {
+          if (global.output != "json") io.out << "job " << o->name << " deleted: every replica has stopped\n";
+          return kExitOk;
+        } else {
+          io.err << "yardctl: " << resp.error() << "\n";
+          return kExitFailed;
+        }
+        if (o->timeoutSeconds > 0 && std::chrono::steady_clock::now() >= deadline) {
+          io.err << "yardctl: job " << o->name << " is still " << state << " after " << o->timeoutSeconds
+                 << "s (--timeout): its replicas have not all stopped\n";
+          return kExitFailed;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+    };
+  });
+}
+
 }  // namespace
 
 void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action) {
@@ -335,7 +392,7 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
   CLI::App* list = job->add_subcommand("list", "List jobs (not deleted)");
   list->add_option("--queue", *queue, "Only jobs of this queue");
   list->add_option("--state", *state, "Only jobs in this state")
-      ->check(CLI::IsMember({"Queued", "Running", "Succeeded", "Failed", "Cancelled"}));
+      ->check(CLI::IsMember({"Queued", "Running", "Succeeded", "Failed", "Cancelling", "Cancelled"}));
   list->callback([&global, io, &action, queue, state] {
     action = [&global, io, queue, state] {
       return run(global, io, [&](api::Request::Builder r) {
@@ -359,10 +416,12 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
   addScaleCommand(job, global, io, action);
   named(job, "events", "Show a job's events, oldest first", global, io, action,
         [](api::Request::Builder r, const std::string& n) { r.setJobEvents(n); });
-  named(job, "cancel", "Stop a job: its tasks end Cancelled", global, io, action,
-        [](api::Request::Builder r, const std::string& n) { r.setJobCancel(n); });
-  named(job, "delete", "Delete a job (cancelling it first if needed); frees its name", global, io, action,
-        [](api::Request::Builder r, const std::string& n) { r.setJobDelete(n); });
+  addStopCommand(job, "cancel",
+                 "Stop a job: it is Cancelling until every replica's process is gone, then Cancelled", false,
+                 global, io, action);
+  addStopCommand(job, "delete",
+                 "Delete a job (cancelling it first if needed); it goes, and frees its name, once its replicas have stopped",
+                 true, global, io, action);
 
   CLI::App* node = app.add_subcommand("node", "List, inspect, drain and undrain nodes");
   node->require_subcommand(1);

@@ -78,8 +78,10 @@ eventually 'waiting for resources' -- job show b-train
 expect 0 'team-b +stopped' -- queue state team-b stopped
 eventually 'whole-node +container-job +Queued .*queue team-b stopped' -- job show b-train
 
-# Cancel frees the GPUs; the waiting gang is placed.
-expect 0 'job pair-train cancelled' -- job cancel pair-train
+# Cancel frees the GPUs once the nodes no longer hold its replicas (their next heartbeat);
+# --wait returns then. The waiting gang is placed.
+expect 0 'job pair-train Cancelled: every replica has stopped' -- job cancel --wait --timeout 20 pair-train
+expect 1 'job pair-train already finished \(Cancelled\)' -- job cancel pair-train
 eventually 'train/master/0 +0 +Placed' -- job show more-train
 expect 0 'Killed +cancelled by user' -- job events pair-train
 

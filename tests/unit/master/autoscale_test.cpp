@@ -241,7 +241,7 @@ TEST_CASE("elastic: a scale-out not running within scaleTimeout is withdrawn", "
   CHECK(events.back().type == "ScaleOutCancelled");
   CHECK(events.back().reason == "not running within scaleTimeout 30 s: needs cpu 1 on one node; none has it");
   CHECK(t.rec.desired == 2);
-  CHECK(t.replicas[2].state == ReplicaState::Killed);
+  CHECK(t.replicas[2].state == ReplicaState::Stopping);  // Killed once its agent says it is gone
   CHECK(t.replicas[2].cause == EndCause::StoppedByPolicy);
   CHECK(t.replicas[0].state == ReplicaState::Running);  // the running workers are not disturbed
   CHECK(t.replicas[1].state == ReplicaState::Running);
@@ -258,7 +258,7 @@ TEST_CASE("elastic: a scale-in stops the highest worker, which is not a failure"
   }
   Events events;
   scaleTo(job, 0, 2, "cpu 10% below target 80%", kT0, events);
-  CHECK(t.replicas[2].state == ReplicaState::Killed);
+  CHECK(t.replicas[2].state == ReplicaState::Stopping);
   CHECK(!failed(t.replicas[2]));
   CHECK(events.back().type == "ScaledIn");
   CHECK(events.back().reason == "3 -> 2: cpu 10% below target 80%");
@@ -267,5 +267,9 @@ TEST_CASE("elastic: a scale-in stops the highest worker, which is not a failure"
   // The survivors finishing is the task's success: the scaled-in worker does not count.
   t.replicas[0].state = t.replicas[1].state = ReplicaState::Exited;
   evaluateTask(job, 0, kT0 + 1000, events);
-  CHECK(t.rec.state == TaskState::Succeeded);
+  CHECK(t.rec.state == TaskState::Stopping);  // the scaled-in worker is still stopping
+  auto done = applyReports(job, t.replicas[2].node, {}, kT0 + 2000, events);
+  REQUIRE(done);
+  CHECK(done->tasks[0].replicas[2].state == ReplicaState::Killed);
+  CHECK(done->tasks[0].rec.state == TaskState::Succeeded);
 }

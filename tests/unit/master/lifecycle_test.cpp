@@ -252,6 +252,9 @@ tasks:
   for (const auto& x : c.task("stale-job", 0).replicas)
     if (x.role == "worker" && x.index == 0) CHECK(x.state == ReplicaState::Running);
   c.report("stale-job", 0, "launcher", 0, "Exited", 0);
+  CHECK(c.task("stale-job", 0).rec.state == TaskState::Stopping);  // its workers are stopped (cleanup)
+  c.jobs_->reportReplicas("n1", {});                                 // and gone
+  c.settle();
   CHECK(c.task("stale-job", 0).rec.state == TaskState::Succeeded);
   CHECK(c.job("stale-job").rec.state == JobState::Succeeded);
 }
@@ -379,6 +382,10 @@ tasks:
     c.settle();
   }
   INFO(c.events("lifetime-job"));
+  CHECK(c.task("lifetime-job", 0).rec.state == TaskState::Stopping);
+  CHECK(c.task("lifetime-job", 0).replicas[0].state == ReplicaState::Stopping);
+  c.jobs_->reportReplicas("n1", {});  // its agent no longer holds it
+  c.settle();
   CHECK(c.task("lifetime-job", 0).rec.state == TaskState::Failed);
   CHECK(c.task("lifetime-job", 0).rec.reason == "DeadlineExceeded: ran longer than maxLifetime 30s");
   CHECK(c.task("lifetime-job", 0).replicas[0].state == ReplicaState::Killed);

@@ -87,8 +87,22 @@ class Job {
     rep.exitCode = code;
     rep.cause = cause;
     std::map<int64_t, const lifecycle::ReplicaReport*> byId{{rep.replicaId, &rep}};
+    // A heartbeat lists everything its node holds: replicas being stopped are still there.
+    std::vector<lifecycle::ReplicaReport> stopping;
+    for (const auto& t : job.tasks)
+      for (const auto& s : t.replicas)
+        if (s.state == ReplicaState::Stopping && s.node == node && s.id != r.id)
+          stopping.push_back({s.id, s.attempt, ReplicaState::Running, EndCause::None, 0, 0, "", 0, 0});
+    for (const auto& s : stopping) byId[s.replicaId] = &s;
     now += 1000;
     auto changed = lifecycle::applyReports(job, node, byId, now, events);
+    if (changed) job = std::move(*changed);
+    return changed.has_value();
+  }
+  // A heartbeat from `node` that lists nothing: every replica it was stopping is gone.
+  bool gone(const std::string& node = "n1") {
+    now += 1000;
+    auto changed = lifecycle::applyReports(job, node, {}, now, events);
     if (changed) job = std::move(*changed);
     return changed.has_value();
   }
@@ -157,6 +171,7 @@ void runTable(const std::vector<Row>& rows) {
       j.runAll(0);
       CHECK(j.state(0) == TaskState::Running);
       for (const auto& s : row.steps) j.report(0, s.role, s.index, s.state, s.code, s.cause);
+      j.gone();  // what it stopped has ended
       INFO(j.eventTypes());
       CHECK(toText(j.state(0)) == toText(row.expect));
       if (!row.reason.empty()) CHECK(j.reason(0) == row.reason);
@@ -310,7 +325,14 @@ TEST_CASE("time: maxLifetime and lost nodes", "[policy]") {
   j.runAll(0);
   CHECK(!j.time(10000));
   CHECK(j.time(20000));
+  // Decided, not yet recorded: the replicas are stopping and hold their resources.
+  CHECK(j.state(0) == TaskState::Stopping);
+  CHECK(j.job.tasks[0].rec.ending == TaskState::Failed);
+  CHECK(j.live(0) == 2);
+  CHECK(!j.time(60000));  // no second deadline while it stops
+  CHECK(j.gone());
   CHECK(j.state(0) == TaskState::Failed);
+  CHECK(!j.job.tasks[0].rec.ending);
   CHECK(j.reason(0) == "DeadlineExceeded: ran longer than maxLifetime 30s");
   for (const auto& r : j.job.tasks[0].replicas) {
     CHECK(r.state == ReplicaState::Killed);
@@ -334,8 +356,12 @@ TEST_CASE("cleanup at task end", "[policy]") {
       j.place(0);
       j.runAll(0);
       j.report(0, "master", 0, ReplicaState::Exited, 0);
+      bool none = std::string(cleanup) == "none";
+      CHECK(j.state(0) == (none ? TaskState::Succeeded : TaskState::Stopping));
+      CHECK(j.live(0) == 1);  // none: still running; else: stopping, holding its resources
+      j.gone();
       CHECK(j.state(0) == TaskState::Succeeded);
-      CHECK(j.live(0) == (std::string(cleanup) == "none" ? 1 : 0));
+      CHECK(j.live(0) == (none ? 1 : 0));
       if (std::string(cleanup) != "none") CHECK(j.replica(0, "worker", 0).cause == EndCause::StoppedByPolicy);
     }
   }
@@ -344,6 +370,8 @@ TEST_CASE("cleanup at task end", "[policy]") {
     j.place(0);
     j.runAll(0);
     j.report(0, "worker", 0, ReplicaState::Exited, 1);
+    CHECK(j.state(0) == TaskState::Stopping);
+    j.gone();
     CHECK(j.state(0) == TaskState::Failed);
     CHECK(j.live(0) == 0);
   }
@@ -388,6 +416,8 @@ TEST_CASE("reports move replicas forward only, for their node and attempt", "[po
   CHECK(!j.report(0, "master", 0, ReplicaState::Starting));                              // backwards
   CHECK(!j.report(0, "worker", 0, ReplicaState::Running, 0, EndCause::None, "n2"));      // another node
   j.report(0, "master", 0, ReplicaState::Exited, 0);
+  CHECK(j.state(0) == TaskState::Stopping);  // the worker is stopped (cleanup)
+  CHECK(j.gone());
   CHECK(j.state(0) == TaskState::Succeeded);
   CHECK(!j.report(0, "master", 0, ReplicaState::Exited, 1));  // final, and the job is done
 }
@@ -397,12 +427,79 @@ TEST_CASE("cancel stops every live replica as the user's", "[policy]") {
   j.place(0);
   j.runAll(0);
   lifecycle::cancelJob(j.job, "cancelled by user", kT0, j.events);
+  CHECK(j.job.rec.state == JobState::Cancelling);
+  CHECK(j.state(0) == TaskState::Stopping);
+  CHECK(j.live(0) == 2);  // their CPU, memory, GPUs and ports stay taken
+  for (const auto& r : j.job.tasks[0].replicas) CHECK(r.state == ReplicaState::Stopping);
+  // The agent still runs the worker (its preStop, its grace) but the master is gone.
+  CHECK(j.report(0, "master", 0, ReplicaState::Killed));
+  CHECK(j.replica(0, "master", 0).state == ReplicaState::Killed);
+  CHECK(j.replica(0, "worker", 0).state == ReplicaState::Stopping);
+  CHECK(j.job.rec.state == JobState::Cancelling);
+  CHECK(!j.report(0, "worker", 0, ReplicaState::Running));  // still there: nothing changes
+  CHECK(j.gone());                                           // no longer listed: gone
   CHECK(j.job.rec.state == JobState::Cancelled);
   CHECK(j.state(0) == TaskState::Cancelled);
   for (const auto& r : j.job.tasks[0].replicas) {
     CHECK(r.state == ReplicaState::Killed);
     CHECK(r.cause == EndCause::StoppedByUser);
     CHECK(!lifecycle::failed(r));
+  }
+  CHECK(j.eventTypes().find("Cancelling") != std::string::npos);
+  CHECK(j.eventTypes().rfind("Cancelled") > j.eventTypes().rfind("Killed(worker/0)"));
+}
+
+TEST_CASE("a stop is over only when its process is gone", "[policy]") {
+  SECTION("a queued job is cancelled at once") {
+    Job j(task("pytorch", role("master", 1) + role("worker", 1)));
+    lifecycle::cancelJob(j.job, "cancelled by user", kT0, j.events);
+    CHECK(j.job.rec.state == JobState::Cancelled);
+    CHECK(j.state(0) == TaskState::Cancelled);
+  }
+  SECTION("a placed replica its node never listed is over at the node's next heartbeat") {
+    Job j(task("pytorch", role("master", 1) + role("worker", 1)));
+    j.place(0);
+    lifecycle::cancelJob(j.job, "cancelled by user", kT0, j.events);
+    CHECK(j.job.rec.state == JobState::Cancelling);
+    CHECK(!j.gone("n2"));  // another node's heartbeat says nothing about n1
+    CHECK(j.gone("n1"));
+    CHECK(j.job.rec.state == JobState::Cancelled);
+  }
+  SECTION("a down node has fenced its replicas: they are over") {
+    Job j(task("pytorch", role("master", 1) + role("worker", 1)));
+    j.place(0);
+    j.runAll(0);
+    lifecycle::cancelJob(j.job, "cancelled by user", kT0, j.events);
+    CHECK(j.time(1000, {"n1"}));
+    CHECK(j.job.rec.state == JobState::Cancelled);
+    CHECK(j.replica(0, "worker", 0).state == ReplicaState::Killed);
+    CHECK(j.replica(0, "worker", 0).cause == EndCause::StoppedByUser);
+  }
+  SECTION("a gang restart places the new attempt while the old one stops") {
+    Job j(task("pytorch", role("master", 1) + role("worker", 1), "    advanced: { retries: 1 }\n"));
+    j.place(0);
+    j.runAll(0);
+    j.report(0, "worker", 0, ReplicaState::Exited, 1);
+    CHECK(j.state(0) == TaskState::Queued);
+    CHECK(j.job.tasks[0].rec.attempt == 1);
+    CHECK(j.live(0) == 1);  // the master of attempt 0 stops, holding its resources
+    CHECK(j.gone());
+    CHECK(j.live(0) == 0);
+    CHECK(j.state(0) == TaskState::Queued);  // unchanged by the old attempt ending
+  }
+  SECTION("a container-job run past its timeout counts as failed once it is gone") {
+    Job j("name: jobx\ntasks:\n  - name: train\n    kind: container-job\n    restartPolicy: Never\n    timeout: 10\n"
+          "    container: " + std::string(kContainer) + "\n");
+    j.place(0);
+    j.report(0, "run", 0, ReplicaState::Running);
+    CHECK(j.time(10000));
+    CHECK(j.replica(0, "run", 0).state == ReplicaState::Stopping);
+    CHECK(lifecycle::runsToStart(1, j.job.tasks[0]).empty());  // its index waits for it
+    CHECK(j.state(0) == TaskState::Running);
+    CHECK(j.report(0, "run", 0, ReplicaState::Killed, 143));
+    CHECK(j.replica(0, "run", 0).state == ReplicaState::Killed);
+    CHECK(j.replica(0, "run", 0).exitCode == 143);
+    CHECK(j.state(0) == TaskState::Failed);
   }
 }
 

@@ -398,7 +398,7 @@ TEST_CASE("store: a newer schema version is refused", "[store]") {
   auto s = Store::open(path);
   REQUIRE_FALSE(s.isOk());
   CHECK(s.error() == path + ": database schema version 7 is newer than this yard-master"
-                            " supports (5); upgrade yard-master");
+                            " supports (6); upgrade yard-master");
 }
 
 TEST_CASE("store: a file of random bytes is refused", "[store]") {

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# A stop is over only when the process is gone (issue: "a stop is reported before it
+# happens"). A replica that ignores SIGTERM and whose preStop takes 2 s is cancelled on a
+# one-node cluster: the job is Cancelling and the replica Stopping, its CPU and port stay
+# taken (a job needing them waits) until the agent reports the process gone after the
+# grace period (3 s, tests/e2e/cluster.sh); `job cancel --wait` returns only then; the
+# waiting job starts after. Also: `job delete` of a running job frees its name only then.
+bin=$1
+source "$(dirname "$0")/cluster.sh"
+
+start_master
+start_agent 1 --cpu 1 --memory 2Gi
+wait_nodes 1
+
+stubborn() {  # stubborn NAME: a whole-node replica that ignores SIGTERM, with a slow preStop
+  cat >"$tmp/$1.yaml" <<YAML
+name: $1
+tasks:
+  - name: serve
+    kind: pytorch
+    roles:
+      master:
+        replicas: 1
+        container:
+          image: host
+          resources: { cpu: 1, memory: 64Mi }
+          command: sh -c
+          args: "'trap \"\" TERM; echo \$\$ > $tmp/$1.pid; echo \$(date +%s.%N) > $tmp/$1.start; while true; do sleep 0.1; done'"
+          preStop: { exec: "sleep 2" }
+YAML
+}
+running() {  # running NAME: its replica reported Running
+  for _ in $(seq 100); do
+    [ "$(jshow "$1" 'j["tasks"][0]["replicas"][0]["state"]' 2>/dev/null)" = Running ] && return 0
+    sleep 0.1
+  done
+  fail "$1 never ran: $("$bin/yardctl" job show "$1" 2>&1)"
+}
+
+say "cancel: Cancelling and Stopping until the process is gone; its CPU and port stay taken"
+stubborn stop-a
+submit "$tmp/stop-a.yaml"
+running stop-a
+pid=$(cat "$tmp/stop-a.pid")
+port=$(jshow stop-a 'j["tasks"][0]["replicas"][0]["port"]')
+t0=$(date +%s.%N)
+out=$("$bin/yardctl" job cancel stop-a) || fail "cancel: $out"
+echo "$out" | grep -q 'cancelling: 1 replicas stopping' || fail "cancel answer: $out"
+[ "$(jshow stop-a 'j["job"]["state"]')" = Cancelling ] || fail "job not Cancelling: $("$bin/yardctl" job show stop-a)"
+[ "$(jshow stop-a 'j["tasks"][0]["replicas"][0]["state"]')" = Stopping ] || fail "replica not Stopping"
+stubborn stop-b
+submit "$tmp/stop-b.yaml"
+sleep 1
+[ "$(jshow stop-b 'j["job"]["state"]')" = Queued ] || fail "stop-b started while stop-a's process lives: $("$bin/yardctl" job show stop-b)"
+"$bin/yardctl" node list | grep -q 'node-1 .* 1/1 ' || fail "node-1's CPU was released early: $("$bin/yardctl" node list)"
+out=$("$bin/yardctl" job cancel --wait --timeout 30 stop-a 2>&1) || fail "cancel --wait: $out"
+t1=$(date +%s.%N)
+kill -0 "$pid" 2>/dev/null && fail "cancel --wait returned while pid $pid lives"
+echo "$out" | grep -q 'job stop-a Cancelled: every replica has stopped' || fail "cancel --wait said: $out"
+took=$(python3 -c "print(round($t1 - $t0, 1))")
+python3 -c "import sys; sys.exit(0 if $t1 - $t0 >= 2.5 else 1)" || fail "cancel --wait returned after ${took}s, before the preStop and grace could pass"
+say "cancel --wait returned after ${took}s (preStop 2 s, grace 3 s, SIGTERM ignored)"
+"$bin/yardctl" job events stop-a | grep -q 'Killed .*cancelled by user' || fail "no Killed event: $("$bin/yardctl" job events stop-a)"
+running stop-b
+python3 -c "import sys; sys.exit(0 if $(cat "$tmp/stop-b.start") >= $t1 - 0.5 else 1)" ||
+  fail "stop-b started before stop-a's process was gone"
+[ "$(jshow stop-b 'j["tasks"][0]["replicas"][0]["port"]')" = "$port" ] && say "stop-b got port $port after stop-a released it"
+
+say "delete of a running job: its name is taken until its process is gone"
+pid=$(cat "$tmp/stop-b.pid")
+out=$("$bin/yardctl" job delete stop-b) || fail "delete: $out"
+echo "$out" | grep -q 'deleted once its 1 replicas have stopped' || fail "delete answer: $out"
+"$bin/yardctl" job show stop-b >/dev/null 2>&1 || fail "stop-b vanished before its process ended"
+out=$("$bin/yardctl" job delete --wait --timeout 30 stop-b 2>&1) || fail "delete --wait: $out"
+kill -0 "$pid" 2>/dev/null && fail "delete --wait returned while pid $pid lives"
+"$bin/yardctl" job show stop-b >/dev/null 2>&1 && fail "stop-b still exists after delete --wait"
+submit "$tmp/stop-b.yaml"  # the name is free again
+
+finish "stop"
