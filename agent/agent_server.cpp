@@ -38,6 +38,7 @@ struct LogStream : std::enable_shared_from_this<LogStream> {
   bool follow = false;
   size_t offset = 0;
   int idle = 0;
+  std::shared_ptr<void> hold;  // the connection is not idle while the stream lasts
 
   void pump() {
     if (conn->closed()) return;
@@ -83,6 +84,7 @@ struct LogStream : std::enable_shared_from_this<LogStream> {
   }
   void finish() {
     respond(conn, id, [](auto r) { r.setEnd(); });
+    hold.reset();
   }
 };
 
@@ -95,6 +97,7 @@ struct ExecSession : std::enable_shared_from_this<ExecSession> {
   std::shared_ptr<wire::Connection> conn;
   uint64_t id = 0;
   std::unique_ptr<ExecHandle> handle;
+  std::shared_ptr<void> hold;  // the connection is not idle while the command runs
   int open = 2;
   char outBuf[16384], errBuf[16384];
 
@@ -118,6 +121,7 @@ struct ExecSession : std::enable_shared_from_this<ExecSession> {
     if (!handle) return;
     if (auto code = handle->poll()) {
       handle.reset();
+      hold.reset();
       return respond(conn, id, [&](auto r) { r.setExitCode(*code); });
     }
     timer.expires_after(std::chrono::milliseconds(10));
@@ -148,8 +152,11 @@ size_t tailOffset(const std::string& text, int64_t lines) {
 }
 
 Result<uint16_t> AgentServer::listen(const std::string& hostPort) {
+  // Only the master calls; each `logs -f` it relays is a connection of its own.
+  wire::Limits limits;
+  limits.maxConnectionsPerAddress = 512;
   auto s = wire::FrameServer::listen(
-      io_, hostPort, wire::Limits{},
+      io_, hostPort, limits,
       [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         handle(conn, std::move(frame));
       },
@@ -170,6 +177,7 @@ void AgentServer::handle(const std::shared_ptr<wire::Connection>& conn, std::uni
     respond(conn, id, [](auto r) { r.setError("join token refused"); });
     return conn->closeAfterWrite("join token refused");
   }
+  conn->markAuthenticated();
   switch (call.which()) {
     case agentapi::AgentCall::WAKE:
       if (wake_) wake_();
@@ -202,6 +210,7 @@ void AgentServer::handle(const std::shared_ptr<wire::Connection>& conn, std::uni
       session->conn = conn;
       session->id = id;
       session->handle = std::move(handle).value();
+      session->hold = conn->holdOpen();
       session->out.assign(outPipe[0]);
       session->err.assign(errPipe[0]);
       conn->onClose([weak = std::weak_ptr<ExecSession>(session)] {
@@ -224,6 +233,7 @@ void AgentServer::handle(const std::shared_ptr<wire::Connection>& conn, std::uni
       stream->id = id;
       stream->key = key;
       stream->follow = q.getFollow();
+      stream->hold = conn->holdOpen();
       if (q.getTailLines() >= 0) {
         // The last lines are in the file's last few MiB unless lines are huge; reading only
         // that keeps a tail of a 20 GB log cheap.

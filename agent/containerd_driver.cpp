@@ -9,6 +9,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <chrono>
 #include <filesystem>
@@ -29,6 +30,11 @@ using Status = Client::Process::Status;
 constexpr const char* kContainerFile = "container";   // written once the task has started
 constexpr const char* kExecBaseFile = "exec-base";    // the main process's uid, gid, cwd, env
 constexpr const char* kPullLog = "pull.log";          // ctr's output of the pull
+// `yard-shim guard` beside each running container (docs/shim.md): its pid, the launcher's
+// stderr, and what it writes when the lease ran out and it fenced the container.
+constexpr const char* kGuardPidFile = "guard.pid";
+constexpr const char* kGuardLog = "guard.log";
+constexpr const char* kFencedFile = "fenced";
 // How it ended ("<exit code> <signal> <oom 0|1> <cause>\n<reason>"), kept because the container
 // itself is deleted as soon as it has ended: a restarted agent still reports it right.
 constexpr const char* kExitFile = "exit";
@@ -62,6 +68,21 @@ std::string lastLine(const std::string& text) {
   while (std::getline(in, line))
     if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
   return last;
+}
+
+// The guard of `dir`, while that pid still is it (after a reboot a pid may be anything, and the
+// agent signals it as root); 0 when none runs.
+pid_t liveGuard(const std::string& dir) {
+  auto text = readFile(dir + "/" + kGuardPidFile);
+  if (!text) return 0;
+  pid_t pid = static_cast<pid_t>(std::atoi(text.value().c_str()));
+  if (pid <= 0) return 0;
+  auto cmdline = readFile("/proc/" + std::to_string(pid) + "/cmdline");  // empty for a zombie
+  if (!cmdline) return 0;
+  const std::string nul(1, '\0'), &c = cmdline.value();
+  bool guard = c.find("yard-shim" + nul + "guard" + nul) != std::string::npos &&
+               c.find(nul + dir + nul) != std::string::npos;
+  return guard ? pid : 0;
 }
 
 std::string base64(const std::string& in) {
@@ -236,6 +257,9 @@ ContainerdDriver::~ContainerdDriver() {
 
 void ContainerdDriver::recoverAll(const std::set<std::string>& held, std::function<void()> wake, Log log) {
   if (log) this->log = [log](const std::string& line) { log("containerd: " + line); };
+  for (const auto& note : recoverNotes_)
+    if (this->log) this->log(note);
+  recoverNotes_.clear();
   removeLeftovers(held, log);
   onStarted = std::move(wake);
   watchEvents();
@@ -462,8 +486,65 @@ StartFailure ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std
   if (cancel) return kCancelled;
   auto started = patiently([&] { return client_->start(options_.ns, id); }, cancel);
   if (!started) return StartFailure::agent(started.error());
+  if (!options_.shim.empty()) {
+    auto guarded = startGuard(key, dir, started.value());
+    if (!guarded) {
+      // A container that already ended needs no guard (its pid may be another process's by
+      // now, which the guard refuses). Unguarded, a running one would outlive a dead agent's
+      // lease (two copies of a rank once the master re-places it): it does not run at all.
+      auto p = client_->process(options_.ns, id);
+      if (!p || !p.value() || p.value()->status != Status::Stopped) {
+        client_->kill(options_.ns, id, SIGKILL, true);
+        return StartFailure::agent("yard-shim guard: " + guarded.error());
+      }
+    }
+  }
   if (auto w = writeFileAtomic(dir + "/" + kContainerFile, id); !w) return StartFailure::agent(w.error());
   return StartFailure::none();
+}
+
+Result<bool> ContainerdDriver::startGuard(const ReplicaKey& key, const std::string& dir, uint32_t pid) {
+  using R = Result<bool>;
+  std::vector<std::string> argv = {options_.shim, "guard", "--dir", dir, "--pid", std::to_string(pid)};
+  if (cgroups_)
+    for (const auto& f : cgroups_->procsFiles(key.name())) {
+      argv.push_back("--cgroup-procs");
+      argv.push_back(f);
+    }
+  std::string logPath = dir + "/" + kGuardLog;
+  int out = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  auto launcher = spawnProcess(argv, out);
+  if (out >= 0) ::close(out);
+  if (!launcher) return R::fail(launcher.error());
+  // The launcher exits as soon as the guard runs (milliseconds); bounded all the same.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int status = 0;
+  for (;;) {
+    pid_t r = ::waitpid(launcher.value(), &status, WNOHANG);
+    if (r == launcher.value()) break;
+    if (r < 0) return R::fail(std::string("waitpid: ") + std::strerror(errno));
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(launcher.value(), SIGKILL);
+      ::waitpid(launcher.value(), nullptr, 0);
+      return R::fail("it did not start within 10 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return R::ok(true);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3) return R::ok(false);  // it has already ended
+  auto text = readFile(logPath);
+  std::string why = lastLine(text ? text.value() : "");
+  return R::fail(why.empty() ? options_.shim + " guard exited " + std::to_string(WEXITSTATUS(status)) : why);
+}
+
+bool ContainerdDriver::stopAt(const ReplicaKey& key, const std::string& dir, int64_t termAtMs, int64_t killAtMs) {
+  if (starting_.count(key)) return false;
+  pid_t guard = liveGuard(dir);
+  if (guard <= 0) return false;
+  // The guard only ever moves its times earlier, so a rewrite cannot postpone a stop.
+  if (!writeFileAtomic(dir + "/stop", std::to_string(termAtMs) + " " + std::to_string(killAtMs) + "\n")) return false;
+  ::kill(guard, SIGUSR1);  // "DIR/stop changed"; without it the guard still sees it within 1 s
+  return true;
 }
 
 Result<bool> ContainerdDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) {
@@ -549,7 +630,12 @@ DriverStatus ContainerdDriver::statusOf(const ReplicaKey& key, const std::string
       s.phase = DriverStatus::Phase::Exited;
       s.exitCode = static_cast<int>(proc.exitStatus);
       if (s.exitCode > 128 && s.exitCode < 128 + 65) s.signal = s.exitCode - 128;
-      if (cgroups_) {
+      if (auto fenced = readFile(dir + "/" + kFencedFile)) {
+        // Its guard stopped it on its own: the lease ran out (the agent was dead or cut off).
+        s.cause = EndCause::NodeLost;
+        std::string line = fenced.value().substr(0, fenced.value().find('\n'));
+        s.reason = "fenced by yard-shim guard: " + line;
+      } else if (cgroups_) {
         auto u = cgroups_->usage(key.name());
         if (u && u.value().oomKills > 0 && s.exitCode != 0) s.oomKilled = true;
       }
@@ -723,6 +809,15 @@ DriverStatus ContainerdDriver::recover(const ReplicaKey& key, const ReplicaSpec&
   applyCpuQuota(key);
   auto p = client_->process(options_.ns, containerId(key));
   if (p && !p.value()) return lost("containerd has no task for it any more");
+  // Its guard outlives the agent; one that is gone (a host reboot kills the container too, so
+  // rarely) is replaced, so the container is never without one while it runs.
+  if (p && !options_.shim.empty() && p.value()->status != Status::Stopped && !liveGuard(dir)) {
+    auto guarded = startGuard(key, dir, p.value()->pid);
+    if (!guarded)
+      recoverNotes_.push_back("no guard for " + containerId(key) + " (the agent alone can stop it): " + guarded.error());
+    else if (guarded.value())
+      recoverNotes_.push_back("started a new guard for " + containerId(key));
+  }
   return statusOf(key, dir);
 }
 

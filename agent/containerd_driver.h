@@ -46,6 +46,9 @@ struct ContainerdOptions {
   std::string ctr = "/usr/bin/ctr";                  // pulls go through containerd's own client
   std::string devRoot = "/dev";                      // where GPU device nodes are
   std::string procRoot = "/proc";                    // where the NVIDIA driver lists its GPUs
+  // yard-shim, run as `yard-shim guard` beside each running container: it fences the container
+  // when the agent is dead (docs/shim.md). "" = no guard (the agent alone stops containers).
+  std::string shim;
 };
 
 // "busybox" -> "docker.io/library/busybox:latest"; "127.0.0.1:5000/a/b" -> "...:latest";
@@ -71,6 +74,9 @@ class ContainerdDriver : public Driver {
   void destroy(const ReplicaKey& key, const std::string& dir) override;
   void sweep() override;
   DriverStatus recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) override;
+  // Hands the stop to the container's guard (DIR/stop, then SIGUSR1), as the host driver hands
+  // it to yard-shim; false while it starts or when no guard runs (the runner signals then).
+  bool stopAt(const ReplicaKey& key, const std::string& dir, int64_t termAtMs, int64_t killAtMs) override;
   // Pulls of large images take long: starting may take this long before the runner gives up.
   int64_t startTimeoutMs() const override { return 30 * 60 * 1000; }
   // Removes this node's containers that no held replica names, then follows containerd's
@@ -98,6 +104,9 @@ class ContainerdDriver : public Driver {
   std::string hostsDir();
   DriverStatus statusOf(const ReplicaKey& key, const std::string& dir);
   static CgroupLimits limitsOf(const ReplicaSpec& spec, bool withCpu);
+  // Starts `yard-shim guard` for the container's init `pid` (host pid namespace). true: it
+  // guards; false: the process had already ended (nothing to guard). Bounded to a few seconds.
+  Result<bool> startGuard(const ReplicaKey& key, const std::string& dir, uint32_t pid);
   // Adds the CPU quota to a started replica's group (see start()).
   void applyCpuQuota(const ReplicaKey& key);
   // Tries to release everything of `key`; false when the task is not stopped yet.
@@ -133,6 +142,7 @@ class ContainerdDriver : public Driver {
   std::mutex pullMu_;
   std::map<std::string, std::shared_ptr<std::mutex>> pullLocks_;  // one pull per image at a time
   std::atomic<uint64_t> execSeq_{0};
+  std::vector<std::string> recoverNotes_;  // what recover() found, logged once recoverAll() sets `log`
   std::thread events_;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 // The narrow interface every way of running a replica implements (Nomad's DriverPlugin):
-// start, inspect (non-blocking), signal, exec, stats, destroy and recover. The runner
+// start, inspect (non-blocking), signal, stopAt, exec, stats, destroy and recover. The runner
 // drives it from one thread; no call blocks for long. Besides the per-replica calls, the
 // agent's main calls two driver-wide ones on that same thread, each once: recoverAll()
 // after the runner has recovered what it found on disk, and shutdown() when the agent stops.
@@ -26,8 +26,9 @@ struct DriverStatus {
   int exitCode = 0;        // Exited: the exit code; 128 + signal when a signal ended it
   int signal = 0;          // Exited: the signal that ended it, 0 if none
   bool oomKilled = false;  // Exited: the kernel's OOM killer ended it (memory limit)
-  // Exited without ever running, or Lost: why, typed (ImagePullFailed, AgentFailure); None
-  // when the process ended by itself.
+  // Exited without ever running, or Lost: why, typed (ImagePullFailed, AgentFailure); NodeLost
+  // when what outlives the agent stopped it because its lease ran out (fenced); None when the
+  // process ended by itself.
   EndCause cause = EndCause::None;
   std::string reason;  // for people: what went wrong
 };
@@ -65,6 +66,16 @@ class Driver {
   virtual DriverStatus inspect(const ReplicaKey& key, const std::string& dir) = 0;
   // SIGTERM goes to the main process's group; SIGKILL to every process of the replica.
   virtual void signal(const ReplicaKey& key, const std::string& dir, int sig) = 0;
+  // The stop sequence handed to something that outlives the agent, where the driver has one
+  // (the host driver's yard-shim, docs/shim.md "Lease and stop"): SIGTERM to the main
+  // process's group at `termAtMs`, SIGKILL to every process of the replica at `killAtMs`, both
+  // on the runner's clock (CLOCK_BOOTTIME ms in the agent). Called again only to move the times
+  // earlier (SIGTERM now, once preStop has ended). Returns false when the driver cannot: the
+  // runner then sends both signals itself. Either way the runner keeps SIGKILL as a backstop.
+  virtual bool stopAt(const ReplicaKey& /*key*/, const std::string& /*dir*/, int64_t /*termAtMs*/,
+                      int64_t /*killAtMs*/) {
+    return false;
+  }
   // Runs `argv` inside the replica with its environment. Its stdout and stderr go to `outFd`
   // and `errFd` (the caller keeps its copies), or are appended to the replica's log when -1.
   virtual Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& key, const std::string& dir,

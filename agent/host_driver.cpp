@@ -178,11 +178,15 @@ DriverStatus HostDriver::finished(const ReplicaKey& key, const std::string& dir,
     s.cause = EndCause::AgentFailure;
     s.reason = line.empty() ? "the replica could not be started" : line;
   }
+  // The shim stopped it on its own because its lease ran out (the agent was dead or cut off).
+  if (auto fenced = readFile(dir + "/fenced"); fenced && s.reason.empty()) {
+    s.cause = EndCause::NodeLost;
+    s.reason = "fenced by yard-shim: " + firstLine(fenced.value());
+  }
   if (cgroups_ && s.reason.empty()) {
     auto u = cgroups_->usage(key.name());
     if (u && u.value().oomKills > 0 && (s.signal == SIGKILL || s.exitCode != 0)) s.oomKilled = true;
   }
-  (void)dir;
   return s;
 }
 
@@ -219,6 +223,15 @@ DriverStatus HostDriver::inspect(const ReplicaKey& key, const std::string& dir) 
   s.cause = EndCause::AgentFailure;
   s.reason = "agent: yard-shim is gone and left no exit status";
   return s;
+}
+
+bool HostDriver::stopAt(const ReplicaKey&, const std::string& dir, int64_t termAtMs, int64_t killAtMs) {
+  pid_t shim = readPid(dir + "/shim.pid");
+  if (std::filesystem::exists(dir + "/status") || !shimAlive(dir, shim)) return false;
+  // The shim only ever moves its times earlier, so a rewrite cannot postpone a stop.
+  if (!writeFileAtomic(dir + "/stop", std::to_string(termAtMs) + " " + std::to_string(killAtMs) + "\n")) return false;
+  ::kill(shim, SIGUSR1);  // "DIR/stop changed"; without it the shim still sees it within 1 s
+  return true;
 }
 
 void HostDriver::signal(const ReplicaKey& key, const std::string& dir, int sig) {

@@ -24,6 +24,8 @@ class HostDriver : public Driver {
   Result<bool> start(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) override;
   DriverStatus inspect(const ReplicaKey& key, const std::string& dir) override;
   void signal(const ReplicaKey& key, const std::string& dir, int sig) override;
+  // Writes DIR/stop and wakes the shim (SIGUSR1); false once the shim is gone.
+  bool stopAt(const ReplicaKey& key, const std::string& dir, int64_t termAtMs, int64_t killAtMs) override;
   Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& key, const std::string& dir,
                                            const std::vector<std::string>& argv, int outFd, int errFd) override;
   Result<ReplicaUsage> stats(const ReplicaKey& key) override;

@@ -2,6 +2,7 @@
 // together: config and flags, the data-dir lock, cgroups, the host driver, the runner, the
 // link to the master and the agent's own API.
 #include <CLI/CLI.hpp>
+#include <time.h>
 #include <unistd.h>
 
 #include <asio.hpp>
@@ -15,6 +16,7 @@
 #include "agent/cgroup/cgroup.h"
 #include "agent/config.h"
 #include "agent/host_driver.h"
+#include "agent/log_shipper.h"
 #ifdef YARD_WITH_CONTAINERD
 #include "agent/containerd_driver.h"
 #endif
@@ -28,9 +30,11 @@ namespace {
 
 void logLine(const std::string& line) { std::cerr << "yard-agent: " << line << std::endl; }
 
-int64_t steadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+// The runner's clock: CLOCK_BOOTTIME, the clock of the shim's lease and stop files.
+int64_t bootMs() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
 }  // namespace
@@ -44,6 +48,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> insecureRegistries;
   int apiPort = -1;
   bool allowHost = false;
+  bool stopReplicasOnExit = false;
   app.add_option("--config", configPath, "TOML config file (see configs/agent.toml)")->check(CLI::ExistingFile);
   app.add_option("--master", master, "The master's agent API HOST:PORT; overrides master");
   app.add_option("--token", token, "The master's join token; overrides token");
@@ -53,6 +58,9 @@ int main(int argc, char** argv) {
   app.add_option("--port-range", portRange, "Ports for replicas, LO-HI; overrides port_range");
   app.add_option("--api-port", apiPort, "Port of the agent's own API (logs); 0 = any; overrides api_port");
   app.add_flag("--allow-host-tasks", allowHost, "Run image: host replicas as host processes");
+  app.add_flag("--stop-replicas-on-exit", stopReplicasOnExit,
+               "On SIGTERM/SIGINT stop every replica (preStop, SIGTERM, grace, SIGKILL) before exiting, instead of "
+               "leaving them to the next agent (yard-master --dev uses it)");
   app.add_option("--cpu", cpu, "Advertise this many cores (e.g. 2 or 1500m) instead of all");
   app.add_option("--memory", memory, "Advertise this much memory (e.g. 4Gi) instead of all");
   app.add_option("--cgroup-parent", cgroupParent, "Parent cgroup of the replicas (default yard/<name>)");
@@ -170,6 +178,7 @@ int main(int argc, char** argv) {
     for (const auto& [registry, auth] : config.registryAuth) o.registryAuth[registry] = {auth.first, auth.second};
     o.node = config.name;
     o.stateDir = config.dataDir;
+    o.shim = config.shim;  // yard-shim guard fences each container when the agent is dead
     auto opened = agent::ContainerdDriver::open(o, cgroups.value().get());
     if (!opened) {
       logLine("containerd driver: " + opened.error());
@@ -183,7 +192,14 @@ int main(int argc, char** argv) {
 #endif
   }
   std::string binDir = std::filesystem::path(config.shim).parent_path().string();
-  agent::Runner runner({config.dataDir, config.allowHostTasks, binDir}, &host, containers.get(), steadyMs, logLine);
+  agent::Runner runner({config.dataDir, config.allowHostTasks, binDir}, &host, containers.get(), bootMs, logLine);
+  // Ended replicas' output goes to the master's log archive before their directories go.
+  agent::LogShipper shipper({config.master, config.token, config.name},
+                            [&io](std::function<void()> fn) { asio::post(io, std::move(fn)); }, logLine);
+  runner.onEnded = [&shipper](const agent::ReplicaKey& key, const std::string& dir, const agent::ReplicaSpec& spec) {
+    shipper.ship(key, dir, spec.job);
+  };
+  runner.holdRemoval = [&shipper](const agent::ReplicaKey& key) { return shipper.holds(key); };
   runner.recover();
   // Cgroups left by replicas this agent no longer holds (their directories are gone).
   auto held = runner.names();
@@ -200,7 +216,11 @@ int main(int argc, char** argv) {
       cgroups.value()->destroy(child);
     }
 
-  agent::MasterLink link(io, config, capacity, runner, logLine);
+  if (auto files = wire::raiseOpenFileLimit(); files)
+    logLine("open-file limit " + std::to_string(files.value()) + " (each connection holds one)");
+  else
+    logLine(files.error());
+  agent::MasterLink link(io, config, capacity, runner, logLine, bootMs);
   agent::AgentServer server(io, config.token, runner, [&link] { link.beatSoon(); }, logLine);
   auto port = server.listen(config.address + ":" + std::to_string(config.apiPort));
   if (!port) {
@@ -243,16 +263,44 @@ int main(int argc, char** argv) {
   std::cout << "agent " << config.name << " api " << config.address << ":" << port.value() << std::endl;
 
   asio::signal_set signals(io, SIGTERM, SIGINT);
+  asio::steady_timer drainTimer(io);
+  std::function<void(int64_t)> stopReplicasThen;  // ticks until none is live or the bound passes
   signals.async_wait([&](asio::error_code, int sig) {
+    std::string on = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (stopReplicasOnExit && runner.anyLive()) {
+      // The replicas' own stop sequence, bounded by their grace (+2 s for the last SIGKILL).
+      int64_t bound = bootMs() + runner.longestStopGraceMs() + 2000;
+      logLine("shutting down on " + on + "; stopping every replica first (--stop-replicas-on-exit)");
+      runner.stopAll("stopped: yard-agent is exiting (--stop-replicas-on-exit)");
+      link.stop();  // nothing more starts
+      stopReplicasThen(bound);
+      return;
+    }
     // Replicas keep running under their shims; a restarted agent re-adopts them.
-    logLine(std::string("shutting down on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") + "; replicas keep running");
+    logLine("shutting down on " + on + (stopReplicasOnExit ? "" : "; replicas keep running"));
     link.stop();
     server.stop();
     tickTimer.cancel();
     children.cancel();
     io.stop();
   });
+  stopReplicasThen = [&](int64_t bound) {
+    runner.tick();
+    if (!runner.anyLive() || bootMs() >= bound) {
+      if (runner.anyLive()) logLine("some replicas had not ended within their grace; exiting anyway");
+      server.stop();
+      tickTimer.cancel();
+      children.cancel();
+      io.stop();
+      return;
+    }
+    drainTimer.expires_after(std::chrono::milliseconds(100));
+    drainTimer.async_wait([&, bound](asio::error_code e) {
+      if (!e) stopReplicasThen(bound);
+    });
+  };
   io.run();
+  shipper.stop();  // after the request in flight; the next agent ships what is left
   // Starts in progress give up now; drivers' threads post to io, which must outlive them.
   for (agent::Driver* d : drivers) d->shutdown();
   // No empty parent group is left behind: ended replicas' groups are gone already, and a

@@ -14,8 +14,9 @@ constexpr auto kAnswerTimeout = std::chrono::seconds(15);
 
 }  // namespace
 
-MasterLink::MasterLink(asio::io_context& io, const AgentConfig& config, HostCapacity capacity, Runner& runner, Log log)
-    : io_(io), config_(config), capacity_(std::move(capacity)), runner_(runner), log_(std::move(log)) {}
+MasterLink::MasterLink(asio::io_context& io, const AgentConfig& config, HostCapacity capacity, Runner& runner, Log log,
+                       Runner::Clock now)
+    : io_(io), config_(config), capacity_(std::move(capacity)), runner_(runner), log_(std::move(log)), now_(std::move(now)) {}
 
 void MasterLink::start() { connect(); }
 
@@ -62,7 +63,11 @@ void MasterLink::reconnectLater(const std::string& why) {
   inFlight_ = false;
   answerTimer_.cancel();
   beatTimer_.cancel();
-  backoffMs_ = backoffMs_ == 0 ? kBackoffFirstMs : std::min(backoffMs_ * 2, kBackoffMaxMs);
+  // Reconnect several times within the fence timeout: a master back sooner must not find its
+  // replicas fenced because the agent was still backing off.
+  int64_t maxMs = fenceTimeoutMs_ > 0 ? std::clamp<int64_t>(fenceTimeoutMs_ / 4, kBackoffFirstMs, kBackoffMaxMs)
+                                      : kBackoffMaxMs;
+  backoffMs_ = backoffMs_ == 0 ? kBackoffFirstMs : std::min(backoffMs_ * 2, maxMs);
   std::uniform_real_distribution<double> jitter(0.5, 1.5);
   auto wait = std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(backoffMs_) * jitter(rng_)));
   if (log_) log_("master " + config_.master + ": " + why + "; retrying in " + std::to_string(wait.count()) + " ms");
@@ -75,9 +80,14 @@ void MasterLink::reconnectLater(const std::string& why) {
 void MasterLink::send(capnp::MessageBuilder& msg) {
   if (!conn_) return;
   inFlight_ = true;
+  sentAtMs_ = now_();
   conn_->send(msg);
-  // A master that stops answering is as good as gone.
-  answerTimer_.expires_after(kAnswerTimeout);
+  // A master that stops answering is as good as gone; give up on it well before the fence, so
+  // a new connection can still renew the lease.
+  std::chrono::milliseconds timeout = kAnswerTimeout;
+  if (fenceTimeoutMs_ > 0)
+    timeout = std::min<std::chrono::milliseconds>(timeout, std::chrono::milliseconds(std::max<uint32_t>(1000, fenceTimeoutMs_ / 2)));
+  answerTimer_.expires_after(timeout);
   answerTimer_.async_wait([this, self = conn_](asio::error_code ec) {
     if (!ec && conn_ == self && inFlight_) conn_->close("no answer from the master");
   });
@@ -123,6 +133,12 @@ void MasterLink::sendRegister() {
   node.setAgentVersion(kVersion);
   node.setAgentPort(agentPort_);
   send(msg);
+}
+
+void MasterLink::renewLease() {
+  Lease lease;
+  if (fenceTimeoutMs_ > 0) lease = {sentAtMs_ + fenceTimeoutMs_, fenceGraceMs_, fenceTimeoutMs_};
+  runner_.renewLeases(lease);
 }
 
 void MasterLink::beatSoon() {
@@ -192,12 +208,21 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
     case agentapi::AgentResponse::REGISTERED: {
       registered_ = true;
       backoffMs_ = 0;
-      intervalMs_ = std::max<uint32_t>(200, resp.getRegistered().getHeartbeatIntervalMs());
+      intervalMs_ = std::max<uint32_t>(100, resp.getRegistered().getHeartbeatIntervalMs());
+      fenceTimeoutMs_ = resp.getRegistered().getFenceTimeoutMs();
+      fenceGraceMs_ = resp.getRegistered().getFenceGraceMs();
       if (log_) log_("registered with master " + config_.master + " as node " + config_.name + " (heartbeat every " +
-                     std::to_string(intervalMs_) + " ms)");
+                     std::to_string(intervalMs_) + " ms; " +
+                     (fenceTimeoutMs_ ? "replicas are fenced after " + std::to_string(fenceTimeoutMs_) +
+                                            " ms without an answer, SIGKILL within " + std::to_string(fenceGraceMs_) + " ms"
+                                      : std::string("no fencing")) +
+                     ")");
+      // The master counts a registration as a heartbeat.
+      renewLease();
       beatAgain_ = false;
       return beat();
     }
+    case agentapi::AgentResponse::ARCHIVED: break;  // answers the log shipper, on its own connection
     case agentapi::AgentResponse::DESIRED: {
       std::vector<DesiredReplica> desired;
       for (auto d : resp.getDesired().getReplicas()) {
@@ -207,7 +232,9 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
         if (out.run && d.hasSpec()) out.spec = specFrom(d.getSpec());
         desired.push_back(std::move(out));
       }
+      renewLease();  // first: replicas this answer starts get the new lease
       runner_.converge(desired);
+      if (resp.getDesired().getMore()) beatAgain_ = true;  // specs were held back for size
       break;
     }
   }

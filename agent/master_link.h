@@ -4,6 +4,11 @@
 // on. Reconnects with jittered exponential backoff; re-registers when the master no longer
 // knows the node (a master that lost or restored state).
 //
+// Fencing (docs/reliability.md, "Fencing"): every answer renews the replicas' lease to the time
+// its request was sent plus the master's fence timeout. With no answers the lease runs out and
+// the runner (and each replica's yard-shim) stops the replicas before the master, which counts
+// from when it received the last request, marks the node down and places them elsewhere.
+//
 // REQUIRES: every method runs on the io thread.
 
 #include <asio.hpp>
@@ -23,7 +28,9 @@ namespace yard::agent {
 class MasterLink {
  public:
   using Log = std::function<void(const std::string&)>;
-  MasterLink(asio::io_context& io, const AgentConfig& config, HostCapacity capacity, Runner& runner, Log log);
+  // `now` is the runner's clock (CLOCK_BOOTTIME ms): leases are measured on it.
+  MasterLink(asio::io_context& io, const AgentConfig& config, HostCapacity capacity, Runner& runner, Log log,
+             Runner::Clock now);
   void start();
   void stop();
   // Heartbeat as soon as possible (a replica changed state; the master woke us).
@@ -40,12 +47,15 @@ class MasterLink {
   void sendRegister();
   void beat();
   void send(capnp::MessageBuilder& msg);
+  // An answer came to the request sent at sentAtMs_: the replicas' lease runs from then.
+  void renewLease();
 
   asio::io_context& io_;
   const AgentConfig& config_;
   HostCapacity capacity_;
   Runner& runner_;
   Log log_;
+  Runner::Clock now_;
   uint16_t agentPort_ = 0;
   std::shared_ptr<wire::Connection> conn_;
   bool stopped_ = false;
@@ -55,6 +65,9 @@ class MasterLink {
   bool beatQueued_ = false;
   uint64_t nextId_ = 1;
   uint32_t intervalMs_ = 1000;
+  int64_t sentAtMs_ = 0;          // when the request in flight was sent
+  uint32_t fenceTimeoutMs_ = 0;   // from Registered; 0: the master does not fence
+  uint32_t fenceGraceMs_ = 0;
   int64_t backoffMs_ = 0;
   bool connected_once_ = false;
   std::mt19937 rng_{std::random_device{}()};

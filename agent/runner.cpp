@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 namespace yard::agent {
@@ -14,6 +16,18 @@ namespace fs = std::filesystem;
 constexpr const char* kStopFile = "stop-reason";
 // Written once postStart has succeeded (or there is none): the replica is Running.
 constexpr const char* kStartedFile = "started";
+// The lease, "<expires_at_ms> <kill_grace_ms>" (docs/shim.md): the shim fences by it, and a
+// restarted agent learns from it when each replica's lease runs out.
+constexpr const char* kLeaseFile = "lease";
+// The agent fenced this replica (its reason), so a restarted agent reports it as fenced.
+constexpr const char* kFencedFile = "agent-fenced";
+// How long after the SIGKILL time the runner sends SIGKILL itself when the driver carries the
+// stop out (the shim acts at that time; this is the backstop).
+constexpr int64_t kBackstopMs = 1000;
+
+std::string leaseLine(int64_t expiresAt, int64_t grace) {
+  return std::to_string(expiresAt) + " " + std::to_string(grace) + "\n";
+}
 
 }  // namespace
 
@@ -65,6 +79,17 @@ void Runner::recover() {
     if (auto why = readFile(r.dir + "/" + kStopFile)) {
       r.stop = true;
       r.stopReason = why.value();
+    }
+    if (auto why = readFile(r.dir + "/" + kFencedFile)) {
+      r.fenced = r.stop = true;
+      r.stopReason = why.value();
+    }
+    if (auto lease = readFile(r.dir + "/" + kLeaseFile)) {
+      long long expires = 0, grace = 0;
+      if (std::sscanf(lease.value().c_str(), "%lld %lld", &expires, &grace) == 2) {
+        r.leaseExpiresAt = expires;
+        r.leaseGraceMs = grace;
+      }
     }
     DriverStatus st;
     if (r.driver) {
@@ -136,6 +161,7 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
     r.driver = containers_;
     if (!r.driver) return fail("agent: this node has no container runtime for image " + spec.image);
   }
+  writeLease(r);  // before the shim starts: a replica is never without its lease
   auto started = r.driver->start(key, r.spec, r.dir);
   if (!started) return fail("agent: " + started.error());
   auto& slot = replicas_[key] = std::move(r);
@@ -163,6 +189,69 @@ void Runner::converge(const std::vector<DesiredReplica>& desired) {
     }
 }
 
+void Runner::writeLease(Replica& r) {
+  std::string path = r.dir + "/" + kLeaseFile;
+  if (lease_.expiresAtMs <= 0) {
+    r.leaseExpiresAt = 0;
+    std::error_code ec;
+    fs::remove(path, ec);
+    return;
+  }
+  r.leaseExpiresAt = lease_.expiresAtMs;
+  r.leaseGraceMs = std::min<int64_t>(r.spec.stopGraceMs, lease_.graceMs);
+  if (auto w = writeFileAtomic(path, leaseLine(r.leaseExpiresAt, r.leaseGraceMs)); !w && log_)
+    log_(r.spec.label() + ": lease not renewed (its shim fences it at the old time): " + w.error());
+}
+
+void Runner::renewLeases(const Lease& lease) {
+  lease_ = lease;
+  for (auto& [key, r] : replicas_)
+    if (r.phase != Phase::Done && !r.fenced) writeLease(r);
+}
+
+void Runner::fence(Replica& r, int64_t now) {
+  r.fenced = true;
+  std::string why = lease_.timeoutMs > 0
+                        ? "fenced: no answer from the master for " + std::to_string((lease_.timeoutMs + 999) / 1000) + "s"
+                        : "fenced: no answer from the master within its lease";
+  writeFileAtomic(r.dir + "/" + kFencedFile, why);
+  if (log_) log_(r.spec.label() + " attempt " + std::to_string(r.key.attempt) + " (replica " + r.key.name() + "): " + why);
+  if (!r.stop) {
+    r.stop = true;
+    r.stopReason = why;
+    writeFileAtomic(r.dir + "/" + kStopFile, why);
+    return;  // advance() begins the stop, with the lease's grace
+  }
+  // A stop already under way keeps its course but ends within the lease's grace.
+  int64_t killAt = now + std::min<int64_t>(r.spec.stopGraceMs, r.leaseGraceMs);
+  if ((r.phase != Phase::PreStop && r.phase != Phase::Terminating) || killAt >= r.killAt) return;
+  r.killAt = killAt;
+  if (r.phase == Phase::PreStop) {
+    r.deadline = killAt;
+    r.driver->stopAt(r.key, r.dir, killAt, killAt);
+  } else {
+    r.deadline = killAt + (r.shimStops ? kBackstopMs : 0);
+    r.driver->stopAt(r.key, r.dir, now, killAt);
+  }
+}
+
+void Runner::stopAll(const std::string& why) {
+  for (auto& [key, r] : replicas_) requestStop(r, why);
+}
+
+bool Runner::anyLive() const {
+  for (const auto& [key, r] : replicas_)
+    if (r.phase != Phase::Done) return true;
+  return false;
+}
+
+int64_t Runner::longestStopGraceMs() const {
+  int64_t ms = 0;
+  for (const auto& [key, r] : replicas_)
+    if (r.phase != Phase::Done) ms = std::max<int64_t>(ms, r.spec.stopGraceMs);
+  return ms;
+}
+
 void Runner::requestStop(Replica& r, const std::string& why) {
   if (r.stop || r.phase == Phase::Done) return;
   r.stop = true;
@@ -170,24 +259,37 @@ void Runner::requestStop(Replica& r, const std::string& why) {
   writeFileAtomic(r.dir + "/" + kStopFile, why);
 }
 
+// The stop sequence: preStop and SIGTERM share the grace period; SIGKILL at its end. The
+// driver carries it out where it can (the shim, which outlives the agent); the runner's own
+// deadlines are then only a backstop.
 void Runner::beginStop(Replica& r, int64_t now) {
   if (r.hook) {
     r.hook->kill();
     r.hook.reset();
   }
+  int64_t grace = r.spec.stopGraceMs;
+  if (r.fenced) grace = std::min<int64_t>(grace, r.leaseGraceMs);
+  r.killAt = now + grace;
   if (!r.spec.preStop.empty()) {
     auto h = r.driver->exec(r.key, r.dir, r.spec.preStop);
     if (h) {
       r.hook = std::move(h).value();
       r.phase = Phase::PreStop;
-      r.deadline = now + r.spec.stopGraceMs;
+      r.deadline = r.killAt;
+      // SIGTERM waits for preStop (terminate() moves it to its end), SIGKILL does not.
+      r.shimStops = r.driver->stopAt(r.key, r.dir, r.killAt, r.killAt);
       return;
     }
     if (log_) log_(r.spec.label() + ": preStop could not run: " + h.error());
   }
-  r.driver->signal(r.key, r.dir, SIGTERM);
+  terminate(r, now);
+}
+
+void Runner::terminate(Replica& r, int64_t now) {
+  r.shimStops = r.driver->stopAt(r.key, r.dir, now, r.killAt);
+  if (!r.shimStops) r.driver->signal(r.key, r.dir, SIGTERM);
   r.phase = Phase::Terminating;
-  r.deadline = now + r.spec.stopGraceMs;
+  r.deadline = r.killAt + (r.shimStops ? kBackstopMs : 0);
 }
 
 void Runner::finish(Replica& r, const DriverStatus& st) {
@@ -207,6 +309,10 @@ void Runner::finish(Replica& r, const DriverStatus& st) {
     state = ReplicaState::Lost;
     r.cause = EndCause::AgentFailure;
     r.reason = st.reason;
+  } else if (r.fenced || st.cause == EndCause::NodeLost) {  // its lease ran out
+    state = ReplicaState::Killed;
+    r.cause = EndCause::NodeLost;
+    r.reason = r.fenced ? r.stopReason : st.reason;
   } else if (st.oomKilled) {
     state = ReplicaState::OOMKilled;
     r.cause = EndCause::OOMKilled;
@@ -224,6 +330,7 @@ void Runner::finish(Replica& r, const DriverStatus& st) {
   r.memoryBytes = 0;
   if (r.driver) r.driver->destroy(r.key, r.dir);
   setState(r, state);
+  if (onEnded) onEnded(r.key, r.dir, r.spec);
 }
 
 void Runner::sample(Replica& r, int64_t now) {
@@ -296,10 +403,7 @@ void Runner::advance(Replica& r, int64_t now) {
       auto code = r.hook->poll();
       if (!code && now < r.deadline) return;
       r.hook.reset();
-      r.driver->signal(r.key, r.dir, SIGTERM);
-      r.phase = Phase::Terminating;
-      r.deadline = now + r.spec.stopGraceMs;
-      return;
+      return terminate(r, now);
     }
     case Phase::Terminating:
       if (now < r.deadline) return;
@@ -326,8 +430,9 @@ void Runner::tick() {
   if (containers_) containers_->sweep();
   for (auto it = replicas_.begin(); it != replicas_.end();) {
     Replica& r = it->second;
+    if (r.phase != Phase::Done && !r.fenced && r.leaseExpiresAt > 0 && now >= r.leaseExpiresAt) fence(r, now);
     advance(r, now);
-    if (r.phase == Phase::Done && r.remove) {
+    if (r.phase == Phase::Done && r.remove && !(holdRemoval && holdRemoval(r.key))) {
       std::error_code ec;
       fs::remove_all(r.dir, ec);
       if (log_) log_("removed " + r.spec.label() + " attempt " + std::to_string(r.key.attempt) + " (replica " + r.key.name() + ")");

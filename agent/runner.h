@@ -27,6 +27,15 @@ struct DesiredReplica {
   std::optional<ReplicaSpec> spec;  // set when run
 };
 
+// The lease the master's answers grant (docs/reliability.md, "Fencing"): a replica whose lease
+// has run out is stopped, by the runner and, for host replicas, by its yard-shim even when the
+// agent is dead. Times on the runner's clock.
+struct Lease {
+  int64_t expiresAtMs = 0;  // 0: no lease (a master that does not fence)
+  int64_t graceMs = 0;      // SIGTERM to SIGKILL of a fenced replica, at most (and at most its stop grace)
+  int64_t timeoutMs = 0;    // how long without an answer that is (for the reason people read)
+};
+
 struct ReplicaReport {
   ReplicaKey key;
   ReplicaState state = ReplicaState::Starting;  // never Placed
@@ -40,7 +49,9 @@ struct ReplicaReport {
 
 class Runner {
  public:
-  using Clock = std::function<int64_t()>;  // monotonic ms
+  // Monotonic ms; CLOCK_BOOTTIME in the agent, since its times go into the shim's lease and
+  // stop files (docs/shim.md).
+  using Clock = std::function<int64_t()>;
   using Log = std::function<void(const std::string&)>;
   struct Options {
     std::string dataDir;        // replicas live in dataDir/replicas/<id>-<attempt>
@@ -56,6 +67,16 @@ class Runner {
   // Re-adopts the replicas found on disk (after an agent restart).
   void recover();
   void converge(const std::vector<DesiredReplica>& desired);
+  // Gives every live replica that is not fenced `lease` (written to its directory as `lease`,
+  // the shim's contract), and every replica started from now on. A replica whose lease runs
+  // out is fenced: stopped for good, with the lease's grace at most, and reported Killed
+  // (cause NodeLost). An empty lease removes the lease files: nothing is fenced.
+  void renewLeases(const Lease& lease);
+  // Stops every replica (preStop, SIGTERM, grace, SIGKILL) with `why` as the reason.
+  void stopAll(const std::string& why);
+  // True while some replica has not ended; the longest stop grace among them.
+  bool anyLive() const;
+  int64_t longestStopGraceMs() const;
   void tick();
   std::vector<ReplicaReport> reports() const;
   // Directory names of every replica held (cgroup names of live ones), for leftover checks.
@@ -77,6 +98,11 @@ class Runner {
 
   // Called when a report changed (so the agent heartbeats soon).
   std::function<void()> onChange;
+  // Called once an attempt has ended (also for ended ones recover() finds), with its
+  // directory; and asked before a directory is removed: true keeps it for now (its output
+  // is still being shipped to the master's log archive; agent/log_shipper.h).
+  std::function<void(const ReplicaKey&, const std::string& dir, const ReplicaSpec&)> onEnded;
+  std::function<bool(const ReplicaKey&)> holdRemoval;
 
  private:
   enum class Phase { Starting, PostStart, Running, PreStop, Terminating, Killing, Done };
@@ -95,6 +121,10 @@ class Runner {
     std::string stopReason;
     std::string failure;      // the agent ended it on purpose as a failure (postStart)
     bool remove = false;      // delete everything once it is Done
+    bool fenced = false;      // its lease ran out: stopped for good, reported Killed (NodeLost)
+    int64_t leaseExpiresAt = 0, leaseGraceMs = 0;  // 0: no lease
+    int64_t killAt = 0;       // while stopping: when SIGKILL is due
+    bool shimStops = false;   // the driver carries the stop out (stopAt); the runner is the backstop
     std::unique_ptr<ExecHandle> hook;
     int64_t deadline = 0;
     int64_t cpuMillis = 0, memoryBytes = 0, lastCpuNanos = -1, lastSampleMs = 0;
@@ -104,6 +134,9 @@ class Runner {
   void requestStop(Replica& r, const std::string& why);
   void advance(Replica& r, int64_t now);
   void beginStop(Replica& r, int64_t now);
+  void terminate(Replica& r, int64_t now);
+  void fence(Replica& r, int64_t now);
+  void writeLease(Replica& r);
   void finish(Replica& r, const DriverStatus& st);
   void sample(Replica& r, int64_t now);
   void setState(Replica& r, ReplicaState state);
@@ -116,6 +149,7 @@ class Runner {
   Clock now_;
   Log log_;
   std::map<ReplicaKey, Replica> replicas_;
+  Lease lease_;
 };
 
 }  // namespace yard::agent

@@ -1,5 +1,7 @@
 #include "master/agent_api.h"
 
+#include <capnp/serialize.h>
+
 #include <set>
 
 #include "common/lifecycle/wire.h"
@@ -13,6 +15,11 @@
 
 namespace yard::master {
 namespace {
+
+// Specs per heartbeat answer: the first spec always goes (one spec is bounded by the
+// master's spec limits), further ones while the answer is under this; well inside the
+// agent's 8 MiB frame limit.
+constexpr size_t kSpecBytesPerAnswer = 4u << 20;
 
 // How the agent API writes a refusal: the error text in place of an answer.
 struct AgentApiError {
@@ -111,6 +118,7 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
     switch (req.which()) {
       case agentapi::AgentRequest::REGISTER: token = view(req.getRegister().getToken()); break;
       case agentapi::AgentRequest::HEARTBEAT: token = view(req.getHeartbeat().getToken()); break;
+      case agentapi::AgentRequest::ARCHIVE_LOG: token = view(req.getArchiveLog().getToken()); break;
       default: refusal = "this yard-master does not understand that request (a newer yard-agent?)";
     }
     if (refusal.empty() && !tokensEqual(token, joinToken_)) refusal = "join token refused";
@@ -120,6 +128,7 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
     conn->closeAfterWrite(refusal);
     return;
   }
+  conn->markAuthenticated();  // its frames may now be as large as a heartbeat needs
 
   if (req.isRegister()) {
     NodeRegistration reg = registrationFrom(req.getRegister().getNode());
@@ -129,6 +138,18 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
       auto out = a.resp.initRegistered();
       out.setNode(name);
       out.setHeartbeatIntervalMs(registry_.heartbeatIntervalMs());
+      out.setFenceTimeoutMs(registry_.fenceTimeoutMs());
+      out.setFenceGraceMs(registry_.fenceGraceMs());
+      a.send();
+    });
+  }
+  if (req.isArchiveLog()) {
+    if (!archive_) return a.error("this master keeps no log archive");
+    return archive_->receive(req.getArchiveLog(), jobs_, [this, a](Result<uint64_t> r) {
+      if (!r) return a.error(r.error());
+      auto out = a.resp.initArchived();
+      out.setHeld(r.value());
+      out.setMaxBytes(archive_->maxBytes());
       a.send();
     });
   }
@@ -160,17 +181,28 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
       jobs_->reportReplicas(node, reports);
       jobs_->forEachDesired(node, [&](const JobEntry& job, size_t task, const store::ReplicaRecord& rec, bool run) {
         desired.push_back({&job, task, &rec, run});
+        if (archive_) archive_->notePlacement(node, job, task, rec);  // its log may be archived after a delete
       });
     }
-    auto list = a.resp.initDesired().initReplicas(static_cast<unsigned>(desired.size()));
+    auto answer = a.resp.initDesired();
+    auto list = answer.initReplicas(static_cast<unsigned>(desired.size()));
+    size_t specBytes = 0;
     for (unsigned i = 0; i < list.size(); ++i) {
       const Item& d = desired[i];
       list[i].setReplicaId(d.rec->id);
       list[i].setAttempt(d.rec->attempt);
       list[i].setRun(d.run);
-      // The spec only for attempts the agent does not hold yet: a heartbeat's answer stays
-      // small however many replicas (with their O(gang) variables) a node runs.
-      if (d.run && !held.count({d.rec->id, d.rec->attempt})) fillSpec(*d.job, d.task, *d.rec, list[i].initSpec());
+      // The spec only for attempts the agent does not hold yet (a heartbeat's answer stays
+      // small however many replicas a node runs), and no more than kSpecBytesPerAnswer of
+      // them (however large the specs, with their O(gang) variables): the rest are listed
+      // without a spec, which the agent skips, and `more` makes it beat again at once.
+      if (!d.run || held.count({d.rec->id, d.rec->attempt})) continue;
+      if (specBytes >= kSpecBytesPerAnswer) {
+        answer.setMore(true);
+        continue;
+      }
+      fillSpec(*d.job, d.task, *d.rec, list[i].initSpec());
+      specBytes = capnp::computeSerializedSizeInWords(*a.message) * sizeof(capnp::word);
     }
     a.send();
   });

@@ -15,6 +15,7 @@
 #include "master/catalog.h"
 #include "schema/agent.capnp.h"
 #include "master/jobs.h"
+#include "master/log_archive.h"
 #include "master/nodes.h"
 
 namespace yard::master {
@@ -30,6 +31,8 @@ class AgentApi {
   void setCatalog(const Catalog* catalog) { catalog_ = catalog; }
   // How long an agent gives preStop and SIGTERM before SIGKILL.
   void setStopGraceMs(uint32_t ms) { stopGraceMs_ = ms; }
+  // Where archiveLog requests store ended replicas' output; without it they are refused.
+  void setLogArchive(LogArchiveService* archive) { archive_ = archive; }
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
 
 
@@ -42,6 +45,7 @@ class AgentApi {
   JobRegistry* jobs_ = nullptr;
   const Catalog* catalog_ = nullptr;
   uint32_t stopGraceMs_ = 10000;
+  LogArchiveService* archive_ = nullptr;
 };
 
 }  // namespace yard::master

@@ -20,6 +20,7 @@
 #include "schema/api.capnp.h"
 #include "master/config.h"
 #include "master/jobs.h"
+#include "master/log_archive.h"
 #include "master/nodes.h"
 
 namespace yard::master {
@@ -52,11 +53,14 @@ class ClientApi {
   void stop() { reads_.stop(); }
   // How `logs` reaches agents; without it logs are refused.
   void setAgentCalls(AgentCalls* calls) { calls_ = calls; }
+  // Where `logs` finds the output of replicas no agent holds any more (may stay null).
+  void setLogArchive(LogArchiveService* archive) { archive_ = archive; }
 
  private:
   struct LogTarget {
     std::string label;  // task/role/index
-    std::string hostPort;
+    std::string hostPort;  // empty: read from the log archive only
+    int64_t jobId = 0;
     int64_t replicaId = 0;
     int32_t attempt = 0;
   };
@@ -71,6 +75,7 @@ class ClientApi {
     bool follow = false;
     int64_t tail = -1;
     bool over = false;
+    std::shared_ptr<void> hold;  // the client's connection is not idle while this lasts
   };
 
   // One handler per resource. REQUIRES: `req` is a request about that resource.
@@ -112,6 +117,7 @@ class ClientApi {
   NodeRegistry& nodes_;
   Clock now_;
   AgentCalls* calls_ = nullptr;
+  LogArchiveService* archive_ = nullptr;
   ReadThread reads_;  // last: joined before the members its reads use are destroyed
 };
 

@@ -9,6 +9,39 @@ namespace yard::master {
 namespace {
 
 constexpr size_t kMaxClientBacklog = 64u << 20;
+// An archived log is read whole (up to log_archive_max_bytes) once the client has taken
+// what was sent before, and sent in whole lines of up to this much per frame.
+constexpr size_t kArchiveBacklog = 8u << 20;
+constexpr size_t kArchiveChunkBytes = 256u << 10;
+
+// Runs `then` once the relay's client has fewer than kArchiveBacklog bytes waiting.
+template <typename Relay, typename Then>
+void whenDrained(std::weak_ptr<Relay> weak, Then then) {
+  auto r = weak.lock();
+  if (!r || r->over) return;
+  if (r->conn->pendingBytes() <= kArchiveBacklog) return then();
+  auto timer = std::make_shared<asio::steady_timer>(r->conn->executor(), std::chrono::milliseconds(20));
+  timer->async_wait([timer, weak, then](asio::error_code ec) {
+    if (!ec) whenDrained(weak, then);
+  });
+}
+
+void sendArchived(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& label,
+                  const std::string& text) {
+  for (size_t at = 0; at < text.size();) {
+    size_t n = std::min(kArchiveChunkBytes, text.size() - at);
+    if (at + n < text.size()) {  // whole lines, unless one line is longer than a frame
+      size_t nl = text.rfind('\n', at + n - 1);
+      if (nl != std::string::npos && nl >= at) n = nl + 1 - at;
+    }
+    ClientAnswer chunk(conn, id);
+    auto c = chunk.resp.initLogChunk();
+    c.setReplica(label);
+    c.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(text.data() + at), n));
+    chunk.send();
+    at += n;
+  }
+}
 
 // The replicas a query names: per task, the requested attempt, or the newest attempt of
 // each replica.
@@ -30,7 +63,51 @@ std::vector<const store::ReplicaRecord*> selectReplicas(const TaskEntry& t, api:
 
 void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader q) {
   auto fail = [&](const std::string& why) { ClientAnswer(conn, id).error(why); };
+  // Following: every stream at once, until each ends or the client goes away. Otherwise one
+  // replica after another, so each one's output stays together.
+  auto startRelay = [this, conn, id, follow = q.getFollow(), tail = q.getTailLines()](std::vector<LogTarget> targets,
+                                                                                   std::string problems) {
+    auto relay = std::make_shared<Relay>();
+    relay->conn = conn;
+    relay->id = id;
+    relay->targets = std::move(targets);
+    relay->problems = std::move(problems);
+    relay->follow = follow;
+    relay->tail = tail;
+    relay->hold = conn->holdOpen();
+    conn->onClose([relay] {
+      relay->over = true;
+      auto streams = std::move(relay->streams);  // breaks stream -> callback -> relay cycles
+      relay->streams.clear();
+      for (auto& st : streams) st->cancel();
+    });
+    startNextLog(relay);
+  };
   const JobEntry* job = jobs_.find(q.getJob());
+  if (!job && archive_) {
+    // A deleted job's logs stay in the archive until log_retention.
+    struct Filter {
+      std::string job, task, role;
+      int32_t index, attempt;
+    } f{q.getJob(), q.getTask(), q.getRole(), q.getIndex(), q.getAttempt()};
+    return archive_->jobLogs(f.job, [conn, id, f, startRelay](std::vector<LogArchive::Entry> entries) {
+      std::map<std::string, const LogArchive::Entry*> newest;  // by label
+      for (const auto& e : entries) {
+        const ArchivedLogMeta& m = e.meta;
+        if ((!f.task.empty() && m.task != f.task) || (!f.role.empty() && m.role != f.role) ||
+            (f.index >= 0 && m.index != f.index) || (f.attempt >= 0 && m.attempt != f.attempt))
+          continue;
+        auto& slot = newest[m.label()];
+        if (!slot || slot->meta.attempt < m.attempt) slot = &e;
+      }
+      if (newest.empty())
+        return ClientAnswer(conn, id).error("job " + f.job + " does not exist" +
+                                            (entries.empty() ? "" : " and none of its archived logs match the filters"));
+      std::vector<LogTarget> targets;
+      for (const auto& [label, e] : newest) targets.push_back({label, "", e->meta.jobId, e->meta.replicaId, e->meta.attempt});
+      startRelay(std::move(targets), "");
+    });
+  }
   if (!job) return fail(std::string("job ") + q.getJob().cStr() + " does not exist");
   if (!calls_) return fail("this master cannot reach agents");
   std::vector<ClientApi::LogTarget> targets;
@@ -43,11 +120,15 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
       if (r->state == ReplicaState::Placed) continue;  // nothing written yet
       std::string label = t.rec.name + "/" + r->role + "/" + std::to_string(r->index);
       auto n = nodes_.nodes().find(r->node);
-      if (n == nodes_.nodes().end() || n->second.record.agentPort == 0) {
+      bool reachable = n != nodes_.nodes().end() && n->second.record.agentPort != 0 && n->second.record.state != "down";
+      if (!reachable && !archive_) {
         problems += (problems.empty() ? "" : "; ") + label + ": node " + r->node + " has no agent API";
         continue;
       }
-      targets.push_back({label, n->second.record.address + ":" + std::to_string(n->second.record.agentPort), r->id, r->attempt});
+      // A node that is gone or down: whatever its agent archived.
+      std::string hostPort =
+          reachable ? n->second.record.address + ":" + std::to_string(n->second.record.agentPort) : std::string();
+      targets.push_back({label, hostPort, job->rec.id, r->id, r->attempt});
     }
   }
   if (!taskFound) return fail(std::string("job ") + q.getJob().cStr() + " has no task " + q.getTask().cStr());
@@ -56,23 +137,7 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
     if (q.getTask().size() || q.getRole().size() || q.getIndex() >= 0 || q.getAttempt() >= 0) what += " matching the filters";
     return fail(what);
   }
-
-  // Following: every stream at once, until each ends or the client goes away. Otherwise one
-  // replica after another, so each one's output stays together.
-  auto relay = std::make_shared<Relay>();
-  relay->conn = conn;
-  relay->id = id;
-  relay->targets = std::move(targets);
-  relay->problems = problems;
-  relay->follow = q.getFollow();
-  relay->tail = q.getTailLines();
-  conn->onClose([relay] {
-    relay->over = true;
-    auto streams = std::move(relay->streams);  // breaks stream -> callback -> relay cycles
-    relay->streams.clear();
-    for (auto& st : streams) st->cancel();
-  });
-  startNextLog(relay);
+  startRelay(std::move(targets), std::move(problems));
 }
 
 void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
@@ -80,6 +145,7 @@ void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
   if (relay->next == relay->targets.size()) {
     if (relay->open > 0) return;
     relay->over = true;
+    relay->hold.reset();
     relay->streams.clear();
     ClientAnswer end(relay->conn, relay->id);
     end.resp.setLogEnd(relay->problems);
@@ -91,20 +157,61 @@ void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
   std::string label = t.label;
   auto conn = relay->conn;
   uint64_t id = relay->id;
+  std::weak_ptr<Relay> weak = relay;
+  // The archive's copy, once no agent has the replica: `unreadable` says why not, for when
+  // the archive has nothing either.
+  auto fromArchive = [this, weak, t](const std::string& unreadable) {
+    whenDrained(weak, [this, weak, t, unreadable] {
+      auto r = weak.lock();
+      if (!r) return;
+      if (!archive_) {
+        r->open--;
+        r->problems += (r->problems.empty() ? "" : "; ") + t.label + ": " + unreadable;
+        return startNextLog(r);
+      }
+      archive_->read(t.jobId, t.replicaId, t.attempt, r->tail,
+                     [this, weak, label = t.label, unreadable](std::optional<LogArchiveService::Text> text) {
+                       auto live = weak.lock();
+                       if (!live || live->over) return;
+                       live->open--;
+                       std::string problem;
+                       if (!text) {
+                         problem = (unreadable.empty() ? "" : unreadable + "; ") + "its output was not archived";
+                       } else {
+                         sendArchived(live->conn, live->id, label, text->text);
+                         if (!text->entry.complete)
+                           problem = "only the first " + std::to_string(text->entry.bytes) +
+                                     " bytes of its output were archived (its node was lost while sending it, "
+                                     "or is sending it now)";
+                       }
+                       if (!problem.empty()) live->problems += (live->problems.empty() ? "" : "; ") + label + ": " + problem;
+                       startNextLog(live);
+                     });
+    });
+  };
+  if (t.hostPort.empty() || !calls_) {
+    fromArchive("");
+    if (relay->follow) startNextLog(relay);
+    return;
+  }
+  auto delivered = std::make_shared<bool>(false);
   relay->streams.push_back(calls_->logs(
       t.hostPort, t.replicaId, t.attempt, relay->follow, relay->tail,
-      [conn, id, label](const std::string& data) {
+      [conn, id, label, delivered](const std::string& data) {
         // A client that stops reading is cut off rather than buffered without bound.
         if (conn->pendingBytes() > kMaxClientBacklog) return conn->close("log reader fell 64 MiB behind");
+        *delivered = true;
         ClientAnswer chunk(conn, id);
         auto c = chunk.resp.initLogChunk();
         c.setReplica(label);
         c.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(data.data()), data.size()));
         chunk.send();
       },
-      [this, weak = std::weak_ptr<Relay>(relay), label](const std::string& why) {
+      [this, weak, label, delivered, fromArchive](const std::string& why) {
         auto r = weak.lock();
         if (!r) return;
+        // The agent no longer has it (removed, cleaned up, its node gone): the archive has.
+        if (!why.empty() && !*delivered && archive_) return fromArchive(why);
         r->open--;
         if (!why.empty()) r->problems += (r->problems.empty() ? "" : "; ") + label + ": " + why;
         startNextLog(r);
@@ -193,7 +300,7 @@ void ClientApi::exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
         o.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(data.data()), data.size()));
         output.send();
       },
-      [conn, id](Result<int> r) {
+      [conn, id, hold = conn->holdOpen()](Result<int> r) {  // not idle while the command runs
         ClientAnswer end(conn, id);
         if (!r) return end.error("exec: " + r.error());
         end.resp.setExecExit(r.value());

@@ -12,7 +12,7 @@ void ClientApi::fillNode(api::NodeInfo::Builder out, const NodeInfo& n, bool wit
   const auto& r = n.record;
   out.setName(r.name);
   out.setAddress(r.address);
-  out.setState(r.state);
+  out.setState(nodes_.shownState(n));
   out.setDrained(r.drained);
   setResources(out.initCapacity(), r.cpuMillis, r.memoryBytes, r.gpu);
   auto [used, count] = jobs_.nodeUsage(r.name);

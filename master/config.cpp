@@ -2,6 +2,7 @@
 
 #include "common/config/toml_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -89,7 +90,36 @@ std::string autoscalerSection(const toml::node& n, lifecycle::AutoscalerSettings
   return "";
 }
 
+std::string seconds(int64_t ms) {
+  std::string s = std::to_string(ms / 1000);
+  if (ms % 1000) {
+    std::string frac = std::to_string(1000 + ms % 1000).substr(1);
+    while (frac.back() == '0') frac.pop_back();
+    s += "." + frac;
+  }
+  return s + "s";
+}
+
 }  // namespace
+
+Result<FenceTiming> fenceTiming(const MasterConfig& c) {
+  using F = Result<FenceTiming>;
+  int64_t t = c.heartbeatTimeoutSeconds * 1000;
+  FenceTiming f;
+  f.marginMs = std::max<int64_t>(1000, t / 6);
+  if (t < 2000)
+    return F::fail("heartbeat_timeout: " + seconds(t) +
+                   " is too short: fencing needs at least 1s for fence_timeout and 1s of margin, so at least 2s");
+  int64_t budget = t - f.marginMs;  // what fence_timeout + fence_grace may use: 5T/6 from T = 6 s
+  f.timeoutMs = c.fenceTimeoutSeconds >= 0 ? c.fenceTimeoutSeconds * 1000 : budget * 4 / 5;
+  f.graceMs = c.fenceGraceSeconds >= 0 ? c.fenceGraceSeconds * 1000 : budget / 5;
+  if (f.timeoutMs + f.graceMs > budget)
+    return F::fail("fence_timeout (" + seconds(f.timeoutMs) + ") + fence_grace (" + seconds(f.graceMs) +
+                   ") + margin (" + seconds(f.marginMs) + ", the larger of 1s and heartbeat_timeout/6) must be at most "
+                   "heartbeat_timeout (" + seconds(t) + "): an agent cut off from the master must have stopped its "
+                   "replicas before the master places them elsewhere");
+  return F::ok(f);
+}
 
 Result<MasterConfig> parseMasterConfig(const std::string& text, const std::string& source) {
   auto parsed = config::parseToml(text, source);
@@ -97,7 +127,8 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   const toml::table& root = parsed.value();
   MasterConfig c;
   if (auto e = config::unknownKey(root, {"data_dir", "listen", "agent_listen", "join_token", "heartbeat_timeout",
-                                         "flavors", "etcd_endpoints", "stop_grace", "advertise", "autoscaler"});
+                                         "flavors", "etcd_endpoints", "stop_grace", "advertise", "autoscaler",
+                                         "log_retention", "log_archive_max_bytes", "fence_timeout", "fence_grace"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto str = [&](const char* key, std::string& out) -> std::string {
@@ -126,6 +157,30 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
                                          c.stopGraceSeconds);
         !e.empty())
       return R::fail(source + ": " + e);
+  if (const toml::node* n = root.get("log_retention"))
+    if (auto e = config::durationSeconds(*n, "log_retention", 1, 3650LL * 86400,
+                                         "must be a duration from 1s to 3650d (like \"30d\")", c.logRetentionSeconds);
+        !e.empty())
+      return R::fail(source + ": " + e);
+  {
+    std::string error;
+    if (!quantity(root, "log_archive_max_bytes", "", c.logArchiveMaxBytes, spec::parseMemoryBytes, error))
+      return R::fail(source + ": " + error.substr(1));
+    if (c.logArchiveMaxBytes < 4096 || c.logArchiveMaxBytes > (int64_t{1} << 40))
+      return R::fail(source + ": log_archive_max_bytes: " + std::to_string(c.logArchiveMaxBytes) +
+                     " must be from 4Ki to 1Ti (like \"10Mi\")");
+  }
+  if (const toml::node* n = root.get("fence_timeout"))
+    if (auto e = config::durationSeconds(*n, "fence_timeout", 1, 86400, "must be a duration of at least 1s (like 20 or \"20s\")",
+                                         c.fenceTimeoutSeconds);
+        !e.empty())
+      return R::fail(source + ": " + e);
+  if (const toml::node* n = root.get("fence_grace"))
+    if (auto e = config::durationSeconds(*n, "fence_grace", 0, 3600, "must be a duration from 0 to 1h (like 5 or \"5s\")",
+                                         c.fenceGraceSeconds);
+        !e.empty())
+      return R::fail(source + ": " + e);
+  if (auto f = fenceTiming(c); !f) return R::fail(source + ": " + f.error());
   if (const toml::node* n = root.get("etcd_endpoints")) {
     const toml::array* arr = n->as_array();
     if (!arr) return R::fail(source + ": etcd_endpoints: must be a list of \"host:port\" strings");

@@ -28,8 +28,29 @@ struct MasterConfig {
   std::map<std::string, FlavorConfig> flavors;  // named resource sizes (container.flavor)
   std::vector<std::string> etcdEndpoints;       // for elastic rendezvous
   int64_t stopGraceSeconds = 10;                // preStop + SIGTERM get this long before SIGKILL
+  // Fencing (docs/reliability.md, "Fencing"): an agent that has had no answer from the master
+  // for fence_timeout stops its replicas, SIGKILL at most fence_grace after SIGTERM. -1 = derived
+  // from heartbeat_timeout (fenceTiming()).
+  int64_t fenceTimeoutSeconds = -1;
+  int64_t fenceGraceSeconds = -1;
   lifecycle::AutoscalerSettings autoscaler;     // [autoscaler]: elastic tasks' control loop
+  int64_t logRetentionSeconds = 30 * 86400;     // archived replica logs are deleted after this
+  int64_t logArchiveMaxBytes = 10 << 20;        // the archive keeps the last this many bytes of a log
 };
+
+// When agents fence themselves, resolved from the config. The invariant it keeps: an agent cut
+// off from the master has stopped its replicas (SIGKILL included) before the master marks its
+// node down and places them elsewhere: timeoutMs + graceMs + marginMs <= heartbeat_timeout.
+struct FenceTiming {
+  int64_t timeoutMs = 0;  // no answer for this long (from the request's send): stop everything
+  int64_t graceMs = 0;    // SIGTERM to SIGKILL of a fenced replica, at most
+  int64_t marginMs = 0;   // max(1 s, heartbeat_timeout / 6): clock rates, the shim's polling
+};
+
+// fence_timeout and fence_grace as given, or derived from heartbeat_timeout T: 2T/3 and T/6 (20 s
+// and 5 s for 30 s); below T = 6 s the time left after the 1 s margin is split 4:1. Fails, naming
+// the keys, the rule and the values, when given values break the invariant or T is under 2 s.
+Result<FenceTiming> fenceTiming(const MasterConfig& config);
 
 // Parses TOML text; errors name the key, the rule and the value.
 Result<MasterConfig> parseMasterConfig(const std::string& toml, const std::string& sourceName);

@@ -42,7 +42,7 @@ Result<std::unique_ptr<DevAgent>> DevAgent::start(const std::string& agentApi, c
   }
   std::vector<std::string> args = {agent, "--config", config, "--master", agentApi, "--name", "dev",
                                    "--address", "127.0.0.1", "--data-dir", dataDir, "--allow-host-tasks",
-                                   "--cgroup-parent", std::string("yard/dev-") + suffix};
+                                   "--cgroup-parent", std::string("yard/dev-") + suffix, "--stop-replicas-on-exit"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -50,8 +50,8 @@ Result<std::unique_ptr<DevAgent>> DevAgent::start(const std::string& agentApi, c
   if (pid < 0) return R::fail("--dev: fork failed");
   if (pid == 0) {
     // The agent's output goes to the master's stderr, next to the master's own log. It must
-    // not inherit the master's sockets or lock, and it ends with the master (its replicas
-    // keep running under their shims and are re-adopted next time).
+    // not inherit the master's sockets or lock, and it ends with the master, also a master
+    // killed with SIGKILL; it stops its replicas first (--stop-replicas-on-exit).
     dup2(STDERR_FILENO, STDOUT_FILENO);
     close_range(3, ~0u, 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);

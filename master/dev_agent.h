@@ -15,13 +15,14 @@ namespace yard::master {
 class DevAgent {
  public:
   // Starts `yard-agent --master AGENT_API --token TOKEN --name dev --address 127.0.0.1
-  // --data-dir DIR --allow-host-tasks`.
+  // --data-dir DIR --allow-host-tasks --stop-replicas-on-exit`: a dev cluster is ephemeral, so
+  // its replicas end with it.
   static Result<std::unique_ptr<DevAgent>> start(const std::string& agentApi, const std::string& token,
                                                  const std::string& dataDir);
   explicit DevAgent(pid_t pid) : pid_(pid) {}
   ~DevAgent() { stop(); }
   pid_t pid() const { return pid_; }
-  // SIGTERM, then waits for it (its replicas keep running under their shims).
+  // SIGTERM, then waits for it: it stops its replicas (bounded by their grace), then exits.
   void stop();
 
  private:

@@ -25,18 +25,25 @@ JobRegistry::JobRegistry(asio::io_context& io, store::Store& store, const Master
                          Clock now)
     : io_(io), config_(config), catalog_(catalog), now_(std::move(now)), commits_(io, store) {}
 
+// A job whose rows cannot be read (a damaged spec blob, a state the store never writes, a
+// task row missing) is quarantined, not fatal: one bad row must not keep the master down.
+// It loads as Failed, with the reason and no tasks, and stays Failed in the store; its
+// readable tasks and live replicas are ended in the same write, so that a later start that
+// can read it sees a finished job, and agents stop what it ran (nothing wants it now).
 Result<bool> JobRegistry::load(const store::State& state) {
+  std::map<int64_t, std::string> unreadable = state.unreadableJobs;  // job id -> why
   std::map<int64_t, std::string> byId;
   for (const auto& j : state.jobs) {
     if (j.deleted) continue;
     JobEntry e;
     e.rec = j;
-    try {
-      e.spec = std::make_shared<JobSpec>(j.spec);
-      e.spec->job().getTasks();  // touch it: a damaged blob fails here, not later
-    } catch (const kj::Exception& ex) {
-      return Result<bool>::fail("job " + j.name + " (id " + std::to_string(j.id) + ") has an unreadable spec: " +
-                                ex.getDescription().cStr());
+    if (!unreadable.count(j.id)) {
+      try {
+        e.spec = std::make_shared<JobSpec>(j.spec);
+        e.spec->job().getTasks();  // touch it: a damaged blob fails here, not later
+      } catch (const kj::Exception& ex) {
+        unreadable[j.id] = std::string("its spec is unreadable: ") + ex.getDescription().cStr();
+      }
     }
     byId[j.id] = j.name;
     jobs_[j.name] = std::move(e);
@@ -55,18 +62,77 @@ Result<bool> JobRegistry::load(const store::State& state) {
     jobs_[it->second.first].tasks[it->second.second].replicas.push_back(r);
   }
   for (auto& [name, job] : jobs_) {
+    if (unreadable.count(job.rec.id)) continue;
     // Tasks were inserted in spec order; rebuild the dependency indexes from the spec.
     auto specTasks = job.spec->job().getTasks();
-    if (specTasks.size() != job.tasks.size())
-      return Result<bool>::fail("job " + name + " has " + std::to_string(job.tasks.size()) + " task rows but its spec has " +
-                                std::to_string(specTasks.size()) + " tasks");
+    if (specTasks.size() != job.tasks.size()) {
+      unreadable[job.rec.id] = "it has " + std::to_string(job.tasks.size()) + " task rows but its spec has " +
+                               std::to_string(specTasks.size()) + " tasks";
+      continue;
+    }
     std::sort(job.tasks.begin(), job.tasks.end(), [](const TaskEntry& a, const TaskEntry& b) { return a.rec.id < b.rec.id; });
     for (unsigned i = 0; i < specTasks.size(); ++i)
       for (auto d : specTasks[i].getDependsOn())
         for (unsigned k = 0; k < specTasks.size(); ++k)
           if (specTasks[k].getName() == d) job.tasks[i].deps.push_back(k);
   }
+  for (const auto& [id, why] : unreadable) {
+    auto it = byId.find(id);
+    if (it != byId.end()) quarantineAtLoad(jobs_[it->second], why);
+  }
   return Result<bool>::ok(true);
+}
+
+void JobRegistry::quarantineAtLoad(JobEntry& job, const std::string& why) {
+  int64_t now = now_();
+  std::string reason = "quarantined at load: " + why;
+  auto ended = std::make_shared<JobEntry>(job);  // what is stored; tasks and replicas as read
+  ended->rec.state = JobState::Failed;
+  ended->rec.reason = reason;
+  if (ended->rec.finishedAt == 0) ended->rec.finishedAt = now;
+  bool changed = !(ended->rec == job.rec);
+  for (auto& t : ended->tasks) {
+    if (!isFinal(t.rec.state)) {
+      t.rec.state = TaskState::Failed;
+      t.rec.reason = "job " + reason;
+      t.rec.finishedAt = now;
+      changed = true;
+    }
+    for (auto& r : t.replicas)
+      if (isLive(r.state)) {
+        r.state = ReplicaState::Killed;
+        r.cause = EndCause::StoppedByPolicy;
+        r.reason = "job " + reason;
+        r.finishedAt = now;
+        changed = true;
+      }
+  }
+  if (log)
+    log("job " + job.rec.name + " (id " + std::to_string(job.rec.id) + ") " + reason + "; " +
+        (changed ? "marking it Failed" : "it stays Failed"));
+  // In memory: Failed, no tasks, a spec with none (nothing reads the damaged one again).
+  capnp::MallocMessageBuilder empty;
+  auto spec = empty.initRoot<schema::Job>();
+  spec.setName(job.rec.name);
+  spec.setQueue(job.rec.queue);
+  job.rec = ended->rec;
+  job.spec = std::make_shared<JobSpec>(specBytes(spec.asReader()));
+  job.tasks.clear();
+  if (!changed) return;
+  // Queued before any request can reach this job (the io loop has not started).
+  commits_.run(job.rec.name, [this, ended](CommitQueue::Slot slot) {
+    slot.commit(
+        [ended](store::Tx& tx) {
+          tx.updateJob(ended->rec);
+          for (const auto& t : ended->tasks) {
+            tx.updateTask(t.rec);
+            for (const auto& r : t.replicas) tx.updateReplica(r);
+          }
+        },
+        [this, name = ended->rec.name](Result<bool> r) {
+          if (!r && log) log("job " + name + ": storing its quarantine failed: " + r.error());
+        });
+  });
 }
 
 const JobEntry* JobRegistry::find(const std::string& name) const {
@@ -130,7 +196,8 @@ void JobRegistry::submit(schema::Job::Reader spec, Reply reply) {
         [this, job, reply](Result<bool> r) {
           if (!r) return reply(R::fail(r.error()));
           std::string msg = "job " + job->rec.name + " submitted to queue " + job->rec.queue + " (" +
-                            std::to_string(job->tasks.size()) + (job->tasks.size() == 1 ? " task)" : " tasks)");
+                            std::to_string(job->tasks.size()) + (job->tasks.size() == 1 ? " task)" : " tasks)") +
+                            gpuNote(*job);
           jobs_[job->rec.name] = std::move(*job);
           reply(R::ok(msg));
           requestPass();
@@ -181,8 +248,22 @@ void JobRegistry::cancel(const std::string& name, Reply reply) {
     auto it = jobs_.find(name);
     std::string refusal;
     if (it == jobs_.end()) refusal = "job " + name + " does not exist";
-    else if (isFinal(it->second.rec.state))
-      refusal = "job " + name + " already finished (" + std::string(toText(it->second.rec.state)) + ")";
+    if (it != jobs_.end() && isFinal(it->second.rec.state)) {
+      // Finished, perhaps with replicas `cleanup: none` left running: those are stopped.
+      auto job = std::make_shared<JobEntry>(it->second);
+      auto events = std::make_shared<lifecycle::Events>();
+      std::string state(toText(job->rec.state));
+      int n = lifecycle::stopLeftovers(*job, "stopped by user after the job ended", now_(), *events);
+      if (n == 0) {
+        refusal = "job " + name + " already finished (" + state + ")" +
+                  (stoppingReplicas(*job) ? "; its replicas are stopping" : "");
+      } else {
+        return commitJobChange(slot, job, events,
+                               "job " + name + " already finished (" + state + "); stopping its " + std::to_string(n) +
+                                   " replicas left running (cleanup: none)",
+                               reply);
+      }
+    }
     if (!refusal.empty()) {
       slot.done();
       return reply(R::fail(refusal));
@@ -221,6 +302,19 @@ void JobRegistry::remove(const std::string& name, Reply reply) {
                                                       std::to_string(stoppingReplicas(*job)) + " replicas have stopped";
     commitJobChange(slot, job, events, done, reply);
   });
+}
+
+std::string JobRegistry::gpuNote(const JobEntry& job) const {
+  int64_t wanted = 0, largest = 0;
+  for (auto t : job.spec->job().getTasks())
+    for (auto c : containers(t)) wanted = std::max(wanted, replicaResources(c).gpu);
+  if (wanted == 0 || !nodes_) return "";
+  for (const auto& n : nodes_()) largest = std::max(largest, n.capacity.gpu);
+  if (largest >= wanted) return "";
+  // Accepted (GPU nodes may join), but said now rather than left to a silent wait.
+  return "; note: it needs " + std::to_string(wanted) + (wanted == 1 ? " GPU" : " GPUs") + " on one node and " +
+         (largest == 0 ? std::string("no node has a GPU") : "the largest node has " + std::to_string(largest)) +
+         ", so it waits until such a node joins";
 }
 
 int64_t JobRegistry::stoppingReplicas(const JobEntry& job) {

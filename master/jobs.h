@@ -43,6 +43,8 @@ class JobRegistry {
 
   JobRegistry(asio::io_context& io, store::Store& store, const MasterConfig& config, Catalog& catalog,
               Clock now);
+  // A job whose stored rows cannot be read is quarantined (Failed, reason stored, logged
+  // through `log`, which must be set first), not fatal. REQUIRES: before the io loop runs.
   Result<bool> load(const store::State& state);
 
   // `spec` is the normalised job a client sent. Refusals are one line each.
@@ -118,6 +120,9 @@ class JobRegistry {
 
  private:
   static int64_t stoppingReplicas(const JobEntry& job);
+  // "" or a note for the submitter: the job needs more GPUs on one node than any node has.
+  std::string gpuNote(const JobEntry& job) const;
+  void quarantineAtLoad(JobEntry& job, const std::string& why);
   struct PendingGang {
     std::string job;
     size_t task = 0;

@@ -92,6 +92,11 @@ std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs() const {
         continue;
       }
       if (t.rec.state != TaskState::Queued) continue;
+      // A restarted gang is placed once its previous attempt's replicas are gone, so no two
+      // processes ever hold the same rank (role and index) at once, on any node (as
+      // Kubernetes' podReplacementPolicy: Failed); its reason says it is restarting.
+      if (std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == ReplicaState::Stopping; }))
+        continue;
       for (const auto& slot : frameworks::frameworkFor(st.getKind()).gang(st))
         base.request.replicas.push_back(replicaRequest(*this, slot.role, slot.index, containerOf(st, slot.role)));
       out.push_back(std::move(base));

@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "common/spec/loader.h"
 #include "common/wire/server.h"
 #include "master/catalog.h"
 #include "master/client_api.h"
@@ -15,6 +16,7 @@
 #include "master/dev_agent.h"
 #include "master/agent_api.h"
 #include "master/jobs.h"
+#include "master/log_archive.h"
 #include "master/nodes.h"
 #include "yard/version.h"
 
@@ -74,6 +76,14 @@ int main(int argc, char** argv) {
   if (!joinToken.empty()) config.joinToken = joinToken;
   if (!advertise.empty()) config.advertise = advertise;
   if (!etcd.empty()) config.etcdEndpoints = etcd;
+  if (config.joinToken.empty())
+    logLine("warning: no join token (join_token in the config, or --join-token): no agent can join this master");
+  // After --dev and the flags: heartbeat_timeout is final here.
+  auto fence = master::fenceTiming(config);
+  if (!fence) {
+    logLine(fence.error());
+    return 2;
+  }
 
   auto lock = master::lockDataDir(config.dataDir);
   if (!lock) {
@@ -95,7 +105,24 @@ int main(int argc, char** argv) {
   }
 
   asio::io_context io;
-  wire::Limits limits;
+  // What a peer may make the master hold (docs/reliability.md, "Bounded resources per
+  // peer"). Agents: 64 KiB frames until a request carried the join token; one persistent
+  // connection per node, so the listener's cap follows the largest cluster.
+  wire::Limits agentLimits;
+  agentLimits.maxConnections = 16384;
+  // Clients: no authentication yet, so every frame may be as large as the largest spec; a
+  // larger one is answered with an error naming both sizes.
+  wire::Limits clientLimits;
+  clientLimits.maxFrameBytes = clientLimits.maxFrameBytesBeforeAuth = spec::kMaxNormalisedSpecBytes + (64u << 10);
+  clientLimits.sizeRefusal = [](const std::string& why) {
+    return wire::refusalFrame<api::Response, master::ClientApiError>(
+        "request refused: " + why + " (a job spec may be at most " +
+        std::to_string(spec::kMaxNormalisedSpecBytes >> 20) + " MiB once normalised)");
+  };
+  if (auto files = wire::raiseOpenFileLimit(); files)
+    logLine("open-file limit " + std::to_string(files.value()) + " (each connection holds one)");
+  else
+    logLine(files.error());
   master::Catalog catalog(io, *db);
   if (auto loaded = catalog.load(state.value()); !loaded) {
     logLine(loaded.error());
@@ -104,6 +131,7 @@ int main(int argc, char** argv) {
   master::JobRegistry jobs(io, *db, config, catalog, [] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   });
+  jobs.log = logLine;  // before load: it reports the jobs it quarantines
   if (auto loaded = jobs.load(state.value()); !loaded) {
     logLine(dbPath + ": " + loaded.error());
     return 1;
@@ -115,9 +143,13 @@ int main(int argc, char** argv) {
     logLine(dbPath + ": " + loaded.error());
     return 1;
   }
-  jobs.log = logLine;
   jobs.setNodeSource([&nodes] { return nodes.schedulerView(); });
   nodes.setOnChange([&jobs] { jobs.requestPass(); });
+  nodes.setFencing(fence.value().timeoutMs, fence.value().graceMs);
+  logLine("fencing: agents stop their replicas after " + std::to_string(fence.value().timeoutMs) +
+          " ms without an answer (SIGKILL within " + std::to_string(fence.value().graceMs) + " ms); nodes are down after " +
+          std::to_string(config.heartbeatTimeoutSeconds * 1000) + " ms; heartbeats every " +
+          std::to_string(nodes.heartbeatIntervalMs()) + " ms");
   nodes.start();
   master::ClientApi api(config, catalog, jobs, *db, nodes);
   master::AgentApi agentApi(config.joinToken, nodes);
@@ -126,6 +158,18 @@ int main(int argc, char** argv) {
   agentApi.setStopGraceMs(static_cast<uint32_t>(config.stopGraceSeconds * 1000));
   master::AgentCalls calls(io, config.joinToken, logLine);
   api.setAgentCalls(&calls);
+  // Ended replicas' output, shipped by agents; deleted after log_retention.
+  master::LogArchiveService archive(
+      io,
+      {config.dataDir + "/logs", static_cast<uint64_t>(config.logArchiveMaxBytes), config.logRetentionSeconds * 1000},
+      [] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+      },
+      logLine);
+  agentApi.setLogArchive(&archive);
+  api.setLogArchive(&archive);
+  archive.startSweeps();
   jobs.setNodeWiring([&nodes](const std::string& name) {
     master::NodeWiring w;
     auto it = nodes.nodes().find(name);
@@ -143,7 +187,7 @@ int main(int argc, char** argv) {
     }
   };
   auto agentServer = wire::FrameServer::listen(
-      io, config.agentListen, limits,
+      io, config.agentListen, agentLimits,
       [&agentApi](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         agentApi.handle(conn, std::move(frame));
       },
@@ -167,7 +211,7 @@ int main(int argc, char** argv) {
   };
   tick();
   auto server = wire::FrameServer::listen(
-      io, config.listen, limits,
+      io, config.listen, clientLimits,
       [&api](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         api.handle(conn, std::move(frame));
       },
@@ -205,11 +249,16 @@ int main(int argc, char** argv) {
     agentServer.value()->stop();
     nodes.stop();
     passTimer.cancel();
-    if (devAgent) devAgent->stop();
+    if (devAgent) {
+      // A dev cluster is ephemeral: nothing it ran outlives it (the agent runs --stop-replicas-on-exit).
+      logLine("dev cluster: stopping the dev agent, which first stops its replicas (preStop, SIGTERM, grace, SIGKILL)");
+      devAgent->stop();
+    }
     io.stop();
   });
   io.run();
   api.stop();  // its read thread reads the store (job events): joined before the store closes
+  archive.stop();
   // Finish queued writes while the io_context and everything their completions post to
   // still exist (they are posted, not run: the loop has stopped).
   db.reset();

@@ -166,7 +166,8 @@ NodeRegistry::~NodeRegistry() {
 }
 
 uint32_t NodeRegistry::heartbeatIntervalMs() const {
-  int64_t ms = std::clamp<int64_t>(timeoutMs_ / 3, 100, std::numeric_limits<uint32_t>::max());
+  int64_t every = fenceTimeoutMs_ > 0 ? std::min(timeoutMs_ / 3, fenceTimeoutMs_ / 4) : timeoutMs_ / 3;
+  int64_t ms = std::clamp<int64_t>(every, 100, std::numeric_limits<uint32_t>::max());
   return static_cast<uint32_t>(ms);
 }
 
@@ -177,9 +178,11 @@ std::vector<sched::NodeView> NodeRegistry::schedulerView() const {
     const store::NodeRecord& r = info.record;
     sched::NodeView v;
     v.name = name;
-    v.state = r.state == "ready"      ? sched::NodeState::Ready
-              : r.state == "draining" ? sched::NodeState::Draining
-                                      : sched::NodeState::Down;
+    // An unstable node is treated as draining: what it runs stays, nothing new goes there.
+    bool unstable = r.state == "ready" && NodeStability::unstable(info, now_());
+    v.state = r.state == "ready" && !unstable                  ? sched::NodeState::Ready
+              : r.state == "draining" || r.state == "ready" ? sched::NodeState::Draining
+                                                               : sched::NodeState::Down;
     v.capacity = sched::Resources{r.cpuMillis, r.memoryBytes, r.gpu};
     for (const auto& g : info.gpus) v.gpuIndexes.push_back(g.index);
     v.portLo = static_cast<uint16_t>(r.portLo);  // 1-65535, checked at registration
@@ -189,6 +192,10 @@ std::vector<sched::NodeView> NodeRegistry::schedulerView() const {
     out.push_back(std::move(v));
   }
   return out;
+}
+
+std::string NodeRegistry::shownState(const NodeInfo& n) const {
+  return n.record.state == "ready" && NodeStability::unstable(n, now_()) ? "unstable" : n.record.state;
 }
 
 void NodeRegistry::say(const std::string& line) const {
@@ -302,6 +309,12 @@ void NodeRegistry::doRegister(const CommitQueue::Slot& slot, const NodeRegistrat
   r.drained = known && old->second.record.drained;
   r.state = r.drained ? "draining" : "ready";
   r.registeredAt = r.lastHeartbeat = now_();
+  if (known) next.registrations = old->second.registrations;
+  std::erase_if(next.registrations, [&](int64_t at) { return r.registeredAt - at >= kUnstableWindowMs; });
+  next.registrations.push_back(r.registeredAt);
+  if (NodeStability::unstable(next, r.registeredAt) && !(known && NodeStability::unstable(old->second, r.registeredAt)))
+    say("node " + r.name + " is unstable: its agent registered " + std::to_string(next.registrations.size()) +
+        " times within " + std::to_string(kUnstableWindowMs / 1000) + "s (it keeps losing its connection); no new replicas go there until it is steady");
   std::string what = "node " + r.name + (known ? " registered again (was " + old->second.record.state + "): "
                                                : " registered: ") + describe(next);
   commitNode(slot, std::move(next), true, std::move(what), reply);

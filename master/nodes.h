@@ -67,6 +67,22 @@ struct NodeInfo {
   // The store keeps only the GPU count, so after a master restart `gpus` holds indexes
   // 0..gpu-1 without uuids until the agent registers again; then this is true.
   bool gpusReported = false;
+  // When its agent registered, within the last kUnstableWindowMs (memory only): an agent
+  // that keeps dropping its connection and registering again is not keeping up.
+  std::vector<int64_t> registrations;
+};
+
+// A node whose agent registered kUnstableRegistrations times within kUnstableWindowMs is
+// shown "unstable" instead of ready and takes no new replicas (those it runs keep running)
+// until it has been steady for the window.
+inline constexpr int64_t kUnstableWindowMs = 60'000;
+inline constexpr size_t kUnstableRegistrations = 5;
+struct NodeStability {
+  static bool unstable(const NodeInfo& n, int64_t now) {
+    size_t recent = 0;
+    for (int64_t at : n.registrations) recent += now - at < kUnstableWindowMs;
+    return recent >= kUnstableRegistrations;
+  }
 };
 
 class NodeRegistry {
@@ -116,11 +132,25 @@ class NodeRegistry {
   // Every node as the scheduler sees it, in name order, with nothing allocated yet (the
   // job registry adds its allocations): what JobRegistry::setNodeSource wants.
   std::vector<sched::NodeView> schedulerView() const;
+  // The state a person reads: the stored state, or "unstable" for a ready node whose agent
+  // keeps registering again (NodeStability).
+  std::string shownState(const NodeInfo& n) const;
   // Called on the io thread after every applied change that matters to the scheduler
   // (registration, state change, drain flag); not after a plain heartbeat.
   void setOnChange(std::function<void()> onChange) { onChange_ = std::move(onChange); }
-  // How often agents should beat: a third of the timeout, so two lost beats are survived.
+  // How often agents should beat: a third of the timeout, so two lost beats are survived; with
+  // fencing, also at most a quarter of the fence timeout, so one lost beat never fences.
   uint32_t heartbeatIntervalMs() const;
+  // What Registered tells agents (docs/reliability.md, "Fencing"): with no answer for
+  // `timeoutMs` an agent stops its replicas, SIGKILL at most `graceMs` after SIGTERM. The
+  // caller guarantees timeoutMs + graceMs + a margin <= the heartbeat timeout (fenceTiming() in
+  // master/config.h), so a node's replicas are stopped before it is marked down. 0 = no fencing.
+  void setFencing(int64_t timeoutMs, int64_t graceMs) {
+    fenceTimeoutMs_ = timeoutMs;
+    fenceGraceMs_ = graceMs;
+  }
+  uint32_t fenceTimeoutMs() const { return static_cast<uint32_t>(fenceTimeoutMs_); }
+  uint32_t fenceGraceMs() const { return static_cast<uint32_t>(fenceGraceMs_); }
 
   // "" when `r` is acceptable, else one line naming the field, the rule and the value.
   static std::string checkRegistration(const NodeRegistration& r);
@@ -151,6 +181,7 @@ class NodeRegistry {
   std::shared_ptr<Lifeline> lifeline_ = std::make_shared<Lifeline>();
   store::Store& store_;
   const int64_t timeoutMs_;
+  int64_t fenceTimeoutMs_ = 0, fenceGraceMs_ = 0;
   Clock now_;
   Log log_;
   std::function<void()> onChange_;

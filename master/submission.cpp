@@ -1,5 +1,6 @@
 #include "master/submission.h"
 
+#include "common/spec/loader.h"
 #include "common/spec/quantity.h"
 #include "common/spec/validate.h"
 
@@ -21,7 +22,10 @@ sched::Resources replicaResources(const MasterConfig& config, schema::Container:
 std::string checkSubmission(schema::Job::Reader spec, const std::map<std::string, JobEntry>& jobs,
                             const Catalog& catalog, const MasterConfig& config) {
   std::vector<std::string> lines;
-  for (const auto& e : spec::validateJob(spec)) lines.push_back(e.str());
+  // The limits yardctl's loader applies hold here too: a spec over the wire has seen no loader.
+  for (const auto& e : spec::checkSpecLimits(spec)) lines.push_back(e.str());
+  if (lines.empty())
+    for (const auto& e : spec::validateJob(spec)) lines.push_back(e.str());
   if (!lines.empty()) return lines.front() + (lines.size() > 1 ? " (and " + std::to_string(lines.size() - 1) + " more; run yardctl validate)" : "");
   std::string name = str(spec.getName());
   std::string queue = str(spec.getQueue());

@@ -20,6 +20,7 @@ struct AgentRequest {
   union {
     register @1 :Register;
     heartbeat @2 :Heartbeat;
+    archiveLog @3 :ArchiveLog;
   }
 }
 
@@ -53,23 +54,55 @@ struct ReplicaStatus {
   signal @9 :Int32;                  # cause `signal`: which one
 }
 
+# One piece of an ended replica attempt's output for the master's log archive (docs/agent.md,
+# "Logs outlive replicas"). Pieces go in order: `offset` is where `data` starts in the
+# archived text, and offset 0 starts the log afresh (the first request, with no data, also
+# asks for the master's bound). The master stores nothing unless the token is right and the
+# attempt was placed on `node`; it answers `archived` or an error.
+struct ArchiveLog {
+  token @0 :Text;
+  node @1 :Text;
+  job @2 :Text;                  # the job's name (the spec's), to find the attempt
+  replicaId @3 :Int64;
+  attempt @4 :Int32;
+  offset @5 :UInt64;
+  data @6 :Data;                 # at most 1 MiB
+  last @7 :Bool;                 # the log is complete with this piece
+}
+
 struct AgentResponse {
   id @0 :UInt64;
   union {
     error @1 :Text;              # one line written for the person reading the agent's log
     registered @2 :Registered;
     desired @3 :Desired;
+    archived @4 :LogArchived;    # the answer to archiveLog
   }
+}
+
+struct LogArchived {
+  held @0 :UInt64;               # bytes of the log the master holds: the next piece's offset
+  maxBytes @1 :UInt64;           # a longer log is sent as its last maxBytes, after a marker line
 }
 
 struct Registered {
   node @0 :Text;
   heartbeatIntervalMs @1 :UInt32;  # send a heartbeat this often
+  # Fencing (docs/reliability.md): with no answer to any request for fenceTimeoutMs, counted
+  # from when that request was sent, the agent stops all its replicas, SIGKILL at most
+  # fenceGraceMs after SIGTERM; their yard-shims do the same on their own (leases). 0: no fencing.
+  fenceTimeoutMs @2 :UInt32;
+  fenceGraceMs @3 :UInt32;
 }
 
 # What the agent should run: every replica attempt not listed is stopped.
 struct Desired {
   replicas @0 :List(DesiredReplica);
+  # Specs travel only for attempts the agent does not hold yet, and at most about 4 MiB of
+  # them per answer (docs/agent.md), so an answer never grows with the size of specs: an
+  # attempt listed with `run` but no spec is sent again. true: some were held back; beat again
+  # now for them.
+  more @1 :Bool;
 }
 
 struct DesiredReplica {

@@ -22,6 +22,8 @@ packages=(
   # the containerd driver's tests run a real containerd with runc, and images built locally
   # (umoci, busybox-static) served by a registry on 127.0.0.1 (docker-registry, skopeo)
   containerd runc umoci busybox-static docker-registry skopeo
+  # the chaos suite: network namespaces and a veth link it cuts (ip)
+  iproute2
 )
 
 missing=()

@@ -1,4 +1,4 @@
-// yard-shim: one per host-process replica. Keeps the replica running and its outcome recorded
+// yard-shim: one per host-process replica (`run`), and one per container replica (`guard`). Keeps the replica running and its outcome recorded
 // while yard-agent restarts. The contract is docs/shim.md.
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "agent/shim/exec.h"
+#include "agent/shim/guard.h"
 #include "agent/shim/options.h"
 #include "agent/shim/run.h"
 
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
       return runLauncher(options);
     case Mode::kExec:
       return runExec(options);
+    case Mode::kGuard:
+      return runGuardLauncher(options);
     case Mode::kHelp:
       std::fputs(usage(), stdout);
       return 0;

@@ -31,7 +31,8 @@ const char* usage() {
   return "usage: yard-shim run --dir DIR [--env-file FILE] [--cgroup-procs FILE]...\n"
          "                     [--mount SRC:DST[:ro|:rw]]... [--workdir PATH] -- ARGV...\n"
          "       yard-shim exec --dir DIR [--env-file FILE] [--cgroup-procs FILE]...\n"
-         "                      [--workdir PATH] -- ARGV...\n";
+         "                      [--workdir PATH] -- ARGV...\n"
+         "       yard-shim guard --dir DIR --pid PID [--cgroup-procs FILE]...\n";
 }
 
 Result<BindMount> parseMount(const std::string& value) {
@@ -56,15 +57,17 @@ Result<BindMount> parseMount(const std::string& value) {
 Result<ShimOptions> parseShimArgs(int argc, char** argv) {
   using R = Result<ShimOptions>;
   ShimOptions o;
-  if (argc < 2) return R::fail("missing command (run or exec)");
+  if (argc < 2) return R::fail("missing command (run, exec or guard)");
   std::string_view command = argv[1];
   if (command == "-h" || command == "--help" || command == "help") return R::ok(o);
   if (command == "run") {
     o.mode = Mode::kRun;
   } else if (command == "exec") {
     o.mode = Mode::kExec;
+  } else if (command == "guard") {
+    o.mode = Mode::kGuard;
   } else {
-    return R::fail("unknown command '" + std::string(command) + "' (expected run or exec)");
+    return R::fail("unknown command '" + std::string(command) + "' (expected run, exec or guard)");
   }
 
   std::optional<std::string> dir;
@@ -93,12 +96,19 @@ Result<ShimOptions> parseShimArgs(int argc, char** argv) {
     std::optional<std::string> err;
     if (flag == "--dir") {
       err = setOnce(dir, flag, value);
+    } else if (flag == "--pid" && o.mode == Mode::kGuard) {
+      if (o.pid != 0) return R::fail("--pid given twice");
+      if (value.size() > 9 || value.find_first_not_of("0123456789") != std::string::npos || std::stoi(value) <= 0)
+        return R::fail("--pid must be a process id > 0, not '" + value + "'");
+      o.pid = std::stoi(value);
+    } else if (flag == "--cgroup-procs") {
+      o.cgroupProcs.push_back(value);
+    } else if (o.mode == Mode::kGuard) {
+      return R::fail("unknown option '" + flag + "' for guard (it takes --dir, --pid and --cgroup-procs)");
     } else if (flag == "--env-file") {
       err = setOnce(o.envFile, flag, value);
     } else if (flag == "--workdir") {
       err = setOnce(o.workdir, flag, value);
-    } else if (flag == "--cgroup-procs") {
-      o.cgroupProcs.push_back(value);
     } else if (flag == "--mount" && o.mode == Mode::kRun) {
       Result<BindMount> m = parseMount(value);
       if (!m) return R::fail(m.error());
@@ -112,6 +122,12 @@ Result<ShimOptions> parseShimArgs(int argc, char** argv) {
   }
   if (!dir) return R::fail("--dir is required");
   o.dir = *dir;
+  if (o.mode == Mode::kGuard) {
+    // guard watches a process someone else started: nothing to run.
+    if (i < argc) return R::fail("guard takes no command ('--' given)");
+    if (o.pid == 0) return R::fail("--pid is required for guard");
+    return R::ok(std::move(o));
+  }
   if (i >= argc) return R::fail("missing '-- ARGV...' (the command to run)");
   for (++i; i < argc; ++i) o.argv.emplace_back(argv[i]);
   if (o.argv.empty()) return R::fail("nothing to run after '--'");

@@ -10,7 +10,7 @@
 
 namespace yard::shim {
 
-enum class Mode { kRun, kExec, kHelp };
+enum class Mode { kRun, kExec, kGuard, kHelp };
 
 struct BindMount {
   std::string source;  // absolute path on the host
@@ -25,10 +25,11 @@ struct ShimOptions {
   std::vector<std::string> cgroupProcs;  // cgroup.procs files to join, in order
   std::vector<BindMount> mounts;         // run only; exec reuses the workload's namespace
   std::optional<std::string> workdir;
-  std::vector<std::string> argv;         // what to run; never empty
+  std::vector<std::string> argv;         // what to run; never empty (run, exec); none for guard
+  int pid = 0;                           // guard only: the process to watch (> 0)
 };
 
-// Parses argv of `yard-shim run|exec ...`. Fails with a message naming the flag and value;
+// Parses argv of `yard-shim run|exec|guard ...`. Fails with a message naming the flag and value;
 // the caller prints it with usage() and exits 2. Checks only the syntax: whether files exist is
 // left to the step that uses them, so it is reported like any other setup failure.
 Result<ShimOptions> parseShimArgs(int argc, char** argv);

@@ -16,6 +16,7 @@
 
 #include "agent/shim/files.h"
 #include "agent/shim/setup.h"
+#include "agent/shim/supervise.h"
 
 namespace yard::shim {
 
@@ -164,9 +165,13 @@ void detach(const std::string& dir, int reportFd) {
   ::setsid();  // cannot fail: a fresh child of a child is never a group leader
   for (int sig : {SIGHUP, SIGPIPE, SIGTERM, SIGINT}) ::signal(sig, SIG_IGN);
   ::signal(SIGCHLD, SIG_DFL);  // SIG_IGN here would auto-reap and hide the workload's status
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // SIGCHLD and the agent's SIGUSR1 ("DIR/stop changed") are taken by sigtimedwait; blocked,
+  // SIGUSR1 cannot end the shim (its default action). The workload resets the mask.
+  sigset_t wake;
+  sigemptyset(&wake);
+  sigaddset(&wake, SIGCHLD);
+  sigaddset(&wake, SIGUSR1);
+  ::sigprocmask(SIG_SETMASK, &wake, nullptr);
 
   int nullFd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (nullFd < 0) failStart(dir, reportFd, makeFailure("stdio", errno, "/dev/null"));
@@ -199,7 +204,7 @@ void detach(const std::string& dir, int reportFd) {
   writeFully(reportFd, kStarted);
   ::close(reportFd);
 
-  if (std::optional<int> wstatus = waitForWorkload(started.pid)) {
+  if (std::optional<int> wstatus = superviseWorkload(o, started.pid)) {
     writeStatus(o.dir, outcomeLine(*wstatus));
   } else {
     int err = errno;

@@ -3,6 +3,7 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
+#include <capnp/dynamic.h>
 
 #include <algorithm>
 #include <fstream>
@@ -118,6 +119,8 @@ class Loader {
                std::set<std::string>& seen, int depth, bool merged);
 
   std::optional<std::string> scalar(const YAML::Node& n, const std::string& path);
+  // False (after an error naming the field and the position) when the scalar `n` holds a NUL.
+  bool noNul(const YAML::Node& n, const std::string& path, const char* what = "value");
   std::optional<int64_t> integer(const YAML::Node& n, const std::string& path);
   std::optional<bool> boolean(const YAML::Node& n, const std::string& path);
   std::optional<int64_t> duration(const YAML::Node& n, const std::string& path);
@@ -166,6 +169,7 @@ void Loader::collect(const YAML::Node& node, const std::string& path, MapView& v
     }
     const std::string& key = kv.first.Scalar();
     visitBytes(key.size());
+    if (!noNul(kv.first, path, "key")) continue;
     if (key == "<<") {
       if (kv.second.IsSequence()) {
         for (const auto& m : kv.second) merges.push_back(m);
@@ -215,7 +219,19 @@ std::optional<std::string> Loader::scalar(const YAML::Node& n, const std::string
     return std::nullopt;
   }
   visitBytes(n.Scalar().size());
+  if (!noNul(n, path)) return std::nullopt;
   return n.Scalar();
+}
+
+// A NUL ("\0" in a double-quoted YAML string) would end the value early in every C string
+// it reaches (the capnp Text, argv, the environment): refused, never cut short.
+bool Loader::noNul(const YAML::Node& n, const std::string& path, const char* what) {
+  size_t pos = n.Scalar().find('\0');
+  if (pos == std::string::npos) return true;
+  std::string where = n.Mark().is_null() ? "" : ", line " + std::to_string(n.Mark().line + 1) + ", column " +
+                                                   std::to_string(n.Mark().column + 1);
+  error(path, "must not contain a NUL character (found at byte " + std::to_string(pos) + " of the " + what + where + ")");
+  return false;
 }
 
 std::optional<int64_t> Loader::integer(const YAML::Node& n, const std::string& path) {
@@ -268,6 +284,7 @@ std::optional<std::vector<std::string>> Loader::stringList(const YAML::Node& n,
   visit();
   if (n.IsScalar()) {
     visitBytes(n.Scalar().size());
+    if (!noNul(n, path)) return std::nullopt;
     return std::vector<std::string>{n.Scalar()};
   }
   if (!n.IsSequence()) {
@@ -290,6 +307,7 @@ std::optional<std::vector<std::string>> Loader::words(const YAML::Node& n,
   visit();
   if (n.IsScalar()) {
     visitBytes(n.Scalar().size());
+    if (!noNul(n, path)) return std::nullopt;
     auto r = splitShellWords(n.Scalar());
     if (!r) {
       error(path, quoted(n.Scalar()) + " cannot be split into words: " + r.error());
@@ -830,6 +848,7 @@ LoadedJob loadJobSpec(std::string_view yaml) {
       repeated = !out.errors[i].path.empty() && under(e.path, out.errors[i].path);
     if (!repeated) out.errors.push_back(std::move(e));
   }
+  for (auto& e : checkSpecLimits(out.job())) out.errors.push_back(std::move(e));
   if (truncated || out.errors.size() > kMaxSpecErrors) {
     out.errors.resize(std::min(out.errors.size(), kMaxSpecErrors));
     out.errors.push_back({"", "more errors were found; only the first " + std::to_string(kMaxSpecErrors) + " are shown"});
@@ -859,6 +878,59 @@ LoadedJob loadJobSpecFile(const std::string& path) {
     return out;
   }
   return loadJobSpec(text);
+}
+
+namespace {
+
+// Every text under `v`, by field path; a NUL in one is an error (the first per text).
+void findNul(capnp::DynamicValue::Reader v, const std::string& path, SpecErrors& out) {
+  if (out.size() >= kMaxSpecErrors) return;
+  switch (v.getType()) {
+    case capnp::DynamicValue::TEXT: {
+      auto t = v.as<capnp::Text>();
+      for (size_t i = 0; i < t.size(); ++i)
+        if (t[i] == '\0') {
+          out.push_back({path, "must not contain a NUL character (found at byte " + std::to_string(i) + ")"});
+          return;
+        }
+      return;
+    }
+    case capnp::DynamicValue::LIST: {
+      auto list = v.as<capnp::DynamicList>();
+      for (unsigned i = 0; i < list.size(); ++i) findNul(list[i], path + "[" + std::to_string(i) + "]", out);
+      return;
+    }
+    case capnp::DynamicValue::STRUCT: {
+      auto s = v.as<capnp::DynamicStruct>();
+      for (auto field : s.getSchema().getFields()) {
+        if (!s.has(field)) continue;  // unset, or a union member not chosen
+        std::string name = field.getProto().getName();
+        findNul(s.get(field), path.empty() ? name : path + "." + name, out);
+      }
+      return;
+    }
+    default: return;
+  }
+}
+
+}  // namespace
+
+size_t normalisedSpecBytes(schema::Job::Reader job) {
+  return (job.totalSize().wordCount + 2) * sizeof(capnp::word);
+}
+
+SpecErrors checkSpecLimits(schema::Job::Reader job) {
+  SpecErrors out;
+  size_t bytes = normalisedSpecBytes(job);
+  if (bytes > kMaxNormalisedSpecBytes) {
+    // Too large to be worth walking: one error, the size and the limit.
+    out.push_back({"", "spec is " + std::to_string(bytes) + " bytes once normalised, more than the limit of " +
+                           std::to_string(kMaxNormalisedSpecBytes >> 20) + " MiB (" +
+                           std::to_string(kMaxNormalisedSpecBytes) + " bytes)"});
+    return out;
+  }
+  findNul(capnp::toDynamic(job), "", out);
+  return out;
 }
 
 }  // namespace yard::spec

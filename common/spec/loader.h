@@ -22,6 +22,10 @@
 namespace yard::spec {
 
 inline constexpr size_t kMaxSpecBytes = 1 << 20;  // 1 MiB
+// The normalised spec (the Cap'n Proto message yardctl sends and the master stores) is at
+// most this large. A spec file within kMaxSpecBytes stays within it unless aliases or very
+// short list items blow it up (it is about 1.1x the YAML for real specs).
+inline constexpr size_t kMaxNormalisedSpecBytes = 2u << 20;  // 2 MiB
 // Values visited while loading, aliases expanded; bounds the work an alias bomb can cause.
 inline constexpr size_t kMaxSpecValues = 1'000'000;
 // Scalar text visited with aliases expanded (an aliased 200 KB command used 500 times).
@@ -54,5 +58,14 @@ LoadedJob loadJobSpec(std::string_view yaml);
 // Reads `path` (refusing files over kMaxSpecBytes) and loads it. A file that cannot be
 // read is one error with an empty path.
 LoadedJob loadJobSpecFile(const std::string& path);
+
+// The limits on a normalised spec that hold wherever it comes from: the loader applies
+// them to what it built, the master to what arrived over the wire (which no loader has
+// seen): at most kMaxNormalisedSpecBytes, and no NUL character in any text (the loader
+// refuses one in the YAML; a peer writing capnp directly could send one).
+SpecErrors checkSpecLimits(schema::Job::Reader job);
+// The bytes of `job` as one flat message (its words reachable from the root, the root
+// pointer and a one-segment table), as the master stores it.
+size_t normalisedSpecBytes(schema::Job::Reader job);
 
 }  // namespace yard::spec

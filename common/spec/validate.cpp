@@ -56,9 +56,11 @@ class Validator {
   void dag(schema::Job::Reader job);
 
   SpecErrors& errors_;
+  bool vm_ = false;  // type: vm
 };
 
 void Validator::job(schema::Job::Reader job) {
+  vm_ = job.getType() == schema::JobType::VM;
   name("name", str(job.getName()), 4, 25);
   if (job.getQueue().size() == 0)
     error("queue", "must not be empty (omit it for the default queue)");
@@ -250,6 +252,9 @@ void Validator::container(schema::Container::Reader c, const std::string& path) 
   }
   if (image == "host" && c.getArgv().size() == 0)
     error(path + ".command", "required when image is host (there is no image entrypoint to run)");
+  if (image == "host" && vm_)
+    error(path + ".image", "host cannot run with type: vm (a VM runtime boots an image; give an image reference or drop "
+                           "type: vm)");
   if (c.getWorkingDir().size() > 0 && c.getWorkingDir()[0] != '/')
     error(path + ".workingDir", quoted(str(c.getWorkingDir())) + " must be an absolute path");
 

@@ -48,4 +48,15 @@ struct Answer {
   mutable typename Response::Builder resp = message->initRoot<Response>();
 };
 
+// Limits::sizeRefusal for a protocol: the frame of a Response with id 0 (the request's own
+// id was in the bytes it was refused for) carrying `why` the way SetError writes refusals.
+template <typename Response, typename SetError>
+std::string refusalFrame(const std::string& why) {
+  capnp::MallocMessageBuilder message;
+  auto resp = message.initRoot<Response>();
+  resp.setId(0);
+  SetError{}(resp, why);
+  return encodeFrame(message);
+}
+
 }  // namespace yard::wire

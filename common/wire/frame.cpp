@@ -19,15 +19,23 @@ std::string encodeFrame(capnp::MessageBuilder& message) {
   return out;
 }
 
+uint32_t headerLength(const uint8_t header[kHeaderBytes]) {
+  return uint32_t(header[0]) | (uint32_t(header[1]) << 8) | (uint32_t(header[2]) << 16) |
+         (uint32_t(header[3]) << 24);
+}
+
 Result<uint32_t> parseHeader(const uint8_t header[kHeaderBytes], const Limits& limits) {
-  uint32_t n = uint32_t(header[0]) | (uint32_t(header[1]) << 8) | (uint32_t(header[2]) << 16) |
-               (uint32_t(header[3]) << 24);
+  return parseHeader(header, limits.maxFrameBytes);
+}
+
+Result<uint32_t> parseHeader(const uint8_t header[kHeaderBytes], uint32_t maxFrameBytes) {
+  uint32_t n = headerLength(header);
   if (n == 0) return Result<uint32_t>::fail("empty frame");
   if (n % sizeof(capnp::word) != 0)
     return Result<uint32_t>::fail("frame length " + std::to_string(n) + " is not a multiple of 8");
-  if (n > limits.maxFrameBytes)
+  if (n > maxFrameBytes)
     return Result<uint32_t>::fail("frame of " + std::to_string(n) + " bytes is over the limit of " +
-                                  std::to_string(limits.maxFrameBytes));
+                                  std::to_string(maxFrameBytes) + " bytes");
   return Result<uint32_t>::ok(n);
 }
 

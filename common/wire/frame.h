@@ -2,15 +2,17 @@
 // The wire format of both master APIs: each message is one frame, a 4-byte little-endian
 // byte length followed by a Cap'n Proto message in flat-array form (segment table +
 // segments). Reader limits bound what a peer can make us do: the frame size (checked
-// from the header, before any allocation for the body), and capnp's traversal and
-// nesting limits (checked as the message is read). A frame that breaks them is an error
-// for that connection only.
+// from the header; the body's buffer then grows with the bytes actually received), and
+// capnp's traversal and nesting limits (checked as the message is read). A frame that
+// breaks them is an error for that connection only.
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <kj/array.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,10 +20,31 @@
 
 namespace yard::wire {
 
+// What one connection (and, for a listener, all of its connections) may make us hold.
+// docs/reliability.md, "Bounded resources per peer", gives the reasons for each default.
 struct Limits {
-  uint32_t maxFrameBytes = 8u << 20;         // 8 MiB
+  uint32_t maxFrameBytes = 8u << 20;         // 8 MiB, once the peer has authenticated
+  // Until the handler calls Connection::markAuthenticated() (its first request carried the
+  // join token), frames are at most this large: an unknown peer cannot make us hold more.
+  // A listener without authentication sets it to maxFrameBytes.
+  uint32_t maxFrameBytesBeforeAuth = 64u << 10;  // 64 KiB
   uint64_t traversalLimitWords = 2u << 20;   // 16 MiB of reads per message
   int nestingLimit = 64;
+  // Once a frame's first byte has arrived, the whole frame must arrive within this.
+  std::chrono::milliseconds frameDeadline{std::chrono::seconds(30)};
+  // A connection with nothing read for this long, no request waiting for its answer and no
+  // stream held open (Connection::holdOpen) is closed; zero = never. Accepted connections
+  // only: an outgoing one belongs to a caller with its own timers.
+  std::chrono::milliseconds idleTimeout{std::chrono::minutes(5)};
+  // Listeners only: connections open at once, on the listener and from one source address.
+  // A connection over either cap is closed as soon as it is accepted.
+  size_t maxConnections = 1024;
+  size_t maxConnectionsPerAddress = 64;
+  // Optional: the frame that answers a request refused for its size (a protocol error the
+  // peer can show, with request id 0), given why. The rest of the refused frame is read and
+  // thrown away (within frameDeadline) so that the peer, still writing, gets to read it.
+  // A frame announcing more than 64 MiB gets no answer, only the close.
+  std::function<std::string(const std::string& why)> sizeRefusal;
 };
 
 inline constexpr size_t kHeaderBytes = 4;
@@ -32,6 +55,9 @@ std::string encodeFrame(capnp::MessageBuilder& message);
 // The body length announced by a header, or why it is refused (zero, not a whole number
 // of words, over the limit).
 Result<uint32_t> parseHeader(const uint8_t header[kHeaderBytes], const Limits& limits);
+Result<uint32_t> parseHeader(const uint8_t header[kHeaderBytes], uint32_t maxFrameBytes);
+// The body length a header announces, unchecked.
+uint32_t headerLength(const uint8_t header[kHeaderBytes]);
 
 // A received message and the buffer it reads from.
 class Frame {

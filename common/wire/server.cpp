@@ -1,8 +1,28 @@
 #include "common/wire/server.h"
 
 #include <kj/exception.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace yard::wire {
+namespace {
+
+constexpr size_t kFirstBodyChunk = 64u << 10;   // a body's first buffer; it doubles from there
+constexpr size_t kDrainChunk = 16u << 10;       // scratch for a refused frame's bytes
+// A refused frame larger than this gets no answer, just the close: no client sends one.
+constexpr uint32_t kMaxDrainBytes = 64u << 20;
+constexpr auto kRefusalReportEvery = std::chrono::seconds(10);
+constexpr std::chrono::milliseconds kFirstBackoff{100}, kMaxBackoff{1000};
+
+std::string durationText(std::chrono::milliseconds d) {
+  auto ms = d.count();
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+}
+
+}  // namespace
 
 Result<asio::ip::tcp::endpoint> parseEndpoint(const std::string& hostPort) {
   using R = Result<asio::ip::tcp::endpoint>;
@@ -25,61 +45,170 @@ Result<asio::ip::tcp::endpoint> parseEndpoint(const std::string& hostPort) {
   return R::ok(asio::ip::tcp::endpoint(addr, static_cast<uint16_t>(port)));
 }
 
+Result<uint64_t> raiseOpenFileLimit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0)
+    return Result<uint64_t>::fail(std::string("cannot read the open-file limit: ") + std::strerror(errno));
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  return Result<uint64_t>::ok(static_cast<uint64_t>(lim.rlim_cur));
+}
+
 Connection::Connection(asio::ip::tcp::socket socket, const Limits& limits, Handler handler, Log log)
     : socket_(std::move(socket)),
       executor_(socket_.get_executor()),
       limits_(limits),
       handler_(std::move(handler)),
-      log_(std::move(log)) {
+      log_(std::move(log)),
+      timer_(executor_) {
   asio::error_code ec;
   auto ep = socket_.remote_endpoint(ec);
   peer_ = ec ? "unknown peer" : ep.address().to_string() + ":" + std::to_string(ep.port());
 }
 
-void Connection::start() { readHeader(); }
+void Connection::start() {
+  lastActive_ = Clock::now();
+  if (limits_.idleTimeout.count() > 0) armTimer(lastActive_ + limits_.idleTimeout);
+  readMore();
+}
 
-void Connection::readHeader() {
-  auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(header_, kHeaderBytes), [self](asio::error_code ec, size_t) {
-    if (ec) {
-      if (ec != asio::error::eof && ec != asio::error::operation_aborted) self->close(ec.message());
-      else self->close("");
-      return;
-    }
-    auto len = parseHeader(self->header_, self->limits_);
-    if (!len) {
-      self->close(len.error());
-      return;
-    }
-    self->readBody(len.value());
+std::shared_ptr<void> Connection::holdOpen() {
+  ++holds_;
+  return std::shared_ptr<void>(nullptr, [weak = weak_from_this()](void*) {
+    auto self = weak.lock();
+    if (!self || self->holds_ == 0) return;
+    --self->holds_;
+    self->lastActive_ = Clock::now();  // the idle time counts from the stream's end
   });
 }
 
-void Connection::readBody(uint32_t bytes) {
-  body_ = kj::heapArray<capnp::word>(bytes / sizeof(capnp::word));
-  auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(body_.begin(), bytes), [self](asio::error_code ec, size_t) {
-    if (ec) {
-      self->close(ec == asio::error::eof ? "connection closed mid-frame" : ec.message());
-      return;
+void Connection::readMore() {
+  if (closed_) return;
+  asio::mutable_buffer into;
+  if (drain_) {
+    into = asio::buffer(drain_.get(), std::min(kDrainChunk, drainLeft_));
+  } else if (headerHave_ < kHeaderBytes) {
+    into = asio::buffer(header_ + headerHave_, kHeaderBytes - headerHave_);
+  } else {
+    size_t capacity = body_.size() * sizeof(capnp::word);
+    if (bodyHave_ == capacity) {
+      // Grow with what arrived: a peer announcing 8 MiB and sending 10 bytes holds 64 KiB.
+      size_t next = std::min<size_t>(bodyLength_, std::max(kFirstBodyChunk, capacity * 2));
+      auto grown = kj::heapArray<capnp::word>(next / sizeof(capnp::word));
+      if (bodyHave_ > 0) std::memcpy(grown.begin(), body_.begin(), bodyHave_);
+      body_ = kj::mv(grown);
+      capacity = next;
     }
-    auto frame = decodeFrame(kj::mv(self->body_), self->limits_);
-    if (!frame) {
-      self->close(frame.error());
-      return;
-    }
-    try {
-      self->handler_(self, std::move(frame).value());
-    } catch (const kj::Exception& e) {
-      self->close(std::string("malformed message: ") + e.getDescription().cStr());
-      return;
-    }
-    if (!self->closed_ && !self->closeWhenWritten_) self->readHeader();
+    into = asio::buffer(reinterpret_cast<uint8_t*>(body_.begin()) + bodyHave_, capacity - bodyHave_);
+  }
+  socket_.async_read_some(into, [self = shared_from_this()](asio::error_code ec, size_t n) { self->onRead(ec, n); });
+}
+
+void Connection::onRead(asio::error_code ec, size_t n) {
+  if (closed_) return;
+  if (ec) {
+    if (drain_) return close(drainWhy_);
+    if (ec == asio::error::operation_aborted) return close("");
+    if (ec == asio::error::eof) return close(inFrame_ ? "connection closed mid-frame" : "");
+    return close(ec.message());
+  }
+  auto now = Clock::now();
+  lastActive_ = now;
+  if (!inFrame_ && n > 0) {
+    inFrame_ = true;
+    frameStart_ = now;
+    if (limits_.frameDeadline.count() > 0) armTimer(now + limits_.frameDeadline);
+  }
+  if (drain_) {
+    drainLeft_ -= n;
+    if (drainLeft_ == 0) return closeAfterWrite(drainWhy_);
+    return readMore();
+  }
+  if (headerHave_ < kHeaderBytes) {
+    headerHave_ += n;
+    if (headerHave_ == kHeaderBytes) return headerDone();
+    return readMore();
+  }
+  bodyHave_ += n;
+  if (bodyHave_ == bodyLength_) return bodyDone();
+  readMore();
+}
+
+void Connection::headerDone() {
+  uint32_t limit = authenticated_ ? limits_.maxFrameBytes : std::min(limits_.maxFrameBytes, limits_.maxFrameBytesBeforeAuth);
+  auto len = parseHeader(header_, limit);
+  if (!len) {
+    std::string why = len.error() + (authenticated_ || limit == limits_.maxFrameBytes ? "" : " before authentication");
+    uint32_t announced = headerLength(header_);
+    if (limits_.sizeRefusal && announced > limit && announced <= kMaxDrainBytes &&
+        announced % sizeof(capnp::word) == 0)
+      return refuseForSize(why, announced);
+    return close(why);
+  }
+  bodyLength_ = len.value();
+  bodyHave_ = 0;
+  body_ = nullptr;
+  readMore();
+}
+
+void Connection::refuseForSize(const std::string& why, uint32_t announced) {
+  writes_.push_back(limits_.sizeRefusal(why));
+  pending_ += writes_.back().size();
+  if (writes_.size() == 1) writeNext();
+  drain_ = std::make_unique<char[]>(kDrainChunk);
+  drainLeft_ = announced;
+  drainWhy_ = why;
+  readMore();
+}
+
+void Connection::bodyDone() {
+  inFrame_ = false;
+  headerHave_ = 0;
+  auto frame = decodeFrame(kj::mv(body_), limits_);
+  body_ = nullptr;
+  if (!frame) return close(frame.error());
+  ++unanswered_;
+  try {
+    handler_(shared_from_this(), std::move(frame).value());
+  } catch (const kj::Exception& e) {
+    return close(std::string("malformed message: ") + e.getDescription().cStr());
+  }
+  if (!closed_ && !closeWhenWritten_) readMore();
+}
+
+void Connection::armTimer(Clock::time_point at) {
+  if (closed_ || (timerAt_ && *timerAt_ <= at)) return;
+  timerAt_ = at;
+  timer_.expires_at(at);  // cancels an earlier wait, whose handler then does nothing
+  timer_.async_wait([self = shared_from_this()](asio::error_code ec) {
+    if (ec) return;
+    self->timerAt_.reset();
+    self->onTimer();
   });
+}
+
+void Connection::onTimer() {
+  if (closed_) return;
+  auto now = Clock::now();
+  if (inFrame_ && limits_.frameDeadline.count() > 0) {
+    auto deadline = frameStart_ + limits_.frameDeadline;
+    if (now >= deadline) return close("a frame took longer than " + durationText(limits_.frameDeadline) + " to arrive");
+    return armTimer(deadline);
+  }
+  if (limits_.idleTimeout.count() == 0) return;
+  auto idleAt = lastActive_ + limits_.idleTimeout;
+  if (now < idleAt) return armTimer(idleAt);
+  if (!busy()) return close("idle for " + durationText(limits_.idleTimeout));
+  armTimer(now + limits_.idleTimeout);
 }
 
 void Connection::send(capnp::MessageBuilder& message) {
   if (closed_) return;
+  if (unanswered_ > 0) --unanswered_;
+  lastActive_ = Clock::now();
   writes_.push_back(encodeFrame(message));
   pending_ += writes_.back().size();
   if (writes_.size() == 1) writeNext();
@@ -88,6 +217,7 @@ void Connection::send(capnp::MessageBuilder& message) {
 void Connection::writeNext() {
   auto self = shared_from_this();
   asio::async_write(socket_, asio::buffer(writes_.front()), [self](asio::error_code ec, size_t) {
+    if (self->closed_) return;
     if (ec) {
       self->close(ec.message());
       return;
@@ -109,8 +239,11 @@ void Connection::close(const std::string& why) {
   closed_ = true;
   if (!why.empty() && log_) log_("closing connection from " + peer_ + ": " + why);
   asio::error_code ec;
+  timer_.cancel();
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
+  body_ = nullptr;
+  drain_.reset();
   auto callbacks = std::move(onClose_);
   onClose_.clear();
   for (auto& f : callbacks) f();
@@ -140,14 +273,17 @@ void connectFrames(asio::io_context& io, const std::string& hostPort, const Limi
     asio::error_code ignored;
     a->socket.close(ignored);
   });
-  a->socket.async_connect(ep.value(), [a, hostPort, limits, handler = std::move(handler), log = std::move(log),
+  Limits outgoing = limits;
+  outgoing.idleTimeout = std::chrono::milliseconds(0);
+  a->socket.async_connect(ep.value(), [a, hostPort, outgoing, handler = std::move(handler), log = std::move(log),
                                        done = std::move(done)](asio::error_code ec) mutable {
     a->timer.cancel();
     if (ec || a->timedOut)
       return done(R::fail("cannot connect to " + hostPort + ": " + (a->timedOut ? "timed out" : ec.message())));
     asio::error_code ignored;
     a->socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-    auto conn = std::make_shared<Connection>(std::move(a->socket), limits, std::move(handler), std::move(log));
+    auto conn = std::make_shared<Connection>(std::move(a->socket), outgoing, std::move(handler), std::move(log));
+    conn->markAuthenticated();
     conn->start();
     done(R::ok(conn));
   });
@@ -155,7 +291,12 @@ void connectFrames(asio::io_context& io, const std::string& hostPort, const Limi
 
 FrameServer::FrameServer(asio::io_context& io, asio::ip::tcp::acceptor acceptor, const Limits& limits,
                          Connection::Handler handler, Connection::Log log)
-    : io_(io), acceptor_(std::move(acceptor)), limits_(limits), handler_(std::move(handler)), log_(std::move(log)) {}
+    : io_(io),
+      acceptor_(std::move(acceptor)),
+      limits_(limits),
+      handler_(std::move(handler)),
+      log_(std::move(log)),
+      retry_(io) {}
 
 Result<std::unique_ptr<FrameServer>> FrameServer::listen(asio::io_context& io, const std::string& hostPort,
                                                          const Limits& limits, Connection::Handler handler,
@@ -182,18 +323,85 @@ std::string FrameServer::address() const {
 
 void FrameServer::accept() {
   acceptor_.async_accept([this](asio::error_code ec, asio::ip::tcp::socket socket) {
-    if (ec == asio::error::operation_aborted) return;
+    if (ec == asio::error::operation_aborted || stopped_) return;
+    // A peer that gave up before we took its connection is no reason to slow down.
+    if (ec && ec != asio::error::connection_aborted && ec != asio::error::connection_reset) return backOff(ec);
     if (!ec) {
-      socket.set_option(asio::ip::tcp::no_delay(true), ec);
-      std::make_shared<Connection>(std::move(socket), limits_, handler_, log_)->start();
+      if (backoff_.count() > 0 && log_) log_(address() + ": accepting connections again");
+      backoff_ = std::chrono::milliseconds(0);
+      admit(std::move(socket));
     }
     accept();
   });
 }
 
+// Out of file descriptors (EMFILE, ENFILE) or another error that would fail again at once:
+// wait 100 ms, doubling to 1 s, rather than spin; say so once per episode. Connections that
+// close (or time out idle) free descriptors meanwhile; the pending ones wait in the backlog.
+void FrameServer::backOff(const asio::error_code& ec) {
+  if (backoff_.count() == 0 && log_) {
+    rlimit lim{};
+    ::getrlimit(RLIMIT_NOFILE, &lim);
+    log_(address() + ": cannot accept connections: " + ec.message() + " (open-file limit " +
+         std::to_string(lim.rlim_cur) + ", " + std::to_string(census_->open) +
+         " connections open here); retrying every 100 ms to 1 s until it passes");
+  }
+  backoff_ = backoff_.count() == 0 ? kFirstBackoff : std::min(backoff_ * 2, kMaxBackoff);
+  retry_.expires_after(backoff_);
+  retry_.async_wait([this](asio::error_code e) {
+    if (!e && !stopped_) accept();
+  });
+}
+
+void FrameServer::admit(asio::ip::tcp::socket socket) {
+  asio::error_code ec;
+  auto ep = socket.remote_endpoint(ec);
+  if (ec) return;  // already gone
+  std::string address = ep.address().to_string();
+  Census& c = *census_;
+  if (c.open >= limits_.maxConnections)
+    return refuse(socket, address, std::to_string(c.open) + " connections are open, the cap of this listener");
+  size_t& fromHere = c.byAddress[address];
+  if (fromHere >= limits_.maxConnectionsPerAddress) {
+    if (fromHere == 0) c.byAddress.erase(address);
+    return refuse(socket, address, std::to_string(fromHere) + " connections are open from " + address +
+                                       ", the cap per address");
+  }
+  ++c.open;
+  ++fromHere;
+  socket.set_option(asio::ip::tcp::no_delay(true), ec);
+  auto conn = std::make_shared<Connection>(std::move(socket), limits_, handler_, log_);
+  conn->onClose([census = census_, address] {
+    --census->open;
+    auto it = census->byAddress.find(address);
+    if (it != census->byAddress.end() && --it->second == 0) census->byAddress.erase(it);
+  });
+  conn->start();
+}
+
+// Closed at once, before anything is read. Logged at most once per kRefusalReportEvery, with
+// the count since the last report, so a flood cannot flood the log as well.
+void FrameServer::refuse(asio::ip::tcp::socket& socket, const std::string& address, const std::string& why) {
+  asio::error_code ec;
+  socket.close(ec);
+  Census& c = *census_;
+  ++c.refused;
+  ++c.refusedUnreported;
+  auto now = Connection::Clock::now();
+  if (c.lastReport && now - *c.lastReport < kRefusalReportEvery) return;
+  if (log_)
+    log_(this->address() + ": refused a connection from " + address + ": " + why + " (" +
+         std::to_string(c.refusedUnreported) + " refused since the last report, " + std::to_string(c.refused) +
+         " in all)");
+  c.lastReport = now;
+  c.refusedUnreported = 0;
+}
+
 void FrameServer::stop() {
+  stopped_ = true;
   asio::error_code ec;
   acceptor_.close(ec);
+  retry_.cancel();
 }
 
 }  // namespace yard::wire

@@ -5,13 +5,21 @@
 // breaks the limits, or a handler that trips over a malformed message (capnp throws on
 // bad pointers or traversal limits), closes that connection only.
 //
+// What a peer can make us hold is bounded (Limits; docs/reliability.md, "Bounded resources
+// per peer"): connections per listener and per source address, a frame's size (small until
+// the handler marks the connection authenticated), the buffer of a frame being received
+// (it grows with the bytes that actually arrived, never to the announced length up front),
+// the time one frame may take, and the time a connection may sit idle.
+//
 // REQUIRES: every method runs on the io_context's thread, except executor().
 
 #include <asio.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,10 +33,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
  public:
   using Handler = std::function<void(const std::shared_ptr<Connection>&, std::unique_ptr<Frame>)>;
   using Log = std::function<void(const std::string&)>;
+  using Clock = std::chrono::steady_clock;
 
   Connection(asio::ip::tcp::socket socket, const Limits& limits, Handler handler, Log log);
   void start();
-  // Queues `message` for writing; no-op once closed.
+  // Queues `message` for writing; no-op once closed. The first frame sent after a request
+  // arrived counts as that request's answer (the idle timeout waits for it).
   void send(capnp::MessageBuilder& message);
   void close(const std::string& why);
   // Closes once every queued frame has been written (a refusal the peer should read).
@@ -43,10 +53,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // thread may read it: work finished elsewhere posts its answer back through it.
   const asio::any_io_executor& executor() const { return executor_; }
 
+  // The peer proved who it is (a request carried the valid join token): from now on its
+  // frames may be up to Limits::maxFrameBytes instead of maxFrameBytesBeforeAuth.
+  void markAuthenticated() { authenticated_ = true; }
+  bool authenticated() const { return authenticated_; }
+  // A streaming answer is in progress (logs -f, exec): while any returned hold is alive the
+  // connection is not idle, however long the stream stays quiet. Drop the hold (its last
+  // copy) when the stream ends. REQUIRES: dropped on the io thread.
+  std::shared_ptr<void> holdOpen();
+
  private:
-  void readHeader();
-  void readBody(uint32_t bytes);
+  void readMore();
+  void onRead(asio::error_code ec, size_t n);
+  void headerDone();
+  void bodyDone();
+  void refuseForSize(const std::string& why, uint32_t announced);
   void writeNext();
+  // The frame's timers: one steady_timer, armed for the earliest moment that matters and
+  // re-evaluated when it fires (reads never touch it, so they stay cheap).
+  void armTimer(Clock::time_point at);
+  void onTimer();
+  bool busy() const { return unanswered_ > 0 || holds_ > 0 || !writes_.empty(); }
 
   asio::ip::tcp::socket socket_;
   const asio::any_io_executor executor_;  // socket_'s, copied so that reading it needs no lock
@@ -54,8 +81,29 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Handler handler_;
   Log log_;
   std::string peer_;
+  bool authenticated_ = false;
+
+  // The frame being received: header bytes so far, then the body's buffer, which grows
+  // (doubling, from 64 KiB) as bytes arrive, up to the announced length.
   uint8_t header_[kHeaderBytes] = {};
+  size_t headerHave_ = 0;
   kj::Array<capnp::word> body_;
+  uint32_t bodyLength_ = 0;  // announced
+  size_t bodyHave_ = 0;      // received
+  bool inFrame_ = false;     // a frame's first byte arrived, its last has not
+  Clock::time_point frameStart_{};
+  Clock::time_point lastActive_{};  // last read, answer sent or stream ended
+  // A frame refused for its size with a protocol answer (Limits::sizeRefusal): its bytes
+  // are read into `drain_` and dropped, then the connection closes.
+  std::unique_ptr<char[]> drain_;
+  size_t drainLeft_ = 0;
+  std::string drainWhy_;
+
+  size_t unanswered_ = 0;  // requests handed to the handler and not yet answered
+  size_t holds_ = 0;       // holdOpen() holds alive
+  asio::steady_timer timer_;
+  std::optional<Clock::time_point> timerAt_;
+
   std::deque<std::string> writes_;
   size_t pending_ = 0;
   bool closed_ = false;
@@ -65,7 +113,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 // Opens an outgoing connection to `hostPort` that speaks frames like an accepted one: each
 // frame the peer sends goes to `handler`. `done` gets the started connection, or why it
-// could not connect within `timeout`.
+// could not connect within `timeout`. We chose the peer, so the connection starts
+// authenticated and has no idle timeout (its caller keeps its own timers); the frame
+// deadline and the frame size limit apply.
 void connectFrames(asio::io_context& io, const std::string& hostPort, const Limits& limits,
                    Connection::Handler handler, Connection::Log log, std::chrono::milliseconds timeout,
                    std::function<void(Result<std::shared_ptr<Connection>>)> done);
@@ -80,19 +130,43 @@ class FrameServer {
   std::string address() const;
   void stop();
 
+  // Connections open now, and those refused (over a cap) since the start.
+  size_t openConnections() const { return census_->open; }
+  uint64_t refusedConnections() const { return census_->refused; }
+
   FrameServer(asio::io_context& io, asio::ip::tcp::acceptor acceptor, const Limits& limits,
               Connection::Handler handler, Connection::Log log);
 
  private:
+  // Open connections by source address; shared with each connection's close callback, which
+  // may outlive the server.
+  struct Census {
+    size_t open = 0;
+    std::map<std::string, size_t> byAddress;
+    uint64_t refused = 0, refusedUnreported = 0;
+    std::optional<Connection::Clock::time_point> lastReport;
+  };
   void accept();
+  void admit(asio::ip::tcp::socket socket);
+  void refuse(asio::ip::tcp::socket& socket, const std::string& address, const std::string& why);
+  void backOff(const asio::error_code& ec);
+
   asio::io_context& io_;
   asio::ip::tcp::acceptor acceptor_;
   Limits limits_;
   Connection::Handler handler_;
   Connection::Log log_;
+  std::shared_ptr<Census> census_ = std::make_shared<Census>();
+  asio::steady_timer retry_;
+  std::chrono::milliseconds backoff_{0};  // non-zero while accept() fails (EMFILE, ENFILE, ...)
+  bool stopped_ = false;
 };
 
 // Splits "HOST:PORT" (or "[v6]:PORT"); error text names the value.
 Result<asio::ip::tcp::endpoint> parseEndpoint(const std::string& hostPort);
+
+// Raises this process's soft RLIMIT_NOFILE to its hard limit (each connection is a file
+// descriptor) and returns the soft limit now in force, or why it could not be read.
+Result<uint64_t> raiseOpenFileLimit();
 
 }  // namespace yard::wire

@@ -149,7 +149,9 @@ void setTaskState(const JobEntry& job, TaskEntry& t, TaskState state, std::strin
 
 std::optional<JobEntry> applyReports(const JobEntry& live, const std::string& node,
                                      const std::map<int64_t, const ReplicaReport*>& byId, int64_t now, Events& events) {
-  if (isFinal(live.rec.state)) return std::nullopt;
+  // A finished job's replicas still end (those `cleanup: none` left running, and those a
+  // cancel of it stopped); its tasks and the job stay as they ended (evaluateTask and
+  // advanceDag leave finished ones alone).
   std::optional<JobEntry> job;
   for (size_t ti = 0; ti < live.tasks.size(); ++ti) {
     bool touched = false;
@@ -205,7 +207,6 @@ std::optional<JobEntry> applyReports(const JobEntry& live, const std::string& no
 
 std::optional<JobEntry> applyTime(const JobEntry& live, const std::set<std::string>& downNodes, int64_t now,
                                   Events& events) {
-  if (isFinal(live.rec.state)) return std::nullopt;
   std::optional<JobEntry> job;
   auto copy = [&]() -> JobEntry& {
     if (!job) job = live;
@@ -213,7 +214,6 @@ std::optional<JobEntry> applyTime(const JobEntry& live, const std::set<std::stri
   };
   for (size_t ti = 0; ti < live.tasks.size(); ++ti) {
     const TaskEntry& lt = live.tasks[ti];
-    if (isFinal(lt.rec.state)) continue;
     auto st = live.specTask(ti);
     bool touched = false;
     // Replicas on a node that stopped beating are lost. A node is down only once its agent
@@ -231,6 +231,7 @@ std::optional<JobEntry> applyTime(const JobEntry& live, const std::set<std::stri
       }
       touched = true;
     }
+    if (isFinal(lt.rec.state)) continue;  // only its leftover replicas (cleanup: none) matter
     if (lt.rec.state == TaskState::Stopping) {  // its outcome is decided: no more timers
       if (touched) evaluateTask(copy(), ti, now, events);
       continue;
@@ -337,6 +338,7 @@ void finishTask(JobEntry& job, size_t ti, TaskState state, const std::string& re
 }
 
 void advanceDag(JobEntry& job, int64_t now, Events& events) {
+  if (isFinal(job.rec.state)) return;
   // Repeat until nothing changes: a Skipped task skips its own dependants too.
   for (bool changed = true; changed;) {
     changed = false;
@@ -394,6 +396,18 @@ void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& ev
   advanceDag(job, now, events);  // Cancelled at once when nothing was running
   if (job.rec.state == JobState::Cancelling)
     event(events, job, "", "", 0, now, "Cancelling", reason + ": waiting for its replicas to stop");
+}
+
+int stopLeftovers(JobEntry& job, const std::string& reason, int64_t now, Events& events) {
+  int n = 0;
+  for (auto& t : job.tasks)
+    for (auto& r : t.replicas) {
+      if (!isActive(r.state)) continue;
+      stopReplica(r, EndCause::StoppedByUser, reason);
+      event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Stopping", reason);
+      ++n;
+    }
+  return n;
 }
 
 }  // namespace yard::master::lifecycle

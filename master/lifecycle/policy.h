@@ -67,6 +67,9 @@ std::optional<JobEntry> applyTime(const JobEntry& job, const std::set<std::strin
 // Stops every active replica (cause StoppedByUser); the job is Cancelling and its unfinished
 // tasks Stopping until those are gone, then Cancelled (at once when nothing runs).
 void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& events);
+// A finished job's replicas still running (`cleanup: none` leaves them): stops them (cause
+// StoppedByUser); the job and its tasks keep their final states. Returns how many.
+int stopLeftovers(JobEntry& job, const std::string& reason, int64_t now, Events& events);
 // The task's success and failure rules after its replicas changed.
 void evaluateTask(JobEntry& job, size_t task, int64_t now, Events& events);
 // Ends the task (Succeeded or Failed) and stops its live replicas as `cleanup` says; while

@@ -55,12 +55,20 @@ constexpr const char* kNodes =
     " vm_runtime, state, drained, registered_at, last_heartbeat, agent_version, agent_port"
     " FROM nodes ORDER BY id";
 
-JobRecord jobRow(const sql::Stmt& s) {
+// A damaged row of a job: recorded in State::unreadableJobs by the row function, which
+// throws this to leave the row out.
+struct SkipRow {};
+
+JobRecord jobRow(const sql::Stmt& s, std::map<int64_t, std::string>& unreadable) {
   JobRecord j;
   j.id = s.i64(0);
   j.name = s.text(1);
   j.queue = s.text(2);
-  j.state = parseJobStateColumn(s.text(3));
+  try {
+    j.state = parseJobStateColumn(s.text(3));
+  } catch (const ColumnError& e) {
+    unreadable[j.id] = std::string("its row: ") + e.what();
+  }
   j.reason = s.text(4);
   j.priority = s.i64(5);
   j.spec = s.blob(6);
@@ -135,6 +143,8 @@ Result<bool> readRows(sql::Connection& conn, const char* sqlText, RowFn row,
     if (!more.value()) return Result<bool>::ok(true);
     try {
       out.push_back(row(stmt));
+    } catch (const SkipRow&) {
+      // a job's damaged row, recorded by `row`
     } catch (const ColumnError& e) {  // text the store never writes: a damaged file
       return Result<bool>::fail(std::string("row ") + std::to_string(out.size() + 1) + " of \"" + sqlText + "\": " + e.what());
     }
@@ -145,9 +155,36 @@ Result<bool> readState(sql::Connection& conn, State& st) {
   Result<bool> r = readRows(conn, kQueues, queueRow, st.queues);
   if (r.isOk()) r = readRows(conn, kDatasets, datasetRow, st.datasets);
   if (r.isOk()) r = readRows(conn, kNodes, nodeRow, st.nodes);
-  if (r.isOk()) r = readRows(conn, kJobs, jobRow, st.jobs);
-  if (r.isOk()) r = readRows(conn, kTasks, taskRow, st.tasks);
-  if (r.isOk()) r = readRows(conn, kReplicas, replicaRow, st.replicas);
+  // A damaged row of a job, task or replica is recorded against its job rather than failing
+  // the load: one bad job must not keep the master down.
+  std::map<int64_t, int64_t> jobOfTask;
+  auto unreadable = [&st](int64_t jobId, const std::string& what, const ColumnError& e) {
+    std::string& why = st.unreadableJobs[jobId];
+    why += (why.empty() ? "" : "; ") + what + ": " + e.what();
+    throw SkipRow{};
+  };
+  if (r.isOk()) r = readRows(conn, kJobs, [&st](const sql::Stmt& s) { return jobRow(s, st.unreadableJobs); }, st.jobs);
+  if (r.isOk())
+    r = readRows(conn, kTasks, [&](const sql::Stmt& s) {
+      jobOfTask[s.i64(0)] = s.i64(1);
+      try {
+        return taskRow(s);
+      } catch (const ColumnError& e) {
+        unreadable(s.i64(1), "task row " + std::to_string(s.i64(0)), e);
+        throw;  // not reached
+      }
+    }, st.tasks);
+  if (r.isOk())
+    r = readRows(conn, kReplicas, [&](const sql::Stmt& s) {
+      try {
+        return replicaRow(s);
+      } catch (const ColumnError& e) {
+        auto job = jobOfTask.find(s.i64(1));
+        if (job == jobOfTask.end()) throw;  // a replica of no task: nothing to quarantine
+        unreadable(job->second, "replica row " + std::to_string(s.i64(0)), e);
+        throw;  // not reached
+      }
+    }, st.replicas);
   return r;
 }
 

@@ -163,6 +163,11 @@ struct State {
   std::vector<JobRecord> jobs;
   std::vector<TaskRecord> tasks;
   std::vector<ReplicaRecord> replicas;
+  // Jobs with a row (theirs, a task's, a replica's) holding text the store never writes (a
+  // damaged file), by job id, with what could not be read. Such a job row still loads, with
+  // its state left Queued; such task and replica rows are left out. The master quarantines
+  // these jobs (master/jobs.cpp, JobRegistry::load).
+  std::map<int64_t, std::string> unreadableJobs;
 };
 
 struct Stats {

@@ -86,11 +86,11 @@ struct QuotaFlags {
 void addQuotaFlags(CLI::App* cmd, QuotaFlags& f, bool required) {
   auto* cpu = cmd->add_option("--cpu", f.cpu, "CPU quota in cores (4) or millicores (500m)");
   auto* mem = cmd->add_option("--memory", f.memory, "Memory quota (512Gi)");
-  auto* gpu = cmd->add_option("--gpu", f.gpu, "GPU quota (whole GPUs)");
+  // --gpu may be left out (0 GPUs): most CPU-only clusters have none to give.
+  cmd->add_option("--gpu", f.gpu, "GPU quota (whole GPUs; default 0)");
   if (required) {
     cpu->required();
     mem->required();
-    gpu->required();
   }
   cmd->add_option("--max-running-jobs", f.maxRunningJobs, "At most this many running jobs (0 = no limit)");
   cmd->add_option("--weight", f.weight, "Share weight against other queues (default 1)");

@@ -162,6 +162,21 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
     out << "\nReplicas:\n";
     reps.print(out);
   }
+  // A finished job whose replicas still hold their nodes (cleanup: none, or still stopping).
+  std::string state = j.getState().cStr();
+  if (state == "Succeeded" || state == "Failed" || state == "Cancelled") {
+    int running = 0, stopping = 0;
+    for (auto t : d.getTasks())
+      for (auto r : t.getReplicas()) {
+        running += r.getState() == "Placed" || r.getState() == "Starting" || r.getState() == "Running";
+        stopping += r.getState() == "Stopping";
+      }
+    if (running)
+      out << "\nThe job has finished but " << running << (running == 1 ? " replica is" : " replicas are")
+          << " still running (cleanup: none); `yardctl job cancel " << j.getName().cStr() << "` stops "
+          << (running == 1 ? "it" : "them") << ".\n";
+    if (stopping) out << "\n" << stopping << (stopping == 1 ? " replica is" : " replicas are") << " still stopping.\n";
+  }
   if (!showEnv) return;
   for (auto t : d.getTasks())
     for (auto r : t.getReplicas()) {
@@ -338,8 +353,13 @@ void addStopCommand(CLI::App* job, const char* cmd, const char* help, bool del, 
         auto resp = callMaster(address.value(), [&](api::Request::Builder r) { r.setJobShow(o->name); });
         std::string state;
         if (resp) {
-          state = resp.value()->root<api::Response>().getJob().getSummary().getState().cStr();
-          if (state == "Cancelled" || state == "Succeeded" || state == "Failed") {
+          auto detail = resp.value()->root<api::Response>().getJob();
+          state = detail.getSummary().getState().cStr();
+          bool running = false;  // a replica still holding its node (leftovers of cleanup: none too)
+          for (auto t : detail.getTasks())
+            for (auto r : t.getReplicas())
+              for (const char* live : {"Placed", "Starting", "Running", "Stopping"}) running = running || r.getState() == live;
+          if (!running && (state == "Cancelled" || state == "Succeeded" || state == "Failed")) {
             if (!del) {
               if (global.output != "json") io.out << "job " << o->name << " " << state << ": every replica has stopped\n";
               return kExitOk;

@@ -72,8 +72,10 @@ int runLogs(GlobalOptions& global, Streams io, const LogsOptions& o) {
       return kExitFailed;
     }
     if (r.isLogEnd()) {
-      if (r.getLogEnd().size()) io.err << "yardctl: some output could not be read: " << r.getLogEnd().cStr() << "\n";
-      return kExitOk;
+      // Exit 0 only when everything asked for was printed.
+      if (r.getLogEnd().size() == 0) return kExitOk;
+      io.err << "yardctl: some output could not be read: " << r.getLogEnd().cStr() << "\n";
+      return kExitFailed;
     }
     if (!r.isLogChunk()) continue;
     auto c = r.getLogChunk();

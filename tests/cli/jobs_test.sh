@@ -26,7 +26,8 @@ start_master --config "$tmp/master.toml"
 spec "$tmp/big.yaml" big-train team-a 4
 expect 1 '^yardctl: queue team-a quota is too small for task train: needs gpu=16, quota gpu=8$' -- job submit "$tmp/big.yaml"
 spec "$tmp/ok.yaml" ok-train team-a 2
-expect 0 'job ok-train submitted to queue team-a \(1 task\)' -- job submit "$tmp/ok.yaml"
+# No node has a GPU yet: accepted (one may join), and said at once rather than left to a silent wait.
+expect 0 'job ok-train submitted to queue team-a \(1 task\); note: it needs 2 GPUs on one node and no node has a GPU, so it waits until such a node joins' -- job submit "$tmp/ok.yaml"
 expect 1 'job name ok-train is already used by a job that has not been deleted \(state Queued\)' -- job submit "$tmp/ok.yaml"
 spec "$tmp/noq.yaml" noq-train team-z 0
 expect 1 'queue team-z does not exist' -- job submit "$tmp/noq.yaml"

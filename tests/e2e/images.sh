@@ -66,8 +66,26 @@ push_image() {
   skopeo copy --quiet --dest-tls-verify=false "oci:$1:$2" "docker://$registry/$3" >/dev/null
 }
 
+# runc keeps its state in /run/containerd/runc/<namespace> whichever containerd started it,
+# so a test killed before stop_containerd ran (a ctest timeout) leaves containers there; the
+# next run's agent creates the same ids (node-1-7-0: a fresh master numbers replicas from 1)
+# and runc refuses with "container with given ID already exists" — the agent's "exit code
+# 127: agent: containerd: create task …" that failed a run now and then (docs/containerd.md).
+# Such leftovers have no shim any more: they are removed before a test's containerd starts.
+clear_stale_runc() {
+  local root=/run/containerd/runc/yard id
+  [ -d "$root" ] || return 0
+  for id in $(runc --root "$root" list -q 2>/dev/null); do
+    case "$id" in node-*-*-*) ;; *) continue ;; esac
+    pgrep -f "containerd-shim-runc-v2 .*-id $id( |\$)" >/dev/null && continue  # a live one's shim still runs
+    runc --root "$root" kill --all "$id" KILL 2>/dev/null
+    runc --root "$root" delete --force "$id" 2>/dev/null
+  done
+}
+
 # start_containerd: a private containerd; sets $containerd_sock and $containerd_pid.
 start_containerd() {
+  clear_stale_runc
   printf 'version = 2\ndisabled_plugins = ["io.containerd.grpc.v1.cri"]\n' >"$tmp/containerd.toml"
   containerd_sock=$tmp/containerd.sock
   containerd --config "$tmp/containerd.toml" --address "$containerd_sock" --root "$tmp/containerd-root" \

@@ -112,7 +112,7 @@ tasks:
 YAML
 submit "$tmp/timeout.yaml"
 wait_job e2e-timeout Failed 40
-n=$("$bin/yardctl" job events e2e-timeout | grep -c DeadlineExceeded)
+n=$("$bin/yardctl" -o json job events e2e-timeout | python3 -c 'import json,sys; print(sum(e["type"] == "DeadlineExceeded" for e in json.load(sys.stdin)))')
 [ "$n" -eq 2 ] || fail "$n runs hit their timeout, want 2 (first run + one retry)"
 
 say "restartPolicy OnFailure restarts the failed run in place"

@@ -75,5 +75,38 @@ out=$("$bin/yardctl" job delete --wait --timeout 30 stop-b 2>&1) || fail "delete
 kill -0 "$pid" 2>/dev/null && fail "delete --wait returned while pid $pid lives"
 "$bin/yardctl" job show stop-b >/dev/null 2>&1 && fail "stop-b still exists after delete --wait"
 submit "$tmp/stop-b.yaml"  # the name is free again
+"$bin/yardctl" job delete --wait --timeout 30 stop-b >/dev/null || fail "delete --wait of the second stop-b"
+
+say "cleanup: none leaves a replica running after success; job show says so; cancel stops it"
+cat >"$tmp/leftover.yaml" <<YAML
+name: leftover
+tasks:
+  - name: train
+    kind: pytorch
+    advanced: { cleanup: none }
+    roles:
+      master: { replicas: 1, container: { image: host, resources: { cpu: 100m, memory: 32Mi }, command: sh -c, args: "'sleep 1'" } }
+      worker:
+        replicas: 1
+        container:
+          image: host
+          resources: { cpu: 100m, memory: 32Mi }
+          command: sh -c
+          args: "'echo \$\$ > $tmp/leftover.pid; exec sleep 600'"
+YAML
+submit "$tmp/leftover.yaml"
+wait_job leftover Succeeded 30
+"$bin/yardctl" job show leftover | grep -q 'still running (cleanup: none); `yardctl job cancel leftover` stops it' ||
+  fail "job show does not say a replica still runs: $("$bin/yardctl" job show leftover)"
+pid=$(cat "$tmp/leftover.pid")
+kill -0 "$pid" 2>/dev/null || fail "the leftover worker is not running"
+out=$("$bin/yardctl" job cancel --wait --timeout 30 leftover 2>&1) || fail "cancel of the finished job: $out"
+echo "$out" | grep -q 'stopping its 1 replicas left running' || fail "cancel said: $out"
+kill -0 "$pid" 2>/dev/null && fail "cancel --wait returned while the leftover (pid $pid) lives"
+[ "$(jshow leftover 'j["job"]["state"]')" = Succeeded ] || fail "the job's outcome changed: $("$bin/yardctl" job show leftover)"
+[ "$(jshow leftover '[r["state"] for r in j["tasks"][0]["replicas"] if r["role"] == "worker"][0]')" = Killed ] ||
+  fail "the leftover is not Killed: $("$bin/yardctl" job show leftover)"
+out=$("$bin/yardctl" job cancel leftover 2>&1) && fail "a second cancel succeeded: $out"
+echo "$out" | grep -q 'already finished (Succeeded)' || fail "second cancel said: $out"
 
 finish "stop"

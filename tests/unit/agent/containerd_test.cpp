@@ -244,3 +244,76 @@ TEST_CASE("client: a task's whole life over gRPC, with metrics, against a real c
   CHECK_FALSE(client.deleteContainer("yard", "life-1").value());  // gone: fine
   CHECK(client.containers("yard").value().empty());
 }
+
+// The create path under load (docs/containerd.md, "A flake: create task"): many containers
+// created, started and removed at once on the 2-core machine, each on its own root. Every one
+// must start; a failure prints containerd's own words.
+TEST_CASE("client: many tasks created and started at once all start") {
+  Containerd d;
+  if (!d.why.empty() || access("/bin/busybox", X_OK) != 0) {
+    WARN("skipped: " << (d.why.empty() ? "busybox-static is not installed" : d.why));
+    return;
+  }
+  auto c = containerd::Client::connect(d.socket, std::chrono::seconds(20));
+  REQUIRE(c.isOk());
+  auto& client = *c.value();
+  REQUIRE(client.ensureNamespace("yard").isOk());
+  std::string root = d.dir + "/root-fs";
+  std::filesystem::create_directories(root + "/bin");
+  for (const char* dir : {"proc", "sys", "dev", "tmp", "etc", "run"}) std::filesystem::create_directories(root + "/" + dir);
+  std::filesystem::copy_file("/bin/busybox", root + "/bin/busybox");
+  std::filesystem::create_symlink("busybox", root + "/bin/sh");
+  agent::ReplicaSpec spec;
+  spec.image = "local";
+  spec.argv = {"/bin/sh", "-c", "echo up; exec /bin/busybox sleep 1"};
+  auto process = agent::containerProcess(spec, {});
+  REQUIRE(process.isOk());
+  std::mutex mu;
+  std::vector<std::string> failures;
+  int started = 0;
+  auto cycle = [&](const std::string& id) {
+    containerd::Client::setCallTimeoutOfThisThread(std::chrono::seconds(60));  // as the start worker
+    containerd::Client::ContainerSpec cs;
+    cs.id = id;
+    cs.runtime = "io.containerd.runc.v2";
+    cs.ociSpecJson = agent::ociSpecJson(spec, process.value(), {});
+    auto note = [&](const std::string& what) {
+      std::lock_guard<std::mutex> g(mu);
+      failures.push_back(id + ": " + what);
+    };
+    if (auto made = client.createContainer("yard", cs); !made) return note(made.error());
+    std::string log = d.dir + "/" + id + ".log";
+    auto task = client.createTask("yard", id, {{"bind", root, "", {"rbind", "ro"}}}, {"file://" + log, "file://" + log});
+    if (!task) {
+      note(task.error());
+    } else if (auto s = client.start("yard", id); !s) {
+      note(s.error());
+    } else {
+      std::lock_guard<std::mutex> g(mu);
+      ++started;
+    }
+    client.kill("yard", id, SIGKILL, true);
+    for (int i = 0; i < 200; ++i) {
+      auto p = client.process("yard", id);
+      if (!p || !p.value() || p.value()->status == containerd::Client::Process::Status::Stopped ||
+          p.value()->status == containerd::Client::Process::Status::Created)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    client.deleteTask("yard", id);
+    client.deleteContainer("yard", id);
+  };
+  constexpr int kThreads = 6, kRounds = 4;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) cycle("load-" + std::to_string(t) + "-" + std::to_string(r));
+    });
+  for (auto& t : threads) t.join();
+  std::string all;
+  for (const auto& f : failures) all += f + "\n";
+  INFO(all);
+  CHECK(failures.empty());
+  CHECK(started == kThreads * kRounds);
+  CHECK(client.containers("yard").value().empty());
+}

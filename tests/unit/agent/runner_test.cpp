@@ -44,6 +44,11 @@ struct FakeDriver : Driver {
   }
   Result<ReplicaUsage> stats(const ReplicaKey&) override { return Result<ReplicaUsage>::ok(ReplicaUsage{}); }
   void destroy(const ReplicaKey& k, const std::string&) override { calls.push_back("destroy " + k.name()); }
+  bool carriesStops = false;  // like the host driver's shim
+  bool stopAt(const ReplicaKey& k, const std::string&, int64_t termAt, int64_t killAt) override {
+    calls.push_back("stopAt " + k.name() + " " + std::to_string(termAt) + " " + std::to_string(killAt));
+    return carriesStops;
+  }
   DriverStatus recover(const ReplicaKey& k, const ReplicaSpec&, const std::string&) override {
     calls.push_back("recover " + k.name());
     return status[k];
@@ -239,4 +244,134 @@ TEST_CASE("runner: a restarted agent re-adopts what runs and remembers what it w
   CHECK(f.report(done).exitCode == 0);
   f.want({run(running), {stopping, false, std::nullopt}, {done, false, std::nullopt}});
   CHECK_FALSE(f.driver.called("start 1-0"));
+}
+
+TEST_CASE("runner: the driver carries the stop out; preStop and SIGTERM share the grace, SIGKILL is the backstop") {
+  Fixture f;
+  f.driver.carriesStops = true;
+  ReplicaKey k{1, 0};
+  auto s = Fixture::spec();
+  s.preStop = {"sh", "-c", "touch /ckpt/stop"};
+  f.want({run(k, s)});
+  f.driver.set(k, DriverStatus::Phase::Running);
+  f.runner->tick();
+  f.want({{k, false, std::nullopt}});
+  f.runner->tick();  // t=1000: preStop runs; SIGTERM waits for it, SIGKILL at 2000 whatever happens
+  CHECK(f.driver.called("exec 1-0 sh"));
+  CHECK(f.driver.called("stopAt 1-0 2000 2000"));
+  f.now = 1400;
+  f.driver.execs.back()->result = 0;
+  f.runner->tick();
+  CHECK(f.driver.called("stopAt 1-0 1400 2000"));  // preStop ended: SIGTERM now
+  CHECK_FALSE(f.driver.called("signal 1-0 15"));   // the driver sends it, not the runner
+  f.now = 2500;
+  f.runner->tick();
+  CHECK_FALSE(f.driver.called("signal 1-0 9"));  // the driver's SIGKILL was due at 2000...
+  f.now = 3000;
+  f.runner->tick();
+  CHECK(f.driver.called("signal 1-0 9"));  // ...and the runner's backstop follows a second later
+}
+
+TEST_CASE("runner: a replica whose lease runs out is fenced, reported Killed (NodeLost) and never started again") {
+  Fixture f;
+  ReplicaKey k{5, 0}, late{6, 0};
+  f.runner->renewLeases({5000, 300, 4000});  // an answer to a request sent at t=1000
+  f.want({run(k)});
+  CHECK(yard::agent::readFile(f.dir + "/replicas/5-0/lease").value() == "5000 300\n");  // before the start
+  f.driver.set(k, DriverStatus::Phase::Running);
+  f.runner->tick();
+  f.now = 3000;
+  f.runner->renewLeases({6000, 300, 4000});
+  CHECK(yard::agent::readFile(f.dir + "/replicas/5-0/lease").value() == "6000 300\n");
+  f.now = 5999;
+  f.runner->tick();
+  CHECK_FALSE(f.driver.called("signal 5-0 15"));
+  f.now = 6000;
+  f.runner->tick();
+  CHECK(f.driver.called("signal 5-0 15"));
+  CHECK_FALSE(f.driver.called("signal 5-0 9"));
+  f.now = 6300;  // the lease's grace, not the replica's 1 s stop grace
+  f.runner->tick();
+  CHECK(f.driver.called("signal 5-0 9"));
+  // A late answer does not bring a fenced replica back.
+  f.runner->renewLeases({9000, 300, 4000});
+  CHECK(yard::agent::readFile(f.dir + "/replicas/5-0/lease").value() == "6000 300\n");
+  f.driver.set(k, DriverStatus::Phase::Exited, 137);
+  f.runner->tick();
+  CHECK(f.state(k) == "Killed");
+  CHECK(f.report(k).cause == yard::EndCause::NodeLost);
+  CHECK(f.report(k).reason == "fenced: no answer from the master for 4s");
+  f.driver.calls.clear();
+  f.want({run(k), run(late)});
+  CHECK_FALSE(f.driver.called("start 5-0"));
+  CHECK(f.driver.called("start 6-0"));  // a new attempt runs as usual
+  CHECK(yard::agent::readFile(f.dir + "/replicas/6-0/lease").value() == "9000 300\n");
+}
+
+TEST_CASE("runner: a restarted agent knows the leases from disk and fences what outlived its lease") {
+  Fixture f;
+  ReplicaKey k{1, 0};
+  f.runner->renewLeases({3000, 500, 2000});
+  f.want({run(k)});
+  f.driver.set(k, DriverStatus::Phase::Running);
+  f.runner->tick();
+  f.make();  // the agent restarts, and reaches no master
+  f.runner->recover();
+  CHECK(f.state(k) == "Running");
+  f.now = 3000;
+  f.runner->tick();
+  CHECK(f.driver.called("signal 1-0 15"));
+  f.make();  // and again, mid-stop: still fenced, then reported as such
+  f.runner->recover();
+  f.driver.set(k, DriverStatus::Phase::Exited, 143);
+  f.runner->tick();
+  CHECK(f.state(k) == "Killed");
+  CHECK(f.report(k).cause == yard::EndCause::NodeLost);
+  CHECK_THAT(f.report(k).reason, Catch::StartsWith("fenced: no answer from the master"));
+}
+
+TEST_CASE("runner: a replica its shim fenced is Killed (NodeLost); an empty lease removes the lease files") {
+  Fixture f;
+  ReplicaKey k{1, 0}, other{2, 0};
+  f.runner->renewLeases({9000, 500, 2000});
+  f.want({run(k), run(other)});
+  f.driver.set(k, DriverStatus::Phase::Running);
+  f.driver.set(other, DriverStatus::Phase::Running);
+  f.runner->tick();
+  DriverStatus fenced;
+  fenced.phase = DriverStatus::Phase::Exited;
+  fenced.signal = 9;
+  fenced.exitCode = 137;
+  fenced.cause = yard::EndCause::NodeLost;
+  fenced.reason = "fenced by yard-shim: lease expired at 9000";
+  f.driver.status[k] = fenced;
+  f.runner->tick();
+  CHECK(f.state(k) == "Killed");
+  CHECK(f.report(k).cause == yard::EndCause::NodeLost);
+  CHECK(f.report(k).reason == "fenced by yard-shim: lease expired at 9000");
+  f.runner->renewLeases({});  // a master that does not fence
+  CHECK_FALSE(std::filesystem::exists(f.dir + "/replicas/2-0/lease"));
+  f.now = 20000;
+  f.runner->tick();
+  CHECK(f.state(other) == "Running");
+}
+
+TEST_CASE("runner: stopAll stops every replica; anyLive says when all have ended") {
+  Fixture f;
+  ReplicaKey a{1, 0}, b{2, 0};
+  f.want({run(a), run(b)});
+  f.driver.set(a, DriverStatus::Phase::Running);
+  f.driver.set(b, DriverStatus::Phase::Exited, 0);
+  f.runner->tick();
+  CHECK(f.runner->anyLive());
+  CHECK(f.runner->longestStopGraceMs() == 1000);
+  f.runner->stopAll("stopped: yard-agent is exiting");
+  f.runner->tick();
+  CHECK(f.driver.called("signal 1-0 15"));
+  f.driver.set(a, DriverStatus::Phase::Exited, 143);
+  f.runner->tick();
+  CHECK_FALSE(f.runner->anyLive());
+  CHECK(f.state(a) == "Killed");
+  CHECK(f.report(a).reason == "stopped: yard-agent is exiting");
+  CHECK(f.state(b) == "Exited");
 }

@@ -191,6 +191,45 @@ TEST_CASE("whole-file limits", "[loader]") {
   CHECK(missing.errors[0].str() == "cannot read /nonexistent/spec.yaml");
 }
 
+// A "\0" escape used to end the value silently: env A=x\0y reached the replica as A=x.
+TEST_CASE("a NUL inside a value is an error naming the field and the position", "[loader]") {
+  const std::string r = "image: host, resources: { cpu: 1, memory: 1Gi }, command: ls";
+  CHECK(errorsOf(cjob("{ " + r + ", env: [ { name: A, value: \"ab\\0cd\" } ] }")) ==
+        "tasks[0].container.env[0].value: must not contain a NUL character (found at byte 2 of the value, "
+        "line 5, column 105)\n");
+  CHECK_THAT(errorsOf(cjob("{ " + r + ", args: \"-a \\0\" }")),
+             Catch::Contains("tasks[0].container.args: must not contain a NUL character (found at byte 3"));
+  CHECK_THAT(errorsOf(cjob("{ image: \"ho\\0st\", resources: { cpu: 1, memory: 1Gi }, command: ls }")),
+             Catch::Contains("tasks[0].container.image: must not contain a NUL character (found at byte 2"));
+  CHECK_THAT(errorsOf("name: good-job\n\"ta\\0sks\": []\n"),
+             Catch::Contains("must not contain a NUL character (found at byte 2 of the key, line 2, column 1)"));
+}
+
+// The same limits bind the loader and the master (master/submission.cpp): a normalised spec
+// over kMaxNormalisedSpecBytes, and a NUL in a text that no loader produced.
+TEST_CASE("limits on the normalised spec", "[loader]") {
+  auto ok = loadJobSpec(cjob(kC));
+  REQUIRE(ok.ok());
+  CHECK(checkSpecLimits(ok.job()).empty());
+  CHECK(normalisedSpecBytes(ok.job()) < 1024);
+
+  capnp::MallocMessageBuilder m;
+  m.setRoot(ok.job());
+  auto job = m.getRoot<yard::schema::Job>();
+  // Alias-free, and still too large: 300 args of 8 KiB each once normalised.
+  auto argv = job.getTasks()[0].getContainerJob().getContainer().initArgv(300);
+  for (unsigned i = 0; i < argv.size(); ++i) argv.set(i, std::string(8 << 10, 'a'));
+  auto errors = checkSpecLimits(job.asReader());
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0].str(), Catch::Matches("spec is [0-9]+ bytes once normalised, more than the limit of 2 MiB "
+                                             "\\(2097152 bytes\\)"));
+
+  job.getTasks()[0].getContainerJob().getContainer().initArgv(1).set(0, capnp::Text::Reader("x\0y", 3));
+  errors = checkSpecLimits(job.asReader());
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].str() == "tasks[0].containerJob.container.argv[0]: must not contain a NUL character (found at byte 1)");
+}
+
 // yaml-cpp 0.7's LoadAll looped forever (until out of memory) on these.
 TEST_CASE("a stray comma where a value should start is malformed YAML, not a hang", "[loader]") {
   for (const char* text : {",", "- a\n,", "{\"name\": \"x\"},", "name: good-job\n,\n"}) {

@@ -341,3 +341,14 @@ TEST_CASE("name rule helper", "[validate]") {
   CHECK(checkName("a1", 1, 63) == "");
   CHECK(checkName("ab", 4, 32) == "\"ab\" must be 4-32 characters");
 }
+
+TEST_CASE("type: vm runs images, not host processes", "[validate]") {
+  std::string vmHost =
+      "name: vm-job\ntype: vm\ntasks:\n  - name: boot\n    kind: container-job\n"
+      "    container: { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } }\n";
+  check({"vm with image host", vmHost, "tasks[0].container.image: host cannot run with type: vm"});
+  std::string vmImage =
+      "name: vm-job\ntype: vm\ntasks:\n  - name: boot\n    kind: container-job\n"
+      "    container: { image: registry.example.com/ml/vm:1, resources: { cpu: 1, memory: 1Gi } }\n";
+  check({"vm with an image", vmImage, ""});
+}

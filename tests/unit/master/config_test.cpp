@@ -34,3 +34,32 @@ TEST_CASE("bad master config names the key and the rule", "[config]") {
         "m.toml: advertise: \"0.0.0.0:7700\" must be HOST:PORT that nodes can reach");
   CHECK(parseMasterConfig("advertise = \"10.0.0.1:7700\"", "m.toml").value().advertise == "10.0.0.1:7700");
 }
+
+TEST_CASE("fencing timing: derived from heartbeat_timeout, given values checked against it", "[config]") {
+  auto timing = [](const std::string& toml) { return fenceTiming(parseMasterConfig(toml, "m.toml").value()); };
+  auto t30 = timing("");  // 30 s: 20 s + 5 s + 5 s
+  CHECK(t30.value().timeoutMs == 20000);
+  CHECK(t30.value().graceMs == 5000);
+  CHECK(t30.value().marginMs == 5000);
+  auto t6 = timing("heartbeat_timeout = 6");  // yard-master --dev, the e2e clusters
+  CHECK(t6.value().timeoutMs == 4000);
+  CHECK(t6.value().graceMs == 1000);
+  auto t2 = timing("heartbeat_timeout = 2");  // below 6 s the margin stays 1 s
+  CHECK(t2.value().timeoutMs == 800);
+  CHECK(t2.value().graceMs == 200);
+  auto given = timing("heartbeat_timeout = 60\nfence_timeout = 40\nfence_grace = 10");
+  CHECK(given.value().timeoutMs == 40000);
+  CHECK(given.value().graceMs == 10000);
+  CHECK(parseMasterConfig("heartbeat_timeout = 30\nfence_timeout = 20\nfence_grace = 6", "m.toml").error() ==
+        "m.toml: fence_timeout (20s) + fence_grace (6s) + margin (5s, the larger of 1s and heartbeat_timeout/6) must be "
+        "at most heartbeat_timeout (30s): an agent cut off from the master must have stopped its replicas before the "
+        "master places them elsewhere");
+  CHECK_THAT(parseMasterConfig("heartbeat_timeout = 1", "m.toml").error(),
+             Catch::Contains("heartbeat_timeout: 1s is too short"));
+  CHECK_THAT(parseMasterConfig("fence_timeout = 0", "m.toml").error(),
+             Catch::Contains("fence_timeout: must be a duration of at least 1s"));
+  // --dev lowers heartbeat_timeout after the file was read: main checks again.
+  MasterConfig dev = parseMasterConfig("fence_timeout = 20", "m.toml").value();
+  dev.heartbeatTimeoutSeconds = 6;
+  CHECK_THAT(fenceTiming(dev).error(), Catch::StartsWith("fence_timeout (20s) + fence_grace (1s) + margin (1s"));
+}

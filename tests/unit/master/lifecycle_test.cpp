@@ -106,6 +106,12 @@ class Cluster {
     settle();
   }
 
+  // A heartbeat of n1 that lists nothing: every replica it was stopping is gone.
+  void gone() {
+    jobs_->reportReplicas("n1", {});
+    settle();
+  }
+
   void settle() {
     for (int i = 0; i < 10; ++i) {
       REQUIRE(db_->writeSync([](store::Tx&) {}));
@@ -175,7 +181,11 @@ TEST_CASE("a DAG runs to Succeeded as agents report", "[lifecycle]") {
   c.report("dag-job", 1, "worker", 0, "Running");
   CHECK(c.task("dag-job", 1).rec.state == TaskState::Running);
   c.report("dag-job", 1, "master", 0, "Exited", 0);
-  // Success policy: the master exited 0; cleanup running stops the blocked worker.
+  // Success policy: the master exited 0; cleanup running stops the blocked worker, and the
+  // task is Succeeded once it is gone.
+  CHECK(c.task("dag-job", 1).rec.state == TaskState::Stopping);
+  CHECK(c.task("dag-job", 2).rec.state == TaskState::Waiting);
+  c.gone();
   CHECK(c.task("dag-job", 1).rec.state == TaskState::Succeeded);
   for (const auto& r : c.task("dag-job", 1).replicas)
     if (r.role == "worker") CHECK(r.state == ReplicaState::Killed);
@@ -213,12 +223,21 @@ tasks:
   CHECK(t.rec.attempt == 1);
   CHECK(t.rec.state != TaskState::Failed);
   CHECK_THAT(c.events("fail-job"), Catch::Contains("train||Restarting|restarting as attempt 1 after worker/0 exited 1"));
-  for (const auto& r : t.replicas)
+  for (const auto& r : t.replicas)  // the master is stopped; the worker failed
+    if (r.attempt == 0) CHECK(r.state == (r.role == "master" ? ReplicaState::Stopping : ReplicaState::Exited));
+  // The node has room, but attempt 1 waits until attempt 0's master is gone: one process per rank.
+  c.jobs_->requestPass();
+  c.settle();
+  for (const auto& r : c.task("fail-job", 0).replicas) CHECK(r.attempt == 0);
+  c.gone();
+  for (const auto& r : c.task("fail-job", 0).replicas)
     if (r.attempt == 0) CHECK(!yard::isLive(r.state));
   c.placed("fail-job", 0, 2);
   for (const auto& r : c.task("fail-job", 0).replicas)
     if (yard::isLive(r.state)) CHECK(r.attempt == 1);
   c.report("fail-job", 0, "worker", 0, "Exited", 1);
+  CHECK(c.task("fail-job", 0).rec.state == TaskState::Stopping);
+  c.gone();
   CHECK(c.task("fail-job", 0).rec.state == TaskState::Failed);
   CHECK(c.task("fail-job", 0).rec.reason == "worker/0 exited 1; retries exhausted");
   CHECK(c.task("fail-job", 1).rec.state == TaskState::Skipped);

@@ -342,3 +342,20 @@ TEST_CASE("the scheduler's view of the nodes", "[nodes]") {
   h.settle();
   CHECK(h.reg->schedulerView()[0].state == sched::NodeState::Down);
 }
+
+TEST_CASE("a node whose agent keeps registering again is unstable and takes nothing new", "[nodes]") {
+  NodeHarness h(30);
+  for (size_t i = 0; i + 1 < master::kUnstableRegistrations; ++i) {
+    REQUIRE(h.registerNode(goodNode("gpu-01")));
+    h.now += 2000;
+  }
+  CHECK(h.reg->shownState(h.node("gpu-01")) == "ready");  // an agent restart now and then is fine
+  CHECK(h.reg->schedulerView()[0].state == sched::NodeState::Ready);
+  REQUIRE(h.registerNode(goodNode("gpu-01")));  // the fifth within a minute: a connection loop
+  CHECK(h.reg->shownState(h.node("gpu-01")) == "unstable");
+  CHECK(h.node("gpu-01").record.state == "ready");  // nothing stored: it is a condition
+  CHECK(h.reg->schedulerView()[0].state == sched::NodeState::Draining);
+  h.now += master::kUnstableWindowMs;  // steady for a minute
+  CHECK(h.reg->shownState(h.node("gpu-01")) == "ready");
+  CHECK(h.reg->schedulerView()[0].state == sched::NodeState::Ready);
+}

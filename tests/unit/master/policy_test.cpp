@@ -518,3 +518,33 @@ TEST_CASE("launch gate: an OpenMPI launcher waits for its workers", "[policy]") 
   CHECK(files[0].first == "hostfile");
   CHECK(kind.files(j.job.specTask(0), j.replica(0, "worker", 0)).empty());
 }
+
+TEST_CASE("a finished job's leftover replicas (cleanup: none) still end, and can be stopped", "[policy]") {
+  Job j(task("pytorch", role("master", 1) + role("worker", 2), "    advanced: { cleanup: none }\n"));
+  j.place(0);
+  j.runAll(0);
+  j.report(0, "master", 0, ReplicaState::Exited, 0);
+  REQUIRE(j.job.rec.state == JobState::Succeeded);
+  CHECK(j.live(0) == 2);
+  // One ends by itself: recorded (it no longer holds its node); the job stays Succeeded.
+  CHECK(j.report(0, "worker", 0, ReplicaState::Exited, 0));
+  CHECK(j.replica(0, "worker", 0).state == ReplicaState::Exited);
+  CHECK(j.job.rec.state == JobState::Succeeded);
+  // The other is stopped on request, and is Killed once gone.
+  CHECK(lifecycle::stopLeftovers(j.job, "stopped by user after the job ended", j.now, j.events) == 1);
+  CHECK(j.replica(0, "worker", 1).state == ReplicaState::Stopping);
+  CHECK(j.gone());
+  CHECK(j.replica(0, "worker", 1).state == ReplicaState::Killed);
+  CHECK(j.replica(0, "worker", 1).cause == EndCause::StoppedByUser);
+  CHECK(j.job.rec.state == JobState::Succeeded);
+  CHECK(j.state(0) == TaskState::Succeeded);
+  CHECK(lifecycle::stopLeftovers(j.job, "again", j.now, j.events) == 0);
+
+  Job k(task("pytorch", role("master", 1) + role("worker", 1), "    advanced: { cleanup: none }\n"));
+  k.place(0);
+  k.runAll(0);
+  k.report(0, "master", 0, ReplicaState::Exited, 0);
+  CHECK(k.time(1000, {"n1"}));  // its node went down: the leftover is Lost
+  CHECK(k.replica(0, "worker", 0).state == ReplicaState::Lost);
+  CHECK(k.job.rec.state == JobState::Succeeded);
+}

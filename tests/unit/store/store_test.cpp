@@ -372,22 +372,45 @@ TEST_CASE("store: version 4 classifies how stored replicas ended, once, from the
   CHECK(st.replicas[3].state == ReplicaState::Exited);
 }
 
-TEST_CASE("store: a column the store never wrote is refused at load, naming the row", "[store]") {
+// One damaged job must not keep the master down: the load goes on and names the job's rows
+// that could not be read (the master quarantines the job; tests/cli/quarantine_test.sh).
+TEST_CASE("store: a job's column the store never wrote is reported against the job, not fatal", "[store]") {
   TempDir dir;
   std::string path = dir.file("state.db");
+  JobRecord odd = job("odd-job"), fine = job("fine-job"), bad = job("bad-task");
+  TaskRecord t;
+  ReplicaRecord r;
+  r.role = "worker";
   {
     auto store = openStore(path);
     writeOk(*store, [&](Tx& tx) {
-      JobRecord j = job("odd-job");
-      tx.insertJob(j);
+      tx.insertJob(odd);
+      tx.insertJob(fine);
+      tx.insertJob(bad);
+      t.jobId = bad.id;
+      t.name = "train";
+      tx.insertTask(t);
+      r.taskId = t.id;
+      tx.insertReplica(r);
     });
   }
-  REQUIRE(sql::Connection::open(path).value()->exec("UPDATE jobs SET state = 'Sleeping'").isOk());
+  auto db = sql::Connection::open(path);
+  REQUIRE(db.value()->exec("UPDATE jobs SET state = 'Sleeping' WHERE name = 'odd-job'").isOk());
+  REQUIRE(db.value()->exec("UPDATE tasks SET state = 'Dreaming'").isOk());
+  REQUIRE(db.value()->exec("UPDATE replicas SET state = 'Floating'").isOk());
   auto store = Store::open(path);
   REQUIRE(store);
   auto st = store.value()->loadAll();
-  REQUIRE(!st);
-  CHECK(st.error().find("unknown job state \"Sleeping\"") != std::string::npos);
+  REQUIRE(st);
+  REQUIRE(st.value().jobs.size() == 3);  // the odd job's row loads, its state untrusted
+  CHECK(st.value().jobs[0].name == "odd-job");
+  CHECK(st.value().tasks.empty());  // the damaged task and replica rows are left out
+  CHECK(st.value().replicas.empty());
+  const auto& why = st.value().unreadableJobs;
+  REQUIRE(why.size() == 2);
+  CHECK(why.at(odd.id) == "its row: unknown job state \"Sleeping\"");
+  CHECK(why.at(bad.id) == "task row " + std::to_string(t.id) + ": unknown task state \"Dreaming\"; replica row " +
+                              std::to_string(r.id) + ": unknown replica state \"Floating\"");
 }
 
 TEST_CASE("store: a newer schema version is refused", "[store]") {

@@ -1,0 +1,268 @@
+// What one peer may make a frame server hold, over real loopback sockets: the small frame
+// limit until the handler marks the connection authenticated, a refusal the peer can read
+// for an oversized request, the frame deadline, the idle timeout (and what is not idle: a
+// request waiting for its answer, a held stream), and the caps on connections per listener
+// and per source address (docs/reliability.md, "Bounded resources per peer").
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "common/wire/answer.h"
+#include "common/wire/client.h"
+#include "common/wire/server.h"
+#include "schema/api.capnp.h"
+
+using namespace yard;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct SetError {
+  void operator()(api::Response::Builder resp, const std::string& why) const { resp.initError().setMessage(why); }
+};
+
+// ping: authenticates the connection (as a valid join token would) and answers "pong".
+// queueShow(TEXT): answers the text's length. jobShow("hold"): answers "held" and keeps the
+// connection busy as a stream would. jobShow("silent"): never answers.
+class Server {
+ public:
+  explicit Server(wire::Limits limits) {
+    auto s = wire::FrameServer::listen(
+        io_, "127.0.0.1:0", limits,
+        [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+          auto req = frame->root<api::Request>();
+          capnp::MallocMessageBuilder out;
+          auto resp = out.initRoot<api::Response>();
+          resp.setId(req.getId());
+          if (req.isPing()) {
+            conn->markAuthenticated();
+            resp.setPong("pong");
+          } else if (req.isQueueShow()) {
+            resp.setPong(std::to_string(req.getQueueShow().size()));
+          } else if (req.isJobShow() && req.getJobShow() == "hold") {
+            holds_.push_back(conn->holdOpen());
+            resp.setPong("held");
+          } else {
+            return;  // "silent": the request stays in flight
+          }
+          conn->send(out);
+        },
+        [this](const std::string& line) {
+          std::lock_guard<std::mutex> lock(mu_);
+          logs_.push_back(line);
+        });
+    REQUIRE(s);
+    server_ = std::move(s).value();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~Server() {
+    asio::post(io_, [this] {
+      holds_.clear();
+      server_->stop();
+      io_.stop();
+    });
+    thread_.join();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port()); }
+  uint16_t port() const { return server_->port(); }
+  bool logged(const std::string& part) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& l : logs_)
+      if (l.find(part) != std::string::npos) return true;
+    return false;
+  }
+  // Read on the io thread.
+  uint64_t refused() {
+    std::promise<uint64_t> p;
+    asio::post(io_, [&] { p.set_value(server_->refusedConnections()); });
+    return p.get_future().get();
+  }
+
+ private:
+  asio::io_context io_;
+  std::unique_ptr<wire::FrameServer> server_;
+  std::vector<std::shared_ptr<void>> holds_;  // io thread only
+  std::mutex mu_;
+  std::vector<std::string> logs_;  // guarded by mu_
+  std::thread thread_;
+};
+
+std::string header(uint32_t n) {
+  std::string h(4, '\0');
+  for (int i = 0; i < 4; ++i) h[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return h;
+}
+
+template <typename Fill>
+std::string request(Fill fill) {
+  capnp::MallocMessageBuilder m;
+  auto req = m.initRoot<api::Request>();
+  req.setId(5);
+  fill(req);
+  return wire::encodeFrame(m);
+}
+std::string ping() {
+  return request([](api::Request::Builder r) { r.setPing(); });
+}
+std::string queueShow(size_t bytes) {
+  return request([&](api::Request::Builder r) { r.setQueueShow(std::string(bytes, 'q')); });
+}
+std::string jobShow(const std::string& what) {
+  return request([&](api::Request::Builder r) { r.setJobShow(what); });
+}
+
+std::unique_ptr<wire::FrameClient> connect(const std::string& address) {
+  auto c = wire::FrameClient::connect(address);
+  REQUIRE(c);
+  return std::move(c).value();
+}
+
+// The answer's pong text, or "" when the connection closed instead.
+std::string answer(wire::FrameClient& c) {
+  auto r = c.receive();
+  if (!r) return "";
+  auto resp = r.value()->root<api::Response>();
+  return resp.isError() ? std::string("error: ") + resp.getError().getMessage().cStr() : resp.getPong().cStr();
+}
+
+// A raw connection from source address `from` (any 127.0.0.x is loopback).
+struct RawClient {
+  asio::io_context io;
+  asio::ip::tcp::socket socket{io};
+  RawClient(const std::string& from, uint16_t port) {
+    socket.open(asio::ip::tcp::v4());
+    socket.bind({asio::ip::make_address(from), 0});
+    socket.connect({asio::ip::make_address("127.0.0.1"), port});
+  }
+  // True when the server answers a ping on this connection.
+  bool pings() {
+    asio::error_code ec;
+    asio::write(socket, asio::buffer(ping()), ec);
+    uint8_t h[4];
+    asio::read(socket, asio::buffer(h), ec);
+    return !ec;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("frames are small until the connection authenticates", "[wire][limits]") {
+  Server server(wire::Limits{});  // 64 KiB before authentication, 8 MiB after
+  SECTION("an unknown peer's 100 KiB frame closes the connection") {
+    auto c = connect(server.address());
+    REQUIRE(c->sendRaw(queueShow(100 << 10)));
+    CHECK(answer(*c).empty());
+    CHECK(server.logged("before authentication"));
+  }
+  SECTION("once authenticated, the same frame is read") {
+    auto c = connect(server.address());
+    REQUIRE(c->sendRaw(ping()));
+    CHECK(answer(*c) == "pong");
+    REQUIRE(c->sendRaw(queueShow(100 << 10)));
+    CHECK(answer(*c) == std::to_string(100 << 10));
+  }
+  SECTION("small frames are fine before it") {
+    auto c = connect(server.address());
+    REQUIRE(c->sendRaw(queueShow(1000)));
+    CHECK(answer(*c) == "1000");
+  }
+}
+
+TEST_CASE("an oversized request is answered with the sizes, then the connection closes", "[wire][limits]") {
+  wire::Limits limits;
+  limits.maxFrameBytes = limits.maxFrameBytesBeforeAuth = 64 << 10;
+  limits.sizeRefusal = [](const std::string& why) { return wire::refusalFrame<api::Response, SetError>(why); };
+  Server server(limits);
+  auto c = connect(server.address());
+  // The client writes the whole 1 MiB request before it reads: the server must read (and
+  // drop) it for the answer to arrive.
+  std::string big = queueShow(1 << 20);
+  REQUIRE(c->sendRaw(big));
+  std::string got = answer(*c);
+  CHECK(got == "error: frame of " + std::to_string(big.size() - 4) + " bytes is over the limit of 65536 bytes");
+  CHECK(answer(*c).empty());  // then closed
+}
+
+TEST_CASE("a frame must arrive within the frame deadline", "[wire][limits]") {
+  wire::Limits limits;
+  limits.frameDeadline = 300ms;
+  Server server(limits);
+  auto c = connect(server.address());
+  REQUIRE(c->sendRaw(header(4096) + std::string(100, 'x')));  // and no more
+  auto start = std::chrono::steady_clock::now();
+  CHECK(answer(*c).empty());
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  CHECK(server.logged("a frame took longer than 300 ms to arrive"));
+}
+
+TEST_CASE("a frame announcing 8 MiB and trickling bytes is cut at the deadline", "[wire][limits]") {
+  wire::Limits limits;
+  limits.frameDeadline = 500ms;
+  Server server(limits);
+  auto c = connect(server.address());
+  REQUIRE(c->sendRaw(ping()));
+  REQUIRE(answer(*c) == "pong");  // authenticated: 8 MiB frames allowed
+  REQUIRE(c->sendRaw(header(8 << 20)));
+  bool cut = false;
+  for (int i = 0; i < 40 && !cut; ++i) {  // a byte every 50 ms, up to 2 s
+    std::this_thread::sleep_for(50ms);
+    cut = !c->sendRaw("x");
+  }
+  CHECK(answer(*c).empty());
+  CHECK(server.logged("a frame took longer than 500 ms to arrive"));
+}
+
+TEST_CASE("an idle connection is closed; one waiting for an answer or streaming is not", "[wire][limits]") {
+  wire::Limits limits;
+  limits.idleTimeout = 300ms;
+  Server server(limits);
+  SECTION("nothing sent") {
+    auto c = connect(server.address());
+    CHECK(answer(*c).empty());
+    CHECK(server.logged("idle for 300 ms"));
+  }
+  SECTION("a request in flight, and a held stream, keep it open") {
+    auto silent = connect(server.address());
+    REQUIRE(silent->sendRaw(jobShow("silent")));
+    auto streaming = connect(server.address());
+    REQUIRE(streaming->sendRaw(jobShow("hold")));
+    REQUIRE(answer(*streaming) == "held");
+    auto idle = connect(server.address());
+    std::this_thread::sleep_for(1200ms);
+    CHECK(answer(*idle).empty());  // closed meanwhile
+    // The other two still answer.
+    REQUIRE(silent->sendRaw(ping()));
+    CHECK(answer(*silent) == "pong");
+    REQUIRE(streaming->sendRaw(ping()));
+    CHECK(answer(*streaming) == "pong");
+  }
+}
+
+TEST_CASE("connections over the caps are closed at once", "[wire][limits]") {
+  wire::Limits limits;
+  limits.maxConnectionsPerAddress = 2;
+  limits.maxConnections = 3;
+  Server server(limits);
+  RawClient a("127.0.0.1", server.port()), b("127.0.0.1", server.port());
+  REQUIRE(a.pings());
+  REQUIRE(b.pings());
+  RawClient third("127.0.0.1", server.port());
+  CHECK_FALSE(third.pings());  // over the cap for 127.0.0.1
+  RawClient other("127.0.0.2", server.port());
+  CHECK(other.pings());  // another address has its own count
+  RawClient fourth("127.0.0.3", server.port());
+  CHECK_FALSE(fourth.pings());  // over the listener's cap of 3
+  CHECK(server.refused() == 2);
+  CHECK(server.logged("refused a connection from 127.0.0.1"));
+  // A connection that closes frees its place.
+  a.socket.close();
+  bool again = false;
+  for (int i = 0; i < 50 && !again; ++i) {
+    std::this_thread::sleep_for(20ms);
+    RawClient retry("127.0.0.1", server.port());
+    again = retry.pings();
+  }
+  CHECK(again);
+}
