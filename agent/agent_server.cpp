@@ -226,7 +226,7 @@ void AgentServer::handle(const std::shared_ptr<wire::Connection>& conn, std::uni
       auto src = runner_.logSource(key);
       if (!src)
         return respond(conn, id, [&](auto r) {
-          r.setError("replica " + key.name() + " is not on this node (removed after its retention, or never started)");
+          r.setError("not on its node any more (removed after its retention, or never started)");
         });
       auto stream = std::make_shared<LogStream>(io_, runner_);
       stream->conn = conn;

@@ -13,6 +13,7 @@
 
 #include "agent/agent_server.h"
 #include "agent/capacity.h"
+#include "common/util/quantity_format.h"
 #include "agent/cgroup/cgroup.h"
 #include "agent/config.h"
 #include "agent/host_driver.h"
@@ -255,8 +256,10 @@ int main(int argc, char** argv) {
   onChild();
   link.start();
   logLine("version " + std::string(kVersion) + ", node " + config.name + " at " + config.address + ", " +
-          std::to_string(capacity.cpuMillis / 1000) + " cores, " + std::to_string(capacity.memoryBytes >> 20) +
-          " MiB, " + std::to_string(capacity.gpus.size()) + " GPUs" +
+          // What it advertises (--cpu/--memory), not the host's totals.
+          formatCpuMillis(config.cpuMillis > 0 ? config.cpuMillis : capacity.cpuMillis) + " cpu, " +
+          formatMemoryShort(config.memoryBytes > 0 ? config.memoryBytes : capacity.memoryBytes) + " memory, " +
+          std::to_string(capacity.gpus.size()) + " GPUs" +
           (capacity.gpuSource.empty() ? "" : " (" + capacity.gpuSource + ")") + ", cgroup " +
           (cgroups.value()->version() == agent::CgroupVersion::V2 ? "v2 " : "v1 ") + config.cgroupParent +
           ", state " + config.dataDir + containerdInfo);

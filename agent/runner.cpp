@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "common/util/quantity_format.h"
+
 namespace yard::agent {
 namespace {
 
@@ -316,7 +318,7 @@ void Runner::finish(Replica& r, const DriverStatus& st) {
   } else if (st.oomKilled) {
     state = ReplicaState::OOMKilled;
     r.cause = EndCause::OOMKilled;
-    r.reason = "memory limit of " + std::to_string(r.spec.memoryBytes) + " bytes exceeded";
+    r.reason = "memory limit of " + formatMemoryShort(r.spec.memoryBytes) + " exceeded";
   } else if (r.stop && st.cause == EndCause::None) {  // the master asked for the stop
     state = ReplicaState::Killed;
     r.cause = EndCause::StoppedByPolicy;

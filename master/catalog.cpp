@@ -1,8 +1,10 @@
 #include "master/catalog.h"
 
 #include <chrono>
+#include <sstream>
 
 #include "common/spec/validate.h"
+#include "common/util/quantity_format.h"
 
 namespace yard::master {
 namespace {
@@ -18,11 +20,15 @@ Result<bool> refuse(std::string why) { return Result<bool>::fail(std::move(why))
 std::string Catalog::checkQueue(const store::QueueRecord& q) {
   std::string why = spec::checkName(q.name, 1, 63);
   if (!why.empty()) return "queue name " + why;
-  if (q.cpuMillis < 0) return "--cpu: " + std::to_string(q.cpuMillis) + "m must be 0 or more";
-  if (q.memoryBytes < 0) return "--memory: " + std::to_string(q.memoryBytes) + " must be 0 or more";
+  if (q.cpuMillis < 0) return "--cpu: " + formatCpuMillis(q.cpuMillis) + " must be 0 or more";
+  if (q.memoryBytes < 0) return "--memory: " + formatMemoryBytes(q.memoryBytes) + " must be 0 or more";
   if (q.gpu < 0) return "--gpu: " + std::to_string(q.gpu) + " must be 0 or more";
   if (q.maxRunningJobs < 0) return "--max-running-jobs: " + std::to_string(q.maxRunningJobs) + " must be 0 (no limit) or more";
-  if (!(q.weight > 0) || q.weight > 1e6) return "--weight: " + std::to_string(q.weight) + " must be greater than 0";
+  if (!(q.weight > 0) || q.weight > 1e6) {
+    std::ostringstream w;  // shortest form: 0, 0.5, -2
+    w << q.weight;
+    return "--weight: " + w.str() + (q.weight > 1e6 ? " must be at most 1000000" : " must be greater than 0");
+  }
   if (q.state != "running" && q.state != "closed" && q.state != "stopped")
     return "state: \"" + q.state + "\" must be running, closed or stopped";
   if (q.placement != "binpack" && q.placement != "spread")

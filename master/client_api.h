@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "common/wire/answer.h"
@@ -57,6 +58,10 @@ class ClientApi {
   void setLogArchive(LogArchiveService* archive) { archive_ = archive; }
 
  private:
+  struct LogFilter {
+    std::string job, task, role;
+    int32_t index = -1, attempt = -1;
+  };
   struct LogTarget {
     std::string label;  // task/role/index
     std::string hostPort;  // empty: read from the log archive only
@@ -76,7 +81,19 @@ class ClientApi {
     int64_t tail = -1;
     bool over = false;
     std::shared_ptr<void> hold;  // the client's connection is not idle while this lasts
+    // `logs -f` of a job: replicas that start later (later tasks, runs, attempts) join the
+    // relay, which ends only once the job has ended and nothing of it runs.
+    bool watching = false;
+    LogFilter watch;
+    std::set<std::pair<int64_t, int32_t>> seen;  // replica id, attempt
   };
+  // The relay's targets among `job`'s replicas: the newest attempt of each role/index that
+  // matches and has started (every attempt when `everyAttempt`). `problems` gets the ones no
+  // agent or archive can serve.
+  void logTargets(const JobEntry& job, const LogFilter& f, std::vector<LogTarget>& out, std::string& problems,
+                  bool everyAttempt = false) const;
+  // Every second while following a job: adds its newly started replicas, ends when it has.
+  void watchLogs(const std::shared_ptr<Relay>& relay);
 
   // One handler per resource. REQUIRES: `req` is a request about that resource.
   void handleQueue(api::Request::Reader req, const ClientAnswer& a);

@@ -45,16 +45,24 @@ void sendArchived(const std::shared_ptr<wire::Connection>& conn, uint64_t id, co
 
 // The replicas a query names: per task, the requested attempt, or the newest attempt of
 // each replica.
-std::vector<const store::ReplicaRecord*> selectReplicas(const TaskEntry& t, api::LogsQuery::Reader q) {
+template <typename Filter>
+std::vector<const store::ReplicaRecord*> selectReplicas(const TaskEntry& t, const Filter& q, bool everyAttempt = false) {
   std::map<std::pair<std::string, int32_t>, const store::ReplicaRecord*> newest;
+  std::vector<const store::ReplicaRecord*> every;
   for (const auto& r : t.replicas) {
-    if (q.getRole().size() > 0 && r.role != q.getRole().cStr()) continue;
-    if (q.getIndex() >= 0 && r.index != q.getIndex()) continue;
-    if (q.getAttempt() >= 0 && r.attempt != q.getAttempt()) continue;
+    if (r.state == ReplicaState::Placed) continue;  // nothing written yet
+    if (!q.role.empty() && r.role != q.role) continue;
+    if (q.index >= 0 && r.index != q.index) continue;
+    if (q.attempt >= 0 && r.attempt != q.attempt) continue;
+    if (everyAttempt) {
+      every.push_back(&r);
+      continue;
+    }
     auto& slot = newest[{r.role, r.index}];
     if (!slot || slot->attempt < r.attempt) slot = &r;
   }
   std::vector<const store::ReplicaRecord*> out;
+  if (everyAttempt) return every;
   for (const auto& [key, r] : newest) out.push_back(r);
   return out;
 }
@@ -110,14 +118,55 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
   }
   if (!job) return fail(std::string("job ") + q.getJob().cStr() + " does not exist");
   if (!calls_) return fail("this master cannot reach agents");
+  LogFilter filter{q.getJob(), q.getTask(), q.getRole(), q.getIndex(), q.getAttempt()};
+  bool taskFound = filter.task.empty();
+  for (const auto& t : job->tasks) taskFound = taskFound || t.rec.name == filter.task;
+  if (!taskFound) return fail(std::string("job ") + q.getJob().cStr() + " has no task " + q.getTask().cStr());
   std::vector<ClientApi::LogTarget> targets;
   std::string problems;
-  bool taskFound = q.getTask().size() == 0;
-  for (const auto& t : job->tasks) {
-    if (q.getTask().size() > 0 && t.rec.name != q.getTask().cStr()) continue;
-    taskFound = true;
-    for (const auto* r : selectReplicas(t, q)) {
-      if (r->state == ReplicaState::Placed) continue;  // nothing written yet
+  logTargets(*job, filter, targets, problems);
+  bool ended = isFinal(job->rec.state) && std::none_of(job->tasks.begin(), job->tasks.end(), [](const TaskEntry& t) {
+    return std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return isLive(r.state); });
+  });
+  // Following a job that still runs: what starts later joins (kubectl logs -f with a
+  // selector, nomad alloc logs -f), so nothing having started yet is no error.
+  bool watch = q.getFollow() && !ended;
+  if (targets.empty() && problems.empty() && !watch) {
+    std::string what = "job " + job->rec.name + " has no started replicas";
+    if (q.getTask().size() || q.getRole().size() || q.getIndex() >= 0 || q.getAttempt() >= 0) what += " matching the filters";
+    return fail(what);
+  }
+  if (!watch) return startRelay(std::move(targets), std::move(problems));
+  auto relay = std::make_shared<Relay>();
+  relay->conn = conn;
+  relay->id = id;
+  relay->problems = std::move(problems);
+  relay->follow = true;
+  relay->tail = q.getTailLines();
+  relay->hold = conn->holdOpen();
+  relay->watching = true;
+  relay->watch = filter;
+  // Every attempt that has started counts as seen (the newest are followed); any that starts
+  // later joins, even one already replaced by the next rescan (a run that failed at once).
+  for (const auto& t : job->tasks)
+    for (const auto& r : t.replicas)
+      if (r.state != ReplicaState::Placed) relay->seen.insert({r.id, r.attempt});
+  relay->targets = std::move(targets);
+  conn->onClose([relay] {
+    relay->over = true;
+    auto streams = std::move(relay->streams);
+    relay->streams.clear();
+    for (auto& st : streams) st->cancel();
+  });
+  startNextLog(relay);
+  watchLogs(relay);
+}
+
+void ClientApi::logTargets(const JobEntry& job, const LogFilter& f, std::vector<LogTarget>& out, std::string& problems,
+                           bool everyAttempt) const {
+  for (const auto& t : job.tasks) {
+    if (!f.task.empty() && t.rec.name != f.task) continue;
+    for (const auto* r : selectReplicas(t, f, everyAttempt)) {
       std::string label = t.rec.name + "/" + r->role + "/" + std::to_string(r->index);
       auto n = nodes_.nodes().find(r->node);
       bool reachable = n != nodes_.nodes().end() && n->second.record.agentPort != 0 && n->second.record.state != "down";
@@ -128,22 +177,40 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
       // A node that is gone or down: whatever its agent archived.
       std::string hostPort =
           reachable ? n->second.record.address + ":" + std::to_string(n->second.record.agentPort) : std::string();
-      targets.push_back({label, hostPort, job->rec.id, r->id, r->attempt});
+      out.push_back({label, hostPort, job.rec.id, r->id, r->attempt});
     }
   }
-  if (!taskFound) return fail(std::string("job ") + q.getJob().cStr() + " has no task " + q.getTask().cStr());
-  if (targets.empty() && problems.empty()) {
-    std::string what = "job " + job->rec.name + " has no started replicas";
-    if (q.getTask().size() || q.getRole().size() || q.getIndex() >= 0 || q.getAttempt() >= 0) what += " matching the filters";
-    return fail(what);
-  }
-  startRelay(std::move(targets), std::move(problems));
+}
+
+void ClientApi::watchLogs(const std::shared_ptr<Relay>& relay) {
+  auto timer = std::make_shared<asio::steady_timer>(relay->conn->executor(), std::chrono::seconds(1));
+  std::weak_ptr<Relay> weak = relay;
+  timer->async_wait([this, weak, timer](asio::error_code ec) {
+    auto r = weak.lock();
+    if (ec || !r || r->over) return;
+    const JobEntry* job = jobs_.find(r->watch.job);
+    if (job) {
+      std::vector<LogTarget> more;
+      std::string problems;
+      logTargets(*job, r->watch, more, problems, true);
+      for (auto& t : more)
+        if (r->seen.insert({t.replicaId, t.attempt}).second) r->targets.push_back(std::move(t));
+      startNextLog(r);  // starts the new ones (following: all at once)
+      if (r->over) return;
+    }
+    bool ended = !job || (isFinal(job->rec.state) && std::none_of(job->tasks.begin(), job->tasks.end(), [](const TaskEntry& t) {
+                            return std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& x) { return isLive(x.state); });
+                          }));
+    if (!ended) return watchLogs(r);
+    r->watching = false;
+    startNextLog(r);  // ends the answer once the last stream has
+  });
 }
 
 void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
   if (relay->over) return;
   if (relay->next == relay->targets.size()) {
-    if (relay->open > 0) return;
+    if (relay->open > 0 || relay->watching) return;
     relay->over = true;
     relay->hold.reset();
     relay->streams.clear();

@@ -22,4 +22,18 @@ inline std::string formatMemoryBytes(int64_t bytes) {
   return std::to_string(bytes);
 }
 
+// For reading at a glance (node capacity, OOM reasons): the exact form when it is a whole
+// number of some unit from Mi up, else Gi with one decimal from 1Gi ("23.5Gi" for a host's
+// 24683620Ki), else Mi with one decimal.
+inline std::string formatMemoryShort(int64_t bytes) {
+  constexpr int64_t kMi = int64_t(1) << 20, kGi = int64_t(1) << 30;
+  std::string exact = formatMemoryBytes(bytes);
+  if (bytes % kMi == 0 || bytes <= 0) return exact;
+  auto oneDecimal = [](int64_t v, int64_t unit, const char* suffix) {
+    int64_t tenths = (v * 10 + unit / 2) / unit;
+    return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + suffix;
+  };
+  return bytes >= kGi ? oneDecimal(bytes, kGi, "Gi") : oneDecimal(bytes, kMi, "Mi");
+}
+
 }  // namespace yard

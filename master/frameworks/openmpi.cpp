@@ -48,6 +48,14 @@ void OpenMpi::addEnv(const GangWiring& g, std::vector<Env>& envs) const {
   // credential, fixed at placement like the rest of the environment.
   std::string token = randomToken();
   for (size_t i = 0; i < g.members.size(); ++i) {
+    // Host-process workers of one machine share /dev/shm and one hostname, so their ranks'
+    // shared-memory (vader) segments, named <dir>/vader_segment.<hostname>.<jobid>.<local
+    // rank>, collided between workers on different Yard nodes of that machine: a segfault in
+    // mca_btl_vader_poll_handle_frag. Each worker's own directory keeps them apart (orted and
+    // its ranks run inside the worker replica, with its environment). Containers have their
+    // own /dev/shm.
+    if (g.members[i].rec->role == "worker" && str(containerOf(g.task, "worker").getImage()) == "host")
+      envs[i].emplace_back("OMPI_MCA_btl_vader_backing_directory", "${YARD_REPLICA_DIR}");
     if (g.members[i].rec->role != "launcher") continue;
     Env& env = envs[i];
     // The agent expands ${YARD_REPLICA_DIR} and ${YARD_BIN_DIR} to the replica's directory

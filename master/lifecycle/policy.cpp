@@ -82,7 +82,9 @@ void evaluateRuns(JobEntry& job, size_t ti, int64_t now, Events& events) {
     finishTask(job, ti, TaskState::Succeeded, *ok, now, events);
   } else if (failures > cj.getRetries()) {
     finishTask(job, ti, TaskState::Failed,
-               std::to_string(failures) + " runs failed; retries allow " + std::to_string(cj.getRetries()), now, events);
+               std::to_string(failures) + (failures == 1 ? " run failed" : " runs failed") + "; retries allow " +
+                   std::to_string(cj.getRetries()),
+               now, events);
   } else if (cj.getRestartPolicy() == schema::RestartPolicy::ON_FAILURE && failures > 0) {
     // Each failed run whose latest attempt failed starts again where it ran.
     std::map<int32_t, size_t> latest;  // run index -> its newest record

@@ -84,7 +84,10 @@ std::optional<std::string> quotaSentence(const QueueView& q, const Resources& ne
 ClusterFacts::ClusterFacts(const std::vector<NodeView>& nodes) {
   std::array<std::vector<Resources>, kNodeClasses> shapes;
   for (const NodeView& n : nodes) {
+    drainingNodes_ += n.state == NodeState::Draining;
+    downNodes_ += n.state == NodeState::Down;
     if (n.state != NodeState::Ready) continue;
+    ++readyNodes_;
     Resources cap = capacityOf(n);
     readyCapacity_ += cap;
     anyVmRuntime_ = anyVmRuntime_ || !n.vmRuntime.empty();
@@ -110,6 +113,12 @@ std::optional<std::string> ClusterFacts::neverFits(const GangRequest& gang) cons
 
 std::optional<std::string> ClusterFacts::noEligibleNode(bool hostImage, bool vm) const {
   if (classes_[nodeClass(hostImage, vm)].nodes > 0) return std::nullopt;
+  if (readyNodes_ == 0 && drainingNodes_ + downNodes_ > 0) {  // say why none is ready
+    std::string why = "no ready node:";
+    if (drainingNodes_) why += " " + std::to_string(drainingNodes_) + " draining";
+    if (downNodes_) why += std::string(drainingNodes_ ? "," : "") + " " + std::to_string(downNodes_) + " down";
+    return why;
+  }
   if (vm && !anyVmRuntime_) return "no ready node offers a VM runtime";
   std::string driver = "no ready node offers driver " + std::string(driverName(hostImage));
   if (!vm || !anyDriver_[hostImage]) return driver;

@@ -41,6 +41,7 @@ class ClusterFacts {
   Resources readyCapacity_;
   std::array<ClassFacts, kNodeClasses> classes_;
   bool anyVmRuntime_ = false;
+  int readyNodes_ = 0, drainingNodes_ = 0, downNodes_ = 0;
   std::array<bool, 2> anyDriver_{};  // [hostImage]
 };
 

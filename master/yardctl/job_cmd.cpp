@@ -209,7 +209,7 @@ void nodeTable(std::ostream& out, const std::vector<api::NodeInfo::Reader>& node
     auto a = n.getAllocated();
     t.row({n.getName().cStr(), n.getAddress().cStr(), n.getState().cStr(),
            spec::formatCpuMillis(a.getCpuMillis()) + "/" + spec::formatCpuMillis(c.getCpuMillis()),
-           spec::formatMemoryBytes(a.getMemoryBytes()) + "/" + spec::formatMemoryBytes(c.getMemoryBytes()),
+           formatMemoryShort(a.getMemoryBytes()) + "/" + formatMemoryShort(c.getMemoryBytes()),
            std::to_string(a.getGpu()) + "/" + std::to_string(c.getGpu()), std::to_string(n.getReplicas()),
            or_dash(n.getDrivers().cStr()), timeText(n.getLastHeartbeat())});
   }
@@ -341,15 +341,28 @@ void addStopCommand(CLI::App* job, const char* cmd, const char* help, bool del, 
       ->check(CLI::NonNegativeNumber);
   c->callback([&global, io, &action, o, del] {
     action = [&global, io, o, del]() -> int {
-      int code = run(global, io, [&](api::Request::Builder r) {
+      auto fill = [&](api::Request::Builder r) {
         if (del) r.setJobDelete(o->name);
         else r.setJobCancel(o->name);
         return std::string();
-      });
-      if (code != kExitOk || !o->wait) return code;
+      };
+      if (!o->wait) return run(global, io, fill);
+      // With --wait a job that has already ended is what was asked for: wait for whatever of it
+      // still runs (nothing, usually) instead of failing.
+      auto address = masterAddress(global.master);
+      if (!address) {
+        io.err << "yardctl: " << address.error() << "\n";
+        return kExitFailed;
+      }
+      auto first = callMaster(address.value(), [&](api::Request::Builder r) { fill(r); });
+      if (!first && first.error().find("already finished") == std::string::npos) {
+        io.err << "yardctl: " << first.error() << "\n";
+        return kExitFailed;
+      }
+      if (global.output != "json")
+        io.out << (first ? std::string(first.value()->root<api::Response>().getDone().cStr()) : first.error()) << "\n";
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o->timeoutSeconds);
       for (;;) {
-        auto address = masterAddress(global.master);
         auto resp = callMaster(address.value(), [&](api::Request::Builder r) { r.setJobShow(o->name); });
         std::string state;
         if (resp) {

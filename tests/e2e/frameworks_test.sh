@@ -130,6 +130,18 @@ spans_both e2e-mpi allreduce
 [ "$(jshow e2e-mpi '" ".join(r["state"] for r in j["tasks"][0]["replicas"] if r["role"]=="worker")')" = "Killed Killed" ] \
   || fail "workers not stopped when the launcher ended: $("$bin/yardctl" job show e2e-mpi)"
 
+say "OpenMPI with slotsPerWorker: 2 on two agents of one machine, three times (shared-memory segments kept apart)"
+# Both workers' ranks have local ranks 0 and 1 on the same hostname: their vader segments
+# collided in /dev/shm (a segfault in 2 of 3 runs) before each worker got its own directory.
+for run in 1 2 3; do
+  sed -e "s/name: e2e-mpi/name: e2e-mpi2-$run/" -e 's/slotsPerWorker: 1/slotsPerWorker: 2/' -e 's/mpirun -n 2/mpirun -n 4/' \
+    "$tmp/mpi.yaml" >"$tmp/mpi2.yaml"
+  submit "$tmp/mpi2.yaml"
+  wait_job "e2e-mpi2-$run" Succeeded 120 || continue
+  out=$("$bin/yardctl" logs "e2e-mpi2-$run" --task allreduce --role launcher --index 0)
+  [ "$(echo "$out" | grep -o 'allreduce 10 want 10' | wc -l)" -eq 4 ] || fail "mpi slotsPerWorker 2, run $run: $out"
+done
+
 say "a worker exiting 1 restarts the gang as attempt 1, then fails the task; dependants are Skipped"
 cat >"$tmp/fail.yaml" <<'YAML'
 name: e2e-fail
@@ -151,7 +163,7 @@ wait_job e2e-fail Failed 60
 [ "$(jshow e2e-fail 'j["tasks"][1]["state"]')" = Skipped ] || fail "dependant not Skipped"
 "$bin/yardctl" logs e2e-fail --task flaky-train --role worker --index 0 | grep -qx 'attempt 1' || fail "attempt 1 did not run"
 
-for j in e2e-ddp e2e-torchrun e2e-tf-we e2e-tf-pwe e2e-tf-pcwe e2e-paddle e2e-mpi e2e-fail; do "$bin/yardctl" job delete $j >/dev/null; done
+for j in e2e-ddp e2e-torchrun e2e-tf-we e2e-tf-pwe e2e-tf-pcwe e2e-paddle e2e-mpi e2e-mpi2-1 e2e-mpi2-2 e2e-mpi2-3 e2e-fail; do "$bin/yardctl" job delete $j >/dev/null; done
 for _ in $(seq 100); do [ -z "$(find "$tmp"/agent[12]/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break; sleep 0.1; done
 no_leftovers
 finish e2e.frameworks

@@ -205,7 +205,7 @@ TEST_CASE("runner: OOM, lost processes and refused host tasks are reported as su
   f.driver.set(lost, DriverStatus::Phase::Lost);
   f.runner->tick();
   CHECK(f.state(oom) == "OOMKilled");
-  CHECK(f.report(oom).reason == "memory limit of 67108864 bytes exceeded");
+  CHECK(f.report(oom).reason == "memory limit of 64Mi exceeded");
   CHECK(f.state(lost) == "Lost");
 
   Fixture g;

@@ -65,3 +65,11 @@ TEST_CASE("quantities format back to human units", "[quantity]") {
   CHECK(formatMemoryBytes(512LL << 20) == "512Mi");
   CHECK(formatMemoryBytes(1000) == "1000");
 }
+
+TEST_CASE("memory for reading at a glance: exact when whole, else one decimal", "[quantity]") {
+  CHECK(yard::formatMemoryShort(int64_t{64} << 20) == "64Mi");
+  CHECK(yard::formatMemoryShort(int64_t{4} << 30) == "4Gi");
+  CHECK(yard::formatMemoryShort(int64_t{24683620} << 10) == "23.5Gi");  // a host's MemTotal
+  CHECK(yard::formatMemoryShort(int64_t{3} << 19) == "1.5Mi");
+  CHECK(yard::formatMemoryShort(0) == "0");
+}

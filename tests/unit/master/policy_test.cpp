@@ -286,6 +286,10 @@ TEST_CASE("container-job runs: completions, retries and restart policies", "[pol
     j.report(0, "run", 1, ReplicaState::Exited, 2);
     CHECK(j.state(0) == TaskState::Failed);
     CHECK(j.reason(0) == "2 runs failed; retries allow 1");
+    Job one(spec("    restartPolicy: Never\n"));  // retries 0: one failure says "1 run"
+    one.place(0);
+    one.report(0, "run", 0, ReplicaState::Exited, 1);
+    CHECK(one.reason(0) == "1 run failed; retries allow 0");
   }
   SECTION("OnFailure: a failed run restarts in place as its next attempt") {
     Job j(spec("    retries: 2\n"));

@@ -120,9 +120,14 @@ TEST_CASE("reason: drivers and VM runtime", "[reasons]") {
     int64_t id = s.gang("team-a", "j/t").replicas(1, cores(1, 1)).hostImage().vm().id();
     CHECK(s.run().reason(id) == "no ready node offers driver host with a VM runtime");
   }
-  SECTION("only on nodes that are not ready") {
+  SECTION("only on nodes that are not ready: the reason names the drain") {
     s.nodes(1, {.state = NodeState::Draining});
-    CHECK(reasonFor(s, cores(1, 1)) == "no ready node offers driver containerd");
+    CHECK(reasonFor(s, cores(1, 1)) == "no ready node: 1 draining");
+  }
+  SECTION("draining and down") {
+    s.nodes(2, {.state = NodeState::Draining});
+    s.node("gone", {.state = NodeState::Down});
+    CHECK(reasonFor(s, cores(1, 1)) == "no ready node: 2 draining, 1 down");
   }
 }
 
