@@ -140,17 +140,6 @@ struct ExecSession : std::enable_shared_from_this<ExecSession> {
 
 }  // namespace
 
-size_t tailOffset(const std::string& text, int64_t lines) {
-  if (lines < 0) return 0;
-  if (lines == 0) return text.size();
-  size_t end = text.size();
-  if (end > 0 && text[end - 1] == '\n') --end;  // the final newline ends the last line
-  int64_t seen = 0;
-  for (size_t i = end; i > 0; --i)
-    if (text[i - 1] == '\n' && ++seen == lines) return i;
-  return 0;
-}
-
 Result<uint16_t> AgentServer::listen(const std::string& hostPort) {
   // Only the master calls; each `logs -f` it relays is a connection of its own.
   wire::Limits limits;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "agent/runner.h"
+#include "common/util/text_tail.h"
 #include "common/wire/server.h"
 
 namespace yard::agent {
@@ -36,7 +37,6 @@ class AgentServer {
   std::unique_ptr<wire::FrameServer> server_;
 };
 
-// The byte offset where the last `lines` lines of `text` begin (0 when it has fewer).
-size_t tailOffset(const std::string& text, int64_t lines);
+using ::yard::tailOffset;  // common/util/text_tail.h
 
 }  // namespace yard::agent

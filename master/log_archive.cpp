@@ -89,17 +89,6 @@ std::optional<int64_t> number(const std::string& s) {
 
 }  // namespace
 
-size_t tailStart(std::string_view text, int64_t lines) {
-  if (lines < 0) return 0;
-  if (lines == 0) return text.size();
-  size_t end = text.size();
-  if (end > 0 && text[end - 1] == '\n') --end;  // the final newline ends the last line
-  int64_t seen = 0;
-  for (size_t i = end; i > 0; --i)
-    if (text[i - 1] == '\n' && ++seen == lines) return i;
-  return 0;
-}
-
 LogArchive::LogArchive(Options options, Clock now) : options_(std::move(options)), now_(std::move(now)) {}
 
 std::string LogArchive::jobDir(int64_t jobId) const { return options_.dir + "/" + std::to_string(jobId); }
@@ -220,7 +209,7 @@ Result<std::string> LogArchive::read(const Entry& entry, int64_t tailLines) cons
   std::string path = base(entry.meta.jobId, entry.meta.replicaId, entry.meta.attempt) + (entry.complete ? ".log" : ".part");
   auto text = readSmall(path);
   if (!text) return Result<std::string>::fail("cannot read " + path);
-  if (tailLines >= 0) text->erase(0, tailStart(*text, tailLines));
+  if (tailLines >= 0) text->erase(0, tailOffset(*text, tailLines));
   return Result<std::string>::ok(std::move(*text));
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/util/result.h"
+#include "common/util/text_tail.h"
 #include "master/client_api_reads.h"
 #include "master/lifecycle/model.h"
 #include "schema/agent.capnp.h"
@@ -89,8 +90,7 @@ class LogArchive {
   mutable std::map<int64_t, std::string> names_;  // job id -> name, as read from disk
 };
 
-// The index of the line after which the last `lines` lines of `text` start (0: from the start).
-size_t tailStart(std::string_view text, int64_t lines);
+using ::yard::tailOffset;  // common/util/text_tail.h: where `--tail N` starts
 
 // REQUIRES: every method runs on the io thread; callbacks run there too.
 class LogArchiveService {

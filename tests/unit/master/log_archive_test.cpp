@@ -128,12 +128,12 @@ TEST_CASE("the sweep removes logs older than the retention, deleted jobs' includ
   CHECK(archive.jobLogs("old-job").empty());
 }
 
-TEST_CASE("tailStart finds the last lines", "[archive]") {
-  CHECK(tailStart("a\nb\nc\n", 2) == 2);
-  CHECK(tailStart("a\nb\nc", 1) == 4);
-  CHECK(tailStart("a\nb\n", 5) == 0);
-  CHECK(tailStart("a\nb\n", 0) == 4);
-  CHECK(tailStart("a\nb\n", -1) == 0);
+TEST_CASE("tailOffset finds the last lines", "[archive]") {
+  CHECK(tailOffset("a\nb\nc\n", 2) == 2);
+  CHECK(tailOffset("a\nb\nc", 1) == 4);
+  CHECK(tailOffset("a\nb\n", 5) == 0);
+  CHECK(tailOffset("a\nb\n", 0) == 4);
+  CHECK(tailOffset("a\nb\n", -1) == 0);
 }
 
 TEST_CASE("only the node an attempt was placed on may archive its log", "[archive]") {
