@@ -173,6 +173,16 @@ TEST_CASE("chain ids follow the OCI image spec") {
   CHECK(containerd::chainId({a, b, c}) == "sha256:c1377126441fb2f5ec2c21ae2a60255331d639e830f0ee1b40a36e52d4c40588");
 }
 
+// A root of busybox alone under `dir`, to bind read-only as a container's root (no image needed).
+static std::string busyboxRoot(const std::string& dir) {
+  std::string root = dir + "/root-fs";
+  std::filesystem::create_directories(root + "/bin");
+  for (const char* sub : {"proc", "sys", "dev", "tmp", "etc", "run"}) std::filesystem::create_directories(root + "/" + sub);
+  std::filesystem::copy_file("/bin/busybox", root + "/bin/busybox");
+  std::filesystem::create_symlink("busybox", root + "/bin/sh");
+  return root;
+}
+
 TEST_CASE("client: a task's whole life over gRPC, with metrics, against a real containerd") {
   Containerd d;
   if (!d.why.empty() || access("/bin/busybox", X_OK) != 0) {
@@ -183,12 +193,7 @@ TEST_CASE("client: a task's whole life over gRPC, with metrics, against a real c
   REQUIRE(c.isOk());
   auto& client = *c.value();
   REQUIRE(client.ensureNamespace("yard").isOk());
-  // A root of busybox alone, bound read-only as the container's root (no image needed).
-  std::string root = d.dir + "/root-fs";
-  std::filesystem::create_directories(root + "/bin");
-  for (const char* dir : {"proc", "sys", "dev", "tmp", "etc", "run"}) std::filesystem::create_directories(root + "/" + dir);
-  std::filesystem::copy_file("/bin/busybox", root + "/bin/busybox");
-  std::filesystem::create_symlink("busybox", root + "/bin/sh");
+  std::string root = busyboxRoot(d.dir);
   agent::ReplicaSpec spec;
   spec.image = "local";
   spec.argv = {"/bin/sh", "-c", "x=$(/bin/busybox head -c 3000000 /dev/zero | /bin/busybox tr '\\0' a); echo started; exec /bin/busybox sleep 30"};
@@ -258,11 +263,7 @@ TEST_CASE("client: many tasks created and started at once all start") {
   REQUIRE(c.isOk());
   auto& client = *c.value();
   REQUIRE(client.ensureNamespace("yard").isOk());
-  std::string root = d.dir + "/root-fs";
-  std::filesystem::create_directories(root + "/bin");
-  for (const char* dir : {"proc", "sys", "dev", "tmp", "etc", "run"}) std::filesystem::create_directories(root + "/" + dir);
-  std::filesystem::copy_file("/bin/busybox", root + "/bin/busybox");
-  std::filesystem::create_symlink("busybox", root + "/bin/sh");
+  std::string root = busyboxRoot(d.dir);
   agent::ReplicaSpec spec;
   spec.image = "local";
   spec.argv = {"/bin/sh", "-c", "echo up; exec /bin/busybox sleep 1"};
