@@ -2,13 +2,19 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "agent/shim/setup.h"
 
 namespace yard::agent {
 namespace {
@@ -144,6 +150,7 @@ Result<bool> HostDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, c
   if (!hasPath) env += std::string(kDefaultPathEnv) + '\0';
   if (!hasHome) env += "HOME=" + dir + std::string(1, '\0');
   if (auto w = writeFileAtomic(dir + "/env", env); !w) return R::fail(w.error());
+  for (const auto& m : spec.mounts) mountTargets_[key].push_back(m.path);
   std::vector<std::string> argv = {shim_, "run", "--dir", dir, "--env-file", dir + "/env"};
   for (auto& a : cgroupArgs(key)) argv.push_back(a);
   for (const auto& m : spec.mounts) {
@@ -161,6 +168,74 @@ Result<bool> HostDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, c
   if (!pid) return R::fail(pid.error());
   launchers_[key] = pid.value();
   return R::ok(true);
+}
+
+namespace {
+
+// How a path appears in /proc/PID/mountinfo: space, tab, newline and backslash as \ooo.
+std::string mountinfoEscape(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\\') {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\%03o", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Whether `path`, or a path below it, is a mount point in any other mount namespace of this
+// host: another agent's replica on the same machine, or anything else. Removing a directory
+// that is a mount point elsewhere would silently detach that mount (Linux >= 3.18).
+bool mountedInAnotherNamespace(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::string self;
+  std::error_code ec;
+  self = fs::read_symlink("/proc/self/ns/mnt", ec).string();
+  std::set<std::string> seen = {self};
+  std::string want = mountinfoEscape(path);
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    std::string pid = entry.path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string ns = fs::read_symlink(entry.path() / "ns" / "mnt", ec).string();
+    if (ec || !seen.insert(ns).second) continue;
+    std::ifstream info(entry.path() / "mountinfo");
+    for (std::string line; std::getline(info, line);) {
+      std::istringstream fields(line);
+      std::string id, parent, dev, root, point;
+      fields >> id >> parent >> dev >> root >> point;
+      if (point == want || point.rfind(want + "/", 0) == 0) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void HostDriver::removeUnusedMountpoints() {
+  if (createdMountpoints_.empty()) return;
+  // Reverse order visits "/a/b" before "/a": a directory's children sort after it.
+  for (auto it = createdMountpoints_.rbegin(); it != createdMountpoints_.rend();) {
+    const std::string& path = *it;
+    bool inUse = false;
+    for (const auto& [key, targets] : mountTargets_)  // this node's replicas, even mid-start
+      for (const auto& t : targets) inUse = inUse || t == path || t.rfind(path + "/", 0) == 0;
+    if (inUse || mountedInAnotherNamespace(path)) {
+      ++it;
+      continue;
+    }
+    // Only what is still as the shim left it: an empty directory, an empty file. Anything
+    // else now holds someone's data and stays.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) ::rmdir(path.c_str());
+      else if (S_ISREG(st.st_mode) && st.st_size == 0) ::unlink(path.c_str());
+    }
+    it = std::make_reverse_iterator(createdMountpoints_.erase(std::next(it).base()));
+  }
 }
 
 DriverStatus HostDriver::finished(const ReplicaKey& key, const std::string& dir, const std::string& status) {
@@ -277,14 +352,29 @@ void HostDriver::destroy(const ReplicaKey& key, const std::string& dir) {
   // Never block the agent for long: a process in uninterruptible sleep dies when its I/O
   // ends; sweep() retries until then.
   if (cgroups_ && !cgroups_->destroy(key.name(), std::chrono::milliseconds(100))) leftover_.insert(key.name());
+  // Its processes are gone (or going: a mount namespace still held is seen and waited for).
+  mountTargets_.erase(key);
+  if (auto created = readFile(dir + "/" + shim::kCreatedMountpointsFile)) {
+    std::istringstream lines(created.value());
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty() && line[0] == '/') createdMountpoints_.insert(line);
+  }
+  removeUnusedMountpoints();
 }
 
 void HostDriver::sweep() {
+  // Mount points another namespace still used: try again every few seconds.
+  auto now = std::chrono::steady_clock::now();
+  if (!createdMountpoints_.empty() && now >= nextMountpointSweep_) {
+    nextMountpointSweep_ = now + std::chrono::seconds(3);
+    removeUnusedMountpoints();
+  }
   for (auto it = leftover_.begin(); it != leftover_.end();)
     it = cgroups_->destroy(*it, std::chrono::milliseconds(10)) ? leftover_.erase(it) : std::next(it);
 }
 
-DriverStatus HostDriver::recover(const ReplicaKey& key, const ReplicaSpec&, const std::string& dir) {
+DriverStatus HostDriver::recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) {
+  for (const auto& m : spec.mounts) mountTargets_[key].push_back(m.path);
   // Nothing to re-attach for a host process: the shim holds it; its files tell its state.
   if (!std::filesystem::exists(dir + "/pid") && !std::filesystem::exists(dir + "/status")) {
     if (shimAlive(dir, readPid(dir + "/shim.pid"))) return DriverStatus{};  // the launcher was interrupted mid-start

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <set>
 #include <memory>
@@ -36,11 +37,17 @@ class HostDriver : public Driver {
  private:
   DriverStatus finished(const ReplicaKey& key, const std::string& dir, const std::string& status);
   std::vector<std::string> cgroupArgs(const ReplicaKey& key) const;
+  // Removes the mount points shims created (DIR/mountpoints) that no replica of this node
+  // mounts on any more, deepest first; keeps the rest for a later call.
+  void removeUnusedMountpoints();
 
   std::string shim_;
   Cgroups* cgroups_;
   std::map<ReplicaKey, pid_t> launchers_;  // `yard-shim run` processes not yet reaped
   std::set<std::string> leftover_;         // cgroups whose processes had not died yet
+  std::map<ReplicaKey, std::vector<std::string>> mountTargets_;  // where live replicas bind-mount
+  std::set<std::string> createdMountpoints_;  // created by a shim, still needed by a replica
+  std::chrono::steady_clock::time_point nextMountpointSweep_{};
 };
 
 // Spawns `argv` with stdin /dev/null, stdout to `outFd` and stderr to `errFd` (-1: /dev/null;

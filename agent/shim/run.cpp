@@ -97,7 +97,14 @@ void writeStatus(const std::string& dir, const std::string& line) {
   std::vector<std::string> env;
   if (auto f = readEnvironment(o.envFile, env)) fail(*f);
 
-  if (auto f = applyMounts(o.mounts)) fail(*f);
+  int recordFd = -1;
+  if (!o.mounts.empty()) {
+    std::string record = o.dir + "/" + kCreatedMountpointsFile;
+    recordFd = ::open(record.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (recordFd < 0) fail(makeFailure("mountpoints", errno, record));
+  }
+  if (auto f = applyMounts(o.mounts, recordFd)) fail(*f);
+  if (recordFd >= 0) ::close(recordFd);
   if (o.workdir && ::chdir(o.workdir->c_str()) != 0) fail(makeFailure("chdir", errno, *o.workdir));
 
   if (::dup2(nullFd, 0) < 0 || ::dup2(logFd, 1) < 0 || ::dup2(logFd, 2) < 0) {

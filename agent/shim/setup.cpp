@@ -18,31 +18,48 @@ namespace yard::shim {
 
 namespace {
 
-// mkdir -p. Returns 0 or an errno.
-int makeDirs(const std::string& path) {
+// Appends `path` and a newline to the record of created mount points (fd -1: no record).
+void recordCreated(int recordFd, const std::string& path) {
+  if (recordFd < 0) return;
+  std::string line = path + "\n";
+  ssize_t ignored = ::write(recordFd, line.data(), line.size());  // one append: whole lines
+  (void)ignored;
+}
+
+// mkdir -p, recording each directory it created. Returns 0 or an errno.
+int makeDirs(const std::string& path, int recordFd) {
   for (size_t slash = path.find('/', 1); ; slash = path.find('/', slash + 1)) {
     std::string prefix = path.substr(0, slash);
-    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return errno;
+    if (!prefix.empty()) {
+      if (::mkdir(prefix.c_str(), 0755) == 0) recordCreated(recordFd, prefix);
+      else if (errno != EEXIST) return errno;
+    }
     if (slash == std::string::npos) return 0;
   }
 }
 
 // A file can only be bind-mounted on a file: create DST as an empty file when SRC is not a
-// directory, and as a directory (with its parents) otherwise.
-std::optional<SetupFailure> makeMountPoint(const BindMount& m) {
+// directory, and as a directory (with its parents) otherwise. What it creates is on the host's
+// file system (a new mount namespace has the same directories), so each path it creates is
+// recorded for the agent to remove once no replica needs it (docs/agent.md).
+std::optional<SetupFailure> makeMountPoint(const BindMount& m, int recordFd) {
   struct stat st {};
   if (::stat(m.source.c_str(), &st) != 0) return makeFailure("bind-mount", errno, m.source);
   if (S_ISDIR(st.st_mode)) {
-    if (int err = makeDirs(m.target)) return makeFailure("mkdir", err, m.target);
+    if (int err = makeDirs(m.target, recordFd)) return makeFailure("mkdir", err, m.target);
     return std::nullopt;
   }
   size_t slash = m.target.rfind('/');
   if (slash > 0) {
-    if (int err = makeDirs(m.target.substr(0, slash))) return makeFailure("mkdir", err, m.target);
+    if (int err = makeDirs(m.target.substr(0, slash), recordFd)) return makeFailure("mkdir", err, m.target);
   }
-  int fd = ::open(m.target.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0 && errno != EISDIR) return makeFailure("mkdir", errno, m.target);
-  if (fd >= 0) ::close(fd);
+  int fd = ::open(m.target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    recordCreated(recordFd, m.target);
+    ::close(fd);
+  } else if (errno != EEXIST) {
+    return makeFailure("mkdir", errno, m.target);
+  }
   return std::nullopt;
 }
 
@@ -104,14 +121,14 @@ std::optional<SetupFailure> readEnvironment(const std::optional<std::string>& en
   return std::nullopt;
 }
 
-std::optional<SetupFailure> applyMounts(const std::vector<BindMount>& mounts) {
+std::optional<SetupFailure> applyMounts(const std::vector<BindMount>& mounts, int recordFd) {
   if (mounts.empty()) return std::nullopt;
   if (::unshare(CLONE_NEWNS) != 0) return makeFailure("unshare", errno, "CLONE_NEWNS");
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return makeFailure("mount-private", errno, "/");
   }
   for (const BindMount& m : mounts) {
-    if (auto f = makeMountPoint(m)) return f;
+    if (auto f = makeMountPoint(m, recordFd)) return f;
     if (::mount(m.source.c_str(), m.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
       return makeFailure("bind-mount", errno, m.source + " on " + m.target);
     }

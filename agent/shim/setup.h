@@ -33,8 +33,13 @@ std::optional<SetupFailure> readEnvironment(const std::optional<std::string>& en
                                             std::vector<std::string>& env);
 
 // Moves the caller into a new mount namespace (only when `mounts` is not empty), makes every
-// mount private so nothing leaks back to the host, and bind-mounts each entry in order.
-std::optional<SetupFailure> applyMounts(const std::vector<BindMount>& mounts);
+// mount private so nothing leaks back to the host, and bind-mounts each entry in order. A
+// mount point that does not exist is created (on the host's file system: directories are not
+// namespaced); each path created is appended, one per line, to `recordFd` (-1: not recorded).
+std::optional<SetupFailure> applyMounts(const std::vector<BindMount>& mounts, int recordFd = -1);
+
+// The file in a replica's directory that lists the mount points its shim created.
+inline constexpr const char* kCreatedMountpointsFile = "mountpoints";
 
 // Every signal back to its default action and nothing blocked: ignored signals survive execve,
 // and the shim ignores SIGTERM, which the workload must not.
