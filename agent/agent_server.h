@@ -1,6 +1,7 @@
 #pragma once
 // The agent's own API (schema/agent.capnp AgentCall), served on the node's address: the
-// master asks it to heartbeat now (`wake`) and streams replica logs through it. Every call
+// master asks it to heartbeat now (`wake`), streams replica logs through it, and runs
+// commands in replicas (`exec`: the exec channel and yardctl exec). Every call
 // must carry the join token; anything else is refused and the connection closed.
 //
 // REQUIRES: every method runs on the io thread.
@@ -8,14 +9,18 @@
 #include <asio.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "agent/runner.h"
 #include "common/util/text_tail.h"
 #include "common/wire/server.h"
+#include "schema/agent.capnp.h"
 
 namespace yard::agent {
+
+struct ExecSession;  // agent_server.cpp
 
 class AgentServer {
  public:
@@ -28,6 +33,10 @@ class AgentServer {
 
  private:
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
+  // `exec`: the exec channel, or a user's command (yardctl exec, docs/exec.md) with stdin and
+  // a pty; `execInput`: more for the exec on that connection.
+  void startExec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, agentapi::ExecCall::Reader call);
+  void execInput(const std::shared_ptr<wire::Connection>& conn, agentapi::ExecInputCall::Reader in);
 
   asio::io_context& io_;
   std::string token_;
@@ -35,6 +44,9 @@ class AgentServer {
   std::function<void()> wake_;
   Log log_;
   std::unique_ptr<wire::FrameServer> server_;
+  // The exec running on each connection (one at most), for the execInput calls that follow.
+  using ExecMap = std::map<const wire::Connection*, std::weak_ptr<ExecSession>>;
+  std::shared_ptr<ExecMap> execs_ = std::make_shared<ExecMap>();
 };
 
 using ::yard::tailOffset;  // common/util/text_tail.h

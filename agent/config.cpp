@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/http/server.h"
 #include "common/spec/quantity.h"
 
 namespace yard::agent {
@@ -55,7 +56,7 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
   if (auto e = config::unknownKey(root, {"master", "token", "name", "address", "data_dir", "port_range", "api_port",
                                          "allow_host_tasks", "drivers", "cpu", "memory", "labels", "cgroup_parent",
                                          "shim", "containerd_socket", "insecure_registries", "registries",
-                                         "vm_runtime"});
+                                         "vm_runtime", "metrics_listen"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto fail = [&](const std::string& e) { return R::fail(source + ": " + e); };
@@ -72,6 +73,12 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
                           {"cgroup_parent", &c.cgroupParent}, {"shim", &c.shim},
                           {"containerd_socket", &c.containerdSocket}, {"vm_runtime", &c.vmRuntime}})
     if (auto e = str(key, *out); !e.empty()) return fail(e);
+  if (const toml::node* n = root.get("metrics_listen")) {
+    auto v = n->value<std::string>();
+    if (!v) return fail("metrics_listen: must be a string like \"127.0.0.1:7781\" (\"\" = off)");
+    if (auto bad = http::checkListenSetting(*v, kDefaultMetricsListen); !bad.empty()) return fail("metrics_listen: " + bad);
+    c.metricsListen = *v;
+  }
   if (const toml::node* n = root.get("port_range")) {
     auto s = n->value<std::string>();
     if (!s) return fail("port_range: must be a string like \"30000-32767\"");

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,12 @@ struct AgentConfig {
   std::vector<std::string> insecureRegistries;  // HOST[:PORT] pulled over plain HTTP
   std::map<std::string, std::pair<std::string, std::string>> registryAuth;  // HOST[:PORT] -> user, password
   std::string vmRuntime;                  // containerd runtime for `type: vm` jobs, e.g. io.containerd.kata.v2
+  // Where /metrics listens (docs/operations.md, "Metrics"): unset = kDefaultMetricsListen,
+  // where a port in use only turns /metrics off; "" = off.
+  std::optional<std::string> metricsListen;
 };
+
+inline constexpr const char* kDefaultMetricsListen = "127.0.0.1:7781";
 
 // The containerd socket used when drivers lists "containerd" without containerd_socket.
 inline constexpr const char* kDefaultContainerdSocket = "/run/containerd/containerd.sock";

@@ -9,6 +9,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <chrono>
@@ -18,6 +19,7 @@
 
 #include "agent/containerd/client.h"
 #include "agent/host_driver.h"
+#include "agent/metrics.h"
 
 namespace yard::agent {
 namespace {
@@ -200,6 +202,63 @@ class ContainerExec : public ExecHandle {
   std::chrono::steady_clock::time_point drainUntil_;
 };
 
+constexpr const char* kRuncRuntime = "io.containerd.runc.v2";
+
+// `runc exec` of a user's command (yardctl exec): runc is our child and the leader of
+// its session; the command is runc's child, its host pid in `pidFile` once started.
+class RuncExec : public ExecHandle {
+ public:
+  RuncExec(pid_t runc, std::string pidFile) : runc_(runc), pidFile_(std::move(pidFile)) {}
+  ~RuncExec() override {
+    if (!code_) {
+      kill();
+      ::waitpid(runc_, nullptr, 0);
+    }
+    ::unlink(pidFile_.c_str());
+  }
+  std::optional<int> poll() override {
+    if (code_) return code_;
+    int status = 0;
+    pid_t r = ::waitpid(runc_, &status, WNOHANG);
+    if (r == 0) return std::nullopt;
+    code_ = r < 0 ? 127 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    // runc writes the pid file once the command has started: a failure without one is runc
+    // saying it could not start it (its message is on the command's stderr), 127 as elsewhere.
+    if (*code_ != 0 && commandPid() <= 0) code_ = 127;
+    return code_;
+  }
+  void kill() override {
+    if (code_) return;
+    // The command first, with its process group: runc makes it the leader of a session of its
+    // own inside the container, so what it started goes too. Only while it is still runc's
+    // child (runc is not reaped yet, so that pid cannot be a stranger's).
+    pid_t pid = commandPid();
+    if (pid > 0 && parentOf(pid) == runc_) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+    }
+    ::kill(-runc_, SIGKILL);
+    ::kill(runc_, SIGKILL);
+  }
+
+ private:
+  pid_t commandPid() const {
+    auto text = readFile(pidFile_);
+    return text ? static_cast<pid_t>(std::atoi(text.value().c_str())) : 0;
+  }
+  static pid_t parentOf(pid_t pid) {
+    auto stat = readFile("/proc/" + std::to_string(pid) + "/stat");
+    if (!stat) return 0;
+    size_t close = stat.value().rfind(')');
+    int ppid = 0;
+    if (close == std::string::npos || std::sscanf(stat.value().c_str() + close + 1, " %*c %d", &ppid) != 1) return 0;
+    return ppid;
+  }
+  pid_t runc_;
+  std::string pidFile_;
+  std::optional<int> code_;
+};
+
 bool refChar(char c) {
   return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '.' ||
          c == '_' || c == '-' || c == '/' || c == ':' || c == '@' || std::isupper(static_cast<unsigned char>(c));
@@ -339,6 +398,21 @@ std::string ContainerdDriver::containerId(const ReplicaKey& key) const {
   return (node.empty() ? "node" : node) + "-" + key.name();
 }
 
+namespace {
+
+// Reports one pull to the metrics (agent/metrics.h) when it goes out of scope: "failed"
+// unless the pull set another outcome.
+struct PullTimer {
+  AgentMetrics* metrics;
+  const char* outcome = "failed";
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  ~PullTimer() {
+    if (metrics) metrics->observePull(outcome, std::chrono::steady_clock::now() - start);
+  }
+};
+
+}  // namespace
+
 Result<bool> ContainerdDriver::pull(const std::string& ref, const std::string& dir, const std::atomic<bool>& cancel,
                                     bool force) {
   using R = Result<bool>;
@@ -366,6 +440,7 @@ Result<bool> ContainerdDriver::pull(const std::string& ref, const std::string& d
   }
   argv.push_back(ref);
   std::string logPath = dir + "/" + kPullLog;
+  PullTimer timed{options_.metrics};
   int out = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   auto pid = spawnProcess(argv, out);
   if (out >= 0) ::close(out);
@@ -380,11 +455,15 @@ Result<bool> ContainerdDriver::pull(const std::string& ref, const std::string& d
     if (late || cancel) {
       ::kill(pid.value(), SIGKILL);
       ::waitpid(pid.value(), &status, 0);
+      if (!late) timed.outcome = "cancelled";
       return R::fail(late ? "the pull of " + ref + " did not finish within 25 minutes" : "stopped while pulling");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return R::ok(true);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    timed.outcome = "ok";
+    return R::ok(true);
+  }
   auto log = readFile(logPath);
   std::string why = lastLine(log ? log.value() : "");
   if (why.rfind("ctr: ", 0) == 0) why = why.substr(5);
@@ -726,6 +805,36 @@ Result<std::unique_ptr<ExecHandle>> ContainerdDriver::exec(const ReplicaKey& key
     return undo(s.error());
   }
   return R::ok(std::make_unique<ContainerExec>(client_.get(), options_.ns, id, execId, std::move(pumps), std::move(fifos)));
+}
+
+Result<std::unique_ptr<ExecHandle>> ContainerdDriver::execAttached(const ReplicaKey& key, const std::string& dir,
+                                                                   const std::vector<std::string>& argv,
+                                                                   const ExecAttach& io) {
+  using R = Result<std::unique_ptr<ExecHandle>>;
+  if (starting_.count(key)) return R::fail("the container is still starting");
+  auto spec = readFile(dir + "/spec");
+  auto decoded = spec ? decodeSpec(spec.value()) : Result<ReplicaSpec>::fail(spec.error());
+  if (!decoded) return R::fail("the replica's spec is unreadable: " + decoded.error());
+  std::string runtime = decoded.value().vm ? options_.vmRuntime : options_.runtime;
+  if (runtime != kRuncRuntime) {
+    // Tasks.Exec, as for hooks: no stdin, no console, and a kill ends the command only.
+    if (!io.tty && io.inFd < 0) return exec(key, dir, argv, io.outFd, io.errFd >= 0 ? io.errFd : io.outFd);
+    return R::fail("-i and -t reach a container through runc, and this one runs under " + runtime +
+                   "; run the command without -i and -t");
+  }
+  std::string pidFile = dir + "/exec" + std::to_string(++execSeq_) + "-" + std::to_string(::getpid()) + ".pid";
+  std::string root = options_.runcRoot.empty() ? "/run/containerd/runc/" + options_.ns : options_.runcRoot;
+  std::vector<std::string> args = {options_.runc, "--root", root, "exec", "--pid-file", pidFile};
+  if (io.tty) args.push_back("--tty");
+  for (const auto& e : io.env) {
+    args.push_back("--env");
+    args.push_back(e);
+  }
+  args.push_back(containerId(key));
+  for (const auto& a : argv) args.push_back(a);
+  auto pid = spawnSession(args, io);
+  if (!pid) return R::fail(pid.error());
+  return R::ok(std::make_unique<RuncExec>(pid.value(), pidFile));
 }
 
 Result<ReplicaUsage> ContainerdDriver::stats(const ReplicaKey& key) {

@@ -29,6 +29,8 @@ class Client;
 
 namespace yard::agent {
 
+class AgentMetrics;
+
 struct RegistryAuth {
   std::string username, password;
 };
@@ -49,6 +51,12 @@ struct ContainerdOptions {
   // yard-shim, run as `yard-shim guard` beside each running container: it fences the container
   // when the agent is dead (docs/shim.md). "" = no guard (the agent alone stops containers).
   std::string shim;
+  // `yardctl exec` into a runc container runs `runc exec` on the container's state (the runc
+  // shim keeps it in /run/containerd/runc/<ns>): containerd's Tasks.Exec as this client uses
+  // it has no stdin and no console (docs/exec.md, "Containers").
+  std::string runc = "/usr/sbin/runc";
+  std::string runcRoot;  // "" = /run/containerd/runc/<ns>, the runc shim's default
+  AgentMetrics* metrics = nullptr;  // times image pulls (agent/metrics.h); may stay null
 };
 
 // "busybox" -> "docker.io/library/busybox:latest"; "127.0.0.1:5000/a/b" -> "...:latest";
@@ -70,6 +78,10 @@ class ContainerdDriver : public Driver {
   void signal(const ReplicaKey& key, const std::string& dir, int sig) override;
   Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& key, const std::string& dir,
                                            const std::vector<std::string>& argv, int outFd, int errFd) override;
+  // `runc exec` in a session of its own (docs/exec.md, "Containers"). A VM runtime's replica
+  // gets exec() (Tasks.Exec) without stdin or a tty, and a refusal with them.
+  Result<std::unique_ptr<ExecHandle>> execAttached(const ReplicaKey& key, const std::string& dir,
+                                                   const std::vector<std::string>& argv, const ExecAttach& io) override;
   Result<ReplicaUsage> stats(const ReplicaKey& key) override;
   void destroy(const ReplicaKey& key, const std::string& dir) override;
   void sweep() override;

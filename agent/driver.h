@@ -56,6 +56,17 @@ class ExecHandle {
   virtual void kill() = 0;
 };
 
+// Where a user's command (yardctl exec, docs/exec.md) reads and writes, and its terminal.
+struct ExecAttach {
+  int inFd = -1;   // its stdin; -1 = /dev/null
+  int outFd = -1;  // its stdout (required)
+  int errFd = -1;  // its stderr; -1 = outFd
+  // inFd, outFd and errFd are one pty's slave: it becomes the controlling terminal of the
+  // command's session.
+  bool tty = false;
+  std::vector<std::string> env;  // NAME=value set over the replica's environment (TERM)
+};
+
 class Driver {
  public:
   virtual ~Driver() = default;
@@ -81,6 +92,14 @@ class Driver {
   virtual Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& key, const std::string& dir,
                                                    const std::vector<std::string>& argv, int outFd = -1,
                                                    int errFd = -1) = 0;
+  // Runs a user's command inside the replica (yardctl exec): its environment (plus io.env),
+  // its working directory, stdio as `io` says, in a session of its own so that kill() ends
+  // it and what it started. The caller keeps its copies of the descriptors.
+  virtual Result<std::unique_ptr<ExecHandle>> execAttached(const ReplicaKey& /*key*/, const std::string& /*dir*/,
+                                                           const std::vector<std::string>& /*argv*/,
+                                                           const ExecAttach& /*io*/) {
+    return Result<std::unique_ptr<ExecHandle>>::fail("the " + name() + " driver cannot run commands for yardctl exec");
+  }
   virtual Result<ReplicaUsage> stats(const ReplicaKey& key) = 0;
   // Releases what the replica holds on the node (processes, cgroup); its directory stays.
   virtual void destroy(const ReplicaKey& key, const std::string& dir) = 0;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,10 +62,11 @@ pid_t liveWorkload(const std::string& dir) {
 
 class ChildExec : public ExecHandle {
  public:
-  explicit ChildExec(pid_t pid) : pid_(pid) {}
+  // `session`: the child leads a session (spawnSession), and kill() ends its process group.
+  explicit ChildExec(pid_t pid, bool session = false) : pid_(pid), session_(session) {}
   ~ChildExec() override {
     if (!done_) {
-      ::kill(pid_, SIGKILL);
+      kill();
       ::waitpid(pid_, nullptr, 0);
     }
   }
@@ -78,11 +80,16 @@ class ChildExec : public ExecHandle {
     return code_;
   }
   void kill() override {
-    if (!done_) ::kill(pid_, SIGKILL);
+    if (done_) return;
+    // The group first: its members are the command's descendants (while unreaped, the
+    // child's pid cannot be reused, so the group is still its own).
+    if (session_) ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
   }
 
  private:
   pid_t pid_;
+  bool session_;
   bool done_ = false;
   int code_ = 0;
 };
@@ -115,6 +122,38 @@ Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd, int 
   if (devnull >= 0) ::close(devnull);
   return Result<pid_t>::ok(pid);
 }
+
+Result<pid_t> spawnSession(const std::vector<std::string>& argv, const ExecAttach& io) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    if (devnull >= 0) ::close(devnull);
+    return Result<pid_t>::fail(std::string("fork failed: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::setsid();
+    if (io.tty && ::ioctl(io.inFd, TIOCSCTTY, 0) != 0) _exit(127);
+    int in = io.inFd >= 0 ? io.inFd : devnull;
+    int out = io.outFd >= 0 ? io.outFd : devnull;
+    int err = io.errFd >= 0 ? io.errFd : out;
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::close_range(3, ~0u, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execv(args[0], args.data());
+    _exit(127);
+  }
+  if (devnull >= 0) ::close(devnull);
+  return Result<pid_t>::ok(pid);
+}
+
+std::unique_ptr<ExecHandle> childExec(pid_t pid, bool session) { return std::make_unique<ChildExec>(pid, session); }
 
 std::vector<std::string> HostDriver::cgroupArgs(const ReplicaKey& key) const {
   std::vector<std::string> out;
@@ -332,6 +371,30 @@ Result<std::unique_ptr<ExecHandle>> HostDriver::exec(const ReplicaKey& key, cons
   if (out >= 0) ::close(out);
   if (!pid) return R::fail(pid.error());
   return R::ok(std::make_unique<ChildExec>(pid.value()));
+}
+
+Result<std::unique_ptr<ExecHandle>> HostDriver::execAttached(const ReplicaKey& key, const std::string& dir,
+                                                             const std::vector<std::string>& argv,
+                                                             const ExecAttach& io) {
+  using R = Result<std::unique_ptr<ExecHandle>>;
+  // The working directory the workload started in (the shim's --workdir of `run`).
+  auto spec = readFile(dir + "/spec");
+  if (!spec) return R::fail("the replica's spec is unreadable: " + spec.error());
+  auto decoded = decodeSpec(spec.value());
+  if (!decoded) return R::fail("the replica's spec is unreadable: " + decoded.error());
+  std::string workdir = decoded.value().workingDir.empty() ? dir : decoded.value().workingDir;
+  std::vector<std::string> args = {shim_, "exec", "--dir", dir, "--env-file", dir + "/env", "--workdir", workdir};
+  for (auto& a : cgroupArgs(key)) args.push_back(a);
+  for (const auto& e : io.env) {
+    args.push_back("--env");
+    args.push_back(e);
+  }
+  if (io.tty) args.push_back("--tty");
+  args.push_back("--");
+  for (const auto& a : argv) args.push_back(a);
+  auto pid = spawnSession(args, io);
+  if (!pid) return R::fail(pid.error());
+  return R::ok(childExec(pid.value(), true));
 }
 
 Result<ReplicaUsage> HostDriver::stats(const ReplicaKey& key) {

@@ -29,6 +29,9 @@ class HostDriver : public Driver {
   bool stopAt(const ReplicaKey& key, const std::string& dir, int64_t termAtMs, int64_t killAtMs) override;
   Result<std::unique_ptr<ExecHandle>> exec(const ReplicaKey& key, const std::string& dir,
                                            const std::vector<std::string>& argv, int outFd, int errFd) override;
+  // `yard-shim exec --workdir <the replica's> [--tty] [--env ...]` in a session of its own.
+  Result<std::unique_ptr<ExecHandle>> execAttached(const ReplicaKey& key, const std::string& dir,
+                                                   const std::vector<std::string>& argv, const ExecAttach& io) override;
   Result<ReplicaUsage> stats(const ReplicaKey& key) override;
   void destroy(const ReplicaKey& key, const std::string& dir) override;
   DriverStatus recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) override;
@@ -54,5 +57,14 @@ class HostDriver : public Driver {
 // errFd -1 with outFd set: both to outFd); returns the child's pid. Every other descriptor is
 // closed in the child.
 Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd, int errFd = -2);
+
+// Spawns `argv` as the leader of a new session (so kill(-pid) reaches all it starts) with
+// stdio from `io` (ExecAttach::env is not used here); with io.tty the pty slave becomes the
+// session's controlling terminal. Every other descriptor is closed in the child.
+Result<pid_t> spawnSession(const std::vector<std::string>& argv, const ExecAttach& io);
+
+// The handle of a command spawned by spawnProcess or spawnSession (`session`: kill() ends
+// its whole process group). Destroying it kills and reaps a command still running.
+std::unique_ptr<ExecHandle> childExec(pid_t pid, bool session);
 
 }  // namespace yard::agent

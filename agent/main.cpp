@@ -22,9 +22,14 @@
 #include "agent/containerd_driver.h"
 #endif
 #include "agent/master_link.h"
+#include "agent/gpu_stats.h"
+#include "agent/metrics.h"
+#include "common/http/metrics_endpoint.h"
+#include "common/metrics/process.h"
 #include "agent/runner.h"
 #include "common/spec/quantity.h"
 #include "common/util/data_dir_lock.h"
+#include "common/util/sd_notify.h"
 #include "yard/version.h"
 
 namespace {
@@ -70,6 +75,10 @@ int main(int argc, char** argv) {
                  "containerd's socket: runs replicas with images as containers; overrides containerd_socket");
   app.add_option("--insecure-registry", insecureRegistries,
                  "HOST:PORT of a registry to pull from over plain HTTP (repeatable); adds to insecure_registries");
+  std::string metricsListen;
+  auto* metricsFlag = app.add_option("--metrics-listen", metricsListen,
+                                     "Address of /metrics (Prometheus) HOST:PORT, \"\" = off; overrides metrics_listen; "
+                                     "default " + std::string(agent::kDefaultMetricsListen));
   app.add_option("--vm-runtime", vmRuntime,
                  "containerd runtime for type: vm jobs (e.g. io.containerd.kata.v2); overrides vm_runtime");
   try {
@@ -78,6 +87,9 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  // systemd's readiness protocol (docs/operations.md); taken from the environment before any
+  // thread or child (yard-shim, hooks) exists, so none of them inherits it.
+  ServiceNotifier systemd(ServiceNotifier::takeFromEnvironment(), logLine);
 
   agent::AgentConfig config;
   if (!configPath.empty()) {
@@ -102,6 +114,11 @@ int main(int argc, char** argv) {
   if (allowHost) config.allowHostTasks = true;
   if (!containerdSocket.empty()) config.containerdSocket = containerdSocket;
   if (!vmRuntime.empty()) config.vmRuntime = vmRuntime;
+  if (metricsFlag->count() > 0) {
+    if (auto bad = http::checkListenSetting(metricsListen, agent::kDefaultMetricsListen); !bad.empty())
+      return usage("--metrics-listen: " + bad);
+    config.metricsListen = metricsListen;
+  }
   for (const auto& r : insecureRegistries) {
     if (auto bad = agent::checkRegistryHost(r); !bad.empty()) return usage("--insecure-registry: " + bad);
     config.insecureRegistries.push_back(r);
@@ -164,6 +181,9 @@ int main(int argc, char** argv) {
   }
   agent::HostCapacity capacity = agent::discoverCapacity();
 
+  // Before io and the drivers and runner that count into it (agent/metrics.h).
+  metrics::Registry metricsRegistry;
+  agent::AgentMetrics agentMetrics(metricsRegistry);
   // Before io: exec sessions still pending in io when it is destroyed end containers' exec
   // processes through the driver's client.
   std::unique_ptr<agent::Driver> containers;
@@ -180,6 +200,7 @@ int main(int argc, char** argv) {
     o.node = config.name;
     o.stateDir = config.dataDir;
     o.shim = config.shim;  // yard-shim guard fences each container when the agent is dead
+    o.metrics = &agentMetrics;
     auto opened = agent::ContainerdDriver::open(o, cgroups.value().get());
     if (!opened) {
       logLine("containerd driver: " + opened.error());
@@ -194,6 +215,7 @@ int main(int argc, char** argv) {
   }
   std::string binDir = std::filesystem::path(config.shim).parent_path().string();
   agent::Runner runner({config.dataDir, config.allowHostTasks, binDir}, &host, containers.get(), bootMs, logLine);
+  runner.metrics = &agentMetrics;
   // Ended replicas' output goes to the master's log archive before their directories go.
   agent::LogShipper shipper({config.master, config.token, config.name},
                             [&io](std::function<void()> fn) { asio::post(io, std::move(fn)); }, logLine);
@@ -264,12 +286,43 @@ int main(int argc, char** argv) {
           (cgroups.value()->version() == agent::CgroupVersion::V2 ? "v2 " : "v1 ") + config.cgroupParent +
           ", state " + config.dataDir + containerdInfo);
   std::cout << "agent " << config.name << " api " << config.address << ":" << port.value() << std::endl;
+  // /metrics: starts and pulls counted where they happen, replicas and GPUs read when scraped.
+  std::unique_ptr<agent::GpuStats> gpuStats;
+  if (capacity.gpuSource == "nvml") {
+    std::string why;
+    gpuStats = agent::GpuStats::openNvml(&why);
+    if (!gpuStats) logLine("metrics: no GPU utilisation or memory (" + why + ")");
+  }
+  std::vector<std::string> driverNames{host.name()};
+  if (containers) driverNames.push_back(containers->name());
+  agent::addAgentCollectors(metricsRegistry, runner, driverNames, capacity.gpus.size(), gpuStats.get());
+  metrics::addProcessCollector(metricsRegistry, kVersion);
+  auto metricsServer = http::serveMetrics(io, metricsRegistry, config.metricsListen.value_or(agent::kDefaultMetricsListen),
+                                          config.metricsListen.has_value(), logLine);
+  if (!metricsServer) {
+    logLine("/metrics: " + metricsServer.error());
+    return 1;
+  }
+  if (metricsServer.value()) {
+    logLine("metrics on http://" + metricsServer.value()->address() + "/metrics");
+    std::cout << "metrics " << metricsServer.value()->address() << std::endl;
+  }
 
+  // READY once the loop runs with replicas re-adopted and the agent's API accepting; not
+  // waiting for the master, which may be away (the agent keeps trying). The watchdog pings
+  // come from this loop, so a wedged loop gets the agent restarted.
+  asio::steady_timer watchdogTimer(io);
+  asio::post(io, [&] {
+    systemd.ready("node " + config.name + ", API on " + config.address + ":" + std::to_string(port.value()) +
+                  ", master " + config.master);
+    systemd.startWatchdog(watchdogTimer);
+  });
   asio::signal_set signals(io, SIGTERM, SIGINT);
   asio::steady_timer drainTimer(io);
   std::function<void(int64_t)> stopReplicasThen;  // ticks until none is live or the bound passes
   signals.async_wait([&](asio::error_code, int sig) {
     std::string on = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    systemd.stopping("shutting down on " + on);
     if (stopReplicasOnExit && runner.anyLive()) {
       // The replicas' own stop sequence, bounded by their grace (+2 s for the last SIGKILL).
       int64_t bound = bootMs() + runner.longestStopGraceMs() + 2000;
@@ -283,6 +336,7 @@ int main(int argc, char** argv) {
     logLine("shutting down on " + on + (stopReplicasOnExit ? "" : "; replicas keep running"));
     link.stop();
     server.stop();
+    if (metricsServer.value()) metricsServer.value()->stop();
     tickTimer.cancel();
     children.cancel();
     io.stop();
@@ -292,6 +346,7 @@ int main(int argc, char** argv) {
     if (!runner.anyLive() || bootMs() >= bound) {
       if (runner.anyLive()) logLine("some replicas had not ended within their grace; exiting anyway");
       server.stop();
+      if (metricsServer.value()) metricsServer.value()->stop();
       tickTimer.cancel();
       children.cancel();
       io.stop();

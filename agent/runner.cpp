@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "agent/metrics.h"
 #include "common/util/quantity_format.h"
 
 namespace yard::agent {
@@ -46,6 +47,9 @@ std::string Runner::dirOf(const ReplicaKey& key) const { return options_.dataDir
 void Runner::setState(Replica& r, ReplicaState state) {
   if (r.state == state) return;
   r.state = state;
+  if (metrics && state == ReplicaState::Running && r.startedAtMs > 0 && r.driver)
+    metrics->observeStart(r.driver->name(), now_() - r.startedAtMs);
+  if (state == ReplicaState::Running) r.startedAtMs = 0;
   if (log_) log_(r.spec.label() + " attempt " + std::to_string(r.key.attempt) + " (replica " + r.key.name() + "): " +
                  std::string(toText(state)) + (r.reason.empty() ? "" : " (" + r.reason + ")"));
   if (onChange) onChange();
@@ -164,8 +168,10 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
     if (!r.driver) return fail("agent: this node has no container runtime for image " + spec.image);
   }
   writeLease(r);  // before the shim starts: a replica is never without its lease
+  r.startedAtMs = now_();
   auto started = r.driver->start(key, r.spec, r.dir);
   if (!started) return fail("agent: " + started.error());
+  if (metrics) metrics->countStart(r.driver->name());
   auto& slot = replicas_[key] = std::move(r);
   slot.deadline = now_() + startTimeout(slot);
   if (log_) log_(slot.spec.label() + " attempt " + std::to_string(key.attempt) + " (replica " + key.name() + "): starting");
@@ -316,6 +322,7 @@ void Runner::finish(Replica& r, const DriverStatus& st) {
     r.cause = EndCause::NodeLost;
     r.reason = r.fenced ? r.stopReason : st.reason;
   } else if (st.oomKilled) {
+    if (metrics && r.driver) metrics->countOomKill(r.driver->name());
     state = ReplicaState::OOMKilled;
     r.cause = EndCause::OOMKilled;
     r.reason = "memory limit of " + formatMemoryShort(r.spec.memoryBytes) + " exceeded";
@@ -449,6 +456,15 @@ std::vector<ReplicaReport> Runner::reports() const {
   std::vector<ReplicaReport> out;
   for (const auto& [key, r] : replicas_)
     out.push_back({key, r.state, r.cause, r.exitCode, r.signal, r.reason, r.cpuMillis, r.memoryBytes});
+  return out;
+}
+
+std::vector<Runner::View> Runner::view() const {
+  std::vector<View> out;
+  out.reserve(replicas_.size());
+  for (const auto& [key, r] : replicas_)
+    out.push_back({key, r.spec.job, r.spec.task, r.spec.role, r.spec.index, r.driver ? r.driver->name() : "", r.state,
+                   r.phase != Phase::Done, r.lastCpuNanos, r.memoryBytes, r.spec.memoryBytes});
   return out;
 }
 

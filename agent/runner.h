@@ -21,6 +21,8 @@
 
 namespace yard::agent {
 
+class AgentMetrics;
+
 struct DesiredReplica {
   ReplicaKey key;
   bool run = false;
@@ -96,6 +98,22 @@ class Runner {
   };
   std::optional<ExecTarget> execTarget(const ReplicaKey& key) const;
 
+  // What /metrics shows of each replica attempt held (agent/metrics.h).
+  struct View {
+    ReplicaKey key;
+    std::string job, task, role;
+    int32_t index = 0;
+    std::string driver;                  // "" when it has none
+    ReplicaState state = ReplicaState::Starting;
+    bool live = false;                   // not ended yet
+    int64_t cpuNanos = -1;               // cumulative CPU at the last sample; -1 before one
+    int64_t memoryBytes = 0;             // at the last sample
+    int64_t memoryLimitBytes = 0;        // its spec's memory
+  };
+  std::vector<View> view() const;
+  // Counts starts, their latency and OOM kills (agent/metrics.h); null = not counted.
+  AgentMetrics* metrics = nullptr;
+
   // Called when a report changed (so the agent heartbeats soon).
   std::function<void()> onChange;
   // Called once an attempt has ended (also for ended ones recover() finds), with its
@@ -128,6 +146,7 @@ class Runner {
     std::unique_ptr<ExecHandle> hook;
     int64_t deadline = 0;
     int64_t cpuMillis = 0, memoryBytes = 0, lastCpuNanos = -1, lastSampleMs = 0;
+    int64_t startedAtMs = 0;  // when this agent started it, until it runs (0: re-adopted)
   };
 
   void start(const ReplicaKey& key, const ReplicaSpec& spec);

@@ -42,12 +42,52 @@ void AgentCalls::wake(const std::string& hostPort) {
 }
 
 std::shared_ptr<AgentCalls::LogStream> AgentCalls::exec(const std::string& hostPort, int64_t replicaId, int32_t attempt,
-                                                        const std::vector<std::string>& argv,
-                                                        std::function<void(uint8_t, const std::string&)> output,
+                                                        const std::vector<std::string>& argv, ExecOutput output,
                                                         ExecDone done) {
-  auto stream = std::make_shared<LogStream>();
+  UserExecSpec spec;
+  spec.argv = argv;
+  return startExec(hostPort, replicaId, attempt, spec, false, std::move(output), nullptr, std::move(done));
+}
+
+std::shared_ptr<AgentCalls::ExecStream> AgentCalls::userExec(const std::string& hostPort, int64_t replicaId,
+                                                             int32_t attempt, const UserExecSpec& spec,
+                                                             ExecOutput output, std::function<void(uint64_t)> inputTaken,
+                                                             ExecDone done) {
+  return startExec(hostPort, replicaId, attempt, spec, true, std::move(output), std::move(inputTaken), std::move(done));
+}
+
+void AgentCalls::ExecStream::push(Item item) {
+  if (cancelled) return;
+  if (!connected) return queued.push_back(std::move(item));
+  capnp::MallocMessageBuilder msg;
+  auto call = msg.initRoot<agentapi::AgentCall>();
+  call.setId(1);
+  call.setToken(token);
+  auto in = call.initExecInput();
+  switch (item.kind) {
+    case Item::Kind::Data:
+      in.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(item.data.data()), item.data.size()));
+      break;
+    case Item::Kind::CloseStdin: in.setCloseStdin(); break;
+    case Item::Kind::Resize: {
+      auto size = in.initResize();
+      size.setRows(item.rows);
+      size.setCols(item.cols);
+      break;
+    }
+    case Item::Kind::OutputTaken: in.setOutputTaken(item.bytes); break;
+  }
+  conn->send(msg);
+}
+
+std::shared_ptr<AgentCalls::ExecStream> AgentCalls::startExec(const std::string& hostPort, int64_t replicaId,
+                                                              int32_t attempt, const UserExecSpec& spec, bool user,
+                                                              ExecOutput output,
+                                                              std::function<void(uint64_t)> inputTaken, ExecDone done) {
+  auto stream = std::make_shared<ExecStream>();
+  stream->token = token_;
   auto ended = std::make_shared<bool>(false);
-  std::weak_ptr<LogStream> weak = stream;
+  std::weak_ptr<ExecStream> weak = stream;
   auto end = [weak, ended, done](Result<int> r) {
     auto s = weak.lock();
     if (*ended || (s && s->cancelled)) return;
@@ -56,7 +96,7 @@ std::shared_ptr<AgentCalls::LogStream> AgentCalls::exec(const std::string& hostP
   };
   wire::connectFrames(
       io_, hostPort, wire::Limits{},
-      [end, output, weak](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+      [end, output, inputTaken, weak](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         auto resp = frame->root<agentapi::AgentCallResponse>();
         auto s = weak.lock();
         if (!s || s->cancelled) return conn->close("");
@@ -65,12 +105,16 @@ std::shared_ptr<AgentCalls::LogStream> AgentCalls::exec(const std::string& hostP
           output(resp.getOutput().getStream(), std::string(reinterpret_cast<const char*>(d.begin()), d.size()));
           return;
         }
+        if (resp.isInputTaken()) {
+          if (inputTaken) inputTaken(resp.getInputTaken());
+          return;
+        }
         if (resp.isExitCode()) end(Result<int>::ok(resp.getExitCode()));
         else end(Result<int>::fail(resp.isError() ? resp.getError().cStr() : "unexpected answer from the agent"));
         conn->close("");
       },
       nullptr, kConnectTimeout,
-      [this, weak, end, replicaId, attempt, argv](Result<std::shared_ptr<wire::Connection>> r) {
+      [this, weak, end, replicaId, attempt, spec, user](Result<std::shared_ptr<wire::Connection>> r) {
         if (!r) return end(Result<int>::fail("the node's agent is unreachable: " + r.error()));
         auto held = weak.lock();
         if (!held) return r.value()->close("");
@@ -84,9 +128,22 @@ std::shared_ptr<AgentCalls::LogStream> AgentCalls::exec(const std::string& hostP
         auto e = call.initExec();
         e.setReplicaId(replicaId);
         e.setAttempt(attempt);
-        auto list = e.initArgv(static_cast<unsigned>(argv.size()));
-        for (unsigned i = 0; i < list.size(); ++i) list.set(i, argv[i]);
+        auto list = e.initArgv(static_cast<unsigned>(spec.argv.size()));
+        for (unsigned i = 0; i < list.size(); ++i) list.set(i, spec.argv[i]);
+        if (user) {
+          e.setUserExec(true);
+          e.setStdin(spec.stdin);
+          e.setTty(spec.tty);
+          e.setRows(spec.rows);
+          e.setCols(spec.cols);
+          e.setTerm(spec.term);
+          e.setOutputWindow(spec.outputWindow);
+        }
         held->conn->send(msg);
+        held->connected = true;
+        auto queued = std::move(held->queued);
+        held->queued.clear();
+        for (auto& item : queued) held->push(std::move(item));
       });
   return stream;
 }

@@ -8,6 +8,7 @@ namespace yard::master {
 void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
   auto req = frame->root<api::Request>();
   ClientAnswer a(conn, req.getId());
+  if (metrics_) metrics_->observeAnswer(a.message, requestMethod(req));
   switch (req.which()) {
     case api::Request::PING:
       a.resp.setPong(std::string("yard-master ") + kVersion);
@@ -22,6 +23,7 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     case api::Request::DATASET_LIST:
     case api::Request::DATASET_SHOW: return handleDataset(req, a);
     case api::Request::JOB_SUBMIT:
+    case api::Request::JOB_SUBMIT_ALL:
     case api::Request::JOB_CANCEL:
     case api::Request::JOB_DELETE:
     case api::Request::JOB_SCALE:
@@ -37,6 +39,8 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     case api::Request::LOGS: return logs(conn, req.getId(), req.getLogs());
     case api::Request::JOB_TOP: return top(conn, req.getId(), req.getJobTop());
     case api::Request::EXEC: return exec(conn, req.getId(), req.getExec());
+    case api::Request::USER_EXEC: return userExec(conn, req.getId(), req.getUserExec());
+    case api::Request::EXEC_INPUT: return execInput(conn, req.getExecInput());
   }
   a.error("this yard-master does not understand that request (a newer yardctl?)");
 }

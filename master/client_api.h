@@ -5,11 +5,14 @@
 //
 // handle() only dispatches: one handler per resource, each in its own file —
 // client_api_catalog.cpp (queues, datasets), client_api_jobs.cpp (jobs and their events),
-// client_api_nodes.cpp (nodes), client_api_logs.cpp (logs, top, exec).
+// client_api_nodes.cpp (nodes), client_api_logs.cpp (logs, top), client_api_exec.cpp (the
+// exec channel and yardctl exec).
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -22,6 +25,7 @@
 #include "master/config.h"
 #include "master/jobs.h"
 #include "master/log_archive.h"
+#include "master/metrics.h"
 #include "master/nodes.h"
 
 namespace yard::master {
@@ -56,6 +60,8 @@ class ClientApi {
   void setAgentCalls(AgentCalls* calls) { calls_ = calls; }
   // Where `logs` finds the output of replicas no agent holds any more (may stay null).
   void setLogArchive(LogArchiveService* archive) { archive_ = archive; }
+  // Counts requests by method and outcome and times their answers (master/metrics.h).
+  void setMetrics(MasterMetrics* metrics) { metrics_ = metrics; }
 
  private:
   struct LogFilter {
@@ -114,6 +120,15 @@ class ClientApi {
   void startNextLog(const std::shared_ptr<Relay>& relay);
   void top(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& job);
   void exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::ExecRequest::Reader request);
+  // yardctl exec (client_api_exec.cpp, docs/exec.md): sessions by connection and request id,
+  // for the execInput frames that name them.
+  struct UserExec;
+  void userExec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::UserExecRequest::Reader request);
+  void execInput(const std::shared_ptr<wire::Connection>& conn, api::ExecInput::Reader input);
+  // The one place that decides whether the client on `from` may run commands in `job`'s
+  // replicas; nullopt = allowed, else why not.
+  std::optional<std::string> userExecAllowed(const wire::Connection& from, const JobEntry& job) const;
+  std::map<std::pair<const wire::Connection*, uint64_t>, std::shared_ptr<UserExec>> userExecs_;
 
   // The completion of a change the catalog or the nodes commit: the error, or `fill` and
   // the answer.
@@ -135,6 +150,7 @@ class ClientApi {
   Clock now_;
   AgentCalls* calls_ = nullptr;
   LogArchiveService* archive_ = nullptr;
+  MasterMetrics* metrics_ = nullptr;
   ReadThread reads_;  // last: joined before the members its reads use are destroyed
 };
 

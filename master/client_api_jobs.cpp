@@ -25,6 +25,11 @@ void fillJobSummary(api::JobSummary::Builder out, const JobEntry& job) {
   int32_t done = 0;
   for (const auto& t : job.tasks) done += isFinal(t.rec.state);
   out.setTasksDone(done);
+  auto member = job.spec->job().getArray().getMember();
+  if (member.getArray().size() != 0) {
+    out.setArray(member.getArray());
+    out.setArrayIndex(member.getIndex());
+  }
 }
 
 // The latest attempt's replicas, in role and index order.
@@ -134,6 +139,13 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
   };
   switch (req.which()) {
     case api::Request::JOB_SUBMIT: return jobs_.submit(req.getJobSubmit(), confirm);
+    case api::Request::JOB_SUBMIT_ALL: {
+      auto list = req.getJobSubmitAll();
+      if (list.size() == 0) return a.error("job submit: no specs");
+      std::vector<std::shared_ptr<JobSpec>> specs;
+      for (auto spec : list) specs.push_back(std::make_shared<JobSpec>(specBytes(spec)));
+      return jobs_.submitAll(str(list[0].getName()), std::move(specs), confirm);
+    }
     case api::Request::JOB_CANCEL: return jobs_.cancel(req.getJobCancel(), confirm);
     case api::Request::JOB_DELETE: return jobs_.remove(req.getJobDelete(), confirm);
     case api::Request::JOB_SCALE: {
@@ -143,7 +155,13 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
     case api::Request::JOB_LIST: return listJobs(req.getJobList(), a);
     case api::Request::JOB_SHOW: {
       const JobEntry* job = jobs_.find(req.getJobShow());
-      if (!job) return a.error("job " + std::string(req.getJobShow()) + " does not exist");
+      if (!job) {
+        std::string name = req.getJobShow();
+        if (auto n = jobs_.arrayMembers(name).size())
+          return a.error(name + " is a job array of " + std::to_string(n) + (n == 1 ? " job" : " jobs") +
+                         ", not a job: yardctl job list --array " + name + " lists them; each is " + name + "-<index>");
+        return a.error("job " + name + " does not exist");
+      }
       fillJobDetail(a.resp.initJob(), jobs_, *job, now_());
       return a.send();
     }
@@ -154,10 +172,12 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
 }
 
 void ClientApi::listJobs(api::JobFilter::Reader filter, const ClientAnswer& a) {
-  std::string queue = filter.getQueue(), state = filter.getState();
+  std::string queue = filter.getQueue(), state = filter.getState(), array = filter.getArray();
   std::vector<const JobEntry*> list;
   for (const auto& [name, job] : jobs_.jobs())
-    if ((queue.empty() || job.rec.queue == queue) && (state.empty() || toText(job.rec.state) == state)) list.push_back(&job);
+    if ((queue.empty() || job.rec.queue == queue) && (state.empty() || toText(job.rec.state) == state) &&
+        (array.empty() || job.spec->job().getArray().getMember().getArray() == array))
+      list.push_back(&job);
   std::sort(list.begin(), list.end(), [](const JobEntry* x, const JobEntry* y) { return x->rec.id < y->rec.id; });
   auto out = a.resp.initJobs(static_cast<unsigned>(list.size()));
   for (unsigned i = 0; i < list.size(); ++i) fillJobSummary(out[i], *list[i]);

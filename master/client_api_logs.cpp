@@ -1,8 +1,7 @@
-// yardctl logs, top and exec: log streams relayed from the agents that hold them, the usage
-// agents report, and exec sessions relayed to an agent. Each frame of a stream is its own
-// ClientAnswer with the request's id.
+// yardctl logs and top: log streams relayed from the agents that hold them, and the usage
+// agents report. Each frame of a stream is its own ClientAnswer with the request's id.
+// (Exec sessions: client_api_exec.cpp.)
 #include "master/client_api.h"
-#include "common/util/random.h"
 #include "schema/api.capnp.h"
 
 namespace yard::master {
@@ -316,64 +315,6 @@ void ClientApi::top(const std::shared_ptr<wire::Connection>& conn, uint64_t id, 
     }
   }
   a.send();
-}
-
-}  // namespace yard::master
-
-namespace yard::master {
-
-void ClientApi::exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::ExecRequest::Reader q) {
-  auto fail = [&](const std::string& why) { ClientAnswer(conn, id).error("exec: " + why); };
-  if (!calls_) return fail("this master cannot reach agents");
-  const JobEntry* job = jobs_.find(q.getJob());
-  const TaskEntry* task = nullptr;
-  if (job)
-    for (const auto& t : job->tasks)
-      if (t.rec.name == q.getTask().cStr()) task = &t;
-  // One answer for every identity problem: a caller learns nothing from the difference.
-  const std::string refused = "refused: no running replica with that identity and token";
-  if (!task) return fail(refused);
-  const store::ReplicaRecord* caller = nullptr;
-  for (const auto& r : task->replicas)
-    if (r.role == q.getRole().cStr() && r.index == q.getIndex() && r.attempt == q.getAttempt() && isLive(r.state))
-      caller = &r;
-  std::string token;
-  if (caller)
-    for (const auto& [k, v] : decodeEnv(caller->env))
-      if (k == "YARD_EXEC_TOKEN") token = v;
-  if (!caller || !tokensEqual(q.getToken().cStr(), token)) return fail(refused);
-  std::string host = q.getHost().cStr();
-  const store::ReplicaRecord* target = nullptr;
-  std::string hostPort;
-  for (const auto& r : task->replicas) {
-    if (&r == caller || r.attempt != caller->attempt || r.state != ReplicaState::Running) continue;
-    auto n = nodes_.nodes().find(r.node);
-    if (n == nodes_.nodes().end() || (n->second.record.address != host && r.node != host)) continue;
-    if (!target || (r.role == "worker" && (target->role != "worker" || r.index < target->index))) {
-      target = &r;
-      hostPort = n->second.record.address + ":" + std::to_string(n->second.record.agentPort);
-    }
-  }
-  if (!target) return fail("no running replica of task " + task->rec.name + " on " + host);
-  std::vector<std::string> argv;
-  for (auto a : q.getArgv()) argv.emplace_back(a.cStr());
-  if (argv.empty()) return fail("argv is empty");
-  auto stream = calls_->exec(
-      hostPort, target->id, target->attempt, argv,
-      [conn, id](uint8_t which, const std::string& data) {
-        ClientAnswer output(conn, id);
-        auto o = output.resp.initExecOutput();
-        o.setStream(which);
-        o.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(data.data()), data.size()));
-        output.send();
-      },
-      [conn, id, hold = conn->holdOpen()](Result<int> r) {  // not idle while the command runs
-        ClientAnswer end(conn, id);
-        if (!r) return end.error("exec: " + r.error());
-        end.resp.setExecExit(r.value());
-        end.send();
-      });
-  conn->onClose([stream] { stream->cancel(); });
 }
 
 }  // namespace yard::master

@@ -1,6 +1,7 @@
 #include "master/commit_queue.h"
 
 #include <cassert>
+#include <chrono>
 
 namespace yard::master {
 
@@ -82,7 +83,9 @@ void CommitQueue::Slot::commit(store::Store::Write write, Apply apply) const {
   CommitQueue* q = queue_;
   std::string key = key_;
   // The completion runs on the store's writer thread, possibly after the queue is gone.
-  q->store_.write(std::move(write), [q, key, life = q->lifeline_, apply = std::move(apply)](Result<bool> r) {
+  q->store_.write(std::move(write), [q, key, life = q->lifeline_, apply = std::move(apply), timer = q->commitTime_,
+                                     start = std::chrono::steady_clock::now()](Result<bool> r) {
+    if (timer) timer->observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     std::lock_guard lock(life->mu);
     if (!life->alive) return;
     asio::post(q->io_, [q, key, life, apply, r] {

@@ -29,6 +29,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/metrics/registry.h"
 #include "master/store/store.h"
 
 namespace yard::master {
@@ -67,6 +68,9 @@ class CommitQueue {
   bool tryRunExclusive(const Op& op);
   bool busy(const std::string& key) const;
   bool exclusiveBusy() const { return exclusive_; }
+  // Observes how long each write takes from commit() to durable (queueing behind other writes
+  // and the fsync included), in seconds, on the store's writer thread. Null = not timed.
+  void timeCommits(metrics::Histogram* histogram) { commitTime_ = histogram; }
 
  private:
   struct Lifeline {
@@ -82,6 +86,7 @@ class CommitQueue {
   std::shared_ptr<Lifeline> lifeline_ = std::make_shared<Lifeline>();
   std::map<std::string, int> inFlight_;  // keys with an operation running (always 1)
   bool exclusive_ = false;
+  metrics::Histogram* commitTime_ = nullptr;  // outlives the queue (master/metrics.h)
   // Operations waiting, in arrival order; each runs once its key (and the exclusive slot)
   // is free. Order is kept per key.
   std::deque<std::pair<std::string, Op>> waiting_;

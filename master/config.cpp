@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/http/server.h"
 #include "common/spec/quantity.h"
 #include "common/spec/validate.h"
 
@@ -128,7 +129,8 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   MasterConfig c;
   if (auto e = config::unknownKey(root, {"data_dir", "listen", "agent_listen", "join_token", "heartbeat_timeout",
                                          "flavors", "etcd_endpoints", "stop_grace", "advertise", "autoscaler",
-                                         "log_retention", "log_archive_max_bytes", "fence_timeout", "fence_grace"});
+                                         "log_retention", "log_archive_max_bytes", "fence_timeout", "fence_grace",
+                                         "metrics_listen"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto str = [&](const char* key, std::string& out) -> std::string {
@@ -144,6 +146,13 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
                           {"join_token", &c.joinToken}, {"advertise", &c.advertise}}) {
     std::string e = str(key, *out);
     if (!e.empty()) return R::fail(e);
+  }
+  if (const toml::node* n = root.get("metrics_listen")) {
+    auto v = n->value<std::string>();
+    if (!v) return R::fail(source + ": metrics_listen: must be a string like \"127.0.0.1:7780\" (\"\" = off)");
+    if (auto bad = http::checkListenSetting(*v, kDefaultMetricsListen); !bad.empty())
+      return R::fail(source + ": metrics_listen: " + bad);
+    c.metricsListen = *v;
   }
   if (!c.advertise.empty() && !validHostPort(c.advertise))
     return R::fail(source + ": advertise: \"" + c.advertise + "\" must be HOST:PORT that nodes can reach");

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,12 @@ struct MasterConfig {
   lifecycle::AutoscalerSettings autoscaler;     // [autoscaler]: elastic tasks' control loop
   int64_t logRetentionSeconds = 30 * 86400;     // archived replica logs are deleted after this
   int64_t logArchiveMaxBytes = 10 << 20;        // the archive keeps the last this many bytes of a log
+  // Where /metrics listens (docs/operations.md, "Metrics"): unset = kDefaultMetricsListen,
+  // where a port in use only turns /metrics off; "" = off.
+  std::optional<std::string> metricsListen;
 };
+
+inline constexpr const char* kDefaultMetricsListen = "127.0.0.1:7780";
 
 // When agents fence themselves, resolved from the config. The invariant it keeps: an agent cut
 // off from the master has stopped its replicas (SIGKILL included) before the master marks its

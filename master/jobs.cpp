@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "common/spec/job_array.h"
+
+#include "master/metrics.h"
 #include "master/submission.h"
 
 namespace yard::master {
@@ -144,65 +147,180 @@ sched::Resources JobRegistry::replicaResources(schema::Container::Reader c) cons
   return master::replicaResources(config_, c);
 }
 
-void JobRegistry::submit(schema::Job::Reader spec, Reply reply) {
-  // The spec is copied now: the request's frame is gone by the time a queued submission runs.
-  auto job = std::make_shared<JobEntry>();
-  job->rec.name = str(spec.getName());
-  job->rec.queue = str(spec.getQueue());
-  job->rec.state = JobState::Queued;
-  job->rec.priority = spec.getPriority();
-  job->rec.spec = specBytes(spec);
-  job->spec = std::make_shared<JobSpec>(job->rec.spec);
-  commits_.run(job->rec.name, [this, job, reply](CommitQueue::Slot slot) {
-    std::string refusal = checkSubmission(job->spec->job(), jobs_, catalog_, config_);
-    if (!refusal.empty()) {
-      slot.done();
-      return reply(R::fail(refusal));
+namespace {
+
+// A new job's tasks and first events, from its spec: tasks without dependencies Queued, the
+// others Waiting.
+void initTasks(JobEntry& job, int64_t now, lifecycle::Events& events) {
+  job.rec.submittedAt = now;
+  auto tasks = job.spec->job().getTasks();
+  auto member = job.spec->job().getArray().getMember();
+  events.push_back({0, 0, "", "", 0, now, "Submitted",
+                    "to queue " + job.rec.queue +
+                        (member.getArray().size() ? " as index " + std::to_string(member.getIndex()) + " of job array " +
+                                                        str(member.getArray())
+                                                  : "")});
+  for (unsigned i = 0; i < tasks.size(); ++i) {
+    TaskEntry t;
+    t.rec.name = str(tasks[i].getName());
+    std::string waitingFor;
+    for (auto d : tasks[i].getDependsOn()) {
+      for (unsigned k = 0; k < tasks.size(); ++k)
+        if (tasks[k].getName() == d) t.deps.push_back(k);
+      waitingFor += (waitingFor.empty() ? "" : ", ") + str(d);
     }
+    t.rec.state = t.deps.empty() ? TaskState::Queued : TaskState::Waiting;
+    t.rec.reason = t.deps.empty() ? "waiting for the scheduler" : "waiting for " + waitingFor;
+    events.push_back({0, 0, t.rec.name, "", 0, now, std::string(toText(t.rec.state)), t.rec.reason});
+    job.tasks.push_back(std::move(t));
+  }
+}
+
+// Stores a new job with its tasks and events; false when the write failed (it is rolled back).
+bool insertNewJob(store::Tx& tx, JobEntry& job, lifecycle::Events& events) {
+  if (!tx.insertJob(job.rec)) return false;
+  std::vector<store::TaskRecord> rows;
+  for (auto& t : job.tasks) {
+    t.rec.jobId = job.rec.id;
+    rows.push_back(t.rec);
+  }
+  if (!tx.insertTasks(rows)) return false;
+  for (size_t i = 0; i < rows.size(); ++i) job.tasks[i].rec.id = rows[i].id;
+  for (auto& e : events) {
+    e.jobId = job.rec.id;
+    if (!tx.appendEvent(e)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void JobRegistry::submit(schema::Job::Reader spec, Reply reply) {
+  std::vector<std::shared_ptr<JobSpec>> specs = {std::make_shared<JobSpec>(specBytes(spec))};
+  // Keyed by the job's (or array's) name: two submissions of one name run one after the other.
+  submitAll(str(spec.getName()), std::move(specs), std::move(reply));
+}
+
+void JobRegistry::submitAll(const std::string& key, std::vector<std::shared_ptr<JobSpec>> specs, Reply reply) {
+  if (metrics_) reply = metrics_->countSubmission(std::move(reply));
+  // The specs are copied: the request's frame is gone by the time a queued submission runs.
+  // All or none: every job is checked, then all are stored in one write. A name taken
+  // meanwhile by a submission under another key is caught by the store (the write fails
+  // and is rolled back whole).
+  commits_.run(key, [this, specs = std::move(specs), reply](CommitQueue::Slot slot) {
+    auto jobs = std::make_shared<std::vector<JobEntry>>();
+    auto events = std::make_shared<std::vector<lifecycle::Events>>();
+    std::set<std::string> names;
+    std::vector<std::string> summaries;
     int64_t now = now_();
-    job->rec.submittedAt = now;
-    auto tasks = job->spec->job().getTasks();
-    auto events = std::make_shared<lifecycle::Events>();
-    events->push_back({0, 0, "", "", 0, now, "Submitted", "to queue " + job->rec.queue});
-    for (unsigned i = 0; i < tasks.size(); ++i) {
-      TaskEntry t;
-      t.rec.name = str(tasks[i].getName());
-      std::string waitingFor;
-      for (auto d : tasks[i].getDependsOn()) {
-        for (unsigned k = 0; k < tasks.size(); ++k)
-          if (tasks[k].getName() == d) t.deps.push_back(k);
-        waitingFor += (waitingFor.empty() ? "" : ", ") + str(d);
+    for (size_t i = 0; i < specs.size(); ++i) {
+      size_t before = jobs->size();
+      std::string refusal = expand(specs[i], now, names, *jobs, *events);
+      if (!refusal.empty()) {
+        slot.done();
+        return reply(R::fail(specs.size() > 1 ? "spec " + std::to_string(i + 1) + " of " + std::to_string(specs.size()) +
+                                                    " (" + str(specs[i]->job().getName()) + "): " + refusal +
+                                                    "; nothing was submitted"
+                                              : refusal));
       }
-      t.rec.state = t.deps.empty() ? TaskState::Queued : TaskState::Waiting;
-      t.rec.reason = t.deps.empty() ? "waiting for the scheduler" : "waiting for " + waitingFor;
-      events->push_back({0, 0, t.rec.name, "", 0, now, std::string(toText(t.rec.state)), t.rec.reason});
-      job->tasks.push_back(std::move(t));
+      summaries.push_back(submittedText(*specs[i], *jobs, before));
     }
     slot.commit(
-        [job, events](store::Tx& tx) {
-          if (!tx.insertJob(job->rec)) return;
-          std::vector<store::TaskRecord> rows;
-          for (auto& t : job->tasks) {
-            t.rec.jobId = job->rec.id;
-            rows.push_back(t.rec);
-          }
-          if (!tx.insertTasks(rows)) return;
-          for (size_t i = 0; i < rows.size(); ++i) job->tasks[i].rec.id = rows[i].id;
-          for (auto& e : *events) {
-            e.jobId = job->rec.id;
-            tx.appendEvent(e);
-          }
+        [jobs, events](store::Tx& tx) {
+          for (size_t i = 0; i < jobs->size(); ++i)
+            if (!insertNewJob(tx, (*jobs)[i], (*events)[i])) return;
         },
-        [this, job, reply](Result<bool> r) {
-          if (!r) return reply(R::fail(r.error()));
-          std::string msg = "job " + job->rec.name + " submitted to queue " + job->rec.queue + " (" +
-                            std::to_string(job->tasks.size()) + (job->tasks.size() == 1 ? " task)" : " tasks)") +
-                            gpuNote(*job);
-          jobs_[job->rec.name] = std::move(*job);
+        [this, jobs, summaries, reply](Result<bool> r) {
+          if (!r) return reply(R::fail(r.error() + (jobs->size() > 1 ? "; nothing was submitted" : "")));
+          for (auto& job : *jobs) {
+            std::string n = job.rec.name;
+            jobs_[n] = std::move(job);
+          }
+          std::string msg;
+          for (const auto& line : summaries) msg += (msg.empty() ? "" : "\n") + line;
           reply(R::ok(msg));
           requestPass();
         });
   });
+}
+
+std::string JobRegistry::expand(const std::shared_ptr<JobSpec>& spec, int64_t now, std::set<std::string>& names,
+                                std::vector<JobEntry>& out, std::vector<lifecycle::Events>& events) const {
+  schema::Job::Reader job = spec->job();
+  std::string refusal = checkSubmission(job, jobs_, catalog_, config_);
+  if (!refusal.empty()) return refusal;
+  std::string name = str(job.getName());
+  auto taken = [&](const std::string& n) -> std::string {
+    if (auto it = jobs_.find(n); it != jobs_.end())
+      return "job name " + n + " is already used by a job that has not been deleted (state " +
+             std::string(toText(it->second.rec.state)) + "); delete it or pick another name";
+    if (names.count(n)) return "job name " + n + " is used twice in this submission";
+    return "";
+  };
+  if (!arrayMembers(name).empty())
+    return "job name " + name + " is the name of a job array (yardctl job list --array " + name + "); pick another name";
+  if (auto t = taken(name); !t.empty()) return t;
+  names.insert(name);
+  auto entry = [&](std::string bytes) {
+    JobEntry e;
+    e.rec.spec = std::move(bytes);
+    e.spec = std::make_shared<JobSpec>(e.rec.spec);
+    e.rec.name = str(e.spec->job().getName());
+    e.rec.queue = str(e.spec->job().getQueue());
+    e.rec.state = JobState::Queued;
+    e.rec.priority = e.spec->job().getPriority();
+    events.emplace_back();
+    initTasks(e, now, events.back());
+    out.push_back(std::move(e));
+  };
+  if (!spec::hasArray(job)) {
+    entry(specBytes(job));
+    return "";
+  }
+  auto indexes = spec::arrayIndexes(job.getArray());
+  if (!indexes) return indexes.error();
+  auto count = static_cast<int32_t>(indexes.value().size());
+  for (int32_t index : indexes.value()) {
+    std::string member = spec::arrayMemberName(name, index);
+    if (auto t = taken(member); !t.empty()) return "job array " + name + ": " + t;
+    names.insert(member);
+    capnp::MallocMessageBuilder copy;
+    copy.setRoot(job);
+    auto m = copy.getRoot<schema::Job>();
+    m.setName(member);
+    auto mm = m.getArray().initMember();
+    mm.setArray(name);
+    mm.setIndex(index);
+    mm.setCount(count);
+    entry(specBytes(m.asReader()));
+  }
+  return "";
+}
+
+std::string JobRegistry::submittedText(const JobSpec& spec, const std::vector<JobEntry>& jobs, size_t first) const {
+  const JobEntry& job = jobs[first];
+  std::string tasks = std::to_string(job.tasks.size()) + (job.tasks.size() == 1 ? " task" : " tasks");
+  if (!spec::hasArray(spec.job()))
+    return "job " + job.rec.name + " submitted to queue " + job.rec.queue + " (" + tasks + ")" + gpuNote(job);
+  size_t n = jobs.size() - first;
+  return "job array " + str(spec.job().getName()) + " submitted to queue " + job.rec.queue + ": " + std::to_string(n) +
+         (n == 1 ? " job, " : " jobs, ") + job.rec.name + (n > 1 ? " to " + jobs.back().rec.name : "") + " (" + tasks +
+         " each)" + gpuNote(job);
+}
+
+std::vector<std::string> JobRegistry::arrayMembers(const std::string& array) const {
+  // Members are named <array>-<index>: only names with that prefix need a look (jobs_ is
+  // ordered by name), so a submission costs no scan of every job.
+  std::vector<std::pair<int32_t, std::string>> found;
+  std::string prefix = array + "-";
+  for (auto it = jobs_.lower_bound(prefix); it != jobs_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    auto m = it->second.spec->job().getArray().getMember();
+    if (m.getArray().size() != 0 && m.getArray() == array) found.emplace_back(m.getIndex(), it->first);
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& [i, n] : found) out.push_back(std::move(n));
+  return out;
 }
 
 void JobRegistry::commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr<JobEntry> job,
@@ -243,9 +361,36 @@ void JobRegistry::commitIfFree(const std::string& name, JobEntry changed, lifecy
   });
 }
 
+void JobRegistry::forEachMember(const std::string& array, const char* verb,
+                                void (JobRegistry::*each)(const std::string&, Reply), Reply reply) {
+  auto members = arrayMembers(array);
+  struct Tally {
+    size_t left = 0, ok = 0;
+    std::vector<std::string> refused;
+  };
+  auto tally = std::make_shared<Tally>();
+  tally->left = members.size();
+  for (const auto& m : members)
+    (this->*each)(m, [tally, array, verb, reply](Result<std::string> r) {
+      if (r) tally->ok++;
+      else tally->refused.push_back(r.error());
+      if (--tally->left > 0) return;
+      std::string msg = "job array " + array + ": " + std::to_string(tally->ok) + (tally->ok == 1 ? " job " : " jobs ") + verb;
+      if (!tally->refused.empty())
+        msg += "; " + std::to_string(tally->refused.size()) + " not (" + tally->refused.front() +
+               (tally->refused.size() > 1 ? ", ..." : "") + ")";
+      // Refusals of members that had already finished are not a failure of the whole.
+      reply(tally->ok > 0 || tally->refused.empty() ? R::ok(msg) : R::fail(msg));
+    });
+}
+
 void JobRegistry::cancel(const std::string& name, Reply reply) {
   commits_.run(name, [this, name, reply](CommitQueue::Slot slot) {
     auto it = jobs_.find(name);
+    if (it == jobs_.end() && !arrayMembers(name).empty()) {  // a job array: every member
+      slot.done();
+      return forEachMember(name, "cancelled", &JobRegistry::cancel, reply);
+    }
     std::string refusal;
     if (it == jobs_.end()) refusal = "job " + name + " does not exist";
     if (it != jobs_.end() && isFinal(it->second.rec.state)) {
@@ -287,6 +432,10 @@ void JobRegistry::cancel(const std::string& name, Reply reply) {
 void JobRegistry::remove(const std::string& name, Reply reply) {
   commits_.run(name, [this, name, reply](CommitQueue::Slot slot) {
     auto it = jobs_.find(name);
+    if (it == jobs_.end() && !arrayMembers(name).empty()) {  // a job array: every member
+      slot.done();
+      return forEachMember(name, "deleted", &JobRegistry::remove, reply);
+    }
     if (it == jobs_.end()) {
       slot.done();
       return reply(R::fail("job " + name + " does not exist"));

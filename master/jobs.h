@@ -33,6 +33,8 @@
 
 namespace yard::master {
 
+class MasterMetrics;
+
 class JobRegistry {
  public:
   using Reply = std::function<void(Result<std::string>)>;  // ok: a one-line confirmation
@@ -49,12 +51,18 @@ class JobRegistry {
 
   // `spec` is the normalised job a client sent. Refusals are one line each.
   void submit(schema::Job::Reader spec, Reply reply);
+  // Several specs (yardctl job submit A B ...; arrays among them), all stored in one write or
+  // none; ordered behind other operations on `key`. The reply has one line per spec.
+  void submitAll(const std::string& key, std::vector<std::shared_ptr<JobSpec>> specs, Reply reply);
   // Requests on one job wait for the change to it in flight (a submission, another cancel,
   // a scheduling pass): never "try again".
   void cancel(const std::string& name, Reply reply);
   // Cancels what still runs, then deletes once its replicas are gone (at once when nothing
   // runs); the name becomes free again then.
   void remove(const std::string& name, Reply reply);
+  // cancel and remove take the name of a job array too: they act on every member.
+  // The members of job array `array` (their names, in index order); empty when none.
+  std::vector<std::string> arrayMembers(const std::string& array) const;
 
   const std::map<std::string, JobEntry>& jobs() const { return jobs_; }
   const JobEntry* find(const std::string& name) const;
@@ -113,6 +121,9 @@ class JobRegistry {
   void setNodeSource(NodeSource nodes) { nodes_ = std::move(nodes); }
   // Called after every committed pass that placed something (tests, metrics).
   std::function<void(size_t placed)> onPlaced;
+  // Times scheduling passes and this registry's commits, counts submissions and autoscaler
+  // decisions (master/metrics.h); without it nothing is measured.
+  void setMetrics(MasterMetrics* metrics);
   std::function<void(const std::string&)> log;
 
   // The resources of one replica of `container`: its own, or its flavor's.
@@ -120,6 +131,16 @@ class JobRegistry {
 
  private:
   static int64_t stoppingReplicas(const JobEntry& job);
+  // The jobs `spec` stands for (one, or an array's members, docs/spec.md "Job arrays"), each
+  // with its tasks and first events, appended to `out` and `events`; "" or the refusal.
+  // `names`: those taken earlier in the same submission (it adds its own).
+  std::string expand(const std::shared_ptr<JobSpec>& spec, int64_t now, std::set<std::string>& names,
+                     std::vector<JobEntry>& out, std::vector<lifecycle::Events>& events) const;
+  // The confirmation line for the jobs of `spec`, jobs[first..].
+  std::string submittedText(const JobSpec& spec, const std::vector<JobEntry>& jobs, size_t first) const;
+  // Runs `each` (cancel, remove) on every member of `array`; one reply for all of them.
+  void forEachMember(const std::string& array, const char* verb, void (JobRegistry::*each)(const std::string&, Reply),
+                     Reply reply);
   // "" or a note for the submitter: the job needs more GPUs on one node than any node has.
   std::string gpuNote(const JobEntry& job) const;
   void quarantineAtLoad(JobEntry& job, const std::string& why);
@@ -129,12 +150,15 @@ class JobRegistry {
     sched::GangRequest request;
   };
   void runPass();
-  std::vector<PendingGang> pendingGangs() const;
+  // Job names -> why they may not start: members of a job array held back by maxRunning.
+  using Held = std::map<std::string, std::string>;
+  std::vector<PendingGang> pendingGangs(Held& held) const;
+  Held heldArrayMembers() const;
   sched::Snapshot snapshot(std::vector<sched::GangRequest> pending) const;
   // The plan's placements and reasons applied to copies of the jobs they touch.
-  std::map<std::string, JobEntry> placeGangs(const sched::Plan& plan, std::vector<PendingGang>& gangs,
+  std::map<std::string, JobEntry> placeGangs(const sched::Plan& plan, std::vector<PendingGang>& gangs, const Held& held,
                                              lifecycle::Events& events) const;
-  void commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs);
+  void commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs, const Held& held);
   // Commits the changed copy `job` (deleted when job->rec.deleted) with `events` in `slot`;
   // once durable it replaces (or removes) the live entry and replies `done`.
   void commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr<JobEntry> job,
@@ -175,6 +199,7 @@ class JobRegistry {
   std::chrono::steady_clock::time_point lastPass_{};
   asio::steady_timer passTimer_{io_};
   bool passAgain_ = false;
+  MasterMetrics* metrics_ = nullptr;
 };
 
 }  // namespace yard::master

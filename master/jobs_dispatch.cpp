@@ -6,6 +6,7 @@
 #include "master/frameworks/framework.h"
 #include "master/jobs.h"
 #include "master/lifecycle/elastic.h"
+#include "master/metrics.h"
 
 namespace yard::master {
 namespace {
@@ -31,6 +32,11 @@ std::vector<store::DeclaredPort> declaredPorts(schema::Container::Reader c) {
 
 }  // namespace
 
+void JobRegistry::setMetrics(MasterMetrics* metrics) {
+  metrics_ = metrics;
+  commits_.timeCommits(metrics ? &metrics->commitLatency.with({"jobs"}) : nullptr);
+}
+
 void JobRegistry::requestPass() {
   if (commits_.exclusiveBusy()) {
     passAgain_ = true;
@@ -48,10 +54,39 @@ void JobRegistry::requestPass() {
   });
 }
 
-std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs() const {
+JobRegistry::Held JobRegistry::heldArrayMembers() const {
+  // Slurm's `--array=...%N`: of an array with maxRunning N, at most N members are active
+  // (started and not finished); queued members start in index order as others finish.
+  struct Array {
+    int32_t max = 0, active = 0;
+    std::vector<std::pair<int32_t, const std::string*>> queued;
+  };
+  std::map<std::string, Array> arrays;
+  for (const auto& [name, job] : jobs_) {
+    auto a = job.spec->job().getArray();
+    if (a.getMaxRunning() <= 0 || a.getMember().getArray().size() == 0 || isFinal(job.rec.state)) continue;
+    Array& arr = arrays[str(a.getMember().getArray())];
+    arr.max = a.getMaxRunning();
+    if (job.rec.state == JobState::Queued) arr.queued.emplace_back(a.getMember().getIndex(), &name);
+    else arr.active++;
+  }
+  Held held;
+  for (auto& [array, arr] : arrays) {
+    std::sort(arr.queued.begin(), arr.queued.end());
+    std::string why = "job array " + array + " has " + std::to_string(arr.active) + " of its jobs running (maxRunning " +
+                      std::to_string(arr.max) + ")";
+    for (size_t k = static_cast<size_t>(std::max(0, arr.max - arr.active)); k < arr.queued.size(); ++k)
+      held[*arr.queued[k].second] = why;
+  }
+  return held;
+}
+
+std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs(Held& held) const {
   std::vector<PendingGang> out;
+  held = heldArrayMembers();
   for (const auto& [name, job] : jobs_) {
     if (isFinal(job.rec.state) || commits_.busy(name)) continue;  // busy: a cancel is committing
+    if (held.count(name)) continue;
     auto specTasks = job.spec->job().getTasks();
     for (size_t i = 0; i < job.tasks.size(); ++i) {
       const TaskEntry& t = job.tasks[i];
@@ -162,8 +197,10 @@ void JobRegistry::runPass() {
     passAgain_ = true;
     return;
   }
-  std::vector<PendingGang> gangs = pendingGangs();
-  if (gangs.empty()) return;
+  auto started = std::chrono::steady_clock::now();
+  Held held;
+  std::vector<PendingGang> gangs = pendingGangs(held);
+  if (gangs.empty() && held.empty()) return;
   std::vector<sched::GangRequest> requests;
   for (const auto& g : gangs) requests.push_back(g.request);
   sched::Snapshot snap = snapshot(std::move(requests));
@@ -183,11 +220,12 @@ void JobRegistry::runPass() {
     sched::applyPlacement(snap, index, req, p);
     accepted.placements.push_back(p);
   }
-  commitPlan(accepted, gangs);
+  if (metrics_) metrics_->schedulerPass.observe(MasterMetrics::since(started));
+  commitPlan(accepted, gangs, held);
 }
 
 std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan, std::vector<PendingGang>& gangs,
-                                                        lifecycle::Events& events) const {
+                                                        const Held& held, lifecycle::Events& events) const {
   int64_t now = now_();
   std::map<std::string, JobEntry> changed;  // copies of the entries this pass changes
   auto entry = [&](const std::string& name) -> JobEntry& {
@@ -234,6 +272,12 @@ std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan,
     size_t existing = gang.size();
     for (size_t k = first; k < task.replicas.size(); ++k) gang.push_back(&task.replicas[k]);
     std::vector<Env> envs = gangEnv(job.rec.name, st, gang, nodeWiring_, config_.etcdEndpoints, execEndpoint_);
+    if (auto member = job.spec->job().getArray().getMember(); member.getArray().size() != 0)
+      for (auto& env : envs) {  // a job array's member (Slurm's SLURM_ARRAY_TASK_ID and _COUNT)
+        setEnv(env, "YARD_ARRAY", str(member.getArray()));
+        setEnv(env, "YARD_ARRAY_INDEX", std::to_string(member.getIndex()));
+        setEnv(env, "YARD_ARRAY_COUNT", std::to_string(member.getCount()));
+      }
     for (size_t k = existing; k < envs.size(); ++k) task.replicas[first + k - existing].env = encodeEnv(envs[k]);
     std::string where;
     for (const auto& n : nodes) where += (where.empty() ? "" : ", ") + n;
@@ -263,12 +307,17 @@ std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan,
     JobEntry& job = entry(g.job);
     if (job.tasks[g.task].rec.state == TaskState::Queued) job.tasks[g.task].rec.reason = why;
   }
+  for (const auto& [name, why] : held) {
+    const JobEntry& live = jobs_.at(name);
+    for (size_t i = 0; i < live.tasks.size(); ++i)
+      if (live.tasks[i].rec.state == TaskState::Queued && live.tasks[i].rec.reason != why) entry(name).tasks[i].rec.reason = why;
+  }
   return changed;
 }
 
-void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs) {
+void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs, const Held& held) {
   auto events = std::make_shared<lifecycle::Events>();
-  auto changed = std::make_shared<std::map<std::string, JobEntry>>(placeGangs(plan, gangs, *events));
+  auto changed = std::make_shared<std::map<std::string, JobEntry>>(placeGangs(plan, gangs, held, *events));
   if (changed->empty()) return;
   size_t placed = plan.placements.size();
   // The pass writes many jobs at once: it holds them all while it commits, so a cancel or

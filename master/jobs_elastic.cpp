@@ -2,6 +2,7 @@
 // with lifecycle::scaleTo, commit), the manual `yardctl job scale`, and what job show says.
 #include "master/jobs.h"
 #include "master/lifecycle/elastic.h"
+#include "master/metrics.h"
 
 namespace yard::master {
 namespace {
@@ -41,6 +42,7 @@ void JobRegistry::autoscale(int64_t now) {
       ElasticStatus& status = elastic_[t.rec.id];
       lifecycle::ScaleDecision d = lifecycle::decideScale(in, status.history, config_.autoscaler);
       if (!d.evaluated) continue;
+      if (metrics_) metrics_->countScaleDecision(d.current, d.desired);
       status.utilisation = d.utilisation;
       status.lastDecision = d.why;
       status.lastDecisionAt = now;

@@ -6,6 +6,8 @@
 
 #include <iostream>
 
+#include "common/http/metrics_endpoint.h"
+#include "common/metrics/process.h"
 #include "common/spec/loader.h"
 #include "common/wire/server.h"
 #include "master/catalog.h"
@@ -13,10 +15,12 @@
 #include "master/config.h"
 #include "master/data_dir.h"
 #include "common/util/random.h"
+#include "common/util/sd_notify.h"
 #include "master/dev_agent.h"
 #include "master/agent_api.h"
 #include "master/jobs.h"
 #include "master/log_archive.h"
+#include "master/metrics.h"
 #include "master/nodes.h"
 #include "yard/version.h"
 
@@ -43,6 +47,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> etcd;
   app.add_option("--etcd-endpoint", etcd,
                  "etcd HOST:PORT for elastic rendezvous (repeatable); overrides etcd_endpoints");
+  std::string metricsListen;
+  auto* metricsFlag = app.add_option("--metrics-listen", metricsListen,
+                                     "Address of /metrics (Prometheus) HOST:PORT, \"\" = off; overrides metrics_listen; "
+                                     "default " + std::string(master::kDefaultMetricsListen));
   app.add_flag("--dev", dev,
                "Embedded dev cluster: this master plus a yard-agent child (host tasks allowed) on loopback, "
                "state under --data-dir (default ./yard-dev)");
@@ -52,6 +60,9 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  // systemd's readiness protocol (docs/operations.md); taken from the environment before
+  // any thread or child (the dev agent) exists.
+  ServiceNotifier systemd(ServiceNotifier::takeFromEnvironment(), logLine);
 
   master::MasterConfig config;
   if (!configPath.empty()) {
@@ -76,6 +87,13 @@ int main(int argc, char** argv) {
   if (!joinToken.empty()) config.joinToken = joinToken;
   if (!advertise.empty()) config.advertise = advertise;
   if (!etcd.empty()) config.etcdEndpoints = etcd;
+  if (metricsFlag->count() > 0) {
+    if (auto bad = http::checkListenSetting(metricsListen, master::kDefaultMetricsListen); !bad.empty()) {
+      logLine("--metrics-listen: " + bad);
+      return 2;
+    }
+    config.metricsListen = metricsListen;
+  }
   if (config.joinToken.empty())
     logLine("warning: no join token (join_token in the config, or --join-token): no agent can join this master");
   // After --dev and the flags: heartbeat_timeout is final here.
@@ -104,6 +122,9 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // Before io and everything that counts into it: they all end before it (master/metrics.h).
+  metrics::Registry registry;
+  master::MasterMetrics masterMetrics(registry);
   asio::io_context io;
   // What a peer may make the master hold (docs/reliability.md, "Bounded resources per
   // peer"). Agents: 64 KiB frames until a request carried the join token; one persistent
@@ -158,6 +179,15 @@ int main(int argc, char** argv) {
   agentApi.setStopGraceMs(static_cast<uint32_t>(config.stopGraceSeconds * 1000));
   master::AgentCalls calls(io, config.joinToken, logLine);
   api.setAgentCalls(&calls);
+  // /metrics: events counted where they happen, state read from the registries when scraped.
+  jobs.setMetrics(&masterMetrics);
+  jobs.onPlaced = [&masterMetrics](size_t placed) { masterMetrics.placedGangs.inc(double(placed)); };
+  nodes.timeCommits(&masterMetrics.commitLatency.with({"nodes"}));
+  api.setMetrics(&masterMetrics);
+  master::addMasterCollectors(registry, jobs, nodes, catalog, *db, [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  });
+  metrics::addProcessCollector(registry, kVersion);
   // Ended replicas' output, shipped by agents; deleted after log_retention.
   master::LogArchiveService archive(
       io,
@@ -229,8 +259,16 @@ int main(int argc, char** argv) {
       server.value()->address());
   // Tests and scripts read the bound address from here (useful with port 0).
   logLine("agent API on " + agentServer.value()->address());
+  auto metricsServer = http::serveMetrics(io, registry, config.metricsListen.value_or(master::kDefaultMetricsListen),
+                                          config.metricsListen.has_value(), logLine);
+  if (!metricsServer) {
+    logLine("/metrics: " + metricsServer.error());
+    return 1;
+  }
+  if (metricsServer.value()) logLine("metrics on http://" + metricsServer.value()->address() + "/metrics");
   std::cout << "listening " << server.value()->address() << std::endl;
   std::cout << "agents " << agentServer.value()->address() << std::endl;
+  if (metricsServer.value()) std::cout << "metrics " << metricsServer.value()->address() << std::endl;
   std::unique_ptr<master::DevAgent> devAgent;
   if (dev) {
     auto started = master::DevAgent::start(agentServer.value()->address(), config.joinToken, config.dataDir + "/agent");
@@ -242,11 +280,21 @@ int main(int argc, char** argv) {
     logLine("dev cluster: agent pid " + std::to_string(devAgent->pid()) + ", node \"dev\", state in " + config.dataDir + "/agent");
   }
 
+  // READY once the loop runs: state is loaded and both listeners accept. The watchdog pings
+  // come from this loop, so a wedged loop gets the master restarted.
+  asio::steady_timer watchdogTimer(io);
+  asio::post(io, [&] {
+    systemd.ready("client API on " + server.value()->address() + ", agent API on " + agentServer.value()->address());
+    systemd.startWatchdog(watchdogTimer);
+  });
   asio::signal_set signals(io, SIGTERM, SIGINT);
   signals.async_wait([&](asio::error_code, int sig) {
     logLine(std::string("shutting down on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+    systemd.stopping("shutting down");
+    watchdogTimer.cancel();
     server.value()->stop();
     agentServer.value()->stop();
+    if (metricsServer.value()) metricsServer.value()->stop();
     nodes.stop();
     passTimer.cancel();
     if (devAgent) {

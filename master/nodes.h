@@ -149,6 +149,8 @@ class NodeRegistry {
     fenceTimeoutMs_ = timeoutMs;
     fenceGraceMs_ = graceMs;
   }
+  // Observes each of this registry's store writes (master/metrics.h); null = not timed.
+  void timeCommits(metrics::Histogram* histogram) { commits_.timeCommits(histogram); }
   uint32_t fenceTimeoutMs() const { return static_cast<uint32_t>(fenceTimeoutMs_); }
   uint32_t fenceGraceMs() const { return static_cast<uint32_t>(fenceGraceMs_); }
 

@@ -161,6 +161,7 @@ struct AgentCall {
     logs @2 :LogsCall;
     wake @3 :Void;                # the master changed what this node should run: heartbeat now
     exec @4 :ExecCall;            # answered by output chunks, then exitCode (or one error)
+    execInput @5 :ExecInputCall;  # for the exec on this connection; no answer of its own
   }
 }
 
@@ -171,6 +172,30 @@ struct ExecCall {
   replicaId @0 :Int64;
   attempt @1 :Int32;
   argv @2 :List(Text);
+  # A user's command (yardctl exec, docs/exec.md); all unset for the exec channel. It runs in
+  # the replica's working directory, in a session of its own (killed whole).
+  userExec @3 :Bool;
+  stdin @4 :Bool;                 # stdin comes in execInput calls; false: /dev/null
+  tty @5 :Bool;                   # a new pty, its slave the command's controlling terminal
+  rows @6 :UInt16;                # tty: the initial window size; 0 = not known
+  cols @7 :UInt16;
+  term @8 :Text;                  # tty: TERM added to the replica's environment
+  outputWindow @9 :UInt32;        # > 0: at most this much output unreported by outputTaken; 0 = no limit
+}
+
+# More for the exec running on the same connection (userExec only).
+struct ExecInputCall {
+  union {
+    data @0 :Data;                # for the command's stdin; answered by `inputTaken` once written
+    closeStdin @1 :Void;          # close the command's stdin (tty: type the EOF character)
+    resize @2 :ExecWindowSize;
+    outputTaken @3 :UInt64;       # the client has written this many more bytes of output
+  }
+}
+
+struct ExecWindowSize {
+  rows @0 :UInt16;
+  cols @1 :UInt16;
 }
 
 struct ExecOutput {
@@ -196,5 +221,6 @@ struct AgentCallResponse {
     end @3 :Void;                 # also the answer to `wake`
     output @4 :ExecOutput;
     exitCode @5 :Int32;           # the exec'd command ended: its code, 128+signal, 127 cannot run
+    inputTaken @6 :UInt64;        # the exec'd command has taken this many more bytes of stdin
   }
 }

@@ -56,6 +56,7 @@ struct Dataset {
 struct JobFilter {
   queue @0 :Text;    # empty = every queue
   state @1 :Text;    # empty = every state (Queued, Running, Succeeded, Failed, Cancelled)
+  array @2 :Text;    # only the members of this job array; empty = every job
 }
 
 struct JobSummary {
@@ -69,6 +70,8 @@ struct JobSummary {
   finishedAt @7 :Int64;
   tasksTotal @8 :Int32;
   tasksDone @9 :Int32;     # tasks in a final state
+  array @10 :Text;         # a job array's member: the array's name (empty: not a member)
+  arrayIndex @11 :Int32;   # and its index
 }
 
 struct ReplicaInfo {
@@ -195,6 +198,49 @@ struct ExecOutput {
   data @1 :Data;
 }
 
+# yardctl exec (docs/exec.md): run `argv` in one replica of a job, as `kubectl exec` runs a
+# command in a pod. The master picks the replica: `task` may be empty when the job has one
+# task, an empty `role` is the task's first role; the newest attempt of role/index, which
+# must be Running. Answered by execOutput frames (and execInputTaken while the client sends
+# stdin), then execExit; or one error.
+struct UserExecRequest {
+  job @0 :Text;
+  task @1 :Text;
+  role @2 :Text;
+  index @3 :Int32;
+  argv @4 :List(Text);
+  stdin @5 :Bool;          # the client sends stdin in execInput frames; false: the command's stdin is /dev/null
+  tty @6 :Bool;            # a pty as the command's controlling terminal; all output comes as stream 1
+  rows @7 :UInt16;         # tty: the client's terminal size; 0 = not known
+  cols @8 :UInt16;
+  term @9 :Text;           # tty: TERM for the command; empty = not set
+}
+
+# Client -> master: more for the userExec in progress on the same connection (request
+# `exec`). It has no answer of its own; one for an exec that has ended is dropped.
+# Flow control both ways: the client keeps at most execInputWindow bytes of `data` sent
+# and not yet reported by execInputTaken, and reports the output it has written with
+# `outputTaken`; the agent stops reading the command's output while execOutputWindow
+# bytes of it are unreported.
+struct ExecInput {
+  exec @0 :UInt64;
+  union {
+    data @1 :Data;               # bytes for the command's stdin, at most execInputFrameBytes
+    closeStdin @2 :Void;         # no more stdin: the command's stdin is closed (tty: ^D is typed)
+    resize @3 :WindowSize;       # tty: the client's terminal changed size
+    outputTaken @4 :UInt64;      # the client has written this many more bytes of execOutput data
+  }
+}
+
+struct WindowSize {
+  rows @0 :UInt16;
+  cols @1 :UInt16;
+}
+
+const execInputWindow :UInt32 = 262144;       # 256 KiB
+const execInputFrameBytes :UInt32 = 32768;    # 32 KiB
+const execOutputWindow :UInt32 = 1048576;     # 1 MiB
+
 # Log output of one replica attempt: whole lines, labelled `task/role/index`.
 struct LogChunk {
   replica @0 :Text;
@@ -233,6 +279,9 @@ struct Request {
     nodeTop @23 :Void;         # answered by `nodes` with `used` filled
     exec @24 :ExecRequest;     # answered by execOutput frames, then execExit (or one error)
     jobScale @25 :JobScale;    # answered by `done` once committed
+    userExec @26 :UserExecRequest;  # answered by execOutput (and execInputTaken) frames, then execExit (or one error)
+    execInput @27 :ExecInput;  # no answer
+    jobSubmitAll @28 :List(Job.Job);  # several specs, all submitted or none; answered by `done` (a line each)
   }
 }
 
@@ -256,5 +305,6 @@ struct Response {
     usage @15 :List(ReplicaUsage);
     execOutput @16 :ExecOutput;
     execExit @17 :Int32;
+    execInputTaken @18 :UInt64;  # userExec: the command has taken this many more bytes of stdin
   }
 }

@@ -143,4 +143,21 @@ struct Job {
   queue @2 :Text = "default";
   priority @3 :Int64;
   tasks @4 :List(Task);
+  array @5 :JobArray;            # a job array: the master creates one job per index
+}
+
+# `array:` at job level (docs/spec.md, "Job arrays"): `count: N` (indexes 0..N-1) or
+# `range: "A-B[:S]"`; `maxRunning` caps how many members run at once (0: no cap). A member
+# is the job `<name>-<index>` with the same spec; the master fills `member` in its copy.
+struct JobArray {
+  count @0 :Int32;
+  range @1 :Text;
+  maxRunning @2 :Int32;
+  member @3 :ArrayMember;
+}
+
+struct ArrayMember {
+  array @0 :Text;                # the array's name; empty: not a member
+  index @1 :Int32;               # YARD_ARRAY_INDEX
+  count @2 :Int32;               # YARD_ARRAY_COUNT: how many members the array has
 }

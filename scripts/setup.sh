@@ -15,6 +15,11 @@ packages=(
   golang-github-containerd-cgroups-dev
   # tests
   catch2 python3 sqlite3 procps
+  # metrics tests: promtool (check metrics / check rules / test rules) and curl; Debian 12
+  # ships promtool only inside the prometheus package, whose own service Yard does not use
+  prometheus curl
+  # yardctl completion: the zsh script is checked by zsh itself (tests/cli/completion_test.sh)
+  zsh
   # end-to-end framework tests: real PyTorch (gloo) and OpenMPI with mpi4py
   python3-torch openmpi-bin python3-mpi4py
   # elastic rendezvous: a real etcd (3.4; torch 1.13's etcd-v2 backend needs python3-etcd)
@@ -24,6 +29,9 @@ packages=(
   containerd runc umoci busybox-static docker-registry skopeo
   # the chaos suite: network namespaces and a veth link it cuts (ip)
   iproute2
+  # Debian packages (scripts/package.sh: dpkg-shlibdeps) and their test: the postinst's
+  # adduser, systemd-analyze for the units (systemd need not run as PID 1)
+  dpkg-dev adduser systemd
 )
 
 missing=()

@@ -109,6 +109,12 @@ int runExec(const ShimOptions& o) {
   if (auto f = joinCgroups(o.cgroupProcs)) return cannotRun(*f);
   std::vector<std::string> env;
   if (auto f = readEnvironment(o.envFile, env)) return cannotRun(*f);
+  for (const auto& set : o.env) {  // --env replaces the env file's variable of that name
+    std::string prefix = set.substr(0, set.find('=') + 1);
+    std::erase_if(env, [&](const std::string& e) { return e.compare(0, prefix.size(), prefix) == 0; });
+    env.push_back(set);
+  }
+  if (o.tty && !::isatty(0)) return cannotRun(makeFailure("tty", ENOTTY, "stdin"));
 
   // Joining a mount namespace moves the cwd to its root: remember where to go back to.
   std::string workdir;
@@ -127,6 +133,15 @@ int runExec(const ShimOptions& o) {
   sigset_t watched;
   sigemptyset(&watched);
   for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(&watched, sig);
+  if (o.tty) {
+    // The terminal's own signals (^C, ^\, ^Z, background I/O) go to its foreground process
+    // group, the command included: passing them on would deliver them twice, and a stopped
+    // shim could not wait. The command gets the default actions back (resetSignals).
+    for (int sig : {SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU}) {
+      ::signal(sig, SIG_IGN);
+      sigdelset(&watched, sig);
+    }
+  }
   ::sigprocmask(SIG_BLOCK, &watched, nullptr);
   pid_t parent = ::getpid();
   pid_t child = ::fork();

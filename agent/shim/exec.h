@@ -1,6 +1,8 @@
 #pragma once
-// `yard-shim exec`: run a command beside a running workload (hooks, the exec channel): in its
-// mount namespace and cgroups, with exactly the env-file environment, in the foreground.
+// `yard-shim exec`: run a command beside a running workload (hooks, the exec channel, yardctl
+// exec): in its mount namespace and cgroups, with exactly the env-file environment (plus
+// --env), in the foreground. With --tty its stdin is the command's controlling terminal, and
+// the terminal's own signals are left to reach the command directly (docs/exec.md).
 
 #include "agent/shim/options.h"
 

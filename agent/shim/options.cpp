@@ -31,7 +31,7 @@ const char* usage() {
   return "usage: yard-shim run --dir DIR [--env-file FILE] [--cgroup-procs FILE]...\n"
          "                     [--mount SRC:DST[:ro|:rw]]... [--workdir PATH] -- ARGV...\n"
          "       yard-shim exec --dir DIR [--env-file FILE] [--cgroup-procs FILE]...\n"
-         "                      [--workdir PATH] -- ARGV...\n"
+         "                      [--workdir PATH] [--env NAME=VALUE]... [--tty] -- ARGV...\n"
          "       yard-shim guard --dir DIR --pid PID [--cgroup-procs FILE]...\n";
 }
 
@@ -79,6 +79,11 @@ Result<ShimOptions> parseShimArgs(int argc, char** argv) {
       o.mode = Mode::kHelp;
       return R::ok(o);
     }
+    if (arg == "--tty") {
+      if (o.mode != Mode::kExec) return R::fail("--tty is only for exec");
+      o.tty = true;
+      continue;
+    }
     // Accept both `--flag value` and `--flag=value`.
     std::string flag = arg, value;
     size_t eq = arg.find('=');
@@ -109,6 +114,13 @@ Result<ShimOptions> parseShimArgs(int argc, char** argv) {
       err = setOnce(o.envFile, flag, value);
     } else if (flag == "--workdir") {
       err = setOnce(o.workdir, flag, value);
+    } else if (flag == "--env" && o.mode == Mode::kExec) {
+      size_t eqAt = value.find('=');
+      if (eqAt == std::string::npos || eqAt == 0)
+        return R::fail("--env '" + value + "': expected NAME=VALUE");
+      o.env.push_back(value);
+    } else if (flag == "--env") {
+      return R::fail("--env is only for exec (run takes --env-file)");
     } else if (flag == "--mount" && o.mode == Mode::kRun) {
       Result<BindMount> m = parseMount(value);
       if (!m) return R::fail(m.error());

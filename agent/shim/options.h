@@ -25,6 +25,8 @@ struct ShimOptions {
   std::vector<std::string> cgroupProcs;  // cgroup.procs files to join, in order
   std::vector<BindMount> mounts;         // run only; exec reuses the workload's namespace
   std::optional<std::string> workdir;
+  std::vector<std::string> env;          // exec only: NAME=value set over the env file's (--env)
+  bool tty = false;                      // exec only: stdin is the command's controlling terminal (--tty)
   std::vector<std::string> argv;         // what to run; never empty (run, exec); none for guard
   int pid = 0;                           // guard only: the process to watch (> 0)
 };

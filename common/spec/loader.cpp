@@ -324,7 +324,7 @@ std::optional<std::vector<std::string>> Loader::words(const YAML::Node& n,
 }
 
 void Loader::loadJob(const YAML::Node& root, schema::Job::Builder job) {
-  auto m = mapping(root, "", {"name", "type", "queue", "priority", "tasks"});
+  auto m = mapping(root, "", {"name", "type", "queue", "priority", "tasks", "array"});
   if (!m) return;
   if (const auto* n = m->get("name"); n && present(*n)) {
     if (auto s = scalar(*n, "name")) job.setName(*s);
@@ -339,6 +339,20 @@ void Loader::loadJob(const YAML::Node& root, schema::Job::Builder job) {
   }
   if (const auto* n = m->get("priority"); n && present(*n)) {
     if (auto p = integer(*n, "priority")) job.setPriority(*p);
+  }
+  if (const auto* n = m->get("array"); n && present(*n)) {
+    if (auto a = mapping(*n, "array", {"count", "range", "maxRunning"})) {
+      auto array = job.initArray();
+      if (const auto* c = a->get("count"); c && present(*c)) {
+        if (auto v = integer(*c, "array.count")) array.setCount(static_cast<int32_t>(std::clamp<int64_t>(*v, -1, INT32_MAX)));
+      }
+      if (const auto* r = a->get("range"); r && present(*r)) {
+        if (auto v = scalar(*r, "array.range")) array.setRange(*v);
+      }
+      if (const auto* x = a->get("maxRunning"); x && present(*x)) {
+        if (auto v = integer(*x, "array.maxRunning")) array.setMaxRunning(static_cast<int32_t>(std::clamp<int64_t>(*v, -1, INT32_MAX)));
+      }
+    }
   }
   const YAML::Node* tasks = m->get("tasks");
   if (!tasks || !present(*tasks)) {

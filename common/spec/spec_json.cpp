@@ -104,6 +104,16 @@ Json jobJson(schema::Job::Reader job) {
   Json tasks = Json::array();
   for (auto t : job.getTasks()) tasks.push_back(taskJson(t));
   out["tasks"] = std::move(tasks);
+  auto a = job.getArray();
+  if (a.getCount() != 0 || a.getRange().size() != 0 || a.getMember().getArray().size() != 0) {
+    Json array;
+    if (a.getCount() != 0) array["count"] = a.getCount();
+    if (a.getRange().size() != 0) array["range"] = sv(a.getRange());
+    array["maxRunning"] = a.getMaxRunning();
+    if (a.getMember().getArray().size() != 0)
+      array["member"] = {{"array", sv(a.getMember().getArray())}, {"index", a.getMember().getIndex()}, {"count", a.getMember().getCount()}};
+    out["array"] = std::move(array);
+  }
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "common/spec/validate.h"
 
+#include "common/spec/job_array.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -445,6 +447,7 @@ bool pathComponent(std::string_view s) {
 SpecErrors validateJob(schema::Job::Reader job) {
   SpecErrors errors;
   Validator(errors).job(job);
+  for (auto& e : validateArray(job)) errors.push_back(std::move(e));
   return errors;
 }
 

@@ -7,6 +7,7 @@
 #include "master/yardctl/cli.h"
 #include "master/yardctl/client.h"
 #include "master/yardctl/output.h"
+#include "master/yardctl/report.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
@@ -134,14 +135,17 @@ std::string parseQuota(const QuotaFlags& f, api::Queue::Builder q) {
   return "";
 }
 
-// Runs one request and prints its queue/dataset/list/done answer.
+// Runs one request and prints its queue/dataset/list/done answer. A create or update prints
+// the resulting object (as show does); a sentence ("queue x deleted") prints with -o json as
+// {"result": sentence, "kind": kind, "name": name} (`kind` null for requests answered
+// otherwise).
 template <typename Fill>
-int run(GlobalOptions& global, Streams io, Fill fill) {
+int run(GlobalOptions& global, Streams io, Fill fill, const char* kind = nullptr, const std::string& name = "") {
   int exitCode = kExitOk;
   auto frame = request(global, io, fill, exitCode);
   if (!frame) return exitCode;
   auto r = frame->template root<api::Response>();
-  bool json = global.output == "json";
+  bool json = jsonOutput(global);
   Json out;
   switch (r.which()) {
     case api::Response::QUEUE:
@@ -174,14 +178,17 @@ int run(GlobalOptions& global, Streams io, Fill fill) {
       break;
     }
     case api::Response::DONE:
-      if (json) out = {{"result", r.getDone().cStr()}};
-      else io.out << r.getDone().cStr() << "\n";
+      if (json) {
+        out = {{"result", r.getDone().cStr()}};
+        if (kind) out.update({{"kind", kind}, {"name", name}});
+      } else {
+        io.out << r.getDone().cStr() << "\n";
+      }
       break;
     default:
-      io.err << "yardctl: unexpected answer from the master\n";
-      return kExitFailed;
+      return reportError(global, io, kExitFailed, "unexpected answer from the master");
   }
-  if (json) io.out << jsonText(out) << "\n";
+  if (json) printJson(io, out);
   return kExitOk;
 }
 
@@ -208,7 +215,7 @@ void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action
   });
 
   CLI::App* update = queue->add_subcommand("update", "Change a queue's quota, weight, limits or placement");
-  update->add_option("name", *name, "Queue name")->required();
+  update->add_option("name", *name, "Queue name")->required()->type_name("QUEUE");
   addQuotaFlags(update, *flags, false);
   update->callback([&global, io, &action, name, flags] {
     action = [&global, io, name, flags] {
@@ -231,7 +238,7 @@ void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action
   });
 
   CLI::App* setState = queue->add_subcommand("state", "Set a queue's state: running, closed or stopped");
-  setState->add_option("name", *name, "Queue name")->required();
+  setState->add_option("name", *name, "Queue name")->required()->type_name("QUEUE");
   setState->add_option("state", *state, "running | closed | stopped")->required()->check(CLI::IsMember({"running", "closed", "stopped"}));
   setState->callback([&global, io, &action, name, state] {
     action = [&global, io, name, state] {
@@ -252,14 +259,16 @@ void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action
     action = [&global, io] { return run(global, io, [](api::Request::Builder r) { r.setQueueList(); return std::string(); }); };
   });
   CLI::App* show = queue->add_subcommand("show", "Show one queue");
-  show->add_option("name", *name, "Queue name")->required();
+  show->add_option("name", *name, "Queue name")->required()->type_name("QUEUE");
   show->callback([&global, io, &action, name] {
     action = [&global, io, name] { return run(global, io, [&](api::Request::Builder r) { r.setQueueShow(*name); return std::string(); }); };
   });
   CLI::App* del = queue->add_subcommand("delete", "Delete an empty queue");
-  del->add_option("name", *name, "Queue name")->required();
+  del->add_option("name", *name, "Queue name")->required()->type_name("QUEUE");
   del->callback([&global, io, &action, name] {
-    action = [&global, io, name] { return run(global, io, [&](api::Request::Builder r) { r.setQueueDelete(*name); return std::string(); }); };
+    action = [&global, io, name] {
+      return run(global, io, [&](api::Request::Builder r) { r.setQueueDelete(*name); return std::string(); }, "queue", *name);
+    };
   });
 
   CLI::App* dataset = app.add_subcommand("dataset", "Manage datasets: named host paths jobs can mount");
@@ -286,14 +295,16 @@ void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action
     action = [&global, io] { return run(global, io, [](api::Request::Builder r) { r.setDatasetList(); return std::string(); }); };
   });
   CLI::App* dshow = dataset->add_subcommand("show", "Show one dataset");
-  dshow->add_option("name", *name, "Dataset name")->required();
+  dshow->add_option("name", *name, "Dataset name")->required()->type_name("DATASET");
   dshow->callback([&global, io, &action, name] {
     action = [&global, io, name] { return run(global, io, [&](api::Request::Builder r) { r.setDatasetShow(*name); return std::string(); }); };
   });
   CLI::App* ddel = dataset->add_subcommand("delete", "Delete a dataset");
-  ddel->add_option("name", *name, "Dataset name")->required();
+  ddel->add_option("name", *name, "Dataset name")->required()->type_name("DATASET");
   ddel->callback([&global, io, &action, name] {
-    action = [&global, io, name] { return run(global, io, [&](api::Request::Builder r) { r.setDatasetDelete(*name); return std::string(); }); };
+    action = [&global, io, name] {
+      return run(global, io, [&](api::Request::Builder r) { r.setDatasetDelete(*name); return std::string(); }, "dataset", *name);
+    };
   });
 }
 

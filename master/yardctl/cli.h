@@ -34,5 +34,10 @@ void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action
 void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 // REQUIRES: after addJobCommands (adds `job top` and `node top`).
 void addLogsCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
+// `exec JOB -- CMD...`: a command in a running replica (exec_cmd.cpp, docs/exec.md).
+void addExecCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
+// `completion bash|zsh` and the hidden `__complete KIND`; the script is generated from the
+// whole tree when it runs, so every command registered (before or after) is in it.
+void addCompletionCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 
 }  // namespace yard::ctl

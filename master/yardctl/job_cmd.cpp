@@ -1,190 +1,27 @@
 // `yardctl job ...` and `yardctl node ...`.
-#include <algorithm>
+#include <cctype>
 #include <chrono>
-#include <cmath>
-#include <ctime>
+#include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
+#include "common/spec/job_array.h"
 #include "common/spec/loader.h"
 #include "common/spec/quantity.h"
+#include "common/spec/validate.h"
 #include "common/util/json.h"
 #include "master/yardctl/cli.h"
 #include "master/yardctl/client.h"
+#include "master/yardctl/job_output.h"
+#include "master/yardctl/job_watch.h"
 #include "master/yardctl/output.h"
+#include "master/yardctl/report.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
 namespace yard::ctl {
 namespace {
-
-std::string timeText(int64_t ms) {
-  if (ms <= 0) return "-";
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
-
-std::string percentText(double p) { return std::to_string(std::llround(p)) + "%"; }
-
-// "12s", "4m10s", "2h5m": a span a person reads at a glance.
-std::string spanText(int64_t ms) {
-  int64_t s = std::max<int64_t>(ms, 0) / 1000;
-  if (s < 60) return std::to_string(s) + "s";
-  if (s < 3600) return std::to_string(s / 60) + "m" + (s % 60 ? std::to_string(s % 60) + "s" : "");
-  return std::to_string(s / 3600) + "h" + (s % 3600 / 60 ? std::to_string(s % 3600 / 60) + "m" : "");
-}
-
-Json elasticJson(api::ElasticInfo::Reader e) {
-  return {{"current", e.getCurrent()},
-          {"desired", e.getDesired()},
-          {"min", e.getMin()},
-          {"max", e.getMax()},
-          {"target", percentJson(e.getTargetPercent())},
-          {"utilisation", e.getHasUtilisation() ? percentJson(e.getUtilisationPercent()) : Json(nullptr)},
-          {"lastDecision", e.getLastDecision().cStr()},
-          {"lastDecisionAt", e.getLastDecisionAt()},
-          {"nextDecisionAt", e.getNextDecisionAt()},
-          {"pending", e.getPending()}};
-}
-
-// One line per elastic task: the counts, what was measured against what, the last decision
-// and when the next may come (only a running task is decided on). Times are relative to the
-// master's clock (`now`).
-std::string elasticText(const std::string& task, api::ElasticInfo::Reader e, bool running, int64_t now) {
-  std::string line = "Elastic " + task + ": " + std::to_string(e.getCurrent()) +
-                     (e.getCurrent() == 1 ? " worker" : " workers") + " (desired " + std::to_string(e.getDesired()) +
-                     ", min " + std::to_string(e.getMin()) + ", max " + std::to_string(e.getMax()) +
-                     (e.getPending() ? ", scale-out pending" : "") + "), ";
-  std::string target = "target " + percentText(e.getTargetPercent());
-  line += e.getHasUtilisation() ? "cpu " + percentText(e.getUtilisationPercent()) + " of " + target
-                                : "cpu not measured yet (" + target + ")";
-  line += ", last: " + (e.getLastDecision().size() ? std::string(e.getLastDecision().cStr()) : "none yet");
-  if (e.getLastDecisionAt() > 0) line += " (" + spanText(now - e.getLastDecisionAt()) + " ago)";
-  // Rounded up: "in 0s" would read as "now" while it is still to come.
-  if (running && e.getNextDecisionAt() > 0)
-    line += e.getNextDecisionAt() > now ? ", next decision in " + spanText(e.getNextDecisionAt() - now + 999)
-                                        : ", next decision due now";
-  return line;
-}
-
-Json summaryJson(api::JobSummary::Reader j) {
-  return {{"name", j.getName().cStr()},
-          {"queue", j.getQueue().cStr()},
-          {"state", j.getState().cStr()},
-          {"reason", j.getReason().cStr()},
-          {"priority", j.getPriority()},
-          {"submittedAt", j.getSubmittedAt()},
-          {"startedAt", j.getStartedAt()},
-          {"finishedAt", j.getFinishedAt()},
-          {"tasksTotal", j.getTasksTotal()},
-          {"tasksDone", j.getTasksDone()}};
-}
-
-Json detailJson(api::JobDetail::Reader d, bool showEnv) {
-  Json tasks = Json::array();
-  for (auto t : d.getTasks()) {
-    Json dependsOn = Json::array(), replicas = Json::array();
-    for (auto dep : t.getDependsOn()) dependsOn.push_back(dep.cStr());
-    for (auto r : t.getReplicas()) {
-      Json replica = {{"role", r.getRole().cStr()},
-                      {"index", r.getIndex()},
-                      {"attempt", r.getAttempt()},
-                      {"state", r.getState().cStr()},
-                      {"node", r.getNode().cStr()},
-                      {"port", r.getPort()},
-                      {"declaredPorts", r.getDeclaredPorts().cStr()},
-                      {"gpus", r.getGpus().cStr()},
-                      {"exitCode", r.getExitCode()},
-                      {"reason", r.getReason().cStr()}};
-      if (showEnv) {
-        Json env = Json::object();
-        for (auto e : r.getEnv()) env[e.getName().cStr()] = e.getValue().cStr();
-        replica["env"] = std::move(env);
-      }
-      replicas.push_back(std::move(replica));
-    }
-    tasks.push_back({{"name", t.getName().cStr()},
-                     {"kind", t.getKind().cStr()},
-                     {"mode", t.getMode().cStr()},
-                     {"state", t.getState().cStr()},
-                     {"reason", t.getReason().cStr()},
-                     {"attempt", t.getAttempt()},
-                     {"dependsOn", std::move(dependsOn)},
-                     {"replicas", std::move(replicas)},
-                     {"elastic", t.getHasElastic() ? elasticJson(t.getElastic()) : Json(nullptr)}});
-  }
-  return {{"job", summaryJson(d.getSummary())}, {"tasks", std::move(tasks)}};
-}
-
-void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
-  auto j = d.getSummary();
-  out << "Name:       " << j.getName().cStr() << "\n"
-      << "Queue:      " << j.getQueue().cStr() << "\n"
-      << "State:      " << j.getState().cStr() << (j.getReason().size() ? " (" + std::string(j.getReason().cStr()) + ")" : "") << "\n"
-      << "Priority:   " << j.getPriority() << "\n"
-      << "Submitted:  " << timeText(j.getSubmittedAt()) << "\n"
-      << "Started:    " << timeText(j.getStartedAt()) << "\n"
-      << "Finished:   " << timeText(j.getFinishedAt()) << "\n\nTasks:\n";
-  Table tasks({"TASK", "KIND", "STATE", "ATTEMPT", "AFTER", "REASON"});
-  for (auto t : d.getTasks()) {
-    std::string deps;
-    for (auto dep : t.getDependsOn()) deps += (deps.empty() ? "" : ",") + std::string(dep.cStr());
-    std::string kind = t.getKind().cStr();
-    if (t.getMode().size()) kind += "/" + std::string(t.getMode().cStr());
-    tasks.row({t.getName().cStr(), kind, t.getState().cStr(), std::to_string(t.getAttempt()), or_dash(deps), or_dash(t.getReason().cStr())});
-  }
-  tasks.print(out);
-  bool firstElastic = true;
-  for (auto t : d.getTasks()) {
-    if (!t.getHasElastic()) continue;
-    out << (firstElastic ? "\n" : "")
-        << elasticText(t.getName().cStr(), t.getElastic(), t.getState() == "Running", d.getAnsweredAt()) << "\n";
-    firstElastic = false;
-  }
-  bool any = false;
-  Table reps({"REPLICA", "ATTEMPT", "STATE", "NODE", "PORT", "DECLARED", "GPUS", "EXIT", "REASON"});
-  for (auto t : d.getTasks())
-    for (auto r : t.getReplicas()) {
-      any = true;
-      reps.row({std::string(t.getName().cStr()) + "/" + r.getRole().cStr() + "/" + std::to_string(r.getIndex()),
-                std::to_string(r.getAttempt()), r.getState().cStr(), or_dash(r.getNode().cStr()),
-                r.getPort() ? std::to_string(r.getPort()) : "-", or_dash(r.getDeclaredPorts().cStr()),
-                or_dash(r.getGpus().cStr()),
-                (r.getState() == "Exited" ? std::to_string(r.getExitCode()) : "-"), or_dash(r.getReason().cStr())});
-    }
-  if (any) {
-    out << "\nReplicas:\n";
-    reps.print(out);
-  }
-  // A finished job whose replicas still hold their nodes (cleanup: none, or still stopping).
-  std::string state = j.getState().cStr();
-  if (state == "Succeeded" || state == "Failed" || state == "Cancelled") {
-    int running = 0, stopping = 0;
-    for (auto t : d.getTasks())
-      for (auto r : t.getReplicas()) {
-        running += r.getState() == "Placed" || r.getState() == "Starting" || r.getState() == "Running";
-        stopping += r.getState() == "Stopping";
-      }
-    if (running)
-      out << "\nThe job has finished but " << running << (running == 1 ? " replica is" : " replicas are")
-          << " still running (cleanup: none); `yardctl job cancel " << j.getName().cStr() << "` stops "
-          << (running == 1 ? "it" : "them") << ".\n";
-    if (stopping) out << "\n" << stopping << (stopping == 1 ? " replica is" : " replicas are") << " still stopping.\n";
-  }
-  if (!showEnv) return;
-  for (auto t : d.getTasks())
-    for (auto r : t.getReplicas()) {
-      out << "\nEnvironment of " << t.getName().cStr() << "/" << r.getRole().cStr() << "/" << r.getIndex()
-          << " (attempt " << r.getAttempt() << "):\n";
-      for (auto e : r.getEnv()) out << "  " << e.getName().cStr() << "=" << e.getValue().cStr() << "\n";
-    }
-}
 
 Json nodeJson(api::NodeInfo::Reader n) {
   return {{"name", n.getName().cStr()},
@@ -211,35 +48,38 @@ void nodeTable(std::ostream& out, const std::vector<api::NodeInfo::Reader>& node
            spec::formatCpuMillis(a.getCpuMillis()) + "/" + spec::formatCpuMillis(c.getCpuMillis()),
            formatMemoryShort(a.getMemoryBytes()) + "/" + formatMemoryShort(c.getMemoryBytes()),
            std::to_string(a.getGpu()) + "/" + std::to_string(c.getGpu()), std::to_string(n.getReplicas()),
-           or_dash(n.getDrivers().cStr()), timeText(n.getLastHeartbeat())});
+           orDash(n.getDrivers().cStr()), timeText(n.getLastHeartbeat())});
   }
   t.print(out);
 }
 
-// Sends one request and prints the answer; fill returns a usage error or "".
+// Sends one request and prints the answer; fill returns a usage error or "". An answer that
+// is one sentence ("job x cancelled") prints with -o json as {"result": sentence} plus
+// `subject`, the fields that say what it was about ({"kind": "job", "name": "x"}).
 template <typename Fill>
-int run(GlobalOptions& global, Streams io, Fill fill, bool showEnv = false) {
+int run(GlobalOptions& global, Streams io, Fill fill, const Json& subject = Json::object(), bool showEnv = false) {
   int exitCode = kExitOk;
   auto frame = request(global, io, fill, exitCode);
   if (!frame) return exitCode;
   auto r = frame->template root<api::Response>();
-  bool json = global.output == "json";
+  bool json = jsonOutput(global);
   Json out;
   switch (r.which()) {
     case api::Response::DONE:
-      if (json) out = {{"result", r.getDone().cStr()}};
-      else io.out << r.getDone().cStr() << "\n";
+      if (json) {
+        out = {{"result", r.getDone().cStr()}};
+        for (const auto& [key, value] : subject.items()) out[key] = value;
+      } else {
+        io.out << r.getDone().cStr() << "\n";
+      }
       break;
     case api::Response::JOBS:
       if (json) {
         out = Json::array();
         for (auto j : r.getJobs()) out.push_back(summaryJson(j));
       } else {
-        Table t({"NAME", "QUEUE", "STATE", "TASKS", "PRIORITY", "SUBMITTED"});
-        for (auto j : r.getJobs())
-          t.row({j.getName().cStr(), j.getQueue().cStr(), j.getState().cStr(),
-                 std::to_string(j.getTasksDone()) + "/" + std::to_string(j.getTasksTotal()),
-                 std::to_string(j.getPriority()), timeText(j.getSubmittedAt())});
+        Table t(jobHeaders());
+        for (auto j : r.getJobs()) t.row(jobRow(j));
         t.print(io.out);
       }
       break;
@@ -250,18 +90,10 @@ int run(GlobalOptions& global, Streams io, Fill fill, bool showEnv = false) {
     case api::Response::EVENTS:
       if (json) {
         out = Json::array();
-        for (auto e : r.getEvents())
-          out.push_back({{"at", e.getAt()},
-                         {"task", e.getTask().cStr()},
-                         {"replica", e.getReplica().cStr()},
-                         {"attempt", e.getAttempt()},
-                         {"type", e.getType().cStr()},
-                         {"reason", e.getReason().cStr()}});
+        for (auto e : r.getEvents()) out.push_back(eventJson(e));
       } else {
-        Table t({"TIME", "TASK", "REPLICA", "ATTEMPT", "EVENT", "REASON"});
-        for (auto e : r.getEvents())
-          t.row({timeText(e.getAt()), or_dash(e.getTask().cStr()), or_dash(e.getReplica().cStr()),
-                 std::to_string(e.getAttempt()), e.getType().cStr(), or_dash(e.getReason().cStr())});
+        Table t(eventHeaders());
+        for (auto e : r.getEvents()) t.row(eventRow(e));
         t.print(io.out);
       }
       break;
@@ -275,25 +107,163 @@ int run(GlobalOptions& global, Streams io, Fill fill, bool showEnv = false) {
       break;
     }
     default:
-      io.err << "yardctl: unexpected answer from the master\n";
-      return kExitFailed;
+      return reportError(global, io, kExitFailed, "unexpected answer from the master");
   }
-  if (json) io.out << jsonText(out) << "\n";
+  if (json) printJson(io, out);
   return kExitOk;
 }
 
-// A subcommand taking one NAME whose request is set by `set`.
+Json subjectJson(const char* kind, const std::string& name) { return {{"kind", kind}, {"name", name}}; }
+
+// A subcommand taking one NAME (of a `kind`: "job", "node") whose request is set by `set`.
+// The positional's type name (JOB, NODE) tells shell completion which names to offer.
 template <typename Set>
-void named(CLI::App* parent, const char* cmd, const char* help, GlobalOptions& global, Streams io, Action& action,
-           Set set) {
+void named(CLI::App* parent, const char* cmd, const char* help, const char* kind, GlobalOptions& global, Streams io,
+           Action& action, Set set) {
   auto name = std::make_shared<std::string>();
   CLI::App* c = parent->add_subcommand(cmd, help);
-  c->add_option("name", *name, "Name")->required();
-  c->callback([&global, io, &action, name, set] {
-    action = [&global, io, name, set] {
-      return run(global, io, [&](api::Request::Builder r) { set(r, *name); return std::string(); });
+  std::string typeName = kind;
+  for (char& ch : typeName) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  c->add_option("name", *name, "Name")->required()->type_name(typeName);
+  c->callback([&global, io, &action, name, set, kind] {
+    action = [&global, io, name, set, kind] {
+      return run(global, io, [&](api::Request::Builder r) { set(r, *name); return std::string(); },
+                 subjectJson(kind, *name));
     };
   });
+}
+
+// The -o json answer of a submit: what the master recorded (its queue, e.g. "default" when
+// the spec named none; the tasks' state) and the roles of the spec it accepted (the master
+// keeps that spec as sent; jobShow has no replicas before placement). `detail` is null when
+// the job could not be read back (deleted at once by someone else): the spec's values then.
+Json submittedJson(const std::string& done, schema::Job::Reader spec, const api::JobDetail::Reader* detail) {
+  Json out = {{"result", done}, {"kind", "job"}, {"name", spec.getName().cStr()}};
+  out["queue"] = detail ? detail->getSummary().getQueue().cStr() : spec.getQueue().cStr();
+  out["priority"] = spec.getPriority();
+  if (detail) out["state"] = detail->getSummary().getState().cStr();
+  Json tasks = Json::array();
+  for (auto t : spec.getTasks()) {
+    Json task = {{"name", t.getName().cStr()}};
+    if (!detail) {
+      task["kind"] = spec::kindName(t.getKind());
+      if (t.getMode() != schema::TaskMode::NONE) task["mode"] = spec::modeName(t.getMode());
+    }
+    if (detail)
+      for (auto info : detail->getTasks()) {
+        if (info.getName() != t.getName()) continue;
+        task["kind"] = info.getKind().cStr();
+        if (info.getMode().size()) task["mode"] = info.getMode().cStr();
+        task["state"] = info.getState().cStr();
+      }
+    Json roles = Json::array();
+    if (t.getKind() == schema::TaskKind::CONTAINER_JOB) {
+      auto cj = t.getContainerJob();
+      roles.push_back({{"name", "run"}, {"replicas", cj.getParallelism()}});
+      task["completions"] = cj.getCompletions();
+    }
+    for (auto r : t.getRoles()) roles.push_back({{"name", r.getName().cStr()}, {"replicas", r.getReplicas()}});
+    task["roles"] = std::move(roles);
+    tasks.push_back(std::move(task));
+  }
+  out["tasks"] = std::move(tasks);
+  return out;
+}
+
+int submitJobs(GlobalOptions& global, Streams io, const std::vector<std::string>& files, const std::string& arrayFlag);
+
+// `job submit FILE`: validated here first (every error with its path), then by the master,
+// whose refusal of a field ("tasks[0]....dataset: dataset imagenet does not exist") keeps
+// its path in -o json.
+int submitJob(GlobalOptions& global, Streams io, const std::string& file) {
+  spec::LoadedJob loaded = spec::loadJobSpecFile(file);
+  if (!loaded.ok()) return reportInvalidSpec(global, io, file, loaded.errors);
+  if (spec::hasArray(loaded.job())) return submitJobs(global, io, {file}, "");
+  auto address = masterAddress(global.master);
+  if (!address) return reportError(global, io, kExitFailed, address.error());
+  auto resp = callMaster(address.value(), [&](api::Request::Builder r) { r.setJobSubmit(loaded.job()); });
+  if (!resp) return reportFieldError(global, io, kExitFailed, splitFieldPath(resp.error()));
+  auto r = resp.value()->root<api::Response>();
+  if (!r.isDone()) return reportError(global, io, kExitFailed, "unexpected answer from the master");
+  if (!jsonOutput(global)) {
+    io.out << r.getDone().cStr() << "\n";
+    return kExitOk;
+  }
+  std::string name = loaded.job().getName().cStr();
+  auto shown = callMaster(address.value(), [&](api::Request::Builder q) { q.setJobShow(name); });
+  if (!shown) {
+    printJson(io, submittedJson(r.getDone().cStr(), loaded.job(), nullptr));
+    return kExitOk;
+  }
+  auto detail = shown.value()->root<api::Response>().getJob();
+  printJson(io, submittedJson(r.getDone().cStr(), loaded.job(), &detail));
+  return kExitOk;
+}
+
+// `job submit A.yaml B.yaml ...` and `job submit --array RANGE[%N] FILE...`: each validated
+// here first, then sent in one request the master stores all or none of (jobSubmitAll).
+int submitJobs(GlobalOptions& global, Streams io, const std::vector<std::string>& files, const std::string& arrayFlag) {
+  std::optional<spec::ArrayFlag> flag;
+  if (!arrayFlag.empty()) {
+    auto f = spec::parseArrayFlag(arrayFlag);
+    if (!f) return reportError(global, io, kExitUsage, f.error());
+    flag = f.value();
+  }
+  std::vector<spec::LoadedJob> loaded;
+  for (const auto& file : files) {
+    loaded.push_back(spec::loadJobSpecFile(file));
+    if (!loaded.back().ok()) return reportInvalidSpec(global, io, file, loaded.back().errors);
+  }
+  capnp::MallocMessageBuilder message;
+  auto req = message.initRoot<api::Request>();
+  req.setId(1);
+  auto list = req.initJobSubmitAll(static_cast<unsigned>(loaded.size()));
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    capnp::MallocMessageBuilder copy;
+    copy.setRoot(loaded[i].job());
+    auto edited = copy.getRoot<schema::Job>();
+    if (flag) {
+      auto a = edited.initArray();
+      a.setRange(flag->range);
+      a.setMaxRunning(flag->maxRunning);
+      // The flag's range must pass the same rules as a spec's (docs/spec.md).
+      auto errors = spec::validateArray(edited.asReader());
+      if (!errors.empty()) {
+        for (auto& e : errors)
+          if (e.path.rfind("array", 0) == 0) e.path = "--array (" + e.path + ")";
+        return reportInvalidSpec(global, io, files[i], errors);
+      }
+    }
+    list.setWithCaveats(static_cast<unsigned>(i), edited.asReader());
+  }
+  auto address = masterAddress(global.master);
+  if (!address) return reportError(global, io, kExitFailed, address.error());
+  auto resp = sendRequest(address.value(), message);
+  if (!resp) return reportFieldError(global, io, kExitFailed, splitFieldPath(resp.error()));
+  auto r = resp.value()->root<api::Response>();
+  if (!r.isDone()) return reportError(global, io, kExitFailed, "unexpected answer from the master");
+  if (!jsonOutput(global)) {
+    io.out << r.getDone().cStr() << "\n";
+    return kExitOk;
+  }
+  Json jobs = Json::array();
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    auto job = list[static_cast<unsigned>(i)].asReader();
+    Json one = {{"name", job.getName().cStr()}, {"queue", job.getQueue().cStr()}};
+    if (spec::hasArray(job)) {
+      auto indexes = spec::arrayIndexes(job.getArray());
+      Json members = Json::array();
+      if (indexes)
+        for (int32_t k : indexes.value()) members.push_back(spec::arrayMemberName(job.getName().cStr(), k));
+      one["kind"] = "array";
+      one["jobs"] = std::move(members);
+    } else {
+      one["kind"] = "job";
+    }
+    jobs.push_back(std::move(one));
+  }
+  printJson(io, Json{{"result", r.getDone().cStr()}, {"submitted", std::move(jobs)}});
+  return kExitOk;
 }
 
 // `job scale JOB --task TASK --replicas N`: both flags required (a missing one is a usage
@@ -307,20 +277,80 @@ void addScaleCommand(CLI::App* job, GlobalOptions& global, Streams io, Action& a
   auto o = std::make_shared<ScaleOptions>();
   CLI::App* scale = job->add_subcommand(
       "scale", "Set the worker count of an elastic task (within its minReplicas..maxReplicas); the autoscaler goes on from it");
-  scale->add_option("name", o->job, "Job name")->required();
+  scale->add_option("name", o->job, "Job name")->required()->type_name("JOB");
   scale->add_option("--task", o->task, "The elastic task")->required();
   scale->add_option("--replicas", o->replicas, "Workers wanted")->required();
   scale->callback([&global, io, &action, o] {
     action = [&global, io, o] {
+      Json subject = subjectJson("job", o->job);
+      subject["task"] = o->task;
+      subject["replicas"] = o->replicas;
       return run(global, io, [&](api::Request::Builder r) {
         auto s = r.initJobScale();
         s.setJob(o->job);
         s.setTask(o->task);
         s.setReplicas(o->replicas);
         return std::string();
-      });
+      }, subject);
     };
   });
+}
+
+struct StopOptions {
+  std::string name;
+  bool wait = false;
+  int64_t timeoutSeconds = 0;
+};
+
+// The --wait half of cancel and delete: polls the job until every replica it stopped is gone.
+int waitStopped(GlobalOptions& global, Streams io, const StopOptions& o, bool del) {
+  auto address = masterAddress(global.master);
+  if (!address) return reportError(global, io, kExitFailed, address.error());
+  auto first = callMaster(address.value(), [&](api::Request::Builder r) {
+    if (del) r.setJobDelete(o.name);
+    else r.setJobCancel(o.name);
+  });
+  // With --wait a job that has already ended is what was asked for: wait for whatever of it
+  // still runs (nothing, usually) instead of failing.
+  if (!first && first.error().find("already finished") == std::string::npos)
+    return reportError(global, io, kExitFailed, first.error());
+  bool json = jsonOutput(global);
+  if (!json)
+    io.out << (first ? std::string(first.value()->root<api::Response>().getDone().cStr()) : first.error()) << "\n";
+  auto finished = [&](const std::string& result, const std::string& state) {
+    if (!json) {
+      io.out << result << "\n";
+      return kExitOk;
+    }
+    Json out = {{"result", result}, {"kind", "job"}, {"name", o.name}};
+    if (!state.empty()) out["state"] = state;
+    printJson(io, out);
+    return kExitOk;
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeoutSeconds);
+  for (;;) {
+    auto resp = callMaster(address.value(), [&](api::Request::Builder r) { r.setJobShow(o.name); });
+    std::string state;
+    if (resp) {
+      auto detail = resp.value()->root<api::Response>().getJob();
+      state = detail.getSummary().getState().cStr();
+      bool running = false;  // a replica still holding its node (leftovers of cleanup: none too)
+      for (auto t : detail.getTasks())
+        for (auto r : t.getReplicas())
+          for (const char* live : {"Placed", "Starting", "Running", "Stopping"}) running = running || r.getState() == live;
+      if (!del && !running && (state == "Cancelled" || state == "Succeeded" || state == "Failed"))
+        return finished("job " + o.name + " " + state + ": every replica has stopped", state);
+    } else if (del && resp.error().find("does not exist") != std::string::npos) {
+      return finished("job " + o.name + " deleted: every replica has stopped", "");
+    } else {
+      return reportError(global, io, kExitFailed, resp.error());
+    }
+    if (o.timeoutSeconds > 0 && std::chrono::steady_clock::now() >= deadline)
+      return reportError(global, io, kExitFailed,
+                         "job " + o.name + " is still " + state + " after " + std::to_string(o.timeoutSeconds) +
+                             "s (--timeout): its replicas have not all stopped");
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
 }
 
 // `job cancel NAME [--wait [--timeout S]]` and `job delete NAME [--wait ...]`: a cancel is
@@ -328,70 +358,111 @@ void addScaleCommand(CLI::App* job, GlobalOptions& global, Streams io, Action& a
 // when the master accepted it; --wait polls the job until then.
 void addStopCommand(CLI::App* job, const char* cmd, const char* help, bool del, GlobalOptions& global, Streams io,
                     Action& action) {
-  struct StopOptions {
-    std::string name;
-    bool wait = false;
-    int64_t timeoutSeconds = 0;
-  };
   auto o = std::make_shared<StopOptions>();
   CLI::App* c = job->add_subcommand(cmd, help);
-  c->add_option("name", o->name, "Name")->required();
+  c->add_option("name", o->name, "Name")->required()->type_name("JOB");
   c->add_flag("--wait", o->wait, "Wait until every replica it stopped is gone (the processes have ended)");
   c->add_option("--timeout", o->timeoutSeconds, "With --wait: give up (exit 1) after this many seconds; 0 = no limit")
       ->check(CLI::NonNegativeNumber);
   c->callback([&global, io, &action, o, del] {
     action = [&global, io, o, del]() -> int {
-      auto fill = [&](api::Request::Builder r) {
+      if (o->wait) return waitStopped(global, io, *o, del);
+      return run(global, io, [&](api::Request::Builder r) {
         if (del) r.setJobDelete(o->name);
         else r.setJobCancel(o->name);
         return std::string();
+      }, subjectJson("job", o->name));
+    };
+  });
+}
+
+// `job list`'s table: a job array's members are one row (docs/spec.md, "Job arrays"), at
+// the place of its first member, its states counted, unless the list is of one array.
+void printJobTable(Streams io, capnp::List<api::JobSummary>::Reader jobs, bool groupArrays) {
+  struct Group {
+    size_t row = 0, members = 0;
+    int64_t tasksDone = 0, tasksTotal = 0;
+    std::map<std::string, int> states;
+  };
+  std::map<std::string, Group> groups;
+  std::vector<std::vector<std::string>> rows;
+  for (auto j : jobs) {
+    std::string array = j.getArray().cStr();
+    if (!groupArrays || array.empty()) {
+      rows.push_back(jobRow(j));
+      continue;
+    }
+    auto [it, first] = groups.try_emplace(array);
+    Group& g = it->second;
+    if (first) {
+      g.row = rows.size();
+      rows.push_back(jobRow(j));
+    }
+    g.members++;
+    g.tasksDone += j.getTasksDone();
+    g.tasksTotal += j.getTasksTotal();
+    g.states[j.getState().cStr()]++;
+  }
+  for (const auto& [array, g] : groups) {
+    std::string states;
+    for (const auto& [state, n] : g.states) states += (states.empty() ? "" : ",") + state + ":" + std::to_string(n);
+    rows[g.row][0] = array + "[" + std::to_string(g.members) + "]";
+    rows[g.row][2] = states;
+    rows[g.row][3] = std::to_string(g.tasksDone) + "/" + std::to_string(g.tasksTotal);
+  }
+  Table t(jobHeaders());
+  for (auto& r : rows) t.row(r);
+  t.print(io.out);
+}
+
+// `job list [--queue Q] [--state S] [--array NAME] [-w|--watch]`.
+void addListCommand(CLI::App* job, GlobalOptions& global, Streams io, Action& action) {
+  struct ListOptions {
+    std::string queue, state, array;
+    bool watch = false;
+  };
+  auto o = std::make_shared<ListOptions>();
+  CLI::App* list = job->add_subcommand("list", "List jobs (not deleted)");
+  list->add_option("--queue", o->queue, "Only jobs of this queue")->type_name("QUEUE");
+  list->add_option("--state", o->state, "Only jobs in this state")
+      ->check(CLI::IsMember({"Queued", "Running", "Succeeded", "Failed", "Cancelling", "Cancelled"}));
+  list->add_option("--array", o->array, "Only the members of this job array, one row each")->type_name("ARRAY");
+  list->add_flag("-w,--watch", o->watch,
+                 "After the list, print a row for each job that appears, changes or goes (with -o json: JSON Lines)");
+  list->callback([&global, io, &action, o] {
+    action = [&global, io, o] {
+      if (o->watch) return watchJobs(global, io, o->queue, o->state, kFollowInterval);
+      auto fill = [&](api::Request::Builder r) {
+        auto f = r.initJobList();
+        f.setQueue(o->queue);
+        f.setState(o->state);
+        f.setArray(o->array);
+        return std::string();
       };
-      if (!o->wait) return run(global, io, fill);
-      // With --wait a job that has already ended is what was asked for: wait for whatever of it
-      // still runs (nothing, usually) instead of failing.
-      auto address = masterAddress(global.master);
-      if (!address) {
-        io.err << "yardctl: " << address.error() << "\n";
-        return kExitFailed;
-      }
-      auto first = callMaster(address.value(), [&](api::Request::Builder r) { fill(r); });
-      if (!first && first.error().find("already finished") == std::string::npos) {
-        io.err << "yardctl: " << first.error() << "\n";
-        return kExitFailed;
-      }
-      if (global.output != "json")
-        io.out << (first ? std::string(first.value()->root<api::Response>().getDone().cStr()) : first.error()) << "\n";
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o->timeoutSeconds);
-      for (;;) {
-        auto resp = callMaster(address.value(), [&](api::Request::Builder r) { r.setJobShow(o->name); });
-        std::string state;
-        if (resp) {
-          auto detail = resp.value()->root<api::Response>().getJob();
-          state = detail.getSummary().getState().cStr();
-          bool running = false;  // a replica still holding its node (leftovers of cleanup: none too)
-          for (auto t : detail.getTasks())
-            for (auto r : t.getReplicas())
-              for (const char* live : {"Placed", "Starting", "Running", "Stopping"}) running = running || r.getState() == live;
-          if (!running && (state == "Cancelled" || state == "Succeeded" || state == "Failed")) {
-            if (!del) {
-              if (global.output != "json") io.out << "job " << o->name << " " << state << ": every replica has stopped\n";
-              return kExitOk;
-            }
-          }
-        } else if (del && resp.error().find("does not exist") != std::string::npos) {
-          if (global.output != "json") io.out << "job " << o->name << " deleted: every replica has stopped\n";
-          return kExitOk;
-        } else {
-          io.err << "yardctl: " << resp.error() << "\n";
-          return kExitFailed;
-        }
-        if (o->timeoutSeconds > 0 && std::chrono::steady_clock::now() >= deadline) {
-          io.err << "yardctl: job " << o->name << " is still " << state << " after " << o->timeoutSeconds
-                 << "s (--timeout): its replicas have not all stopped\n";
-          return kExitFailed;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      }
+      if (jsonOutput(global)) return run(global, io, fill);  // every job, with its array and index
+      int exitCode = kExitOk;
+      auto frame = request(global, io, fill, exitCode);
+      if (!frame) return exitCode;
+      auto r = frame->root<api::Response>();
+      if (!r.isJobs()) return reportError(global, io, kExitFailed, "unexpected answer from the master");
+      printJobTable(io, r.getJobs(), o->array.empty());
+      return kExitOk;
+    };
+  });
+}
+
+// `job events NAME [-f|--follow]`.
+void addEventsCommand(CLI::App* job, GlobalOptions& global, Streams io, Action& action) {
+  auto name = std::make_shared<std::string>();
+  auto follow = std::make_shared<bool>(false);
+  CLI::App* events = job->add_subcommand("events", "Show a job's events, oldest first");
+  events->add_option("name", *name, "Name")->required()->type_name("JOB");
+  events->add_flag("-f,--follow", *follow,
+                   "Then print new events as they happen, until the job has ended (with -o json: JSON Lines)");
+  events->callback([&global, io, &action, name, follow] {
+    action = [&global, io, name, follow] {
+      if (*follow) return followEvents(global, io, *name, kFollowInterval);
+      return run(global, io, [&](api::Request::Builder r) { r.setJobEvents(*name); return std::string(); });
     };
   });
 }
@@ -402,53 +473,37 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
   CLI::App* job = app.add_subcommand("job", "Submit, inspect, scale, cancel and delete jobs");
   job->require_subcommand(1);
 
-  auto file = std::make_shared<std::string>();
-  CLI::App* submit = job->add_subcommand("submit", "Validate a job spec and submit it");
-  submit->add_option("file", *file, "Job spec (YAML)")->required();
-  submit->callback([&global, io, &action, file] {
-    action = [&global, io, file]() -> int {
-      spec::LoadedJob loaded = spec::loadJobSpecFile(*file);
-      if (!loaded.ok()) {
-        io.err << "INVALID " << *file << "\n";
-        for (const auto& e : loaded.errors) io.err << "  " << e.str() << "\n";
-        return kExitFailed;
-      }
-      return run(global, io, [&](api::Request::Builder r) {
-        r.setJobSubmit(loaded.job());
-        return std::string();
-      });
+  auto files = std::make_shared<std::vector<std::string>>();
+  auto array = std::make_shared<std::string>();
+  CLI::App* submit = job->add_subcommand("submit", "Validate job specs and submit them (several: all or none)");
+  submit->add_option("file", *files, "Job spec (YAML); several are submitted in one request, all or none")
+      ->required()
+      ->type_name("FILE...");
+  submit->add_option("--array", *array,
+                     "Submit as a job array: indexes A-B[:STEP][,...], and after % how many may run at once "
+                     "(0-999%10); replaces the spec's array")
+      ->type_name("RANGE[%N]");
+  submit->callback([&global, io, &action, files, array] {
+    action = [&global, io, files, array] {
+      if (files->size() == 1 && array->empty()) return submitJob(global, io, files->front());
+      return submitJobs(global, io, *files, *array);
     };
   });
+  addListCommand(job, global, io, action);
 
-  auto queue = std::make_shared<std::string>();
-  auto state = std::make_shared<std::string>();
-  CLI::App* list = job->add_subcommand("list", "List jobs (not deleted)");
-  list->add_option("--queue", *queue, "Only jobs of this queue");
-  list->add_option("--state", *state, "Only jobs in this state")
-      ->check(CLI::IsMember({"Queued", "Running", "Succeeded", "Failed", "Cancelling", "Cancelled"}));
-  list->callback([&global, io, &action, queue, state] {
-    action = [&global, io, queue, state] {
-      return run(global, io, [&](api::Request::Builder r) {
-        auto f = r.initJobList();
-        f.setQueue(*queue);
-        f.setState(*state);
-        return std::string();
-      });
-    };
-  });
   auto showName = std::make_shared<std::string>();
   auto showEnv = std::make_shared<bool>(false);
   CLI::App* show = job->add_subcommand("show", "Show a job, its tasks (with why they wait) and replicas");
-  show->add_option("name", *showName, "Name")->required();
+  show->add_option("name", *showName, "Name")->required()->type_name("JOB");
   show->add_flag("--env", *showEnv, "Also show each replica's environment (Yard's variables, then the spec's)");
   show->callback([&global, io, &action, showName, showEnv] {
     action = [&global, io, showName, showEnv] {
-      return run(global, io, [&](api::Request::Builder r) { r.setJobShow(*showName); return std::string(); }, *showEnv);
+      return run(global, io, [&](api::Request::Builder r) { r.setJobShow(*showName); return std::string(); },
+                 Json::object(), *showEnv);
     };
   });
   addScaleCommand(job, global, io, action);
-  named(job, "events", "Show a job's events, oldest first", global, io, action,
-        [](api::Request::Builder r, const std::string& n) { r.setJobEvents(n); });
+  addEventsCommand(job, global, io, action);
   addStopCommand(job, "cancel",
                  "Stop a job: it is Cancelling until every replica's process is gone, then Cancelled", false,
                  global, io, action);
@@ -462,10 +517,11 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
   nlist->callback([&global, io, &action] {
     action = [&global, io] { return run(global, io, [](api::Request::Builder r) { r.setNodeList(); return std::string(); }); };
   });
-  named(node, "show", "Show one node", global, io, action, [](api::Request::Builder r, const std::string& n) { r.setNodeShow(n); });
-  named(node, "drain", "Stop placing new replicas on a node (running ones continue)", global, io, action,
+  named(node, "show", "Show one node", "node", global, io, action,
+        [](api::Request::Builder r, const std::string& n) { r.setNodeShow(n); });
+  named(node, "drain", "Stop placing new replicas on a node (running ones continue)", "node", global, io, action,
         [](api::Request::Builder r, const std::string& n) { r.setNodeDrain(n); });
-  named(node, "undrain", "Let a drained node take new replicas again", global, io, action,
+  named(node, "undrain", "Let a drained node take new replicas again", "node", global, io, action,
         [](api::Request::Builder r, const std::string& n) { r.setNodeUndrain(n); });
 }
 

@@ -9,6 +9,7 @@
 #include "master/yardctl/cli.h"
 #include "master/yardctl/client.h"
 #include "master/yardctl/output.h"
+#include "master/yardctl/report.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
@@ -31,16 +32,12 @@ std::optional<double> cpuPercentOfRequest(api::ReplicaUsage::Reader u) {
 }
 
 int runLogs(GlobalOptions& global, Streams io, const LogsOptions& o) {
+  // With -o json the output is JSON Lines (docs/yardctl.md): an error is one more line.
+  auto fail = [&](const std::string& message) { return reportError(global, io, kExitFailed, message, JsonStyle::kLine); };
   auto address = masterAddress(global.master);
-  if (!address) {
-    io.err << "yardctl: " << address.error() << "\n";
-    return kExitFailed;
-  }
+  if (!address) return fail(address.error());
   auto client = wire::FrameClient::connect(address.value());
-  if (!client) {
-    io.err << "yardctl: " << client.error() << "\n";
-    return kExitFailed;
-  }
+  if (!client) return fail(client.error());
   capnp::MallocMessageBuilder message;
   auto req = message.initRoot<api::Request>();
   req.setId(1);
@@ -52,30 +49,21 @@ int runLogs(GlobalOptions& global, Streams io, const LogsOptions& o) {
   q.setAttempt(o.attempt);
   q.setFollow(o.follow);
   q.setTailLines(o.tail);
-  if (auto sent = client.value()->sendRaw(wire::encodeFrame(message)); !sent) {
-    io.err << "yardctl: " << sent.error() << "\n";
-    return kExitFailed;
-  }
+  if (auto sent = client.value()->sendRaw(wire::encodeFrame(message)); !sent) return fail(sent.error());
   // One replica named exactly prints bare lines (kubectl logs); otherwise each line says
   // whose it is (docker compose logs).
   bool prefix = o.task.empty() || o.role.empty() || o.index < 0;
-  bool json = global.output == "json";
+  bool json = jsonOutput(global);
   for (;;) {
     auto frame = client.value()->receive();
-    if (!frame) {
-      io.err << "yardctl: " << frame.error() << "\n";
-      return kExitFailed;
-    }
+    if (!frame) return fail(frame.error());
     auto r = frame.value()->root<api::Response>();
-    if (r.isError()) {
-      io.err << "yardctl: " << r.getError().getMessage().cStr() << "\n";
-      return kExitFailed;
-    }
+    if (r.isError()) return fail(r.getError().getMessage().cStr());
     if (r.isLogEnd()) {
       // Exit 0 only when everything asked for was printed.
       if (r.getLogEnd().size() == 0) return kExitOk;
-      io.err << "yardctl: some output could not be read: " << r.getLogEnd().cStr() << "\n";
-      return kExitFailed;
+      io.out.flush();
+      return fail("some output could not be read: " + std::string(r.getLogEnd().cStr()));
     }
     if (!r.isLogChunk()) continue;
     auto c = r.getLogChunk();
@@ -104,11 +92,8 @@ int runJobTop(GlobalOptions& global, Streams io, const std::string& job) {
   auto frame = request(global, io, [&](api::Request::Builder r) { r.setJobTop(job); return std::string(); }, exitCode);
   if (!frame) return exitCode;
   auto r = frame->root<api::Response>();
-  if (!r.isUsage()) {
-    io.err << "yardctl: unexpected answer from the master\n";
-    return kExitFailed;
-  }
-  if (global.output == "json") {
+  if (!r.isUsage()) return reportError(global, io, kExitFailed, "unexpected answer from the master");
+  if (jsonOutput(global)) {
     Json out = Json::array();
     for (auto u : r.getUsage()) {
       auto percent = cpuPercentOfRequest(u);
@@ -123,7 +108,7 @@ int runJobTop(GlobalOptions& global, Streams io, const std::string& job) {
                      {"sampledAt", u.getSampledAt()},
                      {"cpuPercentOfRequest", percent ? percentJson(*percent) : Json(nullptr)}});
     }
-    io.out << jsonText(out) << "\n";
+    printJson(io, out);
     return kExitOk;
   }
   Table t({"REPLICA", "ATTEMPT", "NODE", "STATE", "CPU USED", "CPU REQ", "CPU%REQ", "MEMORY USED", "MEMORY REQ"});
@@ -147,11 +132,8 @@ int runNodeTop(GlobalOptions& global, Streams io) {
   auto frame = request(global, io, [&](api::Request::Builder r) { r.setNodeTop(); return std::string(); }, exitCode);
   if (!frame) return exitCode;
   auto r = frame->root<api::Response>();
-  if (!r.isNodes()) {
-    io.err << "yardctl: unexpected answer from the master\n";
-    return kExitFailed;
-  }
-  if (global.output == "json") {
+  if (!r.isNodes()) return reportError(global, io, kExitFailed, "unexpected answer from the master");
+  if (jsonOutput(global)) {
     Json out = Json::array();
     for (auto n : r.getNodes())
       out.push_back({{"name", n.getName().cStr()},
@@ -160,7 +142,7 @@ int runNodeTop(GlobalOptions& global, Streams io) {
                      {"capacity", resourcesJson(n.getCapacity())},
                      {"allocated", resourcesJson(n.getAllocated())},
                      {"used", resourcesJson(n.getUsed())}});
-    io.out << jsonText(out) << "\n";
+    printJson(io, out);
     return kExitOk;
   }
   Table t({"NAME", "STATE", "REPLICAS", "CPU USED", "CPU ALLOC", "CPU CAP", "MEMORY USED", "MEMORY ALLOC", "MEMORY CAP"});
@@ -179,7 +161,7 @@ int runNodeTop(GlobalOptions& global, Streams io) {
 void addLogsCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action) {
   auto o = std::make_shared<LogsOptions>();
   CLI::App* logs = app.add_subcommand("logs", "Print a job's replica output (every replica's latest attempt by default)");
-  logs->add_option("job", o->job, "Job name")->required();
+  logs->add_option("job", o->job, "Job name")->required()->type_name("JOB");
   logs->add_option("--task", o->task, "Only this task");
   logs->add_option("--role", o->role, "Only this role (worker, master, run, ...)");
   logs->add_option("--index", o->index, "Only this replica index")->check(CLI::NonNegativeNumber);
@@ -190,7 +172,7 @@ void addLogsCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& a
 
   auto job = std::make_shared<std::string>();
   CLI::App* top = app.get_subcommand("job")->add_subcommand("top", "Show the resources a job's live replicas use");
-  top->add_option("name", *job, "Job name")->required();
+  top->add_option("name", *job, "Job name")->required()->type_name("JOB");
   top->callback([&global, io, &action, job] { action = [&global, io, job] { return runJobTop(global, io, *job); }; });
 
   CLI::App* ntop = app.get_subcommand("node")->add_subcommand("top", "Show what each node's replicas use");

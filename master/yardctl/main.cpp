@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "master/yardctl/cli.h"
+#include "master/yardctl/report.h"
 #include "yard/version.h"
 
 int main(int argc, char** argv) {
@@ -24,7 +25,11 @@ int main(int argc, char** argv) {
   addCatalogCommands(app, global, io, action);
   addJobCommands(app, global, io, action);
   addLogsCommands(app, global, io, action);
+  addExecCommand(app, global, io, action);
+  addCompletionCommands(app, global, io, action);
 
+  // -o json is read from argv before parsing, so that a usage error is JSON too (report.h).
+  bool json = argvWantsJson(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -32,10 +37,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    if (!json) return app.exit(e);
+    printJson(io, {{"client", {{"version", yard::kVersion}}}});
+    return kExitOk;
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitUsage;
+    if (!json) {
+      app.exit(e);
+      return kExitUsage;
+    }
+    global.output = "json";
+    return reportError(global, io, kExitUsage, e.what());
   }
   if (global.output == "table") global.output.clear();
   return action ? action() : kExitUsage;

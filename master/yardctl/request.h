@@ -1,13 +1,14 @@
 #pragma once
 // The common first half of every yardctl command that talks to the master: resolve the
 // address, build the request (a bad flag value is a usage error and nothing is sent),
-// send it, and report transport or refusal errors.
+// send it, and report transport or refusal errors (report.h: text, or JSON with -o json).
 
 #include <memory>
 #include <string>
 
 #include "master/yardctl/cli.h"
 #include "master/yardctl/client.h"
+#include "master/yardctl/report.h"
 
 namespace yard::ctl {
 
@@ -16,8 +17,7 @@ template <typename Fill>
 std::unique_ptr<wire::Frame> request(GlobalOptions& global, Streams io, Fill fill, int& exitCode) {
   auto address = masterAddress(global.master);
   if (!address) {
-    io.err << "yardctl: " << address.error() << "\n";
-    exitCode = kExitFailed;
+    exitCode = reportError(global, io, kExitFailed, address.error());
     return nullptr;
   }
   capnp::MallocMessageBuilder message;
@@ -25,14 +25,12 @@ std::unique_ptr<wire::Frame> request(GlobalOptions& global, Streams io, Fill fil
   req.setId(1);
   std::string usage = fill(req);
   if (!usage.empty()) {
-    io.err << "yardctl: " << usage << "\n";
-    exitCode = kExitUsage;
+    exitCode = reportError(global, io, kExitUsage, usage);
     return nullptr;
   }
   auto resp = sendRequest(address.value(), message);
   if (!resp) {
-    io.err << "yardctl: " << resp.error() << "\n";
-    exitCode = kExitFailed;
+    exitCode = reportError(global, io, kExitFailed, resp.error());
     return nullptr;
   }
   exitCode = kExitOk;

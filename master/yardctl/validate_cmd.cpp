@@ -8,6 +8,7 @@
 #include "common/spec/spec_json.h"
 #include "common/util/json.h"
 #include "master/yardctl/cli.h"
+#include "master/yardctl/report.h"
 
 namespace yard::ctl {
 
@@ -15,18 +16,15 @@ void addValidateCommand(CLI::App& app, GlobalOptions& global, Streams io, Action
   auto files = std::make_shared<std::vector<std::string>>();
   CLI::App* cmd = app.add_subcommand(
       "validate", "Check job spec files against every rule; -o json prints the normalised spec");
-  cmd->add_option("files", *files, "Job spec files (YAML)")->required();
+  cmd->add_option("files", *files, "Job spec files (YAML)")->required()->type_name("FILE");
   cmd->callback([&global, io, files, &action] {
     action = [&global, io, files]() -> int {
-      bool json = global.output == "json";
+      bool json = jsonOutput(global);
       bool allValid = true;
       Json out = Json::array();  // one entry per file; a single file prints as its entry alone
       for (const std::string& f : *files) {
         std::error_code ec;
-        if (!std::filesystem::is_regular_file(f, ec)) {
-          io.err << "yardctl validate: " << f << ": no such file\n";
-          return kExitUsage;
-        }
+        if (!std::filesystem::is_regular_file(f, ec)) return reportError(global, io, kExitUsage, f + ": no such file");
       }
       for (const std::string& f : *files) {
         spec::LoadedJob loaded = spec::loadJobSpecFile(f);
@@ -37,16 +35,14 @@ void addValidateCommand(CLI::App& app, GlobalOptions& global, Streams io, Action
         }
         allValid = false;
         if (json) {
-          Json errors = Json::array();
-          for (const auto& e : loaded.errors) errors.push_back({{"path", e.path}, {"message", e.message}});
-          out.push_back({{"file", f}, {"errors", std::move(errors)}});
+          out.push_back(invalidSpecJson(f, loaded.errors));
         } else {
           io.out << "INVALID " << f << " (" << loaded.errors.size()
                  << (loaded.errors.size() == 1 ? " error)\n" : " errors)\n");
           for (const auto& e : loaded.errors) io.out << "  " << e.str() << "\n";
         }
       }
-      if (json) io.out << jsonText(files->size() > 1 ? out : out.at(0)) << "\n";
+      if (json) printJson(io, files->size() > 1 ? out : out.at(0));
       return allValid ? kExitOk : kExitFailed;
     };
   });

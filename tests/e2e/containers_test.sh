@@ -5,7 +5,8 @@
 # limit gives OOMKilled; a dataset is visible and read-only; a master and a worker rendezvous
 # over MASTER_ADDR:MASTER_PORT across the agents; kill -9 of an agent leaves its container
 # running and the new agent re-attaches; a containerd restart fails nothing; a missing image
-# fails the task with ImagePullFailed; nothing is left in containerd or the cgroups after.
+# fails the task with ImagePullFailed; yardctl exec (runc exec) reaches a container with its
+# exit code, stdin and a pty; nothing is left in containerd or the cgroups after.
 bin=$1
 source "$(dirname "$0")/cluster.sh"
 source "$(dirname "$0")/images.sh"
@@ -167,6 +168,55 @@ wait_job c-mpi Succeeded 60
 out=$("$bin/yardctl" logs c-mpi --task mpirun --role launcher --index 0 2>&1)
 [ "$(echo "$out" | grep -c '^in yard-test-image at 127\.0\.0\.[23]$')" = 2 ] || fail "exec into the workers: $out"
 [ "$(echo "$out" | grep -c '^rc=3$')" = 2 ] || fail "exec exit codes: $out"
+
+say "yardctl exec into a container (runc exec): its root, env and dir; exit code; stdin; a pty; killing yardctl kills it"
+cat >"$tmp/cexec.yaml" <<YAML
+name: c-exec
+tasks:
+  - name: shell
+    kind: container-job
+    container:
+      image: $image
+      resources: { cpu: 250m, memory: 32Mi }
+      workingDir: /tmp
+      env: [ { name: FOO, value: bar } ]
+      command: [sleep, "600"]
+YAML
+submit "$tmp/cexec.yaml"
+for _ in $(seq 150); do "$bin/yardctl" exec c-exec -- true >/dev/null 2>&1 && break; sleep 0.2; done
+out=$(timeout 30 "$bin/yardctl" exec c-exec -- sh -c 'echo $FOO $(pwd) $(cat /etc/yard-image); echo err >&2; exit 7' 2>"$tmp/cexec.err")
+rc=$?
+[ "$out|$rc|$(cat "$tmp/cexec.err")" = "bar /tmp yard-test-image|7|err" ] || fail "exec into a container: '$out' exit $rc, stderr '$(cat "$tmp/cexec.err")'"
+out=$(echo hi | timeout 30 "$bin/yardctl" exec -i c-exec -- cat)
+[ "$out" = hi ] || fail "exec -i into a container: '$out'"
+timeout 30 "$bin/yardctl" exec c-exec -- no-such-program-yard 2>/dev/null
+rc=$?
+[ "$rc" = 127 ] || fail "exec of a missing program in a container: exit $rc, want 127"
+# On a pty of 33x101 (Debian's python3): the container's own pty, of our size.
+out=$(timeout 30 /usr/bin/python3 - "$bin/yardctl" exec -t c-exec -- sh -c 'tty; stty size; exit 5' <<'PY'
+import fcntl, os, select, struct, subprocess, sys, termios
+m, s = os.openpty()
+fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
+p = subprocess.Popen(sys.argv[1:], stdin=s, stdout=s, stderr=s, start_new_session=True,
+                     preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+out = b""
+while p.poll() is None or select.select([m], [], [], 0.2)[0]:
+    if select.select([m], [], [], 0.1)[0]: out += os.read(m, 65536)
+sys.stdout.write(out.decode(errors="replace").replace("\r", ""))
+sys.exit(p.returncode)
+PY
+)
+rc=$?
+[ "$rc" = 5 ] && echo "$out" | grep -qx '/dev/pts/[0-9]*' && echo "$out" | grep -qx '33 101' || fail "exec -t into a container: exit $rc, '$out'"
+"$bin/yardctl" exec c-exec -- sh -c 'sleep 3151 & sleep 3152; :' &
+ctl_pid=$!
+for _ in $(seq 100); do [ "$(pgrep -fc '^sleep 315[12]$')" = 2 ] && break; sleep 0.1; done
+[ "$(pgrep -fc '^sleep 315[12]$')" = 2 ] || fail "the exec'd commands did not start in the container"
+kill -9 "$ctl_pid"
+wait "$ctl_pid" 2>/dev/null
+for _ in $(seq 100); do [ "$(pgrep -fc '^sleep 315[12]$')" = 0 ] && break; sleep 0.1; done
+[ "$(pgrep -fc '^sleep 315[12]$')" = 0 ] || fail "still running in the container after yardctl was killed: $(pgrep -fa '^sleep 315')"
+"$bin/yardctl" job cancel c-exec >/dev/null
 
 say "kill -9 of an agent: the container keeps running and the restarted agent re-attaches"
 mkdir -p "$tmp/flag"
@@ -338,7 +388,7 @@ for n in 1 2; do
 done
 
 say "nothing is left in containerd or the cgroups once the jobs are deleted"
-for j in c-dag c-hooks c-oom c-ds c-rdv c-mpi c-long c-missing c-unreachable c-vm-kata c-vm image-stats c-private-no c-private; do "$bin/yardctl" job delete "$j" >/dev/null || fail "delete $j"; done
+for j in c-dag c-hooks c-oom c-ds c-rdv c-mpi c-exec c-long c-missing c-unreachable c-vm-kata c-vm image-stats c-private-no c-private; do "$bin/yardctl" job delete "$j" >/dev/null || fail "delete $j"; done
 for _ in $(seq 100); do
   [ -z "$(ctr_ containers ls -q)" ] && [ -z "$(find "$tmp"/agent*/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break
   sleep 0.1

@@ -152,7 +152,9 @@ TEST_CASE("frames are small until the connection authenticates", "[wire][limits]
   Server server(wire::Limits{});  // 64 KiB before authentication, 8 MiB after
   SECTION("an unknown peer's 100 KiB frame closes the connection") {
     auto c = connect(server.address());
-    REQUIRE(c->sendRaw(queueShow(100 << 10)));
+    // The server may close while the rest of the frame is still being written (the send then
+    // fails with EPIPE): what matters is that no answer comes and the refusal is logged.
+    (void)c->sendRaw(queueShow(100 << 10));
     CHECK(answer(*c).empty());
     CHECK(server.logged("before authentication"));
   }

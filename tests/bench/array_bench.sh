@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Job arrays against single submissions, side by side in one run (docs/benchmarks.md): jobs
+# per second for a 10,000-job array through one `yardctl job submit` call, for 10,000 single
+# submissions through the client API from 16 concurrent clients (yard-submit-storm: the
+# store's group commit, no process start per job), and for single `yardctl job submit`
+# processes (1,000 of them; the rate is what a shell loop of 10,000 gets). Median of 3 rounds
+# each; ratios against the one-process-per-job loop. A master without agents: jobs stay queued.
+#   tests/bench/array_bench.sh [BUILD_BIN]   (default build/bin)
+set -euo pipefail
+bin=${1:-build/bin}
+tmp=$(mktemp -d)
+master=
+cleanup() { [ -n "$master" ] && kill -9 "$master" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+"$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
+master=$!
+for _ in $(seq 50); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
+addr=$(sed -n 's/^listening //p' "$tmp/out")
+now() { date +%s.%N; }
+spec() {  # spec NAME [ARRAY]
+  cat <<YAML
+name: $1
+${2:+array: $2}
+tasks:
+  - name: work
+    kind: container-job
+    container: { image: host, resources: { cpu: 100m, memory: 32Mi }, command: sh -c, args: "'echo \$YARD_ARRAY_INDEX'" }
+YAML
+}
+median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.0f", n / (b - a) }'; }
+
+array=(); storm=(); loop=()
+for round in 1 2 3; do
+  spec "arr$round" "{ count: 10000 }" >"$tmp/arr.yaml"
+  t0=$(now)
+  "$bin/yardctl" --master "$addr" job submit "$tmp/arr.yaml" >/dev/null
+  t1=$(now)
+  array+=("$(rate 10000 "$t0" "$t1")")
+  storm+=("$("$bin/yard-submit-storm" --master "$addr" --clients 16 --jobs 625 --prefix "st$round" 2>&1 >/dev/null |
+    sed -n 's/.*jobs_per_second=//p' | cut -d. -f1)")
+  t0=$(now)
+  for i in $(seq 1000); do
+    spec "one$round-$i" >"$tmp/one.yaml"
+    "$bin/yardctl" --master "$addr" job submit "$tmp/one.yaml" >/dev/null
+  done
+  t1=$(now)
+  loop+=("$(rate 1000 "$t0" "$t1")")
+done
+ma=$(median "${array[@]}"); ms=$(median "${storm[@]}"); ml=$(median "${loop[@]}")
+echo "jobs/s, one yardctl call, 10,000-job array:        ${array[*]}  median $ma"
+echo "jobs/s, 10,000 single submissions, 16 API clients: ${storm[*]}  median $ms"
+echo "jobs/s, one yardctl process per job (1,000 runs):   ${loop[*]}  median $ml"
+echo "ratio array/loop: $(awk -v a="$ma" -v b="$ml" 'BEGIN { printf "%.1f", a / b }');" \
+  "storm/loop: $(awk -v a="$ms" -v b="$ml" 'BEGIN { printf "%.1f", a / b }');" \
+  "array/storm: $(awk -v a="$ma" -v b="$ms" 'BEGIN { printf "%.1f", a / b }')"
+total=$("$bin/yardctl" --master "$addr" -o json job list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+echo "jobs held by the master at the end: $total; master RSS $(awk '/VmRSS/ {print $2}' "/proc/$master/status") KiB"
