@@ -96,7 +96,12 @@ class ChildExec : public ExecHandle {
 
 }  // namespace
 
-Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd, int errFd) {
+namespace {
+
+// fork + exec of `argv` with stdin `in`, stdout `out`, stderr `err` (-1: /dev/null for in
+// and out, `out` for err), nothing else open and no signal blocked; with `session`, in a
+// session of its own, `in` its controlling terminal when `tty`.
+Result<pid_t> spawn(const std::vector<std::string>& argv, int inFd, int outFd, int errFd, bool session, bool tty) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -107,9 +112,12 @@ Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd, int 
     return Result<pid_t>::fail(std::string("fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    if (session) ::setsid();
+    if (tty && ::ioctl(inFd, TIOCSCTTY, 0) != 0) _exit(127);
+    int in = inFd >= 0 ? inFd : devnull;
     int out = outFd >= 0 ? outFd : devnull;
     int err = errFd >= 0 ? errFd : out;
-    ::dup2(devnull, 0);
+    ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);
     ::close_range(3, ~0u, 0);
@@ -123,34 +131,14 @@ Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd, int 
   return Result<pid_t>::ok(pid);
 }
 
+}  // namespace
+
+Result<pid_t> spawnProcess(const std::vector<std::string>& argv, int outFd, int errFd) {
+  return spawn(argv, -1, outFd, errFd, false, false);
+}
+
 Result<pid_t> spawnSession(const std::vector<std::string>& argv, const ExecAttach& io) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    if (devnull >= 0) ::close(devnull);
-    return Result<pid_t>::fail(std::string("fork failed: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::setsid();
-    if (io.tty && ::ioctl(io.inFd, TIOCSCTTY, 0) != 0) _exit(127);
-    int in = io.inFd >= 0 ? io.inFd : devnull;
-    int out = io.outFd >= 0 ? io.outFd : devnull;
-    int err = io.errFd >= 0 ? io.errFd : out;
-    ::dup2(in, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    ::close_range(3, ~0u, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(args[0], args.data());
-    _exit(127);
-  }
-  if (devnull >= 0) ::close(devnull);
-  return Result<pid_t>::ok(pid);
+  return spawn(argv, io.inFd, io.outFd, io.errFd, true, io.tty);
 }
 
 std::unique_ptr<ExecHandle> childExec(pid_t pid, bool session) { return std::make_unique<ChildExec>(pid, session); }
