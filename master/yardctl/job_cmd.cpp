@@ -478,7 +478,7 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
   CLI::App* submit = job->add_subcommand("submit", "Validate job specs and submit them (several: all or none)");
   submit->add_option("file", *files, "Job spec (YAML); several are submitted in one request, all or none")
       ->required()
-      ->type_name("FILE...");
+      ->type_name("FILE");
   submit->add_option("--array", *array,
                      "Submit as a job array: indexes A-B[:STEP][,...], and after % how many may run at once "
                      "(0-999%10); replaces the spec's array")

@@ -5,12 +5,20 @@
 # store's group commit, no process start per job), and for single `yardctl job submit`
 # processes (1,000 of them; the rate is what a shell loop of 10,000 gets). Median of 3 rounds
 # each; ratios against the one-process-per-job loop. A master without agents: jobs stay queued.
+# When Slurm is installed (apt-get install slurmctld slurm-client munge), the same for a
+# private one-node slurmctld on loopback (no slurmd: its jobs stay pending too):
+# `sbatch --array=0-9999` and single `sbatch` processes (300 per round).
 #   tests/bench/array_bench.sh [BUILD_BIN]   (default build/bin)
 set -euo pipefail
 bin=${1:-build/bin}
 tmp=$(mktemp -d)
 master=
-cleanup() { [ -n "$master" ] && kill -9 "$master" 2>/dev/null; rm -rf "$tmp"; }
+slurm=()
+cleanup() {
+  [ -n "$master" ] && kill -9 "$master" 2>/dev/null
+  for p in "${slurm[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
 trap cleanup EXIT
 "$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
 master=$!
@@ -54,5 +62,48 @@ echo "jobs/s, one yardctl process per job (1,000 runs):   ${loop[*]}  median $ml
 echo "ratio array/loop: $(awk -v a="$ma" -v b="$ml" 'BEGIN { printf "%.1f", a / b }');" \
   "storm/loop: $(awk -v a="$ms" -v b="$ml" 'BEGIN { printf "%.1f", a / b }');" \
   "array/storm: $(awk -v a="$ma" -v b="$ms" 'BEGIN { printf "%.1f", a / b }')"
+if command -v slurmctld >/dev/null && command -v munged >/dev/null && command -v sbatch >/dev/null &&
+  [ -f /etc/munge/munge.key ]; then
+  mkdir -p "$tmp/slurm/state" "$tmp/slurm/munge"
+  cat >"$tmp/slurm/slurm.conf" <<C
+ClusterName=yardbench
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=6917
+AuthType=auth/munge
+AuthInfo=socket=$tmp/slurm/munge/munge.socket
+StateSaveLocation=$tmp/slurm/state
+SlurmctldPidFile=$tmp/slurm/slurmctld.pid
+SlurmctldLogFile=$tmp/slurm/slurmctld.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+MaxArraySize=10001
+MaxJobCount=200000
+SlurmUser=root
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+C
+  munged --socket="$tmp/slurm/munge/munge.socket" --pid-file="$tmp/slurm/munge/munged.pid" \
+    --log-file="$tmp/slurm/munge/munged.log" --seed-file="$tmp/slurm/munge/seed" --force
+  export SLURM_CONF=$tmp/slurm/slurm.conf
+  slurmctld -f "$SLURM_CONF"
+  for _ in $(seq 50); do sinfo >/dev/null 2>&1 && break; sleep 0.1; done
+  slurm=("$(cat "$tmp/slurm/munge/munged.pid")" "$(cat "$tmp/slurm/slurmctld.pid")")
+  sarray=(); sloop=()
+  for round in 1 2 3; do
+    t0=$(now); sbatch --array=0-9999 --wrap true >/dev/null; t1=$(now)
+    sarray+=("$(rate 10000 "$t0" "$t1")")
+    t0=$(now); for i in $(seq 300); do sbatch --wrap true >/dev/null; done; t1=$(now)
+    sloop+=("$(rate 300 "$t0" "$t1")")
+  done
+  msa=$(median "${sarray[@]}"); msl=$(median "${sloop[@]}")
+  echo "jobs/s, sbatch --array=0-9999 (Slurm 22.05):       ${sarray[*]}  median $msa"
+  echo "jobs/s, one sbatch process per job (300 runs):    ${sloop[*]}  median $msl"
+  echo "ratio Yard array / sbatch array: $(awk -v a="$ma" -v b="$msa" 'BEGIN { printf "%.3f", a / b }');" \
+    "yardctl loop / sbatch loop: $(awk -v a="$ml" -v b="$msl" 'BEGIN { printf "%.2f", a / b }')"
+else
+  echo "Slurm: not installed (apt-get install slurmctld slurm-client munge), not measured"
+fi
 total=$("$bin/yardctl" --master "$addr" -o json job list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 echo "jobs held by the master at the end: $total; master RSS $(awk '/VmRSS/ {print $2}' "/proc/$master/status") KiB"

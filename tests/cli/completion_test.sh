@@ -58,7 +58,7 @@ offers "job" "jo"
 offers "cancel delete events list scale show submit top" job ""
 offers "drain list show top undrain" node ""
 offers "--follow --help --master --output -f -h -o" job events -
-offers "--help --master --output --queue --state --watch" job list --
+offers "--array --help --master --output --queue --state --watch" job list --
 offers "json table" -o ""
 offers "json table" job list -o ""
 offers "Cancelled Cancelling" job list --state Canc
