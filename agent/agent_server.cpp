@@ -1,5 +1,7 @@
 #include "agent/agent_server.h"
 
+#include "common/tls/pki.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -319,7 +321,7 @@ Result<uint16_t> AgentServer::listen(const std::string& hostPort) {
   wire::Limits limits;
   limits.maxConnectionsPerAddress = 512;
   auto s = wire::FrameServer::listen(
-      io_, hostPort, limits,
+      io_, hostPort, tls_, limits,
       [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         handle(conn, std::move(frame));
       },
@@ -336,9 +338,12 @@ void AgentServer::stop() {
 void AgentServer::handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
   auto call = frame->root<agentapi::AgentCall>();
   uint64_t id = call.getId();
-  if (!tokensEqual(call.getToken().cStr(), token_)) {
-    respond(conn, id, [](auto r) { r.setError("join token refused"); });
-    return conn->closeAfterWrite("join token refused");
+  if (conn->peerName() != tls::kMasterName) {
+    std::string why = conn->peerName().empty() ? "only the master may call this agent (no client certificate)"
+                                               : "only the master may call this agent, not \"" + conn->peerName() + "\"";
+    if (log_) log_("agent API: refused a call from " + conn->peer() + ": " + why);
+    respond(conn, id, [&why](auto r) { r.setError(why); });
+    return conn->closeAfterWrite(why);
   }
   conn->markAuthenticated();
   switch (call.which()) {

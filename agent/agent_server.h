@@ -1,8 +1,9 @@
 #pragma once
 // The agent's own API (schema/agent.capnp AgentCall), served on the node's address: the
 // master asks it to heartbeat now (`wake`), streams replica logs through it, and runs
-// commands in replicas (`exec`: the exec channel and yardctl exec). Every call
-// must carry the join token; anything else is refused and the connection closed.
+// commands in replicas (`exec`: the exec channel and yardctl exec). Only the master may call:
+// the connection's client certificate must be the master's ("yard-master", signed by the
+// cluster CA; docs/security.md); anything else is refused, logged and the connection closed.
 //
 // REQUIRES: every method runs on the io thread.
 
@@ -25,8 +26,8 @@ struct ExecSession;  // agent_server.cpp
 class AgentServer {
  public:
   using Log = std::function<void(const std::string&)>;
-  AgentServer(asio::io_context& io, std::string token, Runner& runner, std::function<void()> wake, Log log)
-      : io_(io), token_(std::move(token)), runner_(runner), wake_(std::move(wake)), log_(std::move(log)) {}
+  AgentServer(asio::io_context& io, wire::ServerTls tls, Runner& runner, std::function<void()> wake, Log log)
+      : io_(io), tls_(std::move(tls)), runner_(runner), wake_(std::move(wake)), log_(std::move(log)) {}
   // Listens on `hostPort`; returns the bound port.
   Result<uint16_t> listen(const std::string& hostPort);
   void stop();
@@ -39,7 +40,7 @@ class AgentServer {
   void execInput(const std::shared_ptr<wire::Connection>& conn, agentapi::ExecInputCall::Reader in);
 
   asio::io_context& io_;
-  std::string token_;
+  wire::ServerTls tls_;
   Runner& runner_;
   std::function<void()> wake_;
   Log log_;

@@ -56,7 +56,7 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
   if (auto e = config::unknownKey(root, {"master", "token", "name", "address", "data_dir", "port_range", "api_port",
                                          "allow_host_tasks", "drivers", "cpu", "memory", "labels", "cgroup_parent",
                                          "shim", "containerd_socket", "insecure_registries", "registries",
-                                         "vm_runtime", "metrics_listen"});
+                                         "vm_runtime", "metrics_listen", "token_file", "ca", "ca_fingerprint"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto fail = [&](const std::string& e) { return R::fail(source + ": " + e); };
@@ -71,7 +71,8 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
   for (auto [key, out] : {std::pair<const char*, std::string*>{"master", &c.master}, {"token", &c.token},
                           {"name", &c.name}, {"address", &c.address}, {"data_dir", &c.dataDir},
                           {"cgroup_parent", &c.cgroupParent}, {"shim", &c.shim},
-                          {"containerd_socket", &c.containerdSocket}, {"vm_runtime", &c.vmRuntime}})
+                          {"containerd_socket", &c.containerdSocket}, {"vm_runtime", &c.vmRuntime},
+                          {"token_file", &c.tokenFile}, {"ca", &c.caFile}, {"ca_fingerprint", &c.caFingerprint}})
     if (auto e = str(key, *out); !e.empty()) return fail(e);
   if (const toml::node* n = root.get("metrics_listen")) {
     auto v = n->value<std::string>();
@@ -189,7 +190,6 @@ std::string checkAgentConfig(const AgentConfig& c) {
   };
   if (!nameOk(c.name)) return "name: " + quoted(c.name) + " must be 1-63 characters of [A-Za-z0-9._-]";
   if (c.address.empty()) return "address: must be set (the address replicas bind and peers dial)";
-  if (c.token.empty()) return "token: must be set (the master's join token)";
   if (c.master.empty()) return "master: must be HOST:PORT of the master's agent API";
   if (c.cpuMillis < 0) return "cpu: must be greater than 0";
   if (c.memoryBytes < 0) return "memory: must be greater than 0";

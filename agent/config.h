@@ -14,7 +14,10 @@ namespace yard::agent {
 
 struct AgentConfig {
   std::string master = "127.0.0.1:7701";  // the master's agent API
-  std::string token;                      // the master's join token
+  std::string token;                      // a join token (only until the node has its certificate)
+  std::string tokenFile;                  // or read from this file (docs/security.md: never in argv)
+  std::string caFile;                     // the cluster CA (PEM), to verify the master when joining
+  std::string caFingerprint;              // or its SHA-256 fingerprint, "sha256:..." (kubeadm-style pin)
   std::string name;                       // node name; default: the host name
   std::string address = "127.0.0.1";      // advertised; replicas bind it, peers dial it
   std::string dataDir = "/var/lib/yard/agent";

@@ -153,8 +153,60 @@ std::vector<std::string> HostDriver::cgroupArgs(const ReplicaKey& key) const {
   return out;
 }
 
+std::string hostWorkdir(const ReplicaSpec& spec, const std::string& dir) {
+  if (!spec.workingDir.empty()) return spec.workingDir;
+  return spec.runAsUid >= 0 ? dir + "/" + kOwnedWorkDir : dir;
+}
+
+std::vector<std::string> HostDriver::userArgs(const ReplicaKey& key) const {
+  auto it = runAs_.find(key);
+  if (it == runAs_.end()) return {};
+  return {"--user", std::to_string(it->second.uid) + ":" + std::to_string(it->second.gid)};
+}
+
+Result<bool> HostDriver::prepareOwnedDir(const ReplicaSpec& spec, const std::string& dir) {
+  using R = Result<bool>;
+  auto uid = static_cast<uid_t>(spec.runAsUid);
+  auto gid = static_cast<gid_t>(spec.runAsGid);
+  // The user reaches DIR by its path (HOME, ${YARD_REPLICA_DIR}/hostfile): every directory
+  // above it must let them through. Say which one does not, rather than fail in the shim.
+  for (std::filesystem::path p = std::filesystem::path(dir).parent_path(); ; p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) return R::fail("stat " + p.string() + ": " + std::strerror(errno));
+    bool through = (st.st_mode & S_IXOTH) || (st.st_uid == uid && (st.st_mode & S_IXUSR)) ||
+                   (st.st_gid == gid && (st.st_mode & S_IXGRP)) || uid == 0;
+    if (!through) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return R::fail(p.string() + " (mode " + mode + ") does not let uid " + std::to_string(uid) +
+                     " through to its replica's directory: host replicas that run as their owner need the agent's "
+                     "data directory and those above it searchable by others (chmod o+x; docs/security.md)");
+    }
+    if (p == p.parent_path()) break;
+  }
+  if (::chmod(dir.c_str(), 0711) != 0) return R::fail("chmod " + dir + ": " + std::strerror(errno));
+  std::string work = dir + "/" + kOwnedWorkDir;
+  if (::mkdir(work.c_str(), 0700) != 0 && errno != EEXIST) return R::fail("mkdir " + work + ": " + std::strerror(errno));
+  // lchown: nothing in DIR is the user's to point elsewhere yet, but never follow a link as root.
+  if (::lchown(work.c_str(), uid, gid) != 0 || ::chmod(work.c_str(), 0700) != 0)
+    return R::fail("chown " + work + ": " + std::strerror(errno));
+  for (const auto& [name, content] : spec.files) {
+    std::string path = dir + "/" + name;
+    if (::lchown(path.c_str(), uid, gid) != 0) return R::fail("chown " + path + ": " + std::strerror(errno));
+  }
+  return R::ok(true);
+}
+
 Result<bool> HostDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) {
   using R = Result<bool>;
+  if (spec.runAsUid >= 0) {
+    // -1 means "unchanged" to setuid/setgid: a uid without its gid would run with root's group.
+    if (spec.runAsGid < 0 || spec.runAsUid >= 4294967295LL || spec.runAsGid >= 4294967295LL)
+      return R::fail("run as uid " + std::to_string(spec.runAsUid) + " gid " + std::to_string(spec.runAsGid) +
+                     ": both must be set and below 4294967295");
+    if (auto made = prepareOwnedDir(spec, dir); !made) return R::fail("replica directory: " + made.error());
+    runAs_[key] = {spec.runAsUid, spec.runAsGid, hostWorkdir(spec, dir)};
+  }
   if (cgroups_) {
     CgroupLimits limits;
     limits.cpuMillis = spec.cpuMillis;
@@ -175,7 +227,7 @@ Result<bool> HostDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, c
     hasHome = hasHome || k == "HOME";
   }
   if (!hasPath) env += std::string(kDefaultPathEnv) + '\0';
-  if (!hasHome) env += "HOME=" + dir + std::string(1, '\0');
+  if (!hasHome) env += "HOME=" + (spec.runAsUid >= 0 ? dir + "/" + kOwnedWorkDir : dir) + std::string(1, '\0');
   if (auto w = writeFileAtomic(dir + "/env", env); !w) return R::fail(w.error());
   for (const auto& m : spec.mounts) mountTargets_[key].push_back(m.path);
   std::vector<std::string> argv = {shim_, "run", "--dir", dir, "--env-file", dir + "/env"};
@@ -185,11 +237,12 @@ Result<bool> HostDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, c
     argv.push_back(m.hostPath + ":" + m.path + (m.readOnly ? ":ro" : ":rw"));
   }
   argv.push_back("--workdir");
-  argv.push_back(spec.workingDir.empty() ? dir : spec.workingDir);
+  argv.push_back(hostWorkdir(spec, dir));
+  for (auto& a : userArgs(key)) argv.push_back(a);
   argv.push_back("--");
   for (const auto& a : spec.argv) argv.push_back(a);
   // The launcher reports setup failures on stderr; keep them next to the replica's output.
-  int out = ::open((dir + "/launch.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int out = ::open((dir + "/launch.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   auto pid = spawnProcess(argv, out);
   if (out >= 0) ::close(out);
   if (!pid) return R::fail(pid.error());
@@ -347,6 +400,13 @@ Result<std::unique_ptr<ExecHandle>> HostDriver::exec(const ReplicaKey& key, cons
   using R = Result<std::unique_ptr<ExecHandle>>;
   std::vector<std::string> args = {shim_, "exec", "--dir", dir, "--env-file", dir + "/env"};
   for (auto& a : cgroupArgs(key)) args.push_back(a);
+  for (auto& a : userArgs(key)) args.push_back(a);
+  // A hook of a replica run as its owner runs where its workload does: the agent's own
+  // working directory may be one the user cannot enter.
+  if (auto it = runAs_.find(key); it != runAs_.end()) {
+    args.push_back("--workdir");
+    args.push_back(it->second.workdir);
+  }
   args.push_back("--");
   for (const auto& a : argv) args.push_back(a);
   if (outFd >= 0) {
@@ -354,7 +414,7 @@ Result<std::unique_ptr<ExecHandle>> HostDriver::exec(const ReplicaKey& key, cons
     if (!pid) return R::fail(pid.error());
     return R::ok(std::make_unique<ChildExec>(pid.value()));
   }
-  int out = ::open((dir + "/output.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int out = ::open((dir + "/output.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   auto pid = spawnProcess(args, out);
   if (out >= 0) ::close(out);
   if (!pid) return R::fail(pid.error());
@@ -370,9 +430,10 @@ Result<std::unique_ptr<ExecHandle>> HostDriver::execAttached(const ReplicaKey& k
   if (!spec) return R::fail("the replica's spec is unreadable: " + spec.error());
   auto decoded = decodeSpec(spec.value());
   if (!decoded) return R::fail("the replica's spec is unreadable: " + decoded.error());
-  std::string workdir = decoded.value().workingDir.empty() ? dir : decoded.value().workingDir;
+  std::string workdir = hostWorkdir(decoded.value(), dir);
   std::vector<std::string> args = {shim_, "exec", "--dir", dir, "--env-file", dir + "/env", "--workdir", workdir};
   for (auto& a : cgroupArgs(key)) args.push_back(a);
+  for (auto& a : userArgs(key)) args.push_back(a);
   for (const auto& e : io.env) {
     args.push_back("--env");
     args.push_back(e);
@@ -405,6 +466,7 @@ void HostDriver::destroy(const ReplicaKey& key, const std::string& dir) {
   if (cgroups_ && !cgroups_->destroy(key.name(), std::chrono::milliseconds(100))) leftover_.insert(key.name());
   // Its processes are gone (or going: a mount namespace still held is seen and waited for).
   mountTargets_.erase(key);
+  runAs_.erase(key);
   if (auto created = readFile(dir + "/" + shim::kCreatedMountpointsFile)) {
     std::istringstream lines(created.value());
     for (std::string line; std::getline(lines, line);)
@@ -426,6 +488,7 @@ void HostDriver::sweep() {
 
 DriverStatus HostDriver::recover(const ReplicaKey& key, const ReplicaSpec& spec, const std::string& dir) {
   for (const auto& m : spec.mounts) mountTargets_[key].push_back(m.path);
+  if (spec.runAsUid >= 0 && spec.runAsGid >= 0) runAs_[key] = {spec.runAsUid, spec.runAsGid, hostWorkdir(spec, dir)};
   // Nothing to re-attach for a host process: the shim holds it; its files tell its state.
   if (!std::filesystem::exists(dir + "/pid") && !std::filesystem::exists(dir + "/status")) {
     if (shimAlive(dir, readPid(dir + "/shim.pid"))) return DriverStatus{};  // the launcher was interrupted mid-start

@@ -40,6 +40,12 @@ class HostDriver : public Driver {
  private:
   DriverStatus finished(const ReplicaKey& key, const std::string& dir, const std::string& status);
   std::vector<std::string> cgroupArgs(const ReplicaKey& key) const;
+  // `--user UID:GID` for a replica that runs as its owner (spec.runAsUid >= 0), else nothing.
+  std::vector<std::string> userArgs(const ReplicaKey& key) const;
+  // Gives a replica that runs as its owner its files (docs/security.md): DIR stays root's
+  // (0711: its user can reach what is theirs, nobody can list or change it), DIR/work is the
+  // user's (0700, HOME and the default working directory), the hostfile is the user's (0600).
+  Result<bool> prepareOwnedDir(const ReplicaSpec& spec, const std::string& dir);
   // Removes the mount points shims created (DIR/mountpoints) that no replica of this node
   // mounts on any more, deepest first; keeps the rest for a later call.
   void removeUnusedMountpoints();
@@ -49,9 +55,20 @@ class HostDriver : public Driver {
   std::map<ReplicaKey, pid_t> launchers_;  // `yard-shim run` processes not yet reaped
   std::set<std::string> leftover_;         // cgroups whose processes had not died yet
   std::map<ReplicaKey, std::vector<std::string>> mountTargets_;  // where live replicas bind-mount
+  struct RunAs {
+    int64_t uid = -1, gid = -1;
+    std::string workdir;  // where its hooks run: a directory the user may enter
+  };
+  std::map<ReplicaKey, RunAs> runAs_;  // replicas run as their owner
   std::set<std::string> createdMountpoints_;  // created by a shim, still needed by a replica
   std::chrono::steady_clock::time_point nextMountpointSweep_{};
 };
+
+// Where a host replica starts and where `yardctl exec` and hooks run: its spec's workingDir,
+// else DIR/work for a replica run as its owner (a directory the user may write), else DIR.
+std::string hostWorkdir(const ReplicaSpec& spec, const std::string& dir);
+// The directory a replica run as its owner may write in (its HOME): DIR/work.
+inline constexpr const char* kOwnedWorkDir = "work";
 
 // Spawns `argv` with stdin /dev/null, stdout to `outFd` and stderr to `errFd` (-1: /dev/null;
 // errFd -1 with outFd set: both to outFd); returns the child's pid. Every other descriptor is

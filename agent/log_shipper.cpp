@@ -88,7 +88,7 @@ void LogShipper::loop() {
 
 std::string LogShipper::shipOnce(const Item& item) {
   // One connection per shipment: the master closes idle ones anyway.
-  auto connected = wire::FrameClient::connect(options_.master, kConnectTimeout);
+  auto connected = wire::FrameClient::connect(options_.master, options_.tls, kConnectTimeout);
   if (!connected) return connected.error();
   auto client = std::move(connected).value();
   uint64_t nextId = 1, maxBytes = 0;
@@ -98,7 +98,6 @@ std::string LogShipper::shipOnce(const Item& item) {
     auto req = msg.initRoot<agentapi::AgentRequest>();
     req.setId(nextId++);
     auto a = req.initArchiveLog();
-    a.setToken(options_.token);
     a.setNode(options_.node);
     a.setJob(item.job);
     a.setReplicaId(item.key.id);

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "agent/replica.h"
+#include "common/wire/tls.h"
 
 namespace yard::wire {
 class FrameClient;
@@ -47,7 +48,7 @@ class LogShipper {
   using Post = std::function<void(std::function<void()>)>;  // runs a function on the io thread
   struct Options {
     std::string master;  // the agent API, HOST:PORT
-    std::string token;
+    wire::ClientTls tls;  // the node's certificate and the cluster CA
     std::string node;
     size_t pieceBytes = 256u << 10;
     size_t maxPending = 256;

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "agent/agent_server.h"
+#include "agent/bootstrap.h"
 #include "agent/capacity.h"
 #include "common/util/quantity_format.h"
 #include "agent/cgroup/cgroup.h"
@@ -25,10 +26,13 @@
 #include "agent/gpu_stats.h"
 #include "agent/metrics.h"
 #include "common/http/metrics_endpoint.h"
+#include "common/tls/pki.h"
+#include "common/wire/tls.h"
 #include "common/metrics/process.h"
 #include "agent/runner.h"
 #include "common/spec/quantity.h"
 #include "common/util/data_dir_lock.h"
+#include "common/util/scrub_arg.h"
 #include "common/util/sd_notify.h"
 #include "yard/version.h"
 
@@ -49,7 +53,7 @@ int main(int argc, char** argv) {
   using namespace yard;
   CLI::App app{"yard-agent: the Yard node agent (runs replicas under cgroups for the master)"};
   app.set_version_flag("--version", std::string("yard-agent ") + kVersion);
-  std::string configPath, master, token, name, address, dataDir, portRange, cpu, memory, cgroupParent, shim;
+  std::string configPath, master, token, tokenFile, caFile, caFingerprint, name, address, dataDir, portRange, cpu, memory, cgroupParent, shim;
   std::string containerdSocket, vmRuntime;
   std::vector<std::string> insecureRegistries;
   int apiPort = -1;
@@ -57,7 +61,13 @@ int main(int argc, char** argv) {
   bool stopReplicasOnExit = false;
   app.add_option("--config", configPath, "TOML config file (see configs/agent.toml)")->check(CLI::ExistingFile);
   app.add_option("--master", master, "The master's agent API HOST:PORT; overrides master");
-  app.add_option("--token", token, "The master's join token; overrides token");
+  app.add_option("--token", token,
+                 "A join token; overrides token. Prefer --token-file or YARD_JOIN_TOKEN: a value in the command "
+                 "line is visible to every local user until the agent overwrites it");
+  app.add_option("--token-file", tokenFile, "File whose first line is a join token; overrides token_file");
+  app.add_option("--ca", caFile, "The cluster CA (the master's <data-dir>/ca.pem) to verify the master when joining");
+  app.add_option("--ca-fingerprint", caFingerprint,
+                 "Or the CA's fingerprint, sha256:... (yard-master logs it), to verify the master when joining");
   app.add_option("--name", name, "Node name (default: the host name); overrides name");
   app.add_option("--address", address, "Advertised address; replicas bind it; overrides address");
   app.add_option("--data-dir", dataDir, "State directory (replicas, logs); overrides data_dir");
@@ -87,6 +97,11 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  if (!token.empty()) {
+    scrubArgument(argc, argv, "--token");
+    logLine("warning: --token puts the join token where every local user can read it (/proc/PID/cmdline); "
+            "use --token-file or YARD_JOIN_TOKEN");
+  }
   // systemd's readiness protocol (docs/operations.md); taken from the environment before any
   // thread or child (yard-shim, hooks) exists, so none of them inherits it.
   ServiceNotifier systemd(ServiceNotifier::takeFromEnvironment(), logLine);
@@ -106,6 +121,9 @@ int main(int argc, char** argv) {
   };
   if (!master.empty()) config.master = master;
   if (!token.empty()) config.token = token;
+  if (!tokenFile.empty()) config.tokenFile = tokenFile;
+  if (!caFile.empty()) config.caFile = caFile;
+  if (!caFingerprint.empty()) config.caFingerprint = caFingerprint;
   if (!name.empty()) config.name = name;
   if (!address.empty()) config.address = address;
   if (!dataDir.empty()) config.dataDir = dataDir;
@@ -170,6 +188,19 @@ int main(int argc, char** argv) {
     logLine(lock.error());
     return 1;
   }
+  // The node's certificate, joining the master for one the first time (agent/bootstrap.h).
+  auto credentials = agent::ensureNodeCredentials(config, logLine, [] { return false; });
+  if (!credentials) {
+    logLine(credentials.error());
+    return 1;
+  }
+  ::unsetenv("YARD_JOIN_TOKEN");  // replicas and hooks inherit nothing of it
+  auto linkTls = wire::makeClientTls(credentials.value().caPem, &credentials.value().identity, tls::kMasterName);
+  auto serverTls = wire::makeServerTls(credentials.value().identity, credentials.value().caPem);
+  if (!linkTls || !serverTls) {
+    logLine("TLS: " + (linkTls ? serverTls.error() : linkTls.error()));
+    return 1;
+  }
   if (access(config.shim.c_str(), X_OK) != 0) {
     logLine("yard-shim not found at " + config.shim + " (set --shim)");
     return 1;
@@ -217,7 +248,7 @@ int main(int argc, char** argv) {
   agent::Runner runner({config.dataDir, config.allowHostTasks, binDir}, &host, containers.get(), bootMs, logLine);
   runner.metrics = &agentMetrics;
   // Ended replicas' output goes to the master's log archive before their directories go.
-  agent::LogShipper shipper({config.master, config.token, config.name},
+  agent::LogShipper shipper({config.master, linkTls.value(), config.name},
                             [&io](std::function<void()> fn) { asio::post(io, std::move(fn)); }, logLine);
   runner.onEnded = [&shipper](const agent::ReplicaKey& key, const std::string& dir, const agent::ReplicaSpec& spec) {
     shipper.ship(key, dir, spec.job);
@@ -244,7 +275,8 @@ int main(int argc, char** argv) {
   else
     logLine(files.error());
   agent::MasterLink link(io, config, capacity, runner, logLine, bootMs);
-  agent::AgentServer server(io, config.token, runner, [&link] { link.beatSoon(); }, logLine);
+  link.setTls(linkTls.value());
+  agent::AgentServer server(io, serverTls.value(), runner, [&link] { link.beatSoon(); }, logLine);
   auto port = server.listen(config.address + ":" + std::to_string(config.apiPort));
   if (!port) {
     logLine(port.error());

@@ -32,7 +32,7 @@ void MasterLink::stop() {
 void MasterLink::connect() {
   if (stopped_) return;
   wire::connectFrames(
-      io_, config_.master, wire::Limits{},
+      io_, config_.master, tls_, wire::Limits{},
       [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         if (conn == conn_) onFrame(std::move(frame));
       },
@@ -98,7 +98,6 @@ void MasterLink::sendRegister() {
   auto req = msg.initRoot<agentapi::AgentRequest>();
   req.setId(nextId_++);
   auto reg = req.initRegister();
-  reg.setToken(config_.token);
   auto node = reg.initNode();
   node.setName(config_.name);
   node.setAddress(config_.address);
@@ -162,7 +161,6 @@ void MasterLink::beat() {
   auto req = msg.initRoot<agentapi::AgentRequest>();
   req.setId(nextId_++);
   auto hb = req.initHeartbeat();
-  hb.setToken(config_.token);
   hb.setNode(config_.name);
   auto reports = runner_.reports();
   auto list = hb.initReplicas(static_cast<unsigned>(reports.size()));
@@ -192,7 +190,7 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
   switch (resp.which()) {
     case agentapi::AgentResponse::ERROR: {
       std::string why = resp.getError().cStr();
-      if (why.find("join token") != std::string::npos) {
+      if (why.find("certificate") != std::string::npos) {  // agent_api.cpp: who is asking
         if (log_) log_("master " + config_.master + " refused this agent: " + why);
         if (onRefused) onRefused(why);
         return;
@@ -223,6 +221,7 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
       return beat();
     }
     case agentapi::AgentResponse::ARCHIVED: break;  // answers the log shipper, on its own connection
+    case agentapi::AgentResponse::JOINED: break;    // answers agent/bootstrap.cpp, before the link exists
     case agentapi::AgentResponse::DESIRED: {
       std::vector<DesiredReplica> desired;
       for (auto d : resp.getDesired().getReplicas()) {

@@ -37,7 +37,9 @@ class MasterLink {
   void beatSoon();
   // Set once the agent API is listening (0 = none), before start().
   void setAgentPort(uint16_t port) { agentPort_ = port; }
-  // The master refused this agent's join token: nothing will change that but a new config.
+  // The node's certificate and the cluster CA (agent/bootstrap.h), before start().
+  void setTls(wire::ClientTls tls) { tls_ = std::move(tls); }
+  // The master refused this agent's certificate: nothing will change that but a new join.
   std::function<void(const std::string&)> onRefused;
 
  private:
@@ -51,6 +53,7 @@ class MasterLink {
   void renewLease();
 
   asio::io_context& io_;
+  wire::ClientTls tls_;
   const AgentConfig& config_;
   HostCapacity capacity_;
   Runner& runner_;

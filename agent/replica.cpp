@@ -47,6 +47,9 @@ ReplicaSpec specFrom(agentapi::ReplicaSpec::Reader in) {
   s.workingDir = str(in.getWorkingDir());
   s.vm = in.getVm();
   s.stopGraceMs = in.getStopGraceMs();
+  s.runAsUid = in.getRunAsUid();
+  s.runAsGid = in.getRunAsGid();
+  s.owner = str(in.getOwner());
   for (auto f : in.getFiles()) s.files.emplace_back(str(f.getName()), str(f.getContent()));
   return s;
 }
@@ -79,6 +82,9 @@ void specTo(const ReplicaSpec& s, agentapi::ReplicaSpec::Builder out) {
   out.setWorkingDir(s.workingDir);
   out.setVm(s.vm);
   out.setStopGraceMs(s.stopGraceMs);
+  out.setRunAsUid(s.runAsUid);
+  out.setRunAsGid(s.runAsGid);
+  out.setOwner(s.owner);
   auto files = out.initFiles(static_cast<unsigned>(s.files.size()));
   for (unsigned i = 0; i < files.size(); ++i) {
     files[i].setName(s.files[i].first);
@@ -109,7 +115,7 @@ Result<ReplicaSpec> decodeSpec(const std::string& bytes) {
 
 Result<bool> writeFileAtomic(const std::string& path, const std::string& data) {
   std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Result<bool>::fail("cannot write " + tmp + ": " + std::strerror(errno));
   size_t off = 0;
   while (off < data.size()) {

@@ -42,6 +42,10 @@ struct ReplicaSpec {
   uint32_t stopGraceMs = 10000;
   std::vector<std::pair<std::string, std::string>> files;  // name, content
   bool vm = false;  // run under the node's VM runtime (a `type: vm` job)
+  // Who a host replica runs as (the job owner's mapped uid/gid); -1 = not mapped: the agent's
+  // own user, as before users existed. Containers keep their image's user (docs/security.md).
+  int64_t runAsUid = -1, runAsGid = -1;
+  std::string owner;  // the job owner's user name
   // task/role/index, for log lines.
   std::string label() const { return task + "/" + role + "/" + std::to_string(index); }
 };
@@ -53,7 +57,8 @@ std::string encodeSpec(const ReplicaSpec& spec);
 Result<ReplicaSpec> decodeSpec(const std::string& bytes);
 
 // Writes `data` to `path` atomically with respect to crashes of processes (temp file + rename;
-// no fsync: nothing here has to survive a power loss, which also ends the replicas).
+// no fsync: nothing here has to survive a power loss, which also ends the replicas). The file
+// is created 0600: replica files hold users' secrets (docs/security.md).
 Result<bool> writeFileAtomic(const std::string& path, const std::string& data);
 // The file's contents, or nullopt-like failure when it cannot be read.
 Result<std::string> readFile(const std::string& path);

@@ -58,7 +58,10 @@ void Runner::setState(Replica& r, ReplicaState state) {
 void Runner::recover() {
   std::error_code ec;
   fs::create_directories(options_.dataDir + "/replicas", ec);
-  fs::permissions(options_.dataDir + "/replicas", fs::perms::owner_all, fs::perm_options::replace, ec);
+  // Root's, and reachable but not listable by others: a replica run as its owner's uid reaches
+  // its own directory through it (docs/security.md); each replica's directory guards itself.
+  fs::permissions(options_.dataDir + "/replicas",
+                  fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec, fs::perm_options::replace, ec);
   for (const auto& entry : fs::directory_iterator(options_.dataDir + "/replicas", ec)) {
     std::string name = entry.path().filename().string();
     size_t dash = name.find('-');
@@ -133,7 +136,7 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
   std::error_code ec;
   fs::create_directories(r.dir, ec);
   // Only root reads a replica's directory: its env holds the user's secrets and a launcher's
-  // exec token.
+  // exec token. A host replica run as its owner gets its own part of it (HostDriver).
   if (!ec) fs::permissions(r.dir, fs::perms::owner_all, fs::perm_options::replace, ec);
   auto fail = [&](const std::string& why) {
     auto& slot = replicas_[key] = std::move(r);

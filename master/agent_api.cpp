@@ -97,6 +97,10 @@ void AgentApi::fillSpec(const JobEntry& job, size_t task, const store::ReplicaRe
   spec.setWorkingDir(c.getWorkingDir());
   spec.setStopGraceMs(stopGraceMs_);
   spec.setVm(job.spec->job().getType() == schema::JobType::VM);
+  // Who it runs as (docs/security.md): the owner's mapping when the job was submitted.
+  spec.setRunAsUid(job.rec.runAsUid);
+  spec.setRunAsGid(job.rec.runAsGid);
+  spec.setOwner(job.rec.owner);
   auto wanted = frameworks::frameworkFor(st.getKind()).files(st, r);
   auto files = spec.initFiles(static_cast<unsigned>(wanted.size()));
   for (unsigned i = 0; i < files.size(); ++i) {
@@ -109,25 +113,25 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
   auto req = frame->root<agentapi::AgentRequest>();
   Answer a(conn, req.getId());
 
-  // The token first; nothing else in a frame from an unknown peer is looked at.
-  std::string refusal;
-  if (joinToken_.empty()) {
-    refusal = "this master has no join token configured; agents cannot join";
-  } else {
-    std::string_view token;
-    switch (req.which()) {
-      case agentapi::AgentRequest::REGISTER: token = view(req.getRegister().getToken()); break;
-      case agentapi::AgentRequest::HEARTBEAT: token = view(req.getHeartbeat().getToken()); break;
-      case agentapi::AgentRequest::ARCHIVE_LOG: token = view(req.getArchiveLog().getToken()); break;
-      default: refusal = "this yard-master does not understand that request (a newer yard-agent?)";
-    }
-    if (refusal.empty() && !tokensEqual(token, joinToken_)) refusal = "join token refused";
+  // Who is asking, first; nothing else in a frame from an unknown peer is looked at.
+  if (req.isJoin()) return join(conn, req.getJoin(), req.getId());
+  std::string node;
+  switch (req.which()) {
+    case agentapi::AgentRequest::REGISTER: node = view(req.getRegister().getNode().getName()); break;
+    case agentapi::AgentRequest::HEARTBEAT: node = view(req.getHeartbeat().getNode()); break;
+    case agentapi::AgentRequest::ARCHIVE_LOG: node = view(req.getArchiveLog().getNode()); break;
+    default: return refuse(conn, req.getId(), "this yard-master does not understand that request (a newer yard-agent?)");
   }
-  if (!refusal.empty()) {
-    a.error(refusal);
-    conn->closeAfterWrite(refusal);
-    return;
-  }
+  if (conn->peerName().empty())
+    return refuse(conn, req.getId(), "no node certificate: an agent joins first (with a join token) to get one");
+  if (conn->peerName() != tls::nodeCommonName(node))
+    return refuse(conn, req.getId(), "the certificate is for \"" + conn->peerName() + "\", not for node \"" + node + "\"");
+  // Only the certificate of the node's last join: a re-join or `node delete` revokes older ones.
+  const std::string* valid = registry_.certificateOf(node);
+  if (!valid || *valid != conn->peerFingerprint())
+    return refuse(conn, req.getId(), "the certificate of node " + node +
+                                         (valid ? " was replaced by a later join" : " is no longer valid (node deleted?)") +
+                                         ": join again with a join token");
   conn->markAuthenticated();  // its frames may now be as large as a heartbeat needs
 
   if (req.isRegister()) {
@@ -154,9 +158,17 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
     });
   }
   auto beat = req.getHeartbeat();
-  std::string node(view(beat.getNode()));
   std::vector<JobRegistry::ReplicaReport> reports;
+  std::set<int64_t> mine;
+  if (jobs_) mine = jobs_->replicaIdsOn(node);
+  std::set<int64_t> notMine;
   for (auto r : beat.getReplicas()) {
+    // Only replicas placed on this node: a node cannot speak for another's. (One of a deleted
+    // job is not placed anywhere any more: the agent holds it until told to remove it.)
+    if (jobs_ && !mine.count(r.getReplicaId())) {
+      notMine.insert(r.getReplicaId());
+      continue;
+    }
     auto state = fromWire(r.getState());
     auto cause = fromWire(r.getCause());
     // A state or cause this master does not know (a newer agent), or Placed (the master's
@@ -165,6 +177,10 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
     reports.push_back({r.getReplicaId(), r.getAttempt(), *state, *cause, r.getExitCode(), r.getSignal(),
                        std::string(view(r.getReason())), r.getCpuMillisUsed(), r.getMemoryBytesUsed()});
   }
+  if (!notMine.empty() && log_)
+    for (const auto& [id, other] : jobs_->nodesOf(notMine))
+      log_("node " + node + " (from " + conn->peer() + ") reported replica " + std::to_string(id) + ", which is placed on " +
+           other + ": refused");
   registry_.heartbeat(node, [this, a, node, reports](Result<bool> r) {
     if (!r) return a.error(r.error());
     // Reports only from a registered node that is beating; the answer is what it should run.
@@ -206,6 +222,65 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
     }
     a.send();
   });
+}
+
+void AgentApi::refuse(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& why) {
+  if (log_) log_("agent API: refused a request from " + conn->peer() + ": " + why);
+  Answer a(conn, id);
+  a.error(why);
+  conn->closeAfterWrite(why);
+}
+
+namespace {
+
+// Node names: what a certificate's CN and the node list can carry unambiguously.
+std::optional<std::string> badNodeName(const std::string& name) {
+  if (name.empty() || name.size() > 63) return "a node name must be 1-63 characters";
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_'))
+      return "a node name may contain only letters, digits, '-', '.' and '_'";
+  return std::nullopt;
+}
+
+}  // namespace
+
+// TLS bootstrap (docs/security.md, "Agent bootstrap"): a good join token and a CSR buy a node
+// certificate for a name no registered node has. The CSR proves the agent holds the key; the
+// names in the certificate are the master's choice, not the CSR's.
+void AgentApi::join(const std::shared_ptr<wire::Connection>& conn, agentapi::Join::Reader req, uint64_t id) {
+  std::string node(view(req.getNode())), secret(view(req.getToken())), csr(view(req.getCsrPem())),
+      address(view(req.getAddress()));
+  if (!ca_) return refuse(conn, id, "this master issues no node certificates");
+  if (auto bad = badNodeName(node)) return refuse(conn, id, "join: node \"" + node + "\": " + *bad);
+  auto accepted = [this, conn, id, node, csr, address](std::optional<std::string> refusal) {
+    if (conn->closed()) return;
+    if (refusal) return refuse(conn, id, "join as node " + node + ": " + *refusal);
+    // Checked after the token, so that an unknown peer learns nothing about node names.
+    if (registry_.nodes().count(node))
+      return refuse(conn, id, "node " + node + " is already registered; an admin removes it with `yardctl node delete " +
+                                  node + "` before another agent may join under that name");
+    tls::Issue what;
+    what.commonName = tls::nodeCommonName(node);
+    if (auto ep = wire::parseEndpoint(address + ":0"); ep) what.ipSans.push_back(ep.value().address().to_string());
+    auto cert = tls::issueFromCsr(*ca_, csr, what);
+    if (!cert) return refuse(conn, id, "join as node " + node + ": " + cert.error());
+    auto fp = tls::fingerprint(cert.value());
+    if (!fp) return refuse(conn, id, "join as node " + node + ": " + fp.error());
+    // Durable before the agent may use it: its requests are checked against this record.
+    registry_.recordCertificate(node, fp.value(), [this, conn, id, node, pem = cert.value()](Result<bool> r) {
+      if (!r) return refuse(conn, id, "join as node " + node + ": " + r.error());
+      if (log_) log_("node " + node + " joined from " + conn->peer() + ": issued its certificate");
+      Answer a(conn, id);
+      auto out = a.resp.initJoined();
+      out.setCertPem(pem);
+      out.setCaPem(ca_->certPem);
+      a.send();
+      conn->closeAfterWrite("");
+    });
+  };
+  if (checkJoin_) return checkJoin_(secret, node, accepted);
+  if (joinToken_.empty()) return accepted("this master has no join token configured; agents cannot join");
+  accepted(tokensEqual(secret, joinToken_) ? std::nullopt : std::optional<std::string>("join token refused"));
 }
 
 }  // namespace yard::master

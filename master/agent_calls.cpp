@@ -1,8 +1,18 @@
 #include "master/agent_calls.h"
 
+#include "common/tls/pki.h"
+
 #include "schema/agent.capnp.h"
 
 namespace yard::master {
+
+wire::ClientTls AgentCalls::tlsFor(const std::string& hostPort) const {
+  wire::ClientTls t = tls_;
+  std::string node = nodeAt_ ? nodeAt_(hostPort) : "";
+  // No node registered there: a name no certificate carries, so the call fails its handshake.
+  t.peerName = node.empty() ? "node:(none registered at " + hostPort + ")" : tls::nodeCommonName(node);
+  return t;
+}
 namespace {
 
 constexpr std::chrono::seconds kConnectTimeout{3};
@@ -19,7 +29,7 @@ void AgentCalls::wake(const std::string& hostPort) {
     waking_.erase(hostPort);
   };
   wire::connectFrames(
-      io_, hostPort, wire::Limits{},
+      io_, hostPort, tlsFor(hostPort), wire::Limits{},
       [finish](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame>) {
         finish();
         conn->close("");
@@ -95,7 +105,7 @@ std::shared_ptr<AgentCalls::ExecStream> AgentCalls::startExec(const std::string&
     done(r);
   };
   wire::connectFrames(
-      io_, hostPort, wire::Limits{},
+      io_, hostPort, tlsFor(hostPort), wire::Limits{},
       [end, output, inputTaken, weak](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         auto resp = frame->root<agentapi::AgentCallResponse>();
         auto s = weak.lock();
@@ -179,7 +189,7 @@ std::shared_ptr<AgentCalls::LogStream> AgentCalls::logs(const std::string& hostP
     done(why);
   };
   wire::connectFrames(
-      io_, hostPort, wire::Limits{},
+      io_, hostPort, tlsFor(hostPort), wire::Limits{},
       [end, chunk, weak](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         auto resp = frame->root<agentapi::AgentCallResponse>();
         auto s = weak.lock();

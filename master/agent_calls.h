@@ -1,8 +1,9 @@
 #pragma once
 // Calls from the master to agents' own APIs (schema/agent.capnp AgentCall): waking an
 // agent so it heartbeats now, streaming a replica's log, and running a command in a replica
-// (the exec channel, yardctl exec). Each call is its own
-// connection; every call carries the join token.
+// (the exec channel, yardctl exec). Each call is its own mutual-TLS connection: the master
+// presents its certificate and checks that the agent's names the node registered at that
+// address ("node:NAME", docs/security.md), so a call never reaches an impostor.
 //
 // REQUIRES: every method runs on the io thread; callbacks run there too.
 
@@ -22,7 +23,10 @@ namespace yard::master {
 class AgentCalls {
  public:
   using Log = std::function<void(const std::string&)>;
-  AgentCalls(asio::io_context& io, std::string token, Log log) : io_(io), token_(std::move(token)), log_(std::move(log)) {}
+  // `tls`: the master's client identity and the cluster CA. `nodeAt` names the node registered
+  // at an agent's "HOST:PORT" (empty when none is).
+  AgentCalls(asio::io_context& io, wire::ClientTls tls, std::function<std::string(const std::string&)> nodeAt, Log log)
+      : io_(io), tls_(std::move(tls)), nodeAt_(std::move(nodeAt)), log_(std::move(log)) {}
 
   // Asks the agent at `hostPort` to heartbeat now; at most one wake per agent is in flight.
   void wake(const std::string& hostPort);
@@ -88,8 +92,13 @@ class AgentCalls {
                                         const UserExecSpec& spec, bool user, ExecOutput output,
                                         std::function<void(uint64_t)> inputTaken, ExecDone done);
 
+  // The TLS settings for a call to `hostPort`: the peer must be the node registered there.
+  wire::ClientTls tlsFor(const std::string& hostPort) const;
+
   asio::io_context& io_;
-  std::string token_;
+  wire::ClientTls tls_;
+  std::function<std::string(const std::string&)> nodeAt_;
+  std::string token_;  // AgentCall.token stays empty: the certificates authenticate both ends
   Log log_;
   std::set<std::string> waking_;
 };

@@ -51,17 +51,7 @@ Result<bool> Catalog::load(const store::State& state) {
 // to the same name left; `check` returns a refusal or "".
 void Catalog::change(const std::string& key, std::function<std::string()> check, store::Store::Write write,
                      std::function<void()> apply, Reply reply) {
-  commits_.run(key, [check = std::move(check), write = std::move(write), apply = std::move(apply),
-                     reply = std::move(reply)](CommitQueue::Slot slot) {
-    if (std::string why = check(); !why.empty()) {
-      slot.done();
-      return reply(refuse(why));
-    }
-    slot.commit(write, [apply, reply](Result<bool> r) {
-      if (r) apply();
-      reply(r);
-    });
-  });
+  commits_.change(key, std::move(check), std::move(write), std::move(apply), std::move(reply));
 }
 
 void Catalog::createQueue(const store::QueueRecord& in, Reply reply) {

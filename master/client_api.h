@@ -6,7 +6,12 @@
 // handle() only dispatches: one handler per resource, each in its own file —
 // client_api_catalog.cpp (queues, datasets), client_api_jobs.cpp (jobs and their events),
 // client_api_nodes.cpp (nodes), client_api_logs.cpp (logs, top), client_api_exec.cpp (the
-// exec channel and yardctl exec).
+// exec channel and yardctl exec), client_api_access.cpp (users, tokens, grants, audit, and
+// who may make each request).
+//
+// Every request but `ping` (and the exec channel, which has its own per-job token) carries an
+// API token: handle() authenticates it, authorizes the request (rules in master/access.h) and
+// records refusals and changes in the audit trail before answering (docs/security.md).
 
 #include <chrono>
 #include <functional>
@@ -18,6 +23,7 @@
 
 #include "common/wire/answer.h"
 #include "common/wire/server.h"
+#include "master/access.h"
 #include "master/agent_calls.h"
 #include "master/catalog.h"
 #include "master/client_api_reads.h"
@@ -34,7 +40,37 @@ namespace yard::master {
 struct ClientApiError {
   void operator()(api::Response::Builder resp, const std::string& why) const { resp.initError().setMessage(why); }
 };
-using ClientAnswer = wire::Answer<api::Response, ClientApiError>;
+
+// The answer to one client request (wire::Answer's interface), with two additions: who asked
+// (`caller`, set once authenticated), and, for a request the audit trail records, the record
+// to store before the answer goes out: send() stores it (outcome from the response: ok or
+// failed) and sends once it has committed. Copies share the message and the record.
+struct ClientAnswer {
+  struct Audit {
+    Access* access = nullptr;
+    store::AuditRecord record;
+    bool recorded = false;
+  };
+  ClientAnswer(std::shared_ptr<wire::Connection> to, uint64_t id) : conn(std::move(to)) { resp.setId(id); }
+
+  void send() const;
+  void setError(const std::string& why) const { ClientApiError{}(resp, why); }
+  void error(const std::string& why) const {
+    setError(why);
+    send();
+  }
+  // Sends from the connection's io thread (see wire::Answer::post).
+  void post() && {
+    auto executor = conn->executor();
+    asio::post(executor, [a = std::move(*this)] { a.send(); });
+  }
+
+  std::shared_ptr<wire::Connection> conn;
+  std::shared_ptr<capnp::MallocMessageBuilder> message = std::make_shared<capnp::MallocMessageBuilder>();
+  mutable api::Response::Builder resp = message->initRoot<api::Response>();
+  std::shared_ptr<const Caller> caller;  // null only for ping and the exec channel
+  std::shared_ptr<Audit> audit;          // null: not recorded
+};
 
 class ClientApi {
  public:
@@ -50,8 +86,9 @@ class ClientApi {
   // io_context until then. `now` must be the clock `jobs` runs on: job show sends it with
   // the autoscaler's times so that yardctl can say "12s ago" whatever the client's clock.
   ClientApi(const MasterConfig& config, Catalog& catalog, JobRegistry& jobs, store::Store& store, NodeRegistry& nodes,
-            Clock now = wallClockMs)
-      : config_(config), catalog_(catalog), jobs_(jobs), store_(store), nodes_(nodes), now_(std::move(now)) {}
+            Access& access, Clock now = wallClockMs)
+      : config_(config), catalog_(catalog), jobs_(jobs), store_(store), nodes_(nodes), access_(access),
+        now_(std::move(now)) {}
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
   // Waits for the read in progress and drops the queued ones (their clients get no answer).
   // For shutdown: call after the io loop stops and before the store closes.
@@ -101,6 +138,29 @@ class ClientApi {
   // Every second while following a job: adds its newly started replicas, ends when it has.
   void watchLogs(const std::shared_ptr<Relay>& relay);
 
+  // Authentication, authorization and audit (client_api_access.cpp). The request's name in
+  // the audit trail ("job.submit"), whether it changes anything, and what it names.
+  struct RequestInfo {
+    const char* name;
+    bool mutating;
+  };
+  static RequestInfo requestInfo(api::Request::Which which);
+  static std::string requestTarget(api::Request::Reader req);
+  // nullopt when `caller` may make `req`, else the refusal.
+  std::optional<std::string> authorize(const Caller& caller, api::Request::Reader req) const;
+  std::optional<std::string> authorizeSubmit(const Caller& caller, schema::Job::Reader spec) const;
+  // job (or job array) `name`: the refusal when one of its jobs is not the caller's.
+  std::optional<std::string> authorizeJob(const Caller& caller, const std::string& verb, const std::string& name) const;
+  // Records a refusal, then answers it.
+  void refuse(const ClientAnswer& a, const std::string& user, const std::string& request, const std::string& target,
+              const std::string& why);
+  void handleAccess(api::Request::Reader req, const ClientAnswer& a);
+  void fillUser(api::UserInfo::Builder out, const store::UserRecord& u) const;
+  void auditQuery(api::AuditQuery::Reader q, ClientAnswer a);
+  void deleteNode(const std::string& name, const ClientAnswer& a);
+  // yardctl usage (client_api_usage.cpp): per-job usage rows from the store, on the read thread.
+  void usage(api::UsageQuery::Reader query, ClientAnswer a);
+
   // One handler per resource. REQUIRES: `req` is a request about that resource.
   void handleQueue(api::Request::Reader req, const ClientAnswer& a);
   void handleDataset(api::Request::Reader req, const ClientAnswer& a);
@@ -116,18 +176,19 @@ class ClientApi {
   void fillQueue(api::Queue::Builder out, const store::QueueRecord& q) const;
   void fillNode(api::NodeInfo::Builder out, const NodeInfo& n, bool withUsage) const;
 
-  void logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader query);
+  void logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader query, const Caller& caller);
   void startNextLog(const std::shared_ptr<Relay>& relay);
   void top(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& job);
   void exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::ExecRequest::Reader request);
   // yardctl exec (client_api_exec.cpp, docs/exec.md): sessions by connection and request id,
   // for the execInput frames that name them.
   struct UserExec;
-  void userExec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::UserExecRequest::Reader request);
+  void userExec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::UserExecRequest::Reader request,
+                const Caller& caller);
   void execInput(const std::shared_ptr<wire::Connection>& conn, api::ExecInput::Reader input);
   // The one place that decides whether the client on `from` may run commands in `job`'s
   // replicas; nullopt = allowed, else why not.
-  std::optional<std::string> userExecAllowed(const wire::Connection& from, const JobEntry& job) const;
+  std::optional<std::string> userExecAllowed(const Caller& caller, const JobEntry& job) const;
   std::map<std::pair<const wire::Connection*, uint64_t>, std::shared_ptr<UserExec>> userExecs_;
 
   // The completion of a change the catalog or the nodes commit: the error, or `fill` and
@@ -147,6 +208,7 @@ class ClientApi {
   JobRegistry& jobs_;
   store::Store& store_;
   NodeRegistry& nodes_;
+  Access& access_;
   Clock now_;
   AgentCalls* calls_ = nullptr;
   LogArchiveService* archive_ = nullptr;

@@ -1,5 +1,6 @@
 // yardctl queue and dataset: answered from the catalog, changes once committed.
 #include "master/client_api.h"
+#include "master/dataset_paths.h"
 
 #include <cassert>
 
@@ -33,14 +34,18 @@ store::QueueRecord queueFrom(api::Queue::Reader q) {
   r.maxRunningJobs = q.getMaxRunningJobs();
   r.weight = q.getWeight();
   r.placement = q.getPlacement() == api::Placement::SPREAD ? "spread" : "binpack";
+  r.allowHostTasks = q.getAllowHostTasks();
   return r;
 }
 
-void fillDataset(api::Dataset::Builder out, const store::DatasetRecord& d) {
+void fillDataset(api::Dataset::Builder out, const store::DatasetRecord& d, const Access& access) {
   out.setName(d.name);
   out.setPath(d.path);
   out.setReadOnly(d.readOnly);
   out.setCreatedAt(d.createdAt);
+  auto grantees = access.grantees(store::GrantTable::Dataset, d.name);
+  auto list = out.initGrants(static_cast<unsigned>(grantees.size()));
+  for (unsigned i = 0; i < list.size(); ++i) list.set(i, grantees[i]);
 }
 
 }  // namespace
@@ -57,6 +62,10 @@ void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q) 
   setResources(out.initUsed(), used.cpuMillis, used.memoryBytes, used.gpu);
   out.setRunningJobs(jobs_.runningJobs(q.name));
   out.setQueuedJobs(jobs_.queuedJobs(q.name));
+  out.setAllowHostTasks(q.allowHostTasks);
+  auto grantees = access_.grantees(store::GrantTable::Queue, q.name);
+  auto list = out.initGrants(static_cast<unsigned>(grantees.size()));
+  for (unsigned i = 0; i < list.size(); ++i) list.set(i, grantees[i]);
 }
 
 void ClientApi::handleQueue(api::Request::Reader req, const ClientAnswer& a) {
@@ -70,7 +79,10 @@ void ClientApi::handleQueue(api::Request::Reader req, const ClientAnswer& a) {
       std::string name = req.getQueueDelete();
       if (jobs_.queueHasJobs(name) && name != "default")  // default: the catalog says it can never go
         return a.error("queue " + name + " is not empty: delete its jobs first (yardctl job list --queue " + name + ")");
-      return catalog_.deleteQueue(name, afterCommit(a, [a, name] { a.resp.setDone("queue " + name + " deleted"); }));
+      return catalog_.deleteQueue(name, afterCommit(a, [this, a, name] {
+                                    access_.forgetQueue(name);  // the store dropped its grants with it
+                                    a.resp.setDone("queue " + name + " deleted");
+                                  }));
     }
     case api::Request::QUEUE_LIST: {
       auto list = a.resp.initQueues(static_cast<unsigned>(catalog_.queues().size()));
@@ -96,7 +108,7 @@ void ClientApi::updateQueue(api::QueueUpdate::Reader u, const ClientAnswer& a) {
   store::QueueRecord in = queueFrom(u.getValues());
   bool cpu = u.getSetQuotaCpu(), mem = u.getSetQuotaMemory(), gpu = u.getSetQuotaGpu();
   bool maxJobs = u.getSetMaxRunningJobs(), weight = u.getSetWeight(), placement = u.getSetPlacement(),
-       state = u.getSetState();
+       state = u.getSetState(), hostTasks = u.getSetAllowHostTasks();
   std::string name = u.getName();
   catalog_.updateQueue(
       name,
@@ -108,6 +120,7 @@ void ClientApi::updateQueue(api::QueueUpdate::Reader u, const ClientAnswer& a) {
         if (weight) q.weight = in.weight;
         if (placement) q.placement = in.placement;
         if (state) q.state = in.state;
+        if (hostTasks) q.allowHostTasks = in.allowHostTasks;
         return "";
       },
       answerQueue(a, name));
@@ -122,25 +135,35 @@ void ClientApi::handleDataset(api::Request::Reader req, const ClientAnswer& a) {
     case api::Request::DATASET_CREATE: {
       auto d = req.getDatasetCreate();
       store::DatasetRecord rec{d.getName(), d.getPath(), d.getReadOnly(), 0};
+      // Only under the config's dataset_roots, never a system directory (docs/security.md); a
+      // relative path is the catalog's to refuse.
+      if (auto why = rec.path.starts_with('/') ? checkDatasetPath(rec.name, rec.path, datasetPathRules(config_)) : "";
+          !why.empty())
+        return a.error(why);
       return catalog_.createDataset(
-          rec, afterCommit(a, [this, a, name = rec.name] { fillDataset(a.resp.initDataset(), catalog_.datasets().at(name)); }));
+          rec, afterCommit(a, [this, a, name = rec.name] {
+            fillDataset(a.resp.initDataset(), catalog_.datasets().at(name), access_);
+          }));
     }
     case api::Request::DATASET_DELETE: {
       std::string name = req.getDatasetDelete();
       if (jobs_.datasetInUse(name)) return a.error("dataset " + name + " is mounted by jobs that have not finished");
-      return catalog_.deleteDataset(name, afterCommit(a, [a, name] { a.resp.setDone("dataset " + name + " deleted"); }));
+      return catalog_.deleteDataset(name, afterCommit(a, [this, a, name] {
+                                      access_.forgetDataset(name);  // the store dropped its grants with it
+                                      a.resp.setDone("dataset " + name + " deleted");
+                                    }));
     }
     case api::Request::DATASET_LIST: {
       auto list = a.resp.initDatasets(static_cast<unsigned>(catalog_.datasets().size()));
       unsigned i = 0;
-      for (const auto& [name, d] : catalog_.datasets()) fillDataset(list[i++], d);
+      for (const auto& [name, d] : catalog_.datasets()) fillDataset(list[i++], d, access_);
       return a.send();
     }
     case api::Request::DATASET_SHOW: {
       std::string name = req.getDatasetShow();
       auto it = catalog_.datasets().find(name);
       if (it == catalog_.datasets().end()) return a.error("dataset " + name + " does not exist");
-      fillDataset(a.resp.initDataset(), it->second);
+      fillDataset(a.resp.initDataset(), it->second, access_);
       return a.send();
     }
     default: break;

@@ -86,20 +86,28 @@ struct ClientApi::UserExec {
   std::shared_ptr<void> hold;  // the client's connection is not idle while the command runs
 };
 
-std::optional<std::string> ClientApi::userExecAllowed(const wire::Connection& /*from*/, const JobEntry& /*job*/) const {
-  // The client API has no users yet: every client may run commands in every job's replicas,
-  // as it may cancel any job. With users and roles, "only into your own jobs" goes here.
-  return std::nullopt;
+std::optional<std::string> ClientApi::userExecAllowed(const Caller& caller, const JobEntry& job) const {
+  // Admins into every job's replicas, users into their own (docs/security.md).
+  return rules::onJob(caller, "exec into", job.rec.name, job.rec.owner);
 }
 
-void ClientApi::userExec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::UserExecRequest::Reader q) {
-  auto fail = [&](const std::string& why) { ClientAnswer(conn, id).error(why); };
+void ClientApi::userExec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::UserExecRequest::Reader q,
+                         const Caller& caller) {
+  // Recorded as it starts or fails, without holding it back for the commit: stdin frames may
+  // follow the request at once, and they need the session to exist.
+  store::AuditRecord rec{0, 0, caller.user, caller.source, "job.exec", str(q.getJob()), "", ""};
+  auto fail = [&](const std::string& why) {
+    rec.outcome = "failed";
+    rec.message = why;
+    access_.record(rec, {});
+    ClientAnswer(conn, id).error(why);
+  };
   std::vector<std::string> argv;
   for (auto a : q.getArgv()) argv.emplace_back(a.cStr());
   if (argv.empty() || argv[0].empty()) return fail("exec: no command to run (put it after --)");
   const JobEntry* job = jobs_.find(q.getJob());
   if (!job) return fail("job " + str(q.getJob()) + " does not exist");
-  if (auto refused = userExecAllowed(*conn, *job)) return fail(*refused);
+  if (auto refused = userExecAllowed(caller, *job)) return fail(*refused);
   auto choice = chooseExecReplica(*job, ExecQuery{str(q.getTask()), str(q.getRole()), q.getIndex()});
   if (!choice) return fail(choice.error());
   const ExecChoice& c = choice.value();
@@ -109,6 +117,9 @@ void ClientApi::userExec(const std::shared_ptr<wire::Connection>& conn, uint64_t
   if (!calls_) return fail("exec: this master cannot reach agents");
   if (userExecs_.count({conn.get(), id})) return fail("exec: request id " + std::to_string(id) + " is already in use");
   std::string hostPort = n->second.record.address + ":" + std::to_string(n->second.record.agentPort);
+  rec.outcome = "ok";
+  rec.message = "exec " + argv[0] + " in " + c.label;
+  access_.record(rec, {});
 
   AgentCalls::UserExecSpec spec;
   spec.argv = std::move(argv);

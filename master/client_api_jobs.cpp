@@ -25,6 +25,7 @@ void fillJobSummary(api::JobSummary::Builder out, const JobEntry& job) {
   int32_t done = 0;
   for (const auto& t : job.tasks) done += isFinal(t.rec.state);
   out.setTasksDone(done);
+  out.setOwner(job.rec.owner);
   auto member = job.spec->job().getArray().getMember();
   if (member.getArray().size() != 0) {
     out.setArray(member.getArray());
@@ -137,14 +138,16 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
     a.resp.setDone(r.value());
     a.send();
   };
+  // The caller owns what it submits; host replicas run as its uid/gid (docs/security.md).
+  JobOwner owner{a.caller->user, a.caller->uid, a.caller->gid};
   switch (req.which()) {
-    case api::Request::JOB_SUBMIT: return jobs_.submit(req.getJobSubmit(), confirm);
+    case api::Request::JOB_SUBMIT: return jobs_.submit(req.getJobSubmit(), confirm, owner);
     case api::Request::JOB_SUBMIT_ALL: {
       auto list = req.getJobSubmitAll();
       if (list.size() == 0) return a.error("job submit: no specs");
       std::vector<std::shared_ptr<JobSpec>> specs;
       for (auto spec : list) specs.push_back(std::make_shared<JobSpec>(specBytes(spec)));
-      return jobs_.submitAll(str(list[0].getName()), std::move(specs), confirm);
+      return jobs_.submitAll(str(list[0].getName()), std::move(specs), confirm, owner);
     }
     case api::Request::JOB_CANCEL: return jobs_.cancel(req.getJobCancel(), confirm);
     case api::Request::JOB_DELETE: return jobs_.remove(req.getJobDelete(), confirm);
@@ -173,9 +176,13 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
 
 void ClientApi::listJobs(api::JobFilter::Reader filter, const ClientAnswer& a) {
   std::string queue = filter.getQueue(), state = filter.getState(), array = filter.getArray();
+  // The caller's own jobs unless --all or --owner (admins; authorize() checked).
+  std::string owner = filter.getOwner();
+  if (owner.empty() && !filter.getAll()) owner = a.caller->user;
   std::vector<const JobEntry*> list;
   for (const auto& [name, job] : jobs_.jobs())
-    if ((queue.empty() || job.rec.queue == queue) && (state.empty() || toText(job.rec.state) == state) &&
+    if ((owner.empty() || job.rec.owner == owner) && (queue.empty() || job.rec.queue == queue) &&
+        (state.empty() || toText(job.rec.state) == state) &&
         (array.empty() || job.spec->job().getArray().getMember().getArray() == array))
       list.push_back(&job);
   std::sort(list.begin(), list.end(), [](const JobEntry* x, const JobEntry* y) { return x->rec.id < y->rec.id; });

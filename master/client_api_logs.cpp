@@ -68,7 +68,8 @@ std::vector<const store::ReplicaRecord*> selectReplicas(const TaskEntry& t, cons
 
 }  // namespace
 
-void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader q) {
+void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader q,
+                     const Caller& caller) {
   auto fail = [&](const std::string& why) { ClientAnswer(conn, id).error(why); };
   // Following: every stream at once, until each ends or the client goes away. Otherwise one
   // replica after another, so each one's output stays together.
@@ -97,16 +98,31 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
       std::string job, task, role;
       int32_t index, attempt;
     } f{q.getJob(), q.getTask(), q.getRole(), q.getIndex(), q.getAttempt()};
-    return archive_->jobLogs(f.job, [conn, id, f, startRelay](std::vector<LogArchive::Entry> entries) {
+    // A user reads only the archived logs of their own deleted jobs (by job id: the name may
+    // have been reused).
+    std::function<std::string(int64_t)> ownerOf;
+    if (!caller.admin) ownerOf = [this](int64_t jobId) { return jobs_.deletedJobOwner(jobId); };
+    return archive_->jobLogs(f.job, [conn, id, f, startRelay, ownerOf, caller](std::vector<LogArchive::Entry> entries) {
       std::map<std::string, const LogArchive::Entry*> newest;  // by label
+      std::string foreign;  // the owner of archived logs the caller may not read
       for (const auto& e : entries) {
         const ArchivedLogMeta& m = e.meta;
+        if (ownerOf) {
+          std::string owner = ownerOf(m.jobId);
+          if (owner != caller.user) {
+            foreign = owner.empty() ? "an unknown user" : owner;
+            continue;
+          }
+        }
         if ((!f.task.empty() && m.task != f.task) || (!f.role.empty() && m.role != f.role) ||
             (f.index >= 0 && m.index != f.index) || (f.attempt >= 0 && m.attempt != f.attempt))
           continue;
         auto& slot = newest[m.label()];
         if (!slot || slot->meta.attempt < m.attempt) slot = &e;
       }
+      if (newest.empty() && !foreign.empty())
+        return ClientAnswer(conn, id).error("user " + caller.user + " may not read the logs of job " + f.job +
+                                            ": it belongs to " + foreign);
       if (newest.empty())
         return ClientAnswer(conn, id).error("job " + f.job + " does not exist" +
                                             (entries.empty() ? "" : " and none of its archived logs match the filters"));

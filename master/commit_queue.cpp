@@ -14,6 +14,22 @@ CommitQueue::~CommitQueue() {
 
 bool CommitQueue::busy(const std::string& key) const { return inFlight_.count(key) > 0; }
 
+void CommitQueue::change(const std::string& key, std::function<std::string()> check,
+                         std::function<void(store::Tx&)> write, std::function<void()> apply,
+                         std::function<void(Result<bool>)> reply) {
+  run(key, [check = std::move(check), write = std::move(write), apply = std::move(apply),
+            reply = std::move(reply)](Slot slot) {
+    if (std::string why = check(); !why.empty()) {
+      slot.done();
+      return reply(Result<bool>::fail(why));
+    }
+    slot.commit(write, [apply, reply](Result<bool> r) {
+      if (r) apply();
+      reply(r);
+    });
+  });
+}
+
 void CommitQueue::run(const std::string& key, Op op) {
   bool queuedBefore = false;
   for (const auto& w : waiting_) queuedBefore = queuedBefore || w.first == key;

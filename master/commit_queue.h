@@ -62,6 +62,11 @@ class CommitQueue {
 
   // Runs `op` now if `key` is free, else after the operations queued on it before.
   void run(const std::string& key, Op op);
+  // The usual change to one object, queued on `key`: `check` (against the state the previous
+  // change on `key` left) returns a refusal or ""; if "" `write` commits, then `apply` runs
+  // once durable; `reply` gets the refusal, the write's error or ok.
+  void change(const std::string& key, std::function<std::string()> check, std::function<void(store::Tx&)> write,
+              std::function<void()> apply, std::function<void(Result<bool>)> reply);
   // Runs `op` now if `key` is free; false (op dropped) otherwise.
   bool tryRun(const std::string& key, const Op& op);
   // Runs `op` now unless an exclusive operation is in flight; false (dropped) then.

@@ -1,4 +1,5 @@
 #include "master/config.h"
+#include "master/dataset_paths.h"
 
 #include "common/config/toml_config.h"
 
@@ -130,7 +131,7 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   if (auto e = config::unknownKey(root, {"data_dir", "listen", "agent_listen", "join_token", "heartbeat_timeout",
                                          "flavors", "etcd_endpoints", "stop_grace", "advertise", "autoscaler",
                                          "log_retention", "log_archive_max_bytes", "fence_timeout", "fence_grace",
-                                         "metrics_listen"});
+                                         "metrics_listen", "dataset_roots"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto str = [&](const char* key, std::string& out) -> std::string {
@@ -197,6 +198,16 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
       auto s = e.value<std::string>();
       if (!s) return R::fail(source + ": etcd_endpoints: must be a list of \"host:port\" strings");
       c.etcdEndpoints.push_back(*s);
+    }
+  }
+  if (const toml::node* n = root.get("dataset_roots")) {
+    const toml::array* arr = n->as_array();
+    if (!arr) return R::fail(source + ": dataset_roots: must be a list of absolute paths, like [\"/data\"]");
+    for (const auto& e : *arr) {
+      auto s = e.value<std::string>();
+      if (!s) return R::fail(source + ": dataset_roots: must be a list of absolute paths, like [\"/data\"]");
+      if (auto bad = checkDatasetRoot(*s); !bad.empty()) return R::fail(source + ": dataset_roots: " + bad);
+      c.datasetRoots.push_back(*s);
     }
   }
   if (const toml::node* n = root.get("autoscaler")) {

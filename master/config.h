@@ -40,6 +40,10 @@ struct MasterConfig {
   // Where /metrics listens (docs/operations.md, "Metrics"): unset = kDefaultMetricsListen,
   // where a port in use only turns /metrics off; "" = off.
   std::optional<std::string> metricsListen;
+  // Where admins may create datasets (docs/security.md, "Dataset roots"): absolute paths;
+  // empty = nowhere. System directories and Yard's own data are refused whatever this says.
+  // yard-master --dev uses ["/"] when the config sets none.
+  std::vector<std::string> datasetRoots;
 };
 
 inline constexpr const char* kDefaultMetricsListen = "127.0.0.1:7780";

@@ -16,7 +16,7 @@
 namespace yard::master {
 
 Result<std::unique_ptr<DevAgent>> DevAgent::start(const std::string& agentApi, const std::string& token,
-                                                  const std::string& dataDir) {
+                                                  const std::string& caFile, const std::string& dataDir) {
   using R = Result<std::unique_ptr<DevAgent>>;
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -35,7 +35,8 @@ Result<std::unique_ptr<DevAgent>> DevAgent::start(const std::string& agentApi, c
     int fd = ::open(config.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return R::fail("--dev: cannot write " + config);
     ::fchmod(fd, 0600);
-    std::string text = "token = \"" + token + "\"\n";
+    std::string ca = std::filesystem::absolute(caFile, ec).string();
+    std::string text = "token = \"" + token + "\"\nca = \"" + ca + "\"\n";
     bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     ::close(fd);
     if (!ok) return R::fail("--dev: cannot write " + config);

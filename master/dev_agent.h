@@ -18,6 +18,7 @@ class DevAgent {
   // --data-dir DIR --allow-host-tasks --stop-replicas-on-exit`: a dev cluster is ephemeral, so
   // its replicas end with it.
   static Result<std::unique_ptr<DevAgent>> start(const std::string& agentApi, const std::string& token,
+                                                  const std::string& caFile,
                                                  const std::string& dataDir);
   explicit DevAgent(pid_t pid) : pid_(pid) {}
   ~DevAgent() { stop(); }

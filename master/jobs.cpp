@@ -37,7 +37,10 @@ Result<bool> JobRegistry::load(const store::State& state) {
   std::map<int64_t, std::string> unreadable = state.unreadableJobs;  // job id -> why
   std::map<int64_t, std::string> byId;
   for (const auto& j : state.jobs) {
-    if (j.deleted) continue;
+    if (j.deleted) {
+      deletedOwners_[j.id] = j.owner;
+      continue;
+    }
     JobEntry e;
     e.rec = j;
     if (!unreadable.count(j.id)) {
@@ -143,6 +146,11 @@ const JobEntry* JobRegistry::find(const std::string& name) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
+std::string JobRegistry::deletedJobOwner(int64_t jobId) const {
+  auto it = deletedOwners_.find(jobId);
+  return it == deletedOwners_.end() ? "" : it->second;
+}
+
 sched::Resources JobRegistry::replicaResources(schema::Container::Reader c) const {
   return master::replicaResources(config_, c);
 }
@@ -195,19 +203,20 @@ bool insertNewJob(store::Tx& tx, JobEntry& job, lifecycle::Events& events) {
 
 }  // namespace
 
-void JobRegistry::submit(schema::Job::Reader spec, Reply reply) {
+void JobRegistry::submit(schema::Job::Reader spec, Reply reply, JobOwner owner) {
   std::vector<std::shared_ptr<JobSpec>> specs = {std::make_shared<JobSpec>(specBytes(spec))};
   // Keyed by the job's (or array's) name: two submissions of one name run one after the other.
-  submitAll(str(spec.getName()), std::move(specs), std::move(reply));
+  submitAll(str(spec.getName()), std::move(specs), std::move(reply), std::move(owner));
 }
 
-void JobRegistry::submitAll(const std::string& key, std::vector<std::shared_ptr<JobSpec>> specs, Reply reply) {
+void JobRegistry::submitAll(const std::string& key, std::vector<std::shared_ptr<JobSpec>> specs, Reply reply,
+                            JobOwner owner) {
   if (metrics_) reply = metrics_->countSubmission(std::move(reply));
   // The specs are copied: the request's frame is gone by the time a queued submission runs.
   // All or none: every job is checked, then all are stored in one write. A name taken
   // meanwhile by a submission under another key is caught by the store (the write fails
   // and is rolled back whole).
-  commits_.run(key, [this, specs = std::move(specs), reply](CommitQueue::Slot slot) {
+  commits_.run(key, [this, specs = std::move(specs), reply, owner = std::move(owner)](CommitQueue::Slot slot) {
     auto jobs = std::make_shared<std::vector<JobEntry>>();
     auto events = std::make_shared<std::vector<lifecycle::Events>>();
     std::set<std::string> names;
@@ -215,7 +224,7 @@ void JobRegistry::submitAll(const std::string& key, std::vector<std::shared_ptr<
     int64_t now = now_();
     for (size_t i = 0; i < specs.size(); ++i) {
       size_t before = jobs->size();
-      std::string refusal = expand(specs[i], now, names, *jobs, *events);
+      std::string refusal = expand(specs[i], owner, now, names, *jobs, *events);
       if (!refusal.empty()) {
         slot.done();
         return reply(R::fail(specs.size() > 1 ? "spec " + std::to_string(i + 1) + " of " + std::to_string(specs.size()) +
@@ -244,8 +253,9 @@ void JobRegistry::submitAll(const std::string& key, std::vector<std::shared_ptr<
   });
 }
 
-std::string JobRegistry::expand(const std::shared_ptr<JobSpec>& spec, int64_t now, std::set<std::string>& names,
-                                std::vector<JobEntry>& out, std::vector<lifecycle::Events>& events) const {
+std::string JobRegistry::expand(const std::shared_ptr<JobSpec>& spec, const JobOwner& owner, int64_t now,
+                                std::set<std::string>& names, std::vector<JobEntry>& out,
+                                std::vector<lifecycle::Events>& events) const {
   schema::Job::Reader job = spec->job();
   std::string refusal = checkSubmission(job, jobs_, catalog_, config_);
   if (!refusal.empty()) return refusal;
@@ -269,6 +279,9 @@ std::string JobRegistry::expand(const std::shared_ptr<JobSpec>& spec, int64_t no
     e.rec.queue = str(e.spec->job().getQueue());
     e.rec.state = JobState::Queued;
     e.rec.priority = e.spec->job().getPriority();
+    e.rec.owner = owner.name;
+    e.rec.runAsUid = owner.uid;
+    e.rec.runAsGid = owner.gid;
     events.emplace_back();
     initTasks(e, now, events.back());
     out.push_back(std::move(e));
@@ -344,7 +357,10 @@ void JobRegistry::commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr
         if (!r) return reply(R::fail(r.error()));
         auto before = jobs_.find(name);
         notifyNodes(before == jobs_.end() ? nullptr : &before->second, *job);
-        if (job->rec.deleted) jobs_.erase(name);
+        if (job->rec.deleted) {
+          deletedOwners_[job->rec.id] = job->rec.owner;
+          jobs_.erase(name);
+        }
         else jobs_[name] = std::move(*job);
         reply(R::ok(done));
         requestPass();  // freed resources may let others start

@@ -29,11 +29,20 @@
 #include "master/scheduler/scheduler.h"
 #include "master/store/store.h"
 #include "master/usage.h"
+#include "master/usage_ledger.h"
 #include "master/wiring.h"
 
 namespace yard::master {
 
 class MasterMetrics;
+
+// Who submits a job (docs/security.md): its owner, and the uid/gid its host replicas run as
+// (the owner's mapping at submission; -1 = not mapped). The default is the built-in admin,
+// which runs host tasks as root: what in-process callers and tests submit as.
+struct JobOwner {
+  std::string name = "admin";
+  int64_t uid = 0, gid = 0;
+};
 
 class JobRegistry {
  public:
@@ -50,10 +59,10 @@ class JobRegistry {
   Result<bool> load(const store::State& state);
 
   // `spec` is the normalised job a client sent. Refusals are one line each.
-  void submit(schema::Job::Reader spec, Reply reply);
+  void submit(schema::Job::Reader spec, Reply reply, JobOwner owner = {});
   // Several specs (yardctl job submit A B ...; arrays among them), all stored in one write or
   // none; ordered behind other operations on `key`. The reply has one line per spec.
-  void submitAll(const std::string& key, std::vector<std::shared_ptr<JobSpec>> specs, Reply reply);
+  void submitAll(const std::string& key, std::vector<std::shared_ptr<JobSpec>> specs, Reply reply, JobOwner owner = {});
   // Requests on one job wait for the change to it in flight (a submission, another cancel,
   // a scheduling pass): never "try again".
   void cancel(const std::string& name, Reply reply);
@@ -66,6 +75,8 @@ class JobRegistry {
 
   const std::map<std::string, JobEntry>& jobs() const { return jobs_; }
   const JobEntry* find(const std::string& name) const;
+  // The owner of a deleted job (whose logs the archive may still hold); "" when unknown.
+  std::string deletedJobOwner(int64_t jobId) const;
   // Resources held by live replicas, per queue and per node.
   sched::Resources queueUsage(const std::string& queue) const;
   // Resources and count of the live replicas placed on `node`.
@@ -78,6 +89,12 @@ class JobRegistry {
   // Applies reports from `node` (lifecycle::applyReports) and commits what changed. Reports
   // are level-triggered: a job with a change in flight is skipped and heard next beat.
   void reportReplicas(const std::string& node, const std::vector<ReplicaReport>& reports);
+  // The ids of every replica placed on `node`, in any state: what that node may report about
+  // (docs/security.md, per-node authorization).
+  std::set<int64_t> replicaIdsOn(const std::string& node) const;
+  // Of `ids`, those placed on some node, with that node (a scan of every job: call it only for
+  // the rare report that is not about the reporter's own replicas).
+  std::map<int64_t, std::string> nodesOf(const std::set<int64_t>& ids) const;
   // The replica attempts `node` should run: live (Placed, Starting, Running) ones placed there.
   std::vector<std::pair<int64_t, int32_t>> desiredFor(const std::string& node) const;
   // Every replica attempt `node` should know about (the agent's desired state): live ones
@@ -112,6 +129,7 @@ class JobRegistry {
   void setNodeWiring(NodeWiringLookup lookup) { nodeWiring_ = std::move(lookup); }
   // The client API address replicas reach the exec channel at (YARD_EXEC_MASTER).
   void setExecEndpoint(std::string hostPort) { execEndpoint_ = std::move(hostPort); }
+  void setExecCa(std::string fingerprint) { execCa_ = std::move(fingerprint); }
   // Called after a committed change with the nodes whose desired replicas it changed, so
   // their agents can be told at once instead of at their next heartbeat.
   std::function<void(const std::set<std::string>&)> onNodesChanged;
@@ -134,8 +152,9 @@ class JobRegistry {
   // The jobs `spec` stands for (one, or an array's members, docs/spec.md "Job arrays"), each
   // with its tasks and first events, appended to `out` and `events`; "" or the refusal.
   // `names`: those taken earlier in the same submission (it adds its own).
-  std::string expand(const std::shared_ptr<JobSpec>& spec, int64_t now, std::set<std::string>& names,
-                     std::vector<JobEntry>& out, std::vector<lifecycle::Events>& events) const;
+  std::string expand(const std::shared_ptr<JobSpec>& spec, const JobOwner& owner, int64_t now,
+                     std::set<std::string>& names, std::vector<JobEntry>& out,
+                     std::vector<lifecycle::Events>& events) const;
   // The confirmation line for the jobs of `spec`, jobs[first..].
   std::string submittedText(const JobSpec& spec, const std::vector<JobEntry>& jobs, size_t first) const;
   // Runs `each` (cancel, remove) on every member of `array`; one reply for all of them.
@@ -167,6 +186,10 @@ class JobRegistry {
   // free now; dropped otherwise (the input comes again).
   void commitIfFree(const std::string& name, JobEntry changed, lifecycle::Events events, const char* what);
   void notifyNodes(const JobEntry* before, const JobEntry& after);
+  // Usage accounting (jobs_usage.cpp, docs/security.md): charges the running replicas of
+  // `reports` to their jobs; hands the ledger's due rows to the store (every tick).
+  void accountUsage(const std::vector<ReplicaReport>& reports, int64_t now);
+  void flushUsage(int64_t now);
   void autoscale(int64_t now);
 
   asio::io_context& io_;
@@ -177,12 +200,15 @@ class JobRegistry {
   NodeSource nodes_;
   NodeWiringLookup nodeWiring_;
   std::string execEndpoint_;
+  std::string execCa_;
   ReplicaUsage usage_;
+  UsageLedger ledger_;
   // Replicas a launch gate let start: they stay in their node's desired state for good
   // (an agent that started one must not see it vanish). forEachDesired is const to
   // callers; this is its memory.
   mutable std::set<int64_t> released_;
   std::map<std::string, JobEntry> jobs_;  // not deleted, by name
+  std::map<int64_t, std::string> deletedOwners_;  // deleted jobs' owners, by id
   // The autoscaler's memory per elastic task (by task id): recent recommendations and the
   // last decision. Lost on restart, which only means the windows are observed afresh.
   struct ElasticStatus {

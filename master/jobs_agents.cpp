@@ -30,6 +30,7 @@ void JobRegistry::reportReplicas(const std::string& node, const std::vector<Repl
   for (const auto& r : reports)
     if (r.state == ReplicaState::Running) usage_.record(r.replicaId, {r.cpuMillisUsed, r.memoryBytesUsed, now});
     else usage_.forget(r.replicaId);
+  accountUsage(reports, now);
   // Even an empty report matters: a Stopping attempt its node no longer holds is gone.
   if (commits_.exclusiveBusy()) return;  // the agent reports again next beat
   std::map<int64_t, const ReplicaReport*> byId;
@@ -96,6 +97,7 @@ void JobRegistry::tick(const std::set<std::string>& downNodes) {
       for (const auto& r : t.replicas)
         if (isLive(r.state)) liveIds.insert(r.id);
   usage_.keepOnly(liveIds);
+  flushUsage(now);
   std::set<int64_t> taskIds;
   for (const auto& [name, job] : jobs_)
     for (const auto& t : job.tasks)
@@ -130,6 +132,24 @@ void JobRegistry::notifyNodes(const JobEntry* before, const JobEntry& after) {
       for (const auto& r : t.replicas) nodes.insert(r.node);
   nodes.erase("");
   if (!nodes.empty()) onNodesChanged(nodes);
+}
+
+std::map<int64_t, std::string> JobRegistry::nodesOf(const std::set<int64_t>& ids) const {
+  std::map<int64_t, std::string> out;
+  for (const auto& [name, job] : jobs_)
+    for (const auto& t : job.tasks)
+      for (const auto& r : t.replicas)
+        if (ids.count(r.id)) out[r.id] = r.node;
+  return out;
+}
+
+std::set<int64_t> JobRegistry::replicaIdsOn(const std::string& node) const {
+  std::set<int64_t> out;
+  for (const auto& [name, job] : jobs_)
+    for (const auto& t : job.tasks)
+      for (const auto& r : t.replicas)
+        if (r.node == node) out.insert(r.id);
+  return out;
 }
 
 }  // namespace yard::master

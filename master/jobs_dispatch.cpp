@@ -271,7 +271,7 @@ std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan,
           gang.push_back(&task.replicas[k]);
     size_t existing = gang.size();
     for (size_t k = first; k < task.replicas.size(); ++k) gang.push_back(&task.replicas[k]);
-    std::vector<Env> envs = gangEnv(job.rec.name, st, gang, nodeWiring_, config_.etcdEndpoints, execEndpoint_);
+    std::vector<Env> envs = gangEnv(job.rec.name, st, gang, nodeWiring_, config_.etcdEndpoints, execEndpoint_, execCa_);
     if (auto member = job.spec->job().getArray().getMember(); member.getArray().size() != 0)
       for (auto& env : envs) {  // a job array's member (Slurm's SLURM_ARRAY_TASK_ID and _COUNT)
         setEnv(env, "YARD_ARRAY", str(member.getArray()));

@@ -9,14 +9,19 @@
 #include "common/http/metrics_endpoint.h"
 #include "common/metrics/process.h"
 #include "common/spec/loader.h"
+#include "common/tls/pki.h"
 #include "common/wire/server.h"
 #include "master/catalog.h"
 #include "master/client_api.h"
+#include "master/cert_names.h"
 #include "master/config.h"
+#include "master/dataset_paths.h"
 #include "master/data_dir.h"
 #include "common/util/random.h"
+#include "common/util/scrub_arg.h"
 #include "common/util/sd_notify.h"
 #include "master/dev_agent.h"
+#include "master/access.h"
 #include "master/agent_api.h"
 #include "master/jobs.h"
 #include "master/log_archive.h"
@@ -47,6 +52,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> etcd;
   app.add_option("--etcd-endpoint", etcd,
                  "etcd HOST:PORT for elastic rendezvous (repeatable); overrides etcd_endpoints");
+  std::vector<std::string> datasetRoots;
+  app.add_option("--dataset-root", datasetRoots,
+                 "A directory datasets may be created under (repeatable); overrides dataset_roots");
   std::string metricsListen;
   auto* metricsFlag = app.add_option("--metrics-listen", metricsListen,
                                      "Address of /metrics (Prometheus) HOST:PORT, \"\" = off; overrides metrics_listen; "
@@ -60,6 +68,9 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  if (scrubArgument(argc, argv, "--join-token"))
+    logLine("warning: --join-token puts the join token where every local user can read it (/proc/PID/cmdline) "
+            "until the master overwrites it; prefer join_token in the config file (mode 0640)");
   // systemd's readiness protocol (docs/operations.md); taken from the environment before
   // any thread or child (the dev agent) exists.
   ServiceNotifier systemd(ServiceNotifier::takeFromEnvironment(), logLine);
@@ -87,6 +98,14 @@ int main(int argc, char** argv) {
   if (!joinToken.empty()) config.joinToken = joinToken;
   if (!advertise.empty()) config.advertise = advertise;
   if (!etcd.empty()) config.etcdEndpoints = etcd;
+  for (const auto& root : datasetRoots)
+    if (auto bad = master::checkDatasetRoot(root); !bad.empty()) {
+      logLine("--dataset-root: " + bad);
+      return 2;
+    }
+  if (!datasetRoots.empty()) config.datasetRoots = datasetRoots;
+  // A dev cluster is one person's machine: any path not forbidden (master/dataset_paths.h).
+  if (dev && config.datasetRoots.empty()) config.datasetRoots = {"/"};
   if (metricsFlag->count() > 0) {
     if (auto bad = http::checkListenSetting(metricsListen, master::kDefaultMetricsListen); !bad.empty()) {
       logLine("--metrics-listen: " + bad);
@@ -106,6 +125,30 @@ int main(int argc, char** argv) {
   auto lock = master::lockDataDir(config.dataDir);
   if (!lock) {
     logLine(lock.error());
+    return 1;
+  }
+
+  // The cluster CA and this master's certificate (docs/security.md): created on the first
+  // start, the certificate re-issued at every start for the addresses configured now.
+  auto pki = tls::ensureMasterPki(config.dataDir, master::certificateAddresses(config), master::certificateNames());
+  if (!pki) {
+    logLine(pki.error());
+    return 1;
+  }
+  logLine("cluster CA " + config.dataDir + "/ca.pem, fingerprint " + pki.value().caFingerprint +
+          " (agents join with --ca-fingerprint " + pki.value().caFingerprint + " or --ca " + config.dataDir + "/ca.pem)");
+  // The CA goes with the certificate: an agent pinning the CA by fingerprint finds it there.
+  wire::TlsIdentity masterIdentity{pki.value().certPem + pki.value().ca.certPem, pki.value().keyPem};
+  auto clientTls = wire::makeServerTls(masterIdentity, "");
+  auto agentTls = wire::makeServerTls(masterIdentity, pki.value().ca.certPem);
+  auto callTls = wire::makeClientTls(pki.value().ca.certPem, &masterIdentity, "");
+  for (const auto* r : {&clientTls, &agentTls})
+    if (!*r) {
+      logLine("TLS: " + r->error());
+      return 1;
+    }
+  if (!callTls) {
+    logLine("TLS: " + callTls.error());
     return 1;
   }
 
@@ -172,12 +215,32 @@ int main(int argc, char** argv) {
           std::to_string(config.heartbeatTimeoutSeconds * 1000) + " ms; heartbeats every " +
           std::to_string(nodes.heartbeatIntervalMs()) + " ms");
   nodes.start();
-  master::ClientApi api(config, catalog, jobs, *db, nodes);
+  // Users, tokens and grants (docs/security.md); the first start writes <data-dir>/admin.token.
+  master::Access access(io, *db, [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }, logLine);
+  if (auto loaded = access.load(state.value(), config.dataDir); !loaded) {
+    logLine(loaded.error());
+    return 1;
+  }
+  access.setStaticJoinToken(config.joinToken);
+  master::ClientApi api(config, catalog, jobs, *db, nodes, access);
   master::AgentApi agentApi(config.joinToken, nodes);
+  // Joins redeem the config's join_token or a join-token object (yardctl token create).
+  agentApi.setJoinTokenCheck([&access](const std::string& secret, const std::string& node, auto done) {
+    access.redeemJoinToken(secret, node, std::move(done));
+  });
+  agentApi.setCertificateAuthority(pki.value().ca);
+  agentApi.setLog(logLine);
   agentApi.setJobs(&jobs);
   agentApi.setCatalog(&catalog);
   agentApi.setStopGraceMs(static_cast<uint32_t>(config.stopGraceSeconds * 1000));
-  master::AgentCalls calls(io, config.joinToken, logLine);
+  // Calls to agents go to the node registered at that address, and only to it.
+  master::AgentCalls calls(io, callTls.value(), [&nodes](const std::string& hostPort) {
+    for (const auto& [name, n] : nodes.nodes())
+      if (n.record.agentPort > 0 && n.record.address + ":" + std::to_string(n.record.agentPort) == hostPort) return name;
+    return std::string();
+  }, logLine);
   api.setAgentCalls(&calls);
   // /metrics: events counted where they happen, state read from the registries when scraped.
   jobs.setMetrics(&masterMetrics);
@@ -217,7 +280,7 @@ int main(int argc, char** argv) {
     }
   };
   auto agentServer = wire::FrameServer::listen(
-      io, config.agentListen, agentLimits,
+      io, config.agentListen, agentTls.value(), agentLimits,
       [&agentApi](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         agentApi.handle(conn, std::move(frame));
       },
@@ -241,7 +304,7 @@ int main(int argc, char** argv) {
   };
   tick();
   auto server = wire::FrameServer::listen(
-      io, config.listen, clientLimits,
+      io, config.listen, clientTls.value(), clientLimits,
       [&api](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         api.handle(conn, std::move(frame));
       },
@@ -252,6 +315,7 @@ int main(int argc, char** argv) {
   }
   std::string bound = server.value()->address();
   jobs.setExecEndpoint(config.advertise.empty() ? bound : config.advertise);
+  jobs.setExecCa(pki.value().caFingerprint);
   if (config.advertise.empty() && (bound.rfind("0.0.0.0:", 0) == 0 || bound.rfind("[::]:", 0) == 0 || bound.rfind(":::", 0) == 0))
     logLine("the client API listens on every address; set advertise (or --advertise) to the address nodes "
             "should use, or OpenMPI launchers cannot reach it");
@@ -271,13 +335,18 @@ int main(int argc, char** argv) {
   if (metricsServer.value()) std::cout << "metrics " << metricsServer.value()->address() << std::endl;
   std::unique_ptr<master::DevAgent> devAgent;
   if (dev) {
-    auto started = master::DevAgent::start(agentServer.value()->address(), config.joinToken, config.dataDir + "/agent");
+    auto started = master::DevAgent::start(agentServer.value()->address(), config.joinToken, config.dataDir + "/ca.pem",
+                                           config.dataDir + "/agent");
     if (!started) {
       logLine(started.error());
       return 1;
     }
     devAgent = std::move(started).value();
     logLine("dev cluster: agent pid " + std::to_string(devAgent->pid()) + ", node \"dev\", state in " + config.dataDir + "/agent");
+    // What yardctl needs for this master (docs/yardctl.md, "Connecting"): its entry in the
+    // local user's client config, so the README's commands work with only YARD_MASTER set.
+    std::string written = master::writeDevClientEntry(server.value()->address(), config.dataDir);
+    logLine(written);
   }
 
   // READY once the loop runs: state is loaded and both listeners accept. The watchdog pings

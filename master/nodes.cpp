@@ -214,6 +214,7 @@ Result<bool> NodeRegistry::load(const store::State& state) {
     persistedBeat_[rec.name] = rec.lastHeartbeat;
     nodes_[rec.name] = std::move(info);
   }
+  for (const auto& c : state.nodeCerts) certs_[c.node] = c.fingerprint;
   if (!nodes_.empty())
     say("loaded " + std::to_string(nodes_.size()) + " nodes; each has " + std::to_string(timeoutMs_ / 1000) +
         "s to send a heartbeat before it is marked down");
@@ -400,6 +401,50 @@ void NodeRegistry::setDrained(const CommitQueue::Slot& slot, const std::string& 
   if (next.record.state != "down") next.record.state = drained ? "draining" : "ready";
   std::string what = "node " + name + (drained ? " drained" : " undrained") + ": " + next.record.state;
   commitNode(slot, std::move(next), true, std::move(what), reply);
+}
+
+void NodeRegistry::remove(const std::string& name, std::function<int64_t()> liveReplicas, Reply reply) {
+  if (!nodes_.count(name)) return reply(refuse("node " + nameShown(name) + " does not exist"));
+  commits_.run(name, [this, name, liveReplicas, reply](CommitQueue::Slot slot) {
+    auto it = nodes_.find(name);
+    std::string why;
+    if (it == nodes_.end()) why = "node " + nameShown(name) + " does not exist";
+    else if (it->second.record.state != "down" && !it->second.record.drained)
+      why = "node " + name + " is " + it->second.record.state + ": drain it first (yardctl node drain " + name +
+            "), or stop its agent so that it goes down";
+    else if (int64_t n = liveReplicas(); n > 0)
+      why = "node " + name + " still has " + std::to_string(n) + (n == 1 ? " replica" : " replicas") +
+            " placed on it; cancel their jobs or wait for them to end";
+    if (!why.empty()) {
+      slot.done();
+      return reply(refuse(why));
+    }
+    slot.commit([name](store::Tx& tx) {
+                  tx.deleteNode(name);
+                  tx.deleteNodeCert(name);  // its certificate stops working with it
+                },
+                [this, name, reply](Result<bool> r) {
+                  if (r) {
+                    nodes_.erase(name);
+                    certs_.erase(name);
+                    persistedBeat_.erase(name);
+                    say("node " + name + " deleted");
+                    if (onChange_) onChange_();
+                  }
+                  reply(r);
+                });
+  });
+}
+
+void NodeRegistry::recordCertificate(const std::string& name, const std::string& fingerprint, Reply reply) {
+  commits_.run(name, [this, name, fingerprint, reply](CommitQueue::Slot slot) {
+    store::NodeCertRecord rec{name, fingerprint, now_()};
+    slot.commit([rec](store::Tx& tx) { tx.putNodeCert(rec); },
+                [this, name, fingerprint, reply](Result<bool> r) {
+                  if (r) certs_[name] = fingerprint;
+                  reply(r);
+                });
+  });
 }
 
 }  // namespace yard::master

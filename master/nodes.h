@@ -127,6 +127,19 @@ class NodeRegistry {
   // Unknown node: "node X does not exist".
   void drain(const std::string& name, Reply reply);
   void undrain(const std::string& name, Reply reply);
+  // yardctl node delete (admins): forgets a node that is not taking work (down, or drained)
+  // and runs nothing (`liveReplicas`, asked when the change runs, says how many replicas are
+  // still placed there). Its record goes; an agent of that name that joins again re-creates it.
+  void remove(const std::string& name, std::function<int64_t()> liveReplicas, Reply reply);
+  // The fingerprint of the one certificate node `name` may use (its last join's), or null
+  // when it has none (never joined, or deleted). docs/security.md, "Per-node authorization".
+  const std::string* certificateOf(const std::string& name) const {
+    auto it = certs_.find(name);
+    return it == certs_.end() ? nullptr : &it->second;
+  }
+  // Records, durably, that `fingerprint` is node `name`'s certificate from now on (a join);
+  // the one before stops working.
+  void recordCertificate(const std::string& name, const std::string& fingerprint, Reply reply);
 
   const std::map<std::string, NodeInfo>& nodes() const { return nodes_; }
   // Every node as the scheduler sees it, in name order, with nothing allocated yet (the
@@ -193,6 +206,7 @@ class NodeRegistry {
 
   std::map<std::string, NodeInfo> nodes_;
   std::map<std::string, int64_t> persistedBeat_;  // lastHeartbeat as last stored
+  std::map<std::string, std::string> certs_;       // node -> its certificate's fingerprint
   CommitQueue commits_;  // changes to one node, by its name
 };
 

@@ -27,7 +27,8 @@ void setEnv(Env& env, const std::string& name, const std::string& value) {
 
 std::vector<Env> gangEnv(const std::string& job, schema::Task::Reader task,
                          const std::vector<const store::ReplicaRecord*>& gang, const NodeWiringLookup& nodes,
-                         const std::vector<std::string>& etcd, const std::string& execEndpoint) {
+                         const std::vector<std::string>& etcd, const std::string& execEndpoint,
+                         const std::string& execCa) {
   std::map<std::string, NodeWiring> wiring;
   for (const auto* r : gang)
     if (!wiring.count(r->node)) wiring[r->node] = nodes ? nodes(r->node) : NodeWiring{};
@@ -65,7 +66,7 @@ std::vector<Env> gangEnv(const std::string& job, schema::Task::Reader task,
     env.emplace_back("PYTHONUNBUFFERED", "1");
     out.push_back(std::move(env));
   }
-  frameworks::GangWiring g{job, task, {}, {}, etcd, execEndpoint};
+  frameworks::GangWiring g{job, task, {}, {}, etcd, execEndpoint, execCa};
   for (const auto* r : gang) {
     std::string addr = wiring[r->node].address;
     g.members.push_back({r, addr, addr + ":" + std::to_string(r->port)});

@@ -28,10 +28,13 @@ using NodeWiringLookup = std::function<NodeWiring(const std::string& node)>;
 // The injected variables of every replica of one placed gang (`gang`: the gang's records,
 // all of one task attempt, with node, port, gpus and declaredPorts set), in gang order.
 // `etcd`: the master's etcd endpoints (elastic rendezvous); `execEndpoint`: the client API
-// address replicas reach the exec channel at (an OpenMPI launcher's yard-rsh).
+// address replicas reach the exec channel at (an OpenMPI launcher's yard-rsh), and `execCa` the
+// cluster CA's fingerprint ("sha256:...") yard-rsh verifies the master with (one line, as an
+// environment variable must be).
 std::vector<Env> gangEnv(const std::string& job, schema::Task::Reader task,
                          const std::vector<const store::ReplicaRecord*>& gang, const NodeWiringLookup& nodes,
-                         const std::vector<std::string>& etcd = {}, const std::string& execEndpoint = "");
+                         const std::vector<std::string>& etcd = {}, const std::string& execEndpoint = "",
+                         const std::string& execCa = "");
 
 // The OpenMPI hostfile of a launcher: one `<addr> slots=N` line per worker node, in worker
 // index order (workers sharing a node add up their slots), from the worker list fixed in its

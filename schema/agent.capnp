@@ -21,7 +21,25 @@ struct AgentRequest {
     register @1 :Register;
     heartbeat @2 :Heartbeat;
     archiveLog @3 :ArchiveLog;
+    join @4 :Join;
   }
+}
+
+# TLS bootstrap (docs/security.md, "Agent bootstrap"): an agent without a node certificate
+# connects (verifying the master against its --ca or --ca-fingerprint), proves it holds a join
+# token and sends a CSR for a key it generated; the master answers `joined` with a node
+# certificate (CN "node:NAME") signed by the cluster CA. Every other request needs that
+# certificate, and is accepted only about the node it names.
+struct Join {
+  token @0 :Text;
+  node @1 :Text;                 # the name the certificate will carry
+  csrPem @2 :Text;
+  address @3 :Text;              # the node's address (a subjectAltName of its certificate)
+}
+
+struct Joined {
+  certPem @0 :Text;
+  caPem @1 :Text;
 }
 
 # Sent when the agent starts (and again whenever it wants to update what it advertises).
@@ -77,6 +95,7 @@ struct AgentResponse {
     registered @2 :Registered;
     desired @3 :Desired;
     archived @4 :LogArchived;    # the answer to archiveLog
+    joined @5 :Joined;
   }
 }
 
@@ -138,6 +157,11 @@ struct ReplicaSpec {
   # agent's program directory as ${YARD_BIN_DIR}; the agent expands both.
   files @14 :List(SpecFile);
   vm @15 :Bool;                   # a `type: vm` job: run under the node's VM runtime
+  # Who the replica runs as (docs/security.md): the job owner's mapped uid/gid. Host replicas
+  # run as exactly this; -1 = not mapped (containers keep the image's user).
+  runAsUid @16 :Int64 = -1;
+  runAsGid @17 :Int64 = -1;
+  owner @18 :Text;                # the job owner's user name (for logs and accounting)
 }
 
 struct SpecFile {

@@ -31,6 +31,8 @@ struct Queue {
   runningJobs @7 :Int64;
   queuedJobs @8 :Int64;
   createdAt @9 :Int64;         # unix ms
+  allowHostTasks @10 :Bool;    # users' jobs may have host tasks (image: host) here; admin-set
+  grants @11 :List(Text);      # read-only: users granted this queue (queue grant)
 }
 
 # Which fields of a queue update to apply.
@@ -44,6 +46,7 @@ struct QueueUpdate {
   setPlacement @6 :Bool;
   setState @7 :Bool;
   values @8 :Queue;
+  setAllowHostTasks @9 :Bool;
 }
 
 struct Dataset {
@@ -51,12 +54,15 @@ struct Dataset {
   path @1 :Text;
   readOnly @2 :Bool = true;
   createdAt @3 :Int64;
+  grants @4 :List(Text);       # read-only: users (or "queue:Q") granted this dataset
 }
 
 struct JobFilter {
   queue @0 :Text;    # empty = every queue
   state @1 :Text;    # empty = every state (Queued, Running, Succeeded, Failed, Cancelled)
   array @2 :Text;    # only the members of this job array; empty = every job
+  all @3 :Bool;      # every user's jobs (admins); false = the caller's own
+  owner @4 :Text;    # only this user's jobs (admins); empty = see `all`
 }
 
 struct JobSummary {
@@ -72,6 +78,7 @@ struct JobSummary {
   tasksDone @9 :Int32;     # tasks in a final state
   array @10 :Text;         # a job array's member: the array's name (empty: not a member)
   arrayIndex @11 :Int32;   # and its index
+  owner @12 :Text;         # the user who submitted it
 }
 
 struct ReplicaInfo {
@@ -251,8 +258,94 @@ struct Error {
   message @0 :Text;
 }
 
+# Users, API tokens and join tokens (docs/security.md).
+struct UserSpec {
+  name @0 :Text;
+  admin @1 :Bool;
+  uid @2 :Int64 = -1;      # host tasks run as this uid/gid; -1 = not mapped (no host tasks)
+  gid @3 :Int64 = -1;
+}
+
+struct UserInfo {
+  name @0 :Text;
+  admin @1 :Bool;
+  uid @2 :Int64 = -1;
+  gid @3 :Int64 = -1;
+  createdAt @4 :Int64;
+  tokens @5 :Int32;        # live API tokens
+}
+
+struct TokenCreate {
+  user @0 :Text;           # API token: its user; join token: empty
+  ttlSeconds @1 :Int64;    # 0 = never expires (API tokens); join tokens default to 24 h
+  uses @2 :Int32;          # join tokens: how many agents may join with it; 0 = unlimited
+  description @3 :Text;
+}
+
+struct TokenInfo {
+  id @0 :Text;             # public id (the secret's first characters); what revoke takes
+  kind @1 :Text;           # "api" | "join"
+  user @2 :Text;
+  createdAt @3 :Int64;
+  expiresAt @4 :Int64;     # 0 = never
+  usesLeft @5 :Int32;      # join tokens; -1 = unlimited
+  revoked @6 :Bool;
+  description @7 :Text;
+  lastUsedAt @8 :Int64;
+}
+
+# Returned once, when a token is created: the secret is not stored and cannot be shown again.
+struct SecretIssued {
+  id @0 :Text;
+  secret @1 :Text;
+  expiresAt @2 :Int64;
+}
+
+struct Grant {
+  object @0 :Text;         # queue or dataset name
+  user @1 :Text;
+}
+
+struct AuditQuery {
+  user @0 :Text;           # empty = every user
+  since @1 :Int64;         # unix ms; 0 = from the start
+  until @2 :Int64;         # 0 = now
+  limit @3 :Int32;         # 0 = the master's default (1000), newest last
+}
+
+struct AuditRecord {
+  at @0 :Int64;
+  user @1 :Text;           # empty = unauthenticated
+  source @2 :Text;         # the peer's address
+  request @3 :Text;        # e.g. "job.submit"
+  target @4 :Text;         # the object named (job, queue, user, ...)
+  outcome @5 :Text;        # "ok" | "refused" | "failed"
+  message @6 :Text;        # the refusal or error text
+}
+
+struct UsageQuery {
+  by @0 :Text;             # "user" | "queue" | "job"
+  since @1 :Int64;         # unix ms; 0 = from the start
+  until @2 :Int64;         # 0 = now
+  user @3 :Text;           # admins: only this user; users always get their own
+}
+
+struct UsageRow {
+  key @0 :Text;            # the user, queue or job
+  jobs @1 :Int64;
+  coreSeconds @2 :Float64;
+  memoryGibSeconds @3 :Float64;
+  gpuSeconds @4 :Float64;
+  wallSeconds @5 :Float64;
+  user @6 :Text;           # by job: its owner and queue
+  queue @7 :Text;
+}
+
 struct Request {
   id @0 :UInt64;
+  # The caller's API token (docs/security.md); empty = anonymous, which only `ping` may be.
+  # Every request carries it, so each is authorized on its own (no connection state).
+  token @29 :Text;
   union {
     ping @1 :Void;
     queueCreate @2 :Queue;
@@ -282,6 +375,22 @@ struct Request {
     userExec @26 :UserExecRequest;  # answered by execOutput (and execInputTaken) frames, then execExit (or one error)
     execInput @27 :ExecInput;  # no answer
     jobSubmitAll @28 :List(Job.Job);  # several specs, all submitted or none; answered by `done` (a line each)
+    userCreate @30 :UserSpec;          # admins; answered by `user`
+    userList @31 :Void;                # admins; answered by `users`
+    userDelete @32 :Text;              # admins; revokes the user's tokens; answered by `done`
+    userTokenCreate @33 :TokenCreate;  # admins, or a user for themself; answered by `secret`
+    userTokenList @34 :Text;           # a user's API tokens (empty = the caller's); answered by `tokens`
+    tokenRevoke @35 :Text;             # an API or join token, by id; answered by `done`
+    joinTokenCreate @36 :TokenCreate;  # admins; answered by `secret`
+    joinTokenList @37 :Void;           # admins; answered by `tokens`
+    queueGrant @38 :Grant;             # admins; answered by `done`
+    queueRevoke @39 :Grant;
+    datasetGrant @40 :Grant;
+    datasetRevoke @41 :Grant;
+    nodeDelete @42 :Text;              # admins; answered by `done`
+    audit @43 :AuditQuery;             # admins; answered by `auditRecords`
+    usage @44 :UsageQuery;             # answered by `usageRows`
+    whoami @45 :Void;                  # answered by `user`
   }
 }
 
@@ -306,5 +415,11 @@ struct Response {
     execOutput @16 :ExecOutput;
     execExit @17 :Int32;
     execInputTaken @18 :UInt64;  # userExec: the command has taken this many more bytes of stdin
+    user @19 :UserInfo;
+    users @20 :List(UserInfo);
+    secret @21 :SecretIssued;
+    tokens @22 :List(TokenInfo);
+    auditRecords @23 :List(AuditRecord);
+    usageRows @24 :List(UsageRow);
   }
 }

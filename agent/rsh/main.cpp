@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/tls/pki.h"
 #include "common/wire/client.h"
 #include "schema/api.capnp.h"
 
@@ -49,7 +50,13 @@ int main(int argc, char** argv) {
     std::cerr << "yard-rsh: YARD_EXEC_MASTER is not set (only OpenMPI launchers run by Yard have it)\n";
     return 255;
   }
-  auto client = yard::wire::FrameClient::connect(master);
+  // The master is the one whose chain holds the CA with this fingerprint (docs/security.md).
+  auto tls = yard::wire::makePinnedClientTls(env("YARD_EXEC_CA"), nullptr);
+  if (!tls) {
+    std::cerr << "yard-rsh: YARD_EXEC_CA: " << tls.error() << "\n";
+    return 255;
+  }
+  auto client = yard::wire::FrameClient::connect(master, tls.value());
   if (!client) {
     std::cerr << "yard-rsh: " << client.error() << "\n";
     return 255;

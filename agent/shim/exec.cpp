@@ -150,6 +150,11 @@ int runExec(const ShimOptions& o) {
     // Dies with us: a command outliving its `yard-shim exec` would be invisible to the agent.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (::getppid() != parent) ::_exit(kCannotRun);
+    if (o.user) {
+      // The replica's user, as its workload: and its working directory entered as that user.
+      if (auto f = becomeUser(*o.user)) ::_exit(cannotRun(*f));
+      if (::chdir(workdir.c_str()) != 0) ::_exit(cannotRun(makeFailure("chdir", errno, workdir)));
+    }
     resetSignals();
     closeFdsExcept(-1);
     SetupFailure f = execWithEnvironment(o.argv, env);

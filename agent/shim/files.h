@@ -10,7 +10,7 @@
 
 namespace yard::shim {
 
-// Writes `content` to `path` through `path.tmp`: write, fsync, rename, fsync the directory. A
+// Writes `content` to `path` (mode 0600) through `path.tmp`: write, fsync, rename, fsync the directory. A
 // reader sees either no file (or the old one) or all of `content`. Returns 0 or an errno.
 int writeFileAtomically(const std::string& path, std::string_view content);
 

@@ -29,10 +29,28 @@ std::optional<std::string> setOnce(std::optional<std::string>& slot, std::string
 
 const char* usage() {
   return "usage: yard-shim run --dir DIR [--env-file FILE] [--cgroup-procs FILE]...\n"
-         "                     [--mount SRC:DST[:ro|:rw]]... [--workdir PATH] -- ARGV...\n"
+         "                     [--mount SRC:DST[:ro|:rw]]... [--workdir PATH] [--user UID:GID]\n"
+         "                     -- ARGV...\n"
          "       yard-shim exec --dir DIR [--env-file FILE] [--cgroup-procs FILE]...\n"
-         "                      [--workdir PATH] [--env NAME=VALUE]... [--tty] -- ARGV...\n"
+         "                      [--workdir PATH] [--env NAME=VALUE]... [--tty] [--user UID:GID]\n"
+         "                      -- ARGV...\n"
          "       yard-shim guard --dir DIR --pid PID [--cgroup-procs FILE]...\n";
+}
+
+Result<ShimOptions::User> parseUser(const std::string& value) {
+  using R = Result<ShimOptions::User>;
+  auto id = [](const std::string& s) -> std::optional<uint32_t> {
+    if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    unsigned long long v = std::stoull(s);
+    if (v >= 4294967295ULL) return std::nullopt;  // (uid_t)-1 means "leave unchanged" to setuid
+    return static_cast<uint32_t>(v);
+  };
+  size_t colon = value.find(':');
+  if (colon == std::string::npos) return R::fail("--user '" + value + "': expected UID:GID (numbers)");
+  auto uid = id(value.substr(0, colon)), gid = id(value.substr(colon + 1));
+  if (!uid) return R::fail("--user '" + value + "': the uid must be a number below 4294967295");
+  if (!gid) return R::fail("--user '" + value + "': the gid must be a number below 4294967295");
+  return R::ok(ShimOptions::User{*uid, *gid});
 }
 
 Result<BindMount> parseMount(const std::string& value) {
@@ -121,6 +139,11 @@ Result<ShimOptions> parseShimArgs(int argc, char** argv) {
       o.env.push_back(value);
     } else if (flag == "--env") {
       return R::fail("--env is only for exec (run takes --env-file)");
+    } else if (flag == "--user") {
+      if (o.user) return R::fail("--user given twice");
+      Result<ShimOptions::User> u = parseUser(value);
+      if (!u) return R::fail(u.error());
+      o.user = u.value();
     } else if (flag == "--mount" && o.mode == Mode::kRun) {
       Result<BindMount> m = parseMount(value);
       if (!m) return R::fail(m.error());

@@ -89,9 +89,11 @@ void writeStatus(const std::string& dir, const std::string& line) {
   if (::setsid() < 0) fail(makeFailure("setsid", errno, "workload"));
 
   // Host paths first (DIR, the env file), before a mount could cover them.
+  // The log is readable by the replica's user and root only (docs/security.md).
   std::string log = o.dir + "/output.log";
-  int logFd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  int logFd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (logFd < 0) fail(makeFailure("output-log", errno, log));
+  if (o.user && ::fchown(logFd, o.user->uid, o.user->gid) != 0) fail(makeFailure("output-log", errno, log));
   int nullFd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (nullFd < 0) fail(makeFailure("stdin", errno, "/dev/null"));
   std::vector<std::string> env;
@@ -100,11 +102,16 @@ void writeStatus(const std::string& dir, const std::string& line) {
   int recordFd = -1;
   if (!o.mounts.empty()) {
     std::string record = o.dir + "/" + kCreatedMountpointsFile;
-    recordFd = ::open(record.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    recordFd = ::open(record.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (recordFd < 0) fail(makeFailure("mountpoints", errno, record));
   }
-  if (auto f = applyMounts(o.mounts, recordFd)) fail(*f);
+  if (auto f = applyMounts(o.mounts, o.dir, recordFd)) fail(*f);
   if (recordFd >= 0) ::close(recordFd);
+  // Root's work is done (cgroups, files, mounts): the rest runs as the replica's user, so its
+  // working directory is one that user may enter.
+  if (o.user) {
+    if (auto f = becomeUser(*o.user)) fail(*f);
+  }
   if (o.workdir && ::chdir(o.workdir->c_str()) != 0) fail(makeFailure("chdir", errno, *o.workdir));
 
   if (::dup2(nullFd, 0) < 0 || ::dup2(logFd, 1) < 0 || ::dup2(logFd, 2) < 0) {

@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <grp.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -26,39 +28,79 @@ void recordCreated(int recordFd, const std::string& path) {
   (void)ignored;
 }
 
-// mkdir -p, recording each directory it created. Returns 0 or an errno.
-int makeDirs(const std::string& path, int recordFd) {
-  for (size_t slash = path.find('/', 1); ; slash = path.find('/', slash + 1)) {
-    std::string prefix = path.substr(0, slash);
-    if (!prefix.empty()) {
-      if (::mkdir(prefix.c_str(), 0755) == 0) recordCreated(recordFd, prefix);
-      else if (errno != EEXIST) return errno;
+// mkdir -p of `path` below `base` (an existing directory that `path` is inside), one component
+// at a time through directory fds opened with O_NOFOLLOW, so that a symlink planted in the
+// replica's directory cannot send a creation elsewhere. Records each directory it created.
+// Returns an fd of `path`'s directory (the caller closes it), or -errno.
+int makeDirsBelow(const std::string& base, const std::string& path, int recordFd) {
+  int fd = ::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  std::string at = base;
+  for (size_t pos = base.size(); pos < path.size();) {
+    size_t end = path.find('/', pos + 1);
+    if (end == std::string::npos) end = path.size();
+    std::string name = path.substr(pos + 1, end - pos - 1);
+    pos = end;
+    if (name.empty() || name == ".") continue;
+    at += "/" + name;
+    if (::mkdirat(fd, name.c_str(), 0755) == 0) {
+      recordCreated(recordFd, at);
+    } else if (errno != EEXIST) {
+      int err = errno;
+      ::close(fd);
+      return -err;
     }
-    if (slash == std::string::npos) return 0;
+    int next = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int err = errno;
+    ::close(fd);
+    if (next < 0) return -err;
+    fd = next;
   }
+  return fd;
+}
+
+// Whether `path` is `dir` itself or below it, comparing whole components: /r/a-1 is not
+// inside /r/a. A path with a ".." component is never inside (it could climb out).
+bool inside(const std::string& path, const std::string& dir) {
+  if (path.find("/../") != std::string::npos || path.ends_with("/..")) return false;
+  if (path == dir) return true;
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
 }
 
 // A file can only be bind-mounted on a file: create DST as an empty file when SRC is not a
-// directory, and as a directory (with its parents) otherwise. What it creates is on the host's
-// file system (a new mount namespace has the same directories), so each path it creates is
-// recorded for the agent to remove once no replica needs it (docs/agent.md).
-std::optional<SetupFailure> makeMountPoint(const BindMount& m, int recordFd) {
+// directory, and as a directory (with its parents) otherwise. Mount points are created only
+// inside the replica's own directory: what is created is on the host's file system (a new
+// mount namespace has the same directories), and the host's own tree is not Yard's to change.
+// Each path created is recorded for the agent (docs/agent.md).
+std::optional<SetupFailure> makeMountPoint(const BindMount& m, const std::string& replicaDir, int recordFd) {
   struct stat st {};
   if (::stat(m.source.c_str(), &st) != 0) return makeFailure("bind-mount", errno, m.source);
+  struct stat target {};
+  if (::lstat(m.target.c_str(), &target) == 0) return std::nullopt;  // exists: mount over it (bind says if it fits)
+  if (errno != ENOENT) return makeFailure("mount-point", errno, m.target);
+  if (replicaDir.empty() || !inside(m.target, replicaDir)) {
+    return makeFailure("mount-point", ENOENT,
+                       m.target + " does not exist on this node; yard-shim creates mount points only inside "
+                       "the replica's directory, never on the host's own tree: create it on the node first");
+  }
   if (S_ISDIR(st.st_mode)) {
-    if (int err = makeDirs(m.target, recordFd)) return makeFailure("mkdir", err, m.target);
+    int fd = makeDirsBelow(replicaDir, m.target, recordFd);
+    if (fd < 0) return makeFailure("mkdir", -fd, m.target);
+    ::close(fd);
     return std::nullopt;
   }
   size_t slash = m.target.rfind('/');
-  if (slash > 0) {
-    if (int err = makeDirs(m.target.substr(0, slash), recordFd)) return makeFailure("mkdir", err, m.target);
-  }
-  int fd = ::open(m.target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int dirFd = makeDirsBelow(replicaDir, m.target.substr(0, slash), recordFd);
+  if (dirFd < 0) return makeFailure("mkdir", -dirFd, m.target);
+  std::string name = m.target.substr(slash + 1);
+  int fd = ::openat(dirFd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int err = errno;
+  ::close(dirFd);
   if (fd >= 0) {
     recordCreated(recordFd, m.target);
     ::close(fd);
-  } else if (errno != EEXIST) {
-    return makeFailure("mkdir", errno, m.target);
+  } else if (err != EEXIST) {
+    return makeFailure("mkdir", err, m.target);
   }
   return std::nullopt;
 }
@@ -121,14 +163,15 @@ std::optional<SetupFailure> readEnvironment(const std::optional<std::string>& en
   return std::nullopt;
 }
 
-std::optional<SetupFailure> applyMounts(const std::vector<BindMount>& mounts, int recordFd) {
+std::optional<SetupFailure> applyMounts(const std::vector<BindMount>& mounts, const std::string& replicaDir,
+                                        int recordFd) {
   if (mounts.empty()) return std::nullopt;
   if (::unshare(CLONE_NEWNS) != 0) return makeFailure("unshare", errno, "CLONE_NEWNS");
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return makeFailure("mount-private", errno, "/");
   }
   for (const BindMount& m : mounts) {
-    if (auto f = makeMountPoint(m, recordFd)) return f;
+    if (auto f = makeMountPoint(m, replicaDir, recordFd)) return f;
     if (::mount(m.source.c_str(), m.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
       return makeFailure("bind-mount", errno, m.source + " on " + m.target);
     }
@@ -138,6 +181,26 @@ std::optional<SetupFailure> applyMounts(const std::vector<BindMount>& mounts, in
         return makeFailure("remount-ro", errno, m.target);
       }
     }
+  }
+  return std::nullopt;
+}
+
+std::optional<SetupFailure> becomeUser(const ShimOptions::User& user) {
+  std::string who = std::to_string(user.uid) + ":" + std::to_string(user.gid);
+  gid_t gid = user.gid;
+  if (::setgroups(1, &gid) != 0) return makeFailure("user", errno, "setgroups(" + std::to_string(gid) + ")");
+  if (::setgid(gid) != 0) return makeFailure("user", errno, "setgid(" + std::to_string(gid) + ")");
+  if (::setuid(user.uid) != 0) return makeFailure("user", errno, "setuid(" + std::to_string(user.uid) + ")");
+  // setuid from root changes all three uids; check it did, and that root cannot be had back.
+  uid_t ruid = 0, euid = 0, suid = 0;
+  gid_t rgid = 0, egid = 0, sgid = 0;
+  if (::getresuid(&ruid, &euid, &suid) != 0 || ::getresgid(&rgid, &egid, &sgid) != 0 || ruid != user.uid ||
+      euid != user.uid || suid != user.uid || rgid != gid || egid != gid || sgid != gid) {
+    return makeFailure("user", EPERM, "still not " + who + " after setuid");
+  }
+  if (user.uid != 0 && (::setuid(0) == 0 || ::seteuid(0) == 0)) return makeFailure("user", EPERM, "root regained as " + who);
+  if (user.uid != 0 && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return makeFailure("user", errno, "PR_SET_NO_NEW_PRIVS");
   }
   return std::nullopt;
 }

@@ -34,9 +34,19 @@ std::optional<SetupFailure> readEnvironment(const std::optional<std::string>& en
 
 // Moves the caller into a new mount namespace (only when `mounts` is not empty), makes every
 // mount private so nothing leaks back to the host, and bind-mounts each entry in order. A
-// mount point that does not exist is created (on the host's file system: directories are not
-// namespaced); each path created is appended, one per line, to `recordFd` (-1: not recorded).
-std::optional<SetupFailure> applyMounts(const std::vector<BindMount>& mounts, int recordFd = -1);
+// mount point must exist, unless it lies inside `replicaDir` (the replica's own directory):
+// directories are not namespaced, so creating one elsewhere would change the host's own tree
+// (an empty /etc/nologin stops every login). A missing one outside fails with step
+// `mount-point`. Each path created is appended, one per line, to `recordFd` (-1: not recorded).
+std::optional<SetupFailure> applyMounts(const std::vector<BindMount>& mounts, const std::string& replicaDir,
+                                        int recordFd = -1);
+
+// Becomes `user`: setgroups({gid}), setgid(gid), setuid(uid), in that order, each checked,
+// and then checks that neither the real, effective nor saved ids can go back. For a uid other
+// than 0 also sets no_new_privs, so no setuid program (su, sudo) gives the workload back more
+// than its user has: a mount the user chose could otherwise feed such a program its own /etc.
+// Fails with step `user`.
+std::optional<SetupFailure> becomeUser(const ShimOptions::User& user);
 
 // The file in a replica's directory that lists the mount points its shim created.
 inline constexpr const char* kCreatedMountpointsFile = "mountpoints";

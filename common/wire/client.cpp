@@ -1,50 +1,75 @@
 #include "common/wire/client.h"
 
+#include "common/tls/pki.h"
 #include "common/wire/server.h"
 
 namespace yard::wire {
 
-FrameClient::FrameClient(std::string address) : address_(std::move(address)) {
+FrameClient::FrameClient(std::string address, const ClientTls& tls)
+    : context_(tls.context), stream_(io_, *context_), address_(std::move(address)) {
   limits_.maxFrameBytes = 256u << 20;  // responses (lists) can be large; we trust the master
   limits_.traversalLimitWords = 64u << 20;
 }
 
-Result<std::unique_ptr<FrameClient>> FrameClient::connect(const std::string& hostPort,
+Result<std::unique_ptr<FrameClient>> FrameClient::connect(const std::string& hostPort, const ClientTls& tls,
                                                           std::chrono::milliseconds timeout) {
   using R = Result<std::unique_ptr<FrameClient>>;
   auto ep = parseEndpoint(hostPort);
   if (!ep) return R::fail("master address " + ep.error());
-  auto client = std::make_unique<FrameClient>(hostPort);
+  if (!tls.context) return R::fail("cannot reach the master at " + hostPort + ": no TLS settings");
+  auto client = std::make_unique<FrameClient>(hostPort, tls);
+  requirePeerName(client->stream_, tls.peerName);
   asio::error_code result = asio::error::would_block;
-  client->socket_.async_connect(ep.value(), [&](asio::error_code ec) { result = ec; });
+  client->stream_.lowest_layer().async_connect(ep.value(), [&](asio::error_code ec) { result = ec; });
   client->io_.run_for(timeout);
   if (result == asio::error::would_block)
     return R::fail("cannot reach the master at " + hostPort + ": timed out");
   if (result) return R::fail("cannot reach the master at " + hostPort + ": " + result.message());
   client->io_.restart();
   asio::error_code ec;
-  client->socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  client->stream_.lowest_layer().set_option(asio::ip::tcp::no_delay(true), ec);
+  result = asio::error::would_block;
+  client->stream_.async_handshake(asio::ssl::stream_base::client, [&](asio::error_code e) { result = e; });
+  client->io_.run_for(timeout);
+  if (result == asio::error::would_block)
+    return R::fail("cannot reach the master at " + hostPort + ": the TLS handshake timed out");
+  if (result)
+    return R::fail("cannot reach the master at " + hostPort + ": " +
+                   handshakeError(client->stream_.native_handle(), result, "the master"));
+  client->io_.restart();
+  if (!tls.caPin.empty()) {
+    auto chain = tls::chainPems(client->stream_.native_handle());
+    if (!chain) return R::fail("cannot reach the master at " + hostPort + ": " + chain.error());
+    auto ca = tls::verifyPinnedChain(chain.value(), tls.caPin);
+    if (!ca) return R::fail("refusing the master at " + hostPort + ": " + ca.error());
+    client->pinnedCaPem_ = ca.value();
+  }
   return R::ok(std::move(client));
 }
 
 Result<bool> FrameClient::sendRaw(const std::string& bytes) {
   asio::error_code ec;
-  asio::write(socket_, asio::buffer(bytes), ec);
+  asio::write(stream_, asio::buffer(bytes), ec);
   if (ec) return Result<bool>::fail("lost the connection to the master at " + address_ + ": " + ec.message());
   return Result<bool>::ok(true);
 }
 
 Result<std::unique_ptr<Frame>> FrameClient::receive() {
   using R = Result<std::unique_ptr<Frame>>;
+  auto lost = [&](const asio::error_code& ec) {
+    bool cut = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+    return R::fail("lost the connection to the master at " + address_ + ": " +
+                   (cut ? std::string("the master closed it") : ec.message()));
+  };
   uint8_t header[kHeaderBytes];
   asio::error_code ec;
-  asio::read(socket_, asio::buffer(header, kHeaderBytes), ec);
-  if (ec) return R::fail("lost the connection to the master at " + address_ + ": " + ec.message());
+  asio::read(stream_, asio::buffer(header, kHeaderBytes), ec);
+  if (ec) return lost(ec);
   auto len = parseHeader(header, limits_);
   if (!len) return R::fail("bad response from the master: " + len.error());
   auto words = kj::heapArray<capnp::word>(len.value() / sizeof(capnp::word));
-  asio::read(socket_, asio::buffer(words.begin(), len.value()), ec);
-  if (ec) return R::fail("lost the connection to the master at " + address_ + ": " + ec.message());
+  asio::read(stream_, asio::buffer(words.begin(), len.value()), ec);
+  if (ec) return lost(ec);
   return decodeFrame(kj::mv(words), limits_);
 }
 

@@ -1,33 +1,41 @@
 #pragma once
-// A blocking frame client, for yardctl and tests: one request, one response.
+// A blocking frame client over TLS (tls.h), for yardctl, yard-rsh, the agent's bootstrap and
+// tests: one request, one response.
 
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 
 #include <chrono>
 #include <memory>
 #include <string>
 
 #include "common/wire/frame.h"
+#include "common/wire/tls.h"
 
 namespace yard::wire {
 
 class FrameClient {
  public:
-  // Connects to "HOST:PORT"; the error says which address failed and why.
-  static Result<std::unique_ptr<FrameClient>> connect(const std::string& hostPort,
+  // Connects to "HOST:PORT" and completes the TLS handshake, verifying the server as `tls`
+  // says; the error says which address failed and why ("its certificate did not verify").
+  static Result<std::unique_ptr<FrameClient>> connect(const std::string& hostPort, const ClientTls& tls,
                                                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // Sends `request` and waits for one response frame.
   Result<std::unique_ptr<Frame>> call(capnp::MessageBuilder& request);
   // Sends raw bytes (tests use it to send malformed frames).
   Result<bool> sendRaw(const std::string& bytes);
   Result<std::unique_ptr<Frame>> receive();
+  // With ClientTls::caPin: the CA certificate (PEM) that matched the pin.
+  const std::string& pinnedCaPem() const { return pinnedCaPem_; }
 
-  explicit FrameClient(std::string address);
+  FrameClient(std::string address, const ClientTls& tls);
 
  private:
   asio::io_context io_;
-  asio::ip::tcp::socket socket_{io_};
+  std::shared_ptr<asio::ssl::context> context_;  // outlives stream_
+  asio::ssl::stream<asio::ip::tcp::socket> stream_;
   std::string address_;
+  std::string pinnedCaPem_;
   Limits limits_;
 };
 

@@ -57,22 +57,46 @@ Result<uint64_t> raiseOpenFileLimit() {
   return Result<uint64_t>::ok(static_cast<uint64_t>(lim.rlim_cur));
 }
 
-Connection::Connection(asio::ip::tcp::socket socket, const Limits& limits, Handler handler, Log log)
-    : socket_(std::move(socket)),
-      executor_(socket_.get_executor()),
+Connection::Connection(Stream stream, bool handshakeDone, const Limits& limits, Handler handler, Log log)
+    : stream_(std::move(stream)),
+      executor_(stream_.get_executor()),
+      handshakeDone_(handshakeDone),
       limits_(limits),
       handler_(std::move(handler)),
       log_(std::move(log)),
       timer_(executor_) {
   asio::error_code ec;
-  auto ep = socket_.remote_endpoint(ec);
+  auto ep = stream_.lowest_layer().remote_endpoint(ec);
   peer_ = ec ? "unknown peer" : ep.address().to_string() + ":" + std::to_string(ep.port());
+  if (handshakeDone_) {
+    peerName_ = verifiedPeerName(stream_.native_handle()).value_or("");
+    if (!peerName_.empty()) peerFingerprint_ = wire::peerFingerprint(stream_.native_handle());
+  }
 }
 
 void Connection::start() {
   lastActive_ = Clock::now();
   if (limits_.idleTimeout.count() > 0) armTimer(lastActive_ + limits_.idleTimeout);
+  if (!handshakeDone_) return handshake();
   readMore();
+}
+
+// The server side of the TLS handshake, under the frame deadline: a peer that connects and
+// says nothing (or speaks plaintext) holds nothing for long.
+void Connection::handshake() {
+  inFrame_ = true;
+  frameStart_ = Clock::now();
+  if (limits_.frameDeadline.count() > 0) armTimer(frameStart_ + limits_.frameDeadline);
+  stream_.async_handshake(asio::ssl::stream_base::server, [self = shared_from_this()](asio::error_code ec) {
+    if (self->closed_) return;
+    self->inFrame_ = false;
+    if (ec) return self->close(handshakeError(self->stream_.native_handle(), ec, "the client"));
+    self->handshakeDone_ = true;
+    self->peerName_ = verifiedPeerName(self->stream_.native_handle()).value_or("");
+    if (!self->peerName_.empty()) self->peerFingerprint_ = wire::peerFingerprint(self->stream_.native_handle());
+    self->lastActive_ = Clock::now();
+    self->readMore();
+  });
 }
 
 std::shared_ptr<void> Connection::holdOpen() {
@@ -104,7 +128,7 @@ void Connection::readMore() {
     }
     into = asio::buffer(reinterpret_cast<uint8_t*>(body_.begin()) + bodyHave_, capacity - bodyHave_);
   }
-  socket_.async_read_some(into, [self = shared_from_this()](asio::error_code ec, size_t n) { self->onRead(ec, n); });
+  stream_.async_read_some(into, [self = shared_from_this()](asio::error_code ec, size_t n) { self->onRead(ec, n); });
 }
 
 void Connection::onRead(asio::error_code ec, size_t n) {
@@ -112,7 +136,7 @@ void Connection::onRead(asio::error_code ec, size_t n) {
   if (ec) {
     if (drain_) return close(drainWhy_);
     if (ec == asio::error::operation_aborted) return close("");
-    if (ec == asio::error::eof) return close(inFrame_ ? "connection closed mid-frame" : "");
+    if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) return close(inFrame_ ? "connection closed mid-frame" : "");
     return close(ec.message());
   }
   auto now = Clock::now();
@@ -216,7 +240,7 @@ void Connection::send(capnp::MessageBuilder& message) {
 
 void Connection::writeNext() {
   auto self = shared_from_this();
-  asio::async_write(socket_, asio::buffer(writes_.front()), [self](asio::error_code ec, size_t) {
+  asio::async_write(stream_, asio::buffer(writes_.front()), [self](asio::error_code ec, size_t) {
     if (self->closed_) return;
     if (ec) {
       self->close(ec.message());
@@ -240,8 +264,9 @@ void Connection::close(const std::string& why) {
   if (!why.empty() && log_) log_("closing connection from " + peer_ + ": " + why);
   asio::error_code ec;
   timer_.cancel();
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  // No TLS close_notify: frames carry their own lengths, so a cut is always detected.
+  stream_.lowest_layer().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  stream_.lowest_layer().close(ec);
   body_ = nullptr;
   drain_.reset();
   auto callbacks = std::move(onClose_);
@@ -254,54 +279,68 @@ void Connection::onClose(std::function<void()> f) {
   onClose_.push_back(std::move(f));
 }
 
-void connectFrames(asio::io_context& io, const std::string& hostPort, const Limits& limits,
+void connectFrames(asio::io_context& io, const std::string& hostPort, const ClientTls& tls, const Limits& limits,
                    Connection::Handler handler, Connection::Log log, std::chrono::milliseconds timeout,
                    std::function<void(Result<std::shared_ptr<Connection>>)> done) {
   using R = Result<std::shared_ptr<Connection>>;
   auto ep = parseEndpoint(hostPort);
   if (!ep) return done(R::fail(ep.error()));
+  if (!tls.context) return done(R::fail("cannot connect to " + hostPort + ": no TLS settings"));
   struct Attempt {
-    asio::ip::tcp::socket socket;
+    Connection::Stream stream;
     asio::steady_timer timer;
     bool timedOut = false;
   };
-  auto a = std::make_shared<Attempt>(Attempt{asio::ip::tcp::socket(io), asio::steady_timer(io), false});
+  auto a = std::make_shared<Attempt>(Attempt{Connection::Stream(io, *tls.context), asio::steady_timer(io), false});
+  requirePeerName(a->stream, tls.peerName);
   a->timer.expires_after(timeout);
   a->timer.async_wait([a](asio::error_code ec) {
     if (ec) return;
     a->timedOut = true;
     asio::error_code ignored;
-    a->socket.close(ignored);
+    a->stream.lowest_layer().close(ignored);
   });
   Limits outgoing = limits;
   outgoing.idleTimeout = std::chrono::milliseconds(0);
-  a->socket.async_connect(ep.value(), [a, hostPort, outgoing, handler = std::move(handler), log = std::move(log),
-                                       done = std::move(done)](asio::error_code ec) mutable {
+  auto finish = [a, hostPort, outgoing, handler = std::move(handler), log = std::move(log),
+                 done](asio::error_code ec) mutable {
     a->timer.cancel();
-    if (ec || a->timedOut)
-      return done(R::fail("cannot connect to " + hostPort + ": " + (a->timedOut ? "timed out" : ec.message())));
-    asio::error_code ignored;
-    a->socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-    auto conn = std::make_shared<Connection>(std::move(a->socket), outgoing, std::move(handler), std::move(log));
+    if (ec || a->timedOut) {
+      std::string why = a->timedOut ? "timed out" : handshakeError(a->stream.native_handle(), ec, hostPort);
+      return done(R::fail("cannot connect to " + hostPort + ": " + why));
+    }
+    auto conn = std::make_shared<Connection>(std::move(a->stream), true, outgoing, std::move(handler), std::move(log));
     conn->markAuthenticated();
     conn->start();
     done(R::ok(conn));
+  };
+  a->stream.lowest_layer().async_connect(ep.value(), [a, hostPort, done, finish = std::move(finish)](
+                                                         asio::error_code ec) mutable {
+    if (ec || a->timedOut) {
+      a->timer.cancel();
+      return done(R::fail("cannot connect to " + hostPort + ": " + (a->timedOut ? "timed out" : ec.message())));
+    }
+    asio::error_code ignored;
+    a->stream.lowest_layer().set_option(asio::ip::tcp::no_delay(true), ignored);
+    a->stream.async_handshake(asio::ssl::stream_base::client, std::move(finish));
   });
 }
 
-FrameServer::FrameServer(asio::io_context& io, asio::ip::tcp::acceptor acceptor, const Limits& limits,
-                         Connection::Handler handler, Connection::Log log)
+FrameServer::FrameServer(asio::io_context& io, asio::ip::tcp::acceptor acceptor, const ServerTls& tls,
+                         const Limits& limits, Connection::Handler handler, Connection::Log log)
     : io_(io),
       acceptor_(std::move(acceptor)),
+      tls_(tls),
       limits_(limits),
       handler_(std::move(handler)),
       log_(std::move(log)),
       retry_(io) {}
 
 Result<std::unique_ptr<FrameServer>> FrameServer::listen(asio::io_context& io, const std::string& hostPort,
-                                                         const Limits& limits, Connection::Handler handler,
-                                                         Connection::Log log) {
+                                                         const ServerTls& tls, const Limits& limits,
+                                                         Connection::Handler handler, Connection::Log log) {
   using R = Result<std::unique_ptr<FrameServer>>;
+  if (!tls.context) return R::fail("cannot listen on " + hostPort + ": no TLS settings");
   auto ep = parseEndpoint(hostPort);
   if (!ep) return R::fail(ep.error());
   asio::ip::tcp::acceptor acceptor(io);
@@ -311,7 +350,7 @@ Result<std::unique_ptr<FrameServer>> FrameServer::listen(asio::io_context& io, c
   if (!ec) acceptor.bind(ep.value(), ec);
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return R::fail("cannot listen on " + hostPort + ": " + ec.message());
-  auto server = std::make_unique<FrameServer>(io, std::move(acceptor), limits, std::move(handler), std::move(log));
+  auto server = std::make_unique<FrameServer>(io, std::move(acceptor), tls, limits, std::move(handler), std::move(log));
   server->accept();
   return R::ok(std::move(server));
 }
@@ -370,7 +409,8 @@ void FrameServer::admit(asio::ip::tcp::socket socket) {
   ++c.open;
   ++fromHere;
   socket.set_option(asio::ip::tcp::no_delay(true), ec);
-  auto conn = std::make_shared<Connection>(std::move(socket), limits_, handler_, log_);
+  auto conn = std::make_shared<Connection>(Connection::Stream(std::move(socket), *tls_.context), false, limits_,
+                                           handler_, log_);
   conn->onClose([census = census_, address] {
     --census->open;
     auto it = census->byAddress.find(address);

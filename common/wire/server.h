@@ -1,5 +1,5 @@
 #pragma once
-// An Asio TCP server speaking frames (frame.h). Each accepted connection reads frames one
+// An Asio TCP server speaking frames (frame.h) over TLS 1.3 (tls.h). Each accepted connection reads frames one
 // after another and hands each to the handler on the io thread; the handler may answer
 // right away or later (after a store commit) through Connection::send. A frame that
 // breaks the limits, or a handler that trips over a malformed message (capnp throws on
@@ -14,6 +14,7 @@
 // REQUIRES: every method runs on the io_context's thread, except executor().
 
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "common/wire/frame.h"
+#include "common/wire/tls.h"
 
 namespace yard::wire {
 
@@ -34,8 +36,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   using Handler = std::function<void(const std::shared_ptr<Connection>&, std::unique_ptr<Frame>)>;
   using Log = std::function<void(const std::string&)>;
   using Clock = std::chrono::steady_clock;
+  using Stream = asio::ssl::stream<asio::ip::tcp::socket>;
 
-  Connection(asio::ip::tcp::socket socket, const Limits& limits, Handler handler, Log log);
+  // `handshakeDone`: an outgoing connection whose client handshake already ran; otherwise
+  // start() runs the server handshake first (within Limits::frameDeadline).
+  Connection(Stream stream, bool handshakeDone, const Limits& limits, Handler handler, Log log);
   void start();
   // Queues `message` for writing; no-op once closed. The first frame sent after a request
   // arrived counts as that request's answer (the idle timeout waits for it).
@@ -49,6 +54,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Runs `f` once when the connection closes (right away when it already has).
   void onClose(std::function<void()> f);
   const std::string& peer() const { return peer_; }
+  // The common name of the certificate the peer presented and the CA verified (tls.h); empty
+  // when it presented none. "yard-master" or "node:NAME" in this cluster.
+  const std::string& peerName() const { return peerName_; }
+  // The SHA-256 fingerprint of that certificate ("sha256:..."); empty when none.
+  const std::string& peerFingerprint() const { return peerFingerprint_; }
   // The executor of the io thread this connection lives on. Fixed at construction, so any
   // thread may read it: work finished elsewhere posts its answer back through it.
   const asio::any_io_executor& executor() const { return executor_; }
@@ -63,6 +73,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<void> holdOpen();
 
  private:
+  void handshake();
   void readMore();
   void onRead(asio::error_code ec, size_t n);
   void headerDone();
@@ -75,8 +86,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void onTimer();
   bool busy() const { return unanswered_ > 0 || holds_ > 0 || !writes_.empty(); }
 
-  asio::ip::tcp::socket socket_;
-  const asio::any_io_executor executor_;  // socket_'s, copied so that reading it needs no lock
+  Stream stream_;
+  const asio::any_io_executor executor_;  // stream_'s, copied so that reading it needs no lock
+  bool handshakeDone_;
+  std::string peerName_;
+  std::string peerFingerprint_;
   Limits limits_;
   Handler handler_;
   Log log_;
@@ -113,19 +127,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 // Opens an outgoing connection to `hostPort` that speaks frames like an accepted one: each
 // frame the peer sends goes to `handler`. `done` gets the started connection, or why it
-// could not connect within `timeout`. We chose the peer, so the connection starts
+// could not connect and complete the TLS handshake (verifying the peer as `tls` says) within
+// `timeout`. We chose the peer, so the connection starts
 // authenticated and has no idle timeout (its caller keeps its own timers); the frame
 // deadline and the frame size limit apply.
-void connectFrames(asio::io_context& io, const std::string& hostPort, const Limits& limits,
+void connectFrames(asio::io_context& io, const std::string& hostPort, const ClientTls& tls, const Limits& limits,
                    Connection::Handler handler, Connection::Log log, std::chrono::milliseconds timeout,
                    std::function<void(Result<std::shared_ptr<Connection>>)> done);
 
 class FrameServer {
  public:
-  // Binds and listens on `host:port` (port 0 = any free port).
+  // Binds and listens on `host:port` (port 0 = any free port); every connection is TLS as
+  // `tls` says.
   static Result<std::unique_ptr<FrameServer>> listen(asio::io_context& io, const std::string& hostPort,
-                                                     const Limits& limits, Connection::Handler handler,
-                                                     Connection::Log log);
+                                                     const ServerTls& tls, const Limits& limits,
+                                                     Connection::Handler handler, Connection::Log log);
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
   std::string address() const;
   void stop();
@@ -134,7 +150,7 @@ class FrameServer {
   size_t openConnections() const { return census_->open; }
   uint64_t refusedConnections() const { return census_->refused; }
 
-  FrameServer(asio::io_context& io, asio::ip::tcp::acceptor acceptor, const Limits& limits,
+  FrameServer(asio::io_context& io, asio::ip::tcp::acceptor acceptor, const ServerTls& tls, const Limits& limits,
               Connection::Handler handler, Connection::Log log);
 
  private:
@@ -153,6 +169,7 @@ class FrameServer {
 
   asio::io_context& io_;
   asio::ip::tcp::acceptor acceptor_;
+  ServerTls tls_;
   Limits limits_;
   Connection::Handler handler_;
   Connection::Log log_;

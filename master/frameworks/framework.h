@@ -33,6 +33,7 @@ struct GangWiring {
   std::map<std::string, std::vector<GangMember>> roles;  // by role name, in index order
   std::vector<std::string> etcd;                         // the master's etcd endpoints
   std::string execEndpoint;                              // the master's exec channel (host:port)
+  std::string execCa;                                    // the cluster CA's fingerprint, to verify it with
 
   std::vector<std::string> endpoints(const std::string& role) const;
   size_t count(const std::string& role) const;

@@ -72,6 +72,8 @@ void OpenMpi::addEnv(const GangWiring& g, std::vector<Env>& envs) const {
     if (!g.execEndpoint.empty()) {
       env.emplace_back("YARD_EXEC_MASTER", g.execEndpoint);
       env.emplace_back("YARD_EXEC_TOKEN", token);
+      // The cluster CA's fingerprint: yard-rsh pins it (the master sends the CA in its chain).
+      env.emplace_back("YARD_EXEC_CA", g.execCa);
     }
   }
 }

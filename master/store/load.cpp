@@ -18,11 +18,12 @@ QueueRecord queueRow(const sql::Stmt& s) {
   q.weight = s.real(6);
   q.placement = s.text(7);
   q.createdAt = s.i64(8);
+  q.allowHostTasks = s.flag(9);
   return q;
 }
 constexpr const char* kQueues =
     "SELECT name, state, cpu_millis, memory_bytes, gpu, max_running_jobs, weight, placement,"
-    " created_at FROM queues ORDER BY id";
+    " created_at, allow_host_tasks FROM queues ORDER BY id";
 
 DatasetRecord datasetRow(const sql::Stmt& s) {
   return DatasetRecord{s.text(0), s.text(1), s.flag(2), s.i64(3)};
@@ -77,11 +78,41 @@ JobRecord jobRow(const sql::Stmt& s, std::map<int64_t, std::string>& unreadable)
   j.finishedAt = s.i64(9);
   j.deleted = s.flag(10);
   j.deleteRequested = s.flag(11);
+  j.owner = s.text(12);
+  j.runAsUid = s.i64(13);
+  j.runAsGid = s.i64(14);
   return j;
 }
 constexpr const char* kJobs =
     "SELECT id, name, queue, state, reason, priority, spec, submitted_at, started_at,"
-    " finished_at, deleted, delete_requested FROM jobs ORDER BY id";
+    " finished_at, deleted, delete_requested, owner, run_as_uid, run_as_gid FROM jobs ORDER BY id";
+
+UserRecord userRow(const sql::Stmt& s) { return UserRecord{s.text(0), s.flag(1), s.i64(2), s.i64(3), s.i64(4)}; }
+constexpr const char* kUsers = "SELECT name, admin, uid, gid, created_at FROM users ORDER BY id";
+
+TokenRecord tokenRow(const sql::Stmt& s) {
+  return TokenRecord{s.text(0), s.text(1), s.text(2), s.text(3), s.i64(4), s.i64(5),
+                     s.i32(6),  s.flag(7), s.text(8), s.i64(9)};
+}
+constexpr const char* kTokens =
+    "SELECT token_id, kind, user, secret_sha256, created_at, expires_at, uses_left, revoked, description,"
+    " last_used_at FROM tokens ORDER BY id";
+
+NodeCertRecord nodeCertRow(const sql::Stmt& s) { return NodeCertRecord{s.text(0), s.text(1), s.i64(2)}; }
+constexpr const char* kNodeCerts = "SELECT node, fingerprint, issued_at FROM node_certs ORDER BY node";
+
+GrantRecord grantRow(const sql::Stmt& s) { return GrantRecord{s.text(0), s.text(1)}; }
+constexpr const char* kQueueGrants = "SELECT queue, user FROM queue_grants ORDER BY queue, user";
+constexpr const char* kDatasetGrants = "SELECT dataset, grantee FROM dataset_grants ORDER BY dataset, grantee";
+
+AuditRecord auditRow(const sql::Stmt& s) {
+  return AuditRecord{s.i64(0), s.i64(1), s.text(2), s.text(3), s.text(4), s.text(5), s.text(6), s.text(7)};
+}
+// The newest `limit` matching records (a negative LIMIT means all), returned oldest first.
+// An empty user matches everyone's; until 0 means no upper bound.
+constexpr const char* kAudit =
+    "SELECT * FROM (SELECT id, at, user, source, request, target, outcome, message FROM audit"
+    " WHERE (? = '' OR user = ?) AND at >= ? AND (? = 0 OR at <= ?) ORDER BY id DESC LIMIT ?) ORDER BY id";
 
 TaskRecord taskRow(const sql::Stmt& s) {
   return TaskRecord{s.i64(0), s.i64(1), s.text(2), parseTaskStateColumn(s.text(3)), s.text(4), s.i32(5),
@@ -155,6 +186,11 @@ Result<bool> readState(sql::Connection& conn, State& st) {
   Result<bool> r = readRows(conn, kQueues, queueRow, st.queues);
   if (r.isOk()) r = readRows(conn, kDatasets, datasetRow, st.datasets);
   if (r.isOk()) r = readRows(conn, kNodes, nodeRow, st.nodes);
+  if (r.isOk()) r = readRows(conn, kUsers, userRow, st.users);
+  if (r.isOk()) r = readRows(conn, kTokens, tokenRow, st.tokens);
+  if (r.isOk()) r = readRows(conn, kQueueGrants, grantRow, st.queueGrants);
+  if (r.isOk()) r = readRows(conn, kDatasetGrants, grantRow, st.datasetGrants);
+  if (r.isOk()) r = readRows(conn, kNodeCerts, nodeCertRow, st.nodeCerts);
   // A damaged row of a job, task or replica is recorded against its job rather than failing
   // the load: one bad job must not keep the master down.
   std::map<int64_t, int64_t> jobOfTask;
@@ -210,6 +246,16 @@ Result<std::vector<EventRecord>> Store::events(int64_t jobId, size_t limit) {
   auto r = readRows(*reader_, kEvents, eventRow, out, jobId, sqlLimit);
   if (!r.isOk()) return R::fail(path_ + ": reading events of job " + std::to_string(jobId) +
                                 ": " + r.error());
+  return R::ok(std::move(out));
+}
+
+Result<std::vector<AuditRecord>> Store::audit(const AuditQuery& q) {
+  using R = Result<std::vector<AuditRecord>>;
+  std::lock_guard<std::mutex> lock(readMu_);
+  std::vector<AuditRecord> out;
+  int64_t sqlLimit = q.limit == 0 ? -1 : static_cast<int64_t>(q.limit);
+  auto r = readRows(*reader_, kAudit, auditRow, out, q.user, q.user, q.since, q.until, q.until, sqlLimit);
+  if (!r.isOk()) return R::fail(path_ + ": reading the audit trail: " + r.error());
   return R::ok(std::move(out));
 }
 

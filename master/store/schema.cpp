@@ -169,6 +169,96 @@ ALTER TABLE tasks ADD COLUMN ending TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN delete_requested INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 7: users, API and join tokens, queue and dataset grants, the audit trail, and who
+// owns each job (docs/security.md, "Users, roles and grants"). Jobs stored before users
+// existed belong to the built-in admin and run as root on hosts, as they did. Tokens keep
+// only the SHA-256 of their secret. Grants and audit rows name users, queues and datasets by
+// name, like jobs.queue: the history outlives the objects.
+constexpr const char* kV7 = R"sql(
+CREATE TABLE users (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  admin INTEGER NOT NULL,
+  uid INTEGER NOT NULL,
+  gid INTEGER NOT NULL,
+  created_at INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX users_name ON users(name);
+
+CREATE TABLE tokens (
+  id INTEGER PRIMARY KEY,
+  token_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  user TEXT NOT NULL,
+  secret_sha256 TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  uses_left INTEGER NOT NULL,
+  revoked INTEGER NOT NULL,
+  description TEXT NOT NULL,
+  last_used_at INTEGER NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX tokens_token_id ON tokens(token_id);
+
+CREATE TABLE queue_grants (
+  queue TEXT NOT NULL,
+  user TEXT NOT NULL,
+  PRIMARY KEY (queue, user)
+) STRICT;
+
+CREATE TABLE dataset_grants (
+  dataset TEXT NOT NULL,
+  grantee TEXT NOT NULL,
+  PRIMARY KEY (dataset, grantee)
+) STRICT;
+
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY,
+  at INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  source TEXT NOT NULL,
+  request TEXT NOT NULL,
+  target TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  message TEXT NOT NULL
+) STRICT;
+CREATE INDEX audit_at ON audit(at);
+
+ALTER TABLE queues ADD COLUMN allow_host_tasks INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin';
+ALTER TABLE jobs ADD COLUMN run_as_uid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN run_as_gid INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// Version 8: usage accounting (docs/security.md, "Usage accounting"), one row per job that
+// only grows. job_id is not a foreign key: the row stays when the job is deleted and purged.
+constexpr const char* kV8 = R"sql(
+CREATE TABLE usage (
+  job_id INTEGER PRIMARY KEY,
+  job TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER NOT NULL,
+  core_seconds REAL NOT NULL,
+  memory_gib_seconds REAL NOT NULL,
+  gpu_seconds REAL NOT NULL
+) STRICT;
+CREATE INDEX usage_owner ON usage(owner);
+)sql";
+
+// Version 9: the one certificate each node name may use (docs/security.md, "Per-node
+// authorization"): the fingerprint of the certificate its last join was issued. A node's
+// requests must come with exactly that certificate, so a re-join (or a `node delete`, which
+// removes the row) revokes the one before.
+constexpr const char* kV9 = R"sql(
+CREATE TABLE node_certs (
+  node TEXT PRIMARY KEY,
+  fingerprint TEXT NOT NULL,
+  issued_at INTEGER NOT NULL
+) STRICT;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
@@ -176,6 +266,9 @@ constexpr Migration kMigrations[] = {
     {4, kV4},
     {5, kV5},
     {6, kV6},
+    {7, kV7},
+    {8, kV8},
+    {9, kV9},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

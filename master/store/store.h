@@ -52,6 +52,7 @@ struct QueueRecord {
   double weight = 1.0;
   std::string placement;  // binpack | spread
   int64_t createdAt = 0;
+  bool allowHostTasks = false;  // users' jobs may have host tasks here (admins' always may)
   bool operator==(const QueueRecord&) const = default;
 };
 
@@ -92,6 +93,10 @@ struct JobRecord {
   // `job delete` of a job whose replicas were still stopping: it is deleted once they are
   // gone (the job has reached its final state).
   bool deleteRequested = false;
+  // Who submitted it, and the uid/gid its host replicas run as (the owner's mapping when it
+  // was submitted; -1 = not mapped). Jobs from before users existed: the built-in admin, 0/0.
+  std::string owner = "admin";
+  int64_t runAsUid = 0, runAsGid = 0;
   bool operator==(const JobRecord&) const = default;
 };
 
@@ -154,8 +159,83 @@ struct EventRecord {
   bool operator==(const EventRecord&) const = default;
 };
 
+// Users and tokens (master/access.h, docs/security.md).
+struct UserRecord {
+  std::string name;
+  bool admin = false;
+  int64_t uid = -1, gid = -1;  // host tasks run as these; -1 = not mapped
+  int64_t createdAt = 0;
+  bool operator==(const UserRecord&) const = default;
+};
+
+// An API token (kind "api", of `user`) or a join token (kind "join", for agents). Only the
+// SHA-256 of the secret is kept (hex); `id` is the public part of the secret.
+struct TokenRecord {
+  std::string id;
+  std::string kind;  // api | join
+  std::string user;  // api: its user; join: ""
+  std::string secretSha256;
+  int64_t createdAt = 0, expiresAt = 0;  // expiresAt 0 = never
+  int32_t usesLeft = -1;                 // join tokens: agents that may still join; -1 = unlimited
+  bool revoked = false;
+  std::string description;
+  int64_t lastUsedAt = 0;
+  bool operator==(const TokenRecord&) const = default;
+};
+
+// A queue granted to a user, or a dataset granted to a user or to "queue:Q".
+struct GrantRecord {
+  std::string object;
+  std::string user;
+  bool operator==(const GrantRecord&) const = default;
+  auto operator<=>(const GrantRecord&) const = default;
+};
+
+struct AuditRecord {
+  int64_t id = 0;
+  int64_t at = 0;
+  std::string user;     // "" = unauthenticated
+  std::string source;   // the peer's address
+  std::string request;  // job.submit, queue.grant, ...
+  std::string target;
+  std::string outcome;  // ok | refused | failed
+  std::string message;
+  bool operator==(const AuditRecord&) const = default;
+};
+
+struct AuditQuery {
+  std::string user;  // "" = everyone's
+  int64_t since = 0, until = 0;  // unix ms; until 0 = no bound
+  size_t limit = 1000;           // the newest `limit`, returned oldest first
+};
+
+enum class GrantTable { Queue, Dataset };
+
+// Usage accounting (docs/security.md, "Usage accounting"): one row per job, by job id, kept
+// after the job is deleted and purged. The amounts only grow; the master adds to them.
+struct UsageRecord {
+  int64_t jobId = 0;
+  std::string job, owner, queue;
+  int64_t startedAt = 0, endedAt = 0;  // unix ms: the job's start, its end (or its last sample)
+  double coreSeconds = 0, memoryGibSeconds = 0, gpuSeconds = 0;
+  bool operator==(const UsageRecord&) const = default;
+};
+
+struct UsageQuery {
+  std::string owner;             // "" = every owner's
+  int64_t since = 0, until = 0;  // unix ms: jobs that ran in [since, until]; until 0 = no bound
+};
+
 // Everything the master loads at start-up, each list in id order (queues, datasets and
 // nodes in insertion order). Jobs include deleted-but-not-purged ones (deleted = true).
+// The certificate a node name may use: its last join's (schema v9).
+struct NodeCertRecord {
+  std::string node;
+  std::string fingerprint;  // "sha256:..." of the certificate's DER
+  int64_t issuedAt = 0;
+  bool operator==(const NodeCertRecord&) const = default;
+};
+
 struct State {
   std::vector<QueueRecord> queues;
   std::vector<DatasetRecord> datasets;
@@ -163,6 +243,10 @@ struct State {
   std::vector<JobRecord> jobs;
   std::vector<TaskRecord> tasks;
   std::vector<ReplicaRecord> replicas;
+  std::vector<UserRecord> users;
+  std::vector<TokenRecord> tokens;
+  std::vector<GrantRecord> queueGrants, datasetGrants;
+  std::vector<NodeCertRecord> nodeCerts;
   // Jobs with a row (theirs, a task's, a replica's) holding text the store never writes (a
   // damaged file), by job id, with what could not be read. Such a job row still loads, with
   // its state left Queued; such task and replica rows are left out. The master quarantines
@@ -190,6 +274,9 @@ class Tx {
   Result<bool> deleteDataset(const std::string& name);
   Result<bool> upsertNode(const NodeRecord& n);
   Result<bool> deleteNode(const std::string& name);
+  // node_cert_tx.cpp: the node's one valid certificate (insert or replace), and its removal.
+  Result<bool> putNodeCert(const NodeCertRecord& c);
+  Result<bool> deleteNodeCert(const std::string& node);
 
   Result<int64_t> insertJob(JobRecord& job);  // sets job.id
   // Writes state, reason, priority, times and deleted of the job with job.id.
@@ -208,6 +295,19 @@ class Tx {
 
   Result<int64_t> appendEvent(EventRecord& event);  // sets event.id
 
+  // Users, tokens, grants and the audit trail (access_tx.cpp).
+  Result<bool> upsertUser(const UserRecord& u);
+  // Removes the user, revokes their API tokens and drops their grants (their jobs stay theirs).
+  Result<bool> deleteUser(const std::string& name);
+  Result<bool> upsertToken(const TokenRecord& t);  // insert, or replace the one with t.id
+  Result<bool> insertGrant(GrantTable table, const GrantRecord& g);  // a grant held already is no error
+  Result<bool> deleteGrant(GrantTable table, const GrantRecord& g);  // "... is not granted" when absent
+  Result<int64_t> appendAudit(AuditRecord& record);  // sets record.id
+
+  // Usage (usage_tx.cpp): adds `delta`'s amounts to the row of delta.jobId (created when
+  // missing), sets its names, keeps the earliest startedAt and the latest endedAt (0 = unknown).
+  Result<bool> addUsage(const UsageRecord& delta);
+
   // Fails this write with `error` (e.g. a re-check found the quota gone); rolls it back.
   void fail(std::string error);
   bool failed() const { return error_.has_value(); }
@@ -218,7 +318,12 @@ class Tx {
   // Runs `body` unless already failed; records its failure. Keeps the sticky-error rule in
   // one place.
   template <typename T, typename F>
-  Result<T> guarded(F&& body);
+  Result<T> guarded(F&& body) {
+    if (error_) return Result<T>::fail(*error_);
+    Result<T> r = body();
+    if (!r.isOk()) error_ = r.error();
+    return r;
+  }
   Result<bool> expectOneRow(const char* what, int64_t id);
 
   sql::Connection& conn_;
@@ -254,6 +359,10 @@ class Store {
   Result<State> loadAll();
   // The last `limit` events of a job, oldest first (limit 0 = all of them).
   Result<std::vector<EventRecord>> events(int64_t jobId, size_t limit);
+  // Audit records matching `q`, oldest first.
+  Result<std::vector<AuditRecord>> audit(const AuditQuery& q);
+  // The per-job usage rows matching `q`, by job id (usage_tx.cpp).
+  Result<std::vector<UsageRecord>> usage(const UsageQuery& q);
 
   Stats stats() const;
   const std::string& path() const { return path_; }

@@ -35,14 +35,6 @@ std::string inQuotes(const std::string& s) { return "\"" + s + "\""; }
 
 }  // namespace
 
-template <typename T, typename F>
-Result<T> Tx::guarded(F&& body) {
-  if (error_) return Result<T>::fail(*error_);
-  Result<T> r = body();
-  if (!r.isOk()) error_ = r.error();
-  return r;
-}
-
 void Tx::fail(std::string error) {
   if (!error_) error_ = std::move(error);
 }
@@ -56,15 +48,16 @@ Result<bool> Tx::upsertQueue(const QueueRecord& q) {
   return guarded<bool>([&] {
     return described(runSql(conn_, R"sql(
       INSERT INTO queues (name, state, cpu_millis, memory_bytes, gpu, max_running_jobs,
-                          weight, placement, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                          weight, placement, created_at, allow_host_tasks)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (name) DO UPDATE SET
         state = excluded.state, cpu_millis = excluded.cpu_millis,
         memory_bytes = excluded.memory_bytes, gpu = excluded.gpu,
         max_running_jobs = excluded.max_running_jobs, weight = excluded.weight,
-        placement = excluded.placement, created_at = excluded.created_at)sql",
+        placement = excluded.placement, created_at = excluded.created_at,
+        allow_host_tasks = excluded.allow_host_tasks)sql",
       q.name, q.state, q.cpuMillis, q.memoryBytes, q.gpu, q.maxRunningJobs, q.weight,
-      q.placement, q.createdAt), "storing queue " + inQuotes(q.name));
+      q.placement, q.createdAt, q.allowHostTasks), "storing queue " + inQuotes(q.name));
   });
 }
 
@@ -75,6 +68,9 @@ Result<bool> Tx::deleteQueue(const std::string& name) {
     if (r.isOk() && conn_.changes() == 0) {
       return Result<bool>::fail("queue " + inQuotes(name) + " does not exist");
     }
+    // Its grants go with it: a queue created later under the name starts with none.
+    if (r.isOk()) r = described(runSql(conn_, "DELETE FROM queue_grants WHERE queue = ?", name), "deleting the grants of queue " + inQuotes(name));
+    if (r.isOk()) r = described(runSql(conn_, "DELETE FROM dataset_grants WHERE grantee = ?", "queue:" + name), "deleting the dataset grants of queue " + inQuotes(name));
     return r;
   });
 }
@@ -97,6 +93,7 @@ Result<bool> Tx::deleteDataset(const std::string& name) {
     if (r.isOk() && conn_.changes() == 0) {
       return Result<bool>::fail("dataset " + inQuotes(name) + " does not exist");
     }
+    if (r.isOk()) r = described(runSql(conn_, "DELETE FROM dataset_grants WHERE dataset = ?", name), "deleting the grants of dataset " + inQuotes(name));
     return r;
   });
 }
@@ -137,10 +134,10 @@ Result<int64_t> Tx::insertJob(JobRecord& job) {
   return guarded<int64_t>([&] {
     Outcome o = runSql(conn_, R"sql(
       INSERT INTO jobs (name, queue, state, reason, priority, spec, submitted_at, started_at,
-                        finished_at, deleted)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
+                        finished_at, deleted, owner, run_as_uid, run_as_gid)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
       job.name, job.queue, toText(job.state), job.reason, job.priority, sql::Blob{job.spec},
-      job.submittedAt, job.startedAt, job.finishedAt, job.deleted);
+      job.submittedAt, job.startedAt, job.finishedAt, job.deleted, job.owner, job.runAsUid, job.runAsGid);
     if (o.code == SQLITE_CONSTRAINT_UNIQUE) {
       return Result<int64_t>::fail("job name " + inQuotes(job.name) +
                                    " is already used by a job that has not been deleted");

@@ -36,6 +36,18 @@ Json weightJson(double w) {
   return w;
 }
 
+Json listJson(capnp::List<capnp::Text>::Reader list) {
+  Json out = Json::array();
+  for (auto t : list) out.push_back(t.cStr());
+  return out;
+}
+
+std::string listText(capnp::List<capnp::Text>::Reader list) {
+  std::string out;
+  for (auto t : list) out += (out.empty() ? "" : ",") + std::string(t.cStr());
+  return out.empty() ? "-" : out;
+}
+
 Json queueJson(api::Queue::Reader q) {
   return {{"name", q.getName().cStr()},
           {"state", stateText(q.getState())},
@@ -46,14 +58,17 @@ Json queueJson(api::Queue::Reader q) {
           {"placement", q.getPlacement() == api::Placement::SPREAD ? "spread" : "binpack"},
           {"runningJobs", q.getRunningJobs()},
           {"queuedJobs", q.getQueuedJobs()},
-          {"createdAt", q.getCreatedAt()}};
+          {"createdAt", q.getCreatedAt()},
+          {"allowHostTasks", q.getAllowHostTasks()},
+          {"grants", listJson(q.getGrants())}};
 }
 
 Json datasetJson(api::Dataset::Reader d) {
   return {{"name", d.getName().cStr()},
           {"path", d.getPath().cStr()},
           {"readOnly", d.getReadOnly()},
-          {"createdAt", d.getCreatedAt()}};
+          {"createdAt", d.getCreatedAt()},
+          {"grants", listJson(d.getGrants())}};
 }
 
 std::string weightText(double w) {
@@ -82,6 +97,9 @@ void queueTable(std::ostream& out, capnp::List<api::Queue>::Reader list) {
 // Quota flags shared by create and update. Strings so that quantities parse our way.
 struct QuotaFlags {
   std::string cpu, memory, gpu, maxRunningJobs, weight, placement;
+  bool allowHostTasks = false;
+  CLI::Option* allowHostTasksFlag = nullptr;  // given? (count)
+  bool hostTasksGiven() const { return allowHostTasksFlag && allowHostTasksFlag->count() > 0; }
 };
 
 void addQuotaFlags(CLI::App* cmd, QuotaFlags& f, bool required) {
@@ -96,6 +114,9 @@ void addQuotaFlags(CLI::App* cmd, QuotaFlags& f, bool required) {
   cmd->add_option("--max-running-jobs", f.maxRunningJobs, "At most this many running jobs (0 = no limit)");
   cmd->add_option("--weight", f.weight, "Share weight against other queues (default 1)");
   cmd->add_option("--placement", f.placement, "binpack (default) or spread")->check(CLI::IsMember({"binpack", "spread"}));
+  f.allowHostTasksFlag = cmd->add_flag("--allow-host-tasks", f.allowHostTasks,
+                                       "Users' jobs may run host tasks (image: host) here, as their own uid "
+                                       "(--allow-host-tasks=false takes it back; admins' jobs always may)");
 }
 
 // Parses the given flags into `q`; returns the first error naming flag, rule and value.
@@ -132,6 +153,7 @@ std::string parseQuota(const QuotaFlags& f, api::Queue::Builder q) {
     }
   }
   if (!f.placement.empty()) q.setPlacement(f.placement == "spread" ? api::Placement::SPREAD : api::Placement::BINPACK);
+  q.setAllowHostTasks(f.allowHostTasks);
   return "";
 }
 
@@ -155,6 +177,9 @@ int run(GlobalOptions& global, Streams io, Fill fill, const char* kind = nullptr
         auto one = m.initRoot<api::Response>().initQueues(1);
         one.setWithCaveats(0, r.getQueue());
         queueTable(io.out, one.asReader());
+        // One queue: who may use it (docs/security.md, "Users, roles and grants").
+        io.out << "Host tasks: " << (r.getQueue().getAllowHostTasks() ? "allowed for users" : "admins only") << "\n"
+               << "Granted to: " << listText(r.getQueue().getGrants()) << "\n";
       }
       break;
     case api::Response::QUEUES:
@@ -171,8 +196,9 @@ int run(GlobalOptions& global, Streams io, Fill fill, const char* kind = nullptr
       if (r.isDataset()) list.push_back(r.getDataset());
       else for (auto d : r.getDatasets()) list.push_back(d);
       printItems(out, json, r.isDataset(), list, datasetJson, [&](const std::vector<api::Dataset::Reader>& items) {
-        Table t({"NAME", "PATH", "MODE"});
-        for (auto d : items) t.row({d.getName().cStr(), d.getPath().cStr(), d.getReadOnly() ? "read-only" : "read-write"});
+        Table t({"NAME", "PATH", "MODE", "GRANTS"});
+        for (auto d : items)
+          t.row({d.getName().cStr(), d.getPath().cStr(), d.getReadOnly() ? "read-only" : "read-write", listText(d.getGrants())});
         t.print(io.out);
       });
       break;
@@ -229,9 +255,11 @@ void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action
         u.setSetMaxRunningJobs(!f.maxRunningJobs.empty());
         u.setSetWeight(!f.weight.empty());
         u.setSetPlacement(!f.placement.empty());
+        u.setSetAllowHostTasks(f.hostTasksGiven());
         if (f.cpu.empty() && f.memory.empty() && f.gpu.empty() && f.maxRunningJobs.empty() && f.weight.empty() &&
-            f.placement.empty())
-          return "queue update: nothing to change (give --cpu, --memory, --gpu, --max-running-jobs, --weight or --placement)";
+            f.placement.empty() && !f.hostTasksGiven())
+          return "queue update: nothing to change (give --cpu, --memory, --gpu, --max-running-jobs, --weight, "
+                 "--placement or --allow-host-tasks)";
         return parseQuota(f, u.initValues());
       });
     };

@@ -16,7 +16,9 @@ inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 
 struct GlobalOptions {
-  std::string master;   // --master, default $YARD_MASTER
+  std::string master;   // --master, default $YARD_MASTER, then the config file (client.h)
+  std::string token;    // --token, default $YARD_TOKEN, then the config file
+  std::string ca;       // --ca (the cluster CA's PEM file), default $YARD_CA, then the config file
   std::string output;   // -o: "" (table) or "json"
 };
 
@@ -36,6 +38,12 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
 void addLogsCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 // `exec JOB -- CMD...`: a command in a running replica (exec_cmd.cpp, docs/exec.md).
 void addExecCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
+// `usage [--by user|queue|job] [--since T] [--until T]` (usage_cmd.cpp, docs/security.md).
+void addUsageCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
+// `user`, `token`, `whoami`, `audit`, `queue grant|revoke`, `dataset grant|revoke` and
+// `node delete` (access_cmd.cpp, docs/security.md). REQUIRES: after addCatalogCommands and
+// addJobCommands (it adds to `queue`, `dataset` and `node`).
+void addAccessCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 // `completion bash|zsh` and the hidden `__complete KIND`; the script is generated from the
 // whole tree when it runs, so every command registered (before or after) is in it.
 void addCompletionCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);

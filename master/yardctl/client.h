@@ -1,38 +1,45 @@
 #pragma once
-// yardctl's connection to the master's client API.
+// yardctl's connection to the master's client API: TLS 1.3, the master verified against the
+// cluster CA (its certificate must name "yard-master"), every request carrying the API token
+// (docs/security.md).
 
+#include <chrono>
 #include <memory>
 #include <string>
 
 #include "common/util/result.h"
 #include "common/wire/client.h"
+#include "master/yardctl/cli.h"
 #include "schema/api.capnp.h"
 
 namespace yard::ctl {
 
-// The master address from --master or $YARD_MASTER; an error when neither is set.
-Result<std::string> masterAddress(const std::string& flag);
+// Where and how to reach the master.
+struct MasterTarget {
+  std::string address;  // HOST:PORT
+  std::string token;    // "" = anonymous (only ping is answered)
+  std::string ca;       // the CA's PEM file
+};
 
-// Sends one request built by `fill` and returns the response frame. Transport problems
-// and api::Error responses both come back as the error text.
-inline Result<std::unique_ptr<wire::Frame>> sendRequest(const std::string& address, capnp::MessageBuilder& message) {
-  using R = Result<std::unique_ptr<wire::Frame>>;
-  auto client = wire::FrameClient::connect(address);
-  if (!client) return R::fail(client.error());
-  auto resp = client.value()->call(message);
-  if (!resp) return resp;
-  auto r = resp.value()->root<api::Response>();
-  if (r.isError()) return R::fail(r.getError().getMessage());
-  return resp;
-}
+// The master, token and CA from the flags, the environment or the config file (in that
+// order); an error when no address is known.
+Result<MasterTarget> masterAddress(const GlobalOptions& global);
+
+// Connects (TCP and TLS) to the master; errors say which address and why.
+Result<std::unique_ptr<wire::FrameClient>> connectMaster(const MasterTarget& target,
+                                                         std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+// Sends one request (its token set from `target`) and returns the response frame. Transport
+// problems and api::Error responses both come back as the error text.
+Result<std::unique_ptr<wire::Frame>> sendRequest(const MasterTarget& target, capnp::MessageBuilder& message);
 
 template <typename Fill>
-Result<std::unique_ptr<wire::Frame>> callMaster(const std::string& address, Fill fill) {
+Result<std::unique_ptr<wire::Frame>> callMaster(const MasterTarget& target, Fill fill) {
   capnp::MallocMessageBuilder message;
   auto req = message.initRoot<api::Request>();
   req.setId(1);
   fill(req);
-  return sendRequest(address, message);
+  return sendRequest(target, message);
 }
 
 }  // namespace yard::ctl

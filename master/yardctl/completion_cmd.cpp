@@ -262,13 +262,14 @@ std::string zshScript(const CompletionTree& tree) {
 int printNames(GlobalOptions& global, Streams io, const std::string& kind) {
   std::signal(SIGALRM, [](int) { _exit(kExitFailed); });
   alarm(3);
-  auto address = masterAddress(global.master);
+  auto address = masterAddress(global);
   if (!address) return kExitFailed;
-  auto client = wire::FrameClient::connect(address.value(), std::chrono::seconds(2));
+  auto client = connectMaster(address.value(), std::chrono::seconds(2));
   if (!client) return kExitFailed;
   capnp::MallocMessageBuilder message;
   auto req = message.initRoot<api::Request>();
   req.setId(1);
+  req.setToken(address.value().token);
   if (kind == "jobs") req.initJobList();
   else if (kind == "queues") req.setQueueList();
   else if (kind == "nodes") req.setNodeList();

@@ -26,6 +26,10 @@
 #include <string>
 #include <vector>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "common/tls/pki.h"
 #include "common/wire/frame.h"
 #include "common/wire/server.h"
 #include "master/yardctl/cli.h"
@@ -120,16 +124,29 @@ std::optional<winsize> terminalSize() {
   return std::nullopt;
 }
 
-// The master's socket: frames written whole (blocking; they are small and the master reads
-// all the time) and read as poll() says bytes are there.
+// The master's connection: TLS 1.3 over a plain socket, so that poll() can wait on it next to
+// stdin and the signal pipe. Frames are written whole (blocking; they are small and the master
+// reads all the time) and read as poll() says bytes are there; what TLS already decrypted
+// (pending()) is read without waiting for poll.
 class MasterSocket {
  public:
   ~MasterSocket() {
+    if (ssl_) SSL_free(ssl_);
     if (fd_ >= 0) ::close(fd_);
   }
-  Result<bool> connect(const std::string& hostPort) {
+  Result<bool> connect(const MasterTarget& target) {
     using R = Result<bool>;
-    address_ = hostPort;
+    address_ = target.address;
+    token_ = target.token;
+    const std::string& hostPort = target.address;
+    if (target.ca.empty())
+      return R::fail("no CA certificate to verify the master with: pass --ca FILE, set YARD_CA, or set ca in "
+                     "~/.config/yard/config.toml");
+    auto pem = tls::readFile(target.ca);
+    if (!pem) return R::fail("--ca: " + pem.error());
+    auto settings = wire::makeClientTls(pem.value(), nullptr, tls::kMasterName);
+    if (!settings) return R::fail("--ca " + target.ca + ": " + settings.error());
+    context_ = settings.value().context;
     auto ep = wire::parseEndpoint(hostPort);
     if (!ep) return R::fail("master address " + ep.error());
     fd_ = ::socket(ep.value().protocol().family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -148,15 +165,33 @@ class MasterSocket {
     ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
     int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    timeval tv{10, 0};  // the handshake must not hang on a silent peer
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssl_ = SSL_new(context_->native_handle());
+    if (!ssl_ || SSL_set_fd(ssl_, fd_) != 1) return R::fail("cannot set up TLS");
+    if (SSL_connect(ssl_) != 1)
+      return R::fail("cannot reach the master at " + hostPort + ": " +
+                     wire::handshakeError(ssl_, asio::error_code(static_cast<int>(ERR_get_error()),
+                                                                 asio::error::get_ssl_category()),
+                                          "the master"));
+    if (wire::verifiedPeerName(ssl_).value_or("") != tls::kMasterName)
+      return R::fail("cannot reach the master at " + hostPort + ": its certificate is not the master's");
+    tv = {0, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     return R::ok(true);
   }
   int fd() const { return fd_; }
+  // Bytes TLS has decrypted and not handed out yet: readable without poll().
+  bool pending() const { return ssl_ && SSL_has_pending(ssl_) == 1; }
   Result<bool> send(capnp::MessageBuilder& message) {
+    message.getRoot<api::Request>().setToken(token_);  // every frame is authorized on its own
     std::string bytes = wire::encodeFrame(message);
     for (size_t at = 0; at < bytes.size();) {
-      ssize_t n = ::send(fd_, bytes.data() + at, bytes.size() - at, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return Result<bool>::fail(lost(std::strerror(errno)));
+      int n = SSL_write(ssl_, bytes.data() + at, static_cast<int>(bytes.size() - at));
+      if (n <= 0) {
+        if (SSL_get_error(ssl_, n) == SSL_ERROR_SYSCALL && errno == EINTR) continue;
+        return Result<bool>::fail(lost(errno ? std::strerror(errno) : "TLS error"));
+      }
       at += static_cast<size_t>(n);
     }
     return Result<bool>::ok(true);
@@ -164,9 +199,13 @@ class MasterSocket {
   // Reads what has arrived; appends each complete frame to `frames`.
   Result<bool> receive(std::vector<std::unique_ptr<wire::Frame>>& frames) {
     char buf[65536];
-    ssize_t n = ::read(fd_, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) return Result<bool>::ok(true);
-    if (n <= 0) return Result<bool>::fail(lost(n == 0 ? "closed by the master" : std::strerror(errno)));
+    int n = SSL_read(ssl_, buf, sizeof buf);
+    if (n <= 0) {
+      int e = SSL_get_error(ssl_, n);
+      if (e == SSL_ERROR_WANT_READ || (e == SSL_ERROR_SYSCALL && errno == EINTR)) return Result<bool>::ok(true);
+      bool closed = e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && errno == 0) || e == SSL_ERROR_SSL;
+      return Result<bool>::fail(lost(closed ? "closed by the master" : std::strerror(errno)));
+    }
     in_.append(buf, static_cast<size_t>(n));
     while (in_.size() >= wire::kHeaderBytes) {
       auto len = wire::parseHeader(reinterpret_cast<const uint8_t*>(in_.data()), limits_);
@@ -185,7 +224,10 @@ class MasterSocket {
  private:
   std::string lost(const std::string& why) const { return "lost the connection to the master at " + address_ + ": " + why; }
   int fd_ = -1;
+  std::shared_ptr<asio::ssl::context> context_;
+  SSL* ssl_ = nullptr;
   std::string address_;
+  std::string token_;
   std::string in_;
   wire::Limits limits_;
 };
@@ -202,7 +244,7 @@ void printExecError(Streams io, bool json, const std::string& why) {
 class ExecClient {
  public:
   ExecClient(const ExecOptions& o, Streams io, bool json) : o_(o), io_(io), json_(json) {}
-  int run(const std::string& address);
+  int run(const MasterTarget& target);
 
  private:
   Result<bool> start();
@@ -337,12 +379,12 @@ Result<int> ExecClient::onSignals() {
   return Result<int>::ok(fatal);
 }
 
-int ExecClient::run(const std::string& address) {
+int ExecClient::run(const MasterTarget& target) {
   if (::pipe2(signals_, O_CLOEXEC | O_NONBLOCK) != 0) return fail(std::string("pipe: ") + std::strerror(errno));
   gSignalPipe = signals_[1];
   for (int sig : {SIGWINCH, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP}) installHandler(sig);
   ::signal(SIGPIPE, SIG_IGN);  // a closed stdout is handled below; the socket uses MSG_NOSIGNAL
-  if (auto c = master_.connect(address); !c) return fail(c.error());
+  if (auto c = master_.connect(target); !c) return fail(c.error());
   if (auto s = start(); !s) return fail(s.error());
   stdinOpen_ = o_.stdin;
   if (o_.tty && o_.stdin && ::isatty(0)) terminal_.enter(0, true);
@@ -352,7 +394,10 @@ int ExecClient::run(const std::string& address) {
     pollfd fds[3] = {{master_.fd(), POLLIN, 0}, {signals_[0], POLLIN, 0}, {0, 0, 0}};
     nfds_t count = 2;
     if (stdinOpen_ && stdinAhead_ < api::EXEC_INPUT_WINDOW) fds[count++] = {0, POLLIN, 0};
-    if (::poll(fds, count, -1) < 0 && errno != EINTR) return fail(std::string("poll: ") + std::strerror(errno));
+    // Decrypted bytes already waiting count as readable; poll() only sees the socket.
+    if (::poll(fds, count, master_.pending() ? 0 : -1) < 0 && errno != EINTR)
+      return fail(std::string("poll: ") + std::strerror(errno));
+    if (master_.pending()) fds[0].revents |= POLLIN;
     if (fds[1].revents) {
       auto sig = onSignals();
       if (!sig) return fail(sig.error());
@@ -394,7 +439,7 @@ int runExec(GlobalOptions& global, Streams io, const ExecOptions& o) {
                    "exec: no command to run; put it after --, as in: yardctl exec " + o.job + " -- sh");
     return kExitUsage;
   }
-  auto address = masterAddress(global.master);
+  auto address = masterAddress(global);
   if (!address) {
     printExecError(io, jsonOutput(global), address.error());
     return kExitFailed;

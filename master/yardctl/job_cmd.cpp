@@ -179,7 +179,7 @@ int submitJob(GlobalOptions& global, Streams io, const std::string& file) {
   spec::LoadedJob loaded = spec::loadJobSpecFile(file);
   if (!loaded.ok()) return reportInvalidSpec(global, io, file, loaded.errors);
   if (spec::hasArray(loaded.job())) return submitJobs(global, io, {file}, "");
-  auto address = masterAddress(global.master);
+  auto address = masterAddress(global);
   if (!address) return reportError(global, io, kExitFailed, address.error());
   auto resp = callMaster(address.value(), [&](api::Request::Builder r) { r.setJobSubmit(loaded.job()); });
   if (!resp) return reportFieldError(global, io, kExitFailed, splitFieldPath(resp.error()));
@@ -236,7 +236,7 @@ int submitJobs(GlobalOptions& global, Streams io, const std::vector<std::string>
     }
     list.setWithCaveats(static_cast<unsigned>(i), edited.asReader());
   }
-  auto address = masterAddress(global.master);
+  auto address = masterAddress(global);
   if (!address) return reportError(global, io, kExitFailed, address.error());
   auto resp = sendRequest(address.value(), message);
   if (!resp) return reportFieldError(global, io, kExitFailed, splitFieldPath(resp.error()));
@@ -304,7 +304,7 @@ struct StopOptions {
 
 // The --wait half of cancel and delete: polls the job until every replica it stopped is gone.
 int waitStopped(GlobalOptions& global, Streams io, const StopOptions& o, bool del) {
-  auto address = masterAddress(global.master);
+  auto address = masterAddress(global);
   if (!address) return reportError(global, io, kExitFailed, address.error());
   auto first = callMaster(address.value(), [&](api::Request::Builder r) {
     if (del) r.setJobDelete(o.name);
@@ -418,8 +418,8 @@ void printJobTable(Streams io, capnp::List<api::JobSummary>::Reader jobs, bool g
 // `job list [--queue Q] [--state S] [--array NAME] [-w|--watch]`.
 void addListCommand(CLI::App* job, GlobalOptions& global, Streams io, Action& action) {
   struct ListOptions {
-    std::string queue, state, array;
-    bool watch = false;
+    std::string queue, state, array, owner;
+    bool watch = false, all = false;
   };
   auto o = std::make_shared<ListOptions>();
   CLI::App* list = job->add_subcommand("list", "List jobs (not deleted)");
@@ -427,6 +427,9 @@ void addListCommand(CLI::App* job, GlobalOptions& global, Streams io, Action& ac
   list->add_option("--state", o->state, "Only jobs in this state")
       ->check(CLI::IsMember({"Queued", "Running", "Succeeded", "Failed", "Cancelling", "Cancelled"}));
   list->add_option("--array", o->array, "Only the members of this job array, one row each")->type_name("ARRAY");
+  // Your own jobs unless these say otherwise (docs/security.md).
+  list->add_flag("--all", o->all, "Every user's jobs (admins)");
+  list->add_option("--owner", o->owner, "Only this user's jobs (admins)")->type_name("USER");
   list->add_flag("-w,--watch", o->watch,
                  "After the list, print a row for each job that appears, changes or goes (with -o json: JSON Lines)");
   list->callback([&global, io, &action, o] {
@@ -437,6 +440,8 @@ void addListCommand(CLI::App* job, GlobalOptions& global, Streams io, Action& ac
         f.setQueue(o->queue);
         f.setState(o->state);
         f.setArray(o->array);
+        f.setAll(o->all);
+        f.setOwner(o->owner);
         return std::string();
       };
       if (jsonOutput(global)) return run(global, io, fill);  // every job, with its array and index

@@ -82,6 +82,7 @@ Json summaryJson(api::JobSummary::Reader j) {
 Json summaryFields(api::JobSummary::Reader j) {
   return {{"name", j.getName().cStr()},
           {"queue", j.getQueue().cStr()},
+          {"owner", j.getOwner().cStr()},
           {"state", j.getState().cStr()},
           {"reason", j.getReason().cStr()},
           {"priority", j.getPriority()},
@@ -132,6 +133,7 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
   auto j = d.getSummary();
   out << "Name:       " << j.getName().cStr() << "\n"
       << "Queue:      " << j.getQueue().cStr() << "\n"
+      << "Owner:      " << j.getOwner().cStr() << "\n"
       << "State:      " << j.getState().cStr() << (j.getReason().size() ? " (" + std::string(j.getReason().cStr()) + ")" : "") << "\n"
       << "Priority:   " << j.getPriority() << "\n"
       << "Submitted:  " << timeText(j.getSubmittedAt()) << "\n"
@@ -202,12 +204,13 @@ Json eventJson(api::Event::Reader e) {
           {"reason", e.getReason().cStr()}};
 }
 
-std::vector<std::string> jobHeaders() { return {"NAME", "QUEUE", "STATE", "TASKS", "PRIORITY", "SUBMITTED"}; }
+// OWNER last: scripts that read the first columns by position keep working.
+std::vector<std::string> jobHeaders() { return {"NAME", "QUEUE", "STATE", "TASKS", "PRIORITY", "SUBMITTED", "OWNER"}; }
 
 std::vector<std::string> jobRow(api::JobSummary::Reader j) {
   return {j.getName().cStr(), j.getQueue().cStr(), j.getState().cStr(),
           std::to_string(j.getTasksDone()) + "/" + std::to_string(j.getTasksTotal()), std::to_string(j.getPriority()),
-          timeText(j.getSubmittedAt())};
+          timeText(j.getSubmittedAt()), orDash(j.getOwner().cStr())};
 }
 
 std::vector<std::string> eventHeaders() { return {"TIME", "TASK", "REPLICA", "ATTEMPT", "EVENT", "REASON"}; }

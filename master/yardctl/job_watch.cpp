@@ -35,7 +35,7 @@ bool matches(const Json& job, const std::string& queue, const std::string& state
 }  // namespace
 
 int followEvents(GlobalOptions& global, Streams io, const std::string& job, std::chrono::milliseconds interval) {
-  auto address = masterAddress(global.master);
+  auto address = masterAddress(global);
   if (!address) return reportError(global, io, kExitFailed, address.error());
   bool json = jsonOutput(global);
   size_t printed = 0;
@@ -75,7 +75,7 @@ int followEvents(GlobalOptions& global, Streams io, const std::string& job, std:
 
 int watchJobs(GlobalOptions& global, Streams io, const std::string& queue, const std::string& state,
               std::chrono::milliseconds interval) {
-  auto address = masterAddress(global.master);
+  auto address = masterAddress(global);
   if (!address) return reportError(global, io, kExitFailed, address.error());
   bool json = jsonOutput(global);
   std::map<std::string, SeenJob> seen;  // every job, matching the filters or not

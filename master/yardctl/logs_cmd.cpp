@@ -34,13 +34,14 @@ std::optional<double> cpuPercentOfRequest(api::ReplicaUsage::Reader u) {
 int runLogs(GlobalOptions& global, Streams io, const LogsOptions& o) {
   // With -o json the output is JSON Lines (docs/yardctl.md): an error is one more line.
   auto fail = [&](const std::string& message) { return reportError(global, io, kExitFailed, message, JsonStyle::kLine); };
-  auto address = masterAddress(global.master);
+  auto address = masterAddress(global);
   if (!address) return fail(address.error());
-  auto client = wire::FrameClient::connect(address.value());
+  auto client = connectMaster(address.value());
   if (!client) return fail(client.error());
   capnp::MallocMessageBuilder message;
   auto req = message.initRoot<api::Request>();
   req.setId(1);
+  req.setToken(address.value().token);
   auto q = req.initLogs();
   q.setJob(o.job);
   q.setTask(o.task);

@@ -15,6 +15,11 @@ int main(int argc, char** argv) {
   GlobalOptions global;
   if (const char* env = std::getenv("YARD_MASTER")) global.master = env;
   app.add_option("--master", global.master, "Master client address HOST:PORT (default $YARD_MASTER)");
+  if (const char* env = std::getenv("YARD_TOKEN")) global.token = env;
+  app.add_option("--token", global.token, "API token (default $YARD_TOKEN, or token in ~/.config/yard/config.toml)");
+  if (const char* env = std::getenv("YARD_CA")) global.ca = env;
+  app.add_option("--ca", global.ca, "The cluster CA certificate, to verify the master (default $YARD_CA, or ca in "
+                                    "~/.config/yard/config.toml; the master's <data-dir>/ca.pem)");
   app.add_option("-o,--output", global.output, "Output format: json (default: human tables)")
       ->check(CLI::IsMember({"json", "table"}));
 
@@ -26,6 +31,8 @@ int main(int argc, char** argv) {
   addJobCommands(app, global, io, action);
   addLogsCommands(app, global, io, action);
   addExecCommand(app, global, io, action);
+  addAccessCommands(app, global, io, action);
+  addUsageCommand(app, global, io, action);
   addCompletionCommands(app, global, io, action);
 
   // -o json is read from argv before parsing, so that a usage error is JSON too (report.h).

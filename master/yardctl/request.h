@@ -15,7 +15,7 @@ namespace yard::ctl {
 // On success returns the response frame; otherwise prints the error and sets `exitCode`.
 template <typename Fill>
 std::unique_ptr<wire::Frame> request(GlobalOptions& global, Streams io, Fill fill, int& exitCode) {
-  auto address = masterAddress(global.master);
+  auto address = masterAddress(global);
   if (!address) {
     exitCode = reportError(global, io, kExitFailed, address.error());
     return nullptr;

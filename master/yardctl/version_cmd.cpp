@@ -9,11 +9,6 @@
 
 namespace yard::ctl {
 
-Result<std::string> masterAddress(const std::string& flag) {
-  if (!flag.empty()) return Result<std::string>::ok(flag);
-  return Result<std::string>::fail("no master address: pass --master HOST:PORT or set YARD_MASTER");
-}
-
 void addVersionCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& action) {
   CLI::App* cmd = app.add_subcommand("version", "Print yardctl's version and the master's");
   cmd->callback([&global, io, &action] {
@@ -23,7 +18,7 @@ void addVersionCommand(CLI::App& app, GlobalOptions& global, Streams io, Action&
       bool json = jsonOutput(global);
       Json out = {{"client", {{"version", kVersion}}}, {"master", nullptr}};
       if (!json) io.out << "client: yardctl " << kVersion << "\n";
-      auto address = masterAddress(global.master);
+      auto address = masterAddress(global);
       auto resp = address ? callMaster(address.value(), [](api::Request::Builder r) { r.setPing(); })
                           : Result<std::unique_ptr<wire::Frame>>::fail(address.error());
       if (!resp) {
@@ -34,13 +29,13 @@ void addVersionCommand(CLI::App& app, GlobalOptions& global, Streams io, Action&
       }
       std::string pong = resp.value()->root<api::Response>().getPong().cStr();
       if (!json) {
-        io.out << "master: " << pong << " at " << address.value() << "\n";
+        io.out << "master: " << pong << " at " << address.value().address << "\n";
         return kExitOk;
       }
       // The master answers "yard-master 0.1.0"; the object carries the version alone.
       std::string prefix = "yard-master ";
       std::string version = pong.starts_with(prefix) ? pong.substr(prefix.size()) : pong;
-      out["master"] = {{"version", version}, {"address", address.value()}};
+      out["master"] = {{"version", version}, {"address", address.value().address}};
       printJson(io, out);
       return kExitOk;
     };

@@ -24,6 +24,11 @@ trap cleanup EXIT
 master=$!
 for _ in $(seq 50); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
 addr=$(sed -n 's/^listening //p' "$tmp/out")
+# TLS and API tokens (docs/security.md): the cluster CA and the admin's token the master's first
+# start wrote, in the environment (yardctl reads both there too).
+export YARD_CA="$tmp/data/ca.pem"
+YARD_TOKEN=$(cat "$tmp/data/admin.token")
+export YARD_TOKEN
 now() { date +%s.%N; }
 spec() {  # spec NAME [ARRAY]
   cat <<YAML
@@ -45,7 +50,7 @@ for round in 1 2 3; do
   "$bin/yardctl" --master "$addr" job submit "$tmp/arr.yaml" >/dev/null
   t1=$(now)
   array+=("$(rate 10000 "$t0" "$t1")")
-  storm+=("$("$bin/yard-submit-storm" --master "$addr" --clients 16 --jobs 625 --prefix "st$round" 2>&1 >/dev/null |
+  storm+=("$("$bin/yard-submit-storm" --master "$addr" --ca "$YARD_CA" --clients 16 --jobs 625 --prefix "st$round" 2>&1 >/dev/null |
     sed -n 's/.*jobs_per_second=//p' | cut -d. -f1)")
   t0=$(now)
   for i in $(seq 1000); do

@@ -13,9 +13,14 @@ trap cleanup EXIT
 master=$!
 for _ in $(seq 50); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
 addr=$(sed -n 's/^listening //p' "$tmp/out")
+# TLS and API tokens (docs/security.md): the cluster CA and the admin's token the master's first
+# start wrote, in the environment (yardctl reads both there too).
+export YARD_CA="$tmp/data/ca.pem"
+YARD_TOKEN=$(cat "$tmp/data/admin.token")
+export YARD_TOKEN
 rss() { awk '/VmRSS/ {print $2}' "/proc/$master/status"; }
 rate() {  # rate CLIENTS JOBS_PER_CLIENT PREFIX -> jobs/s
-  "$bin/yard-submit-storm" --master "$addr" --clients "$1" --jobs "$2" --prefix "$3" 2>&1 >/dev/null |
+  "$bin/yard-submit-storm" --master "$addr" --ca "$YARD_CA" --clients "$1" --jobs "$2" --prefix "$3" 2>&1 >/dev/null |
     sed -n 's/.*jobs_per_second=//p'
 }
 median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }

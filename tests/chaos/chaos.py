@@ -152,12 +152,21 @@ def setup_master_disk():
     os.makedirs(mdata)
     sh("mount", "-t", "tmpfs", "-o", "size=48m", "chaos-master", mdata)
     with open(os.path.join(tmp, "master.toml"), "w") as f:
-        f.write('join_token = "chaos-token"\nheartbeat_timeout = "%ds"\nstop_grace = "2s"\n' % HEARTBEAT_S)
+        f.write('join_token = "chaos-token"\nheartbeat_timeout = "%ds"\nstop_grace = "2s"\ndataset_roots = ["%s"]\n'
+                % (HEARTBEAT_S, tmp))
 
 
 def start_master():
     start("master", [BIN + "/yard-master", "--config", os.path.join(tmp, "master.toml"),
                      "--data-dir", os.path.join(mdata, "master"), "--listen", CLIENT, "--agent-listen", AGENT_API])
+    # TLS and tokens (docs/security.md): the cluster CA and the admin's token, made at the first start.
+    env["YARD_CA"] = os.path.join(mdata, "master", "ca.pem")
+    token_file = os.path.join(mdata, "master", "admin.token")
+    for _ in range(100):
+        if os.path.exists(token_file) and os.path.getsize(token_file) > 0:
+            env["YARD_TOKEN"] = open(token_file).read().strip()
+            break
+        time.sleep(0.1)
     for _ in range(100):
         if yardctl("queue", "list", timeout=5).returncode == 0:
             return True
@@ -173,7 +182,10 @@ use_containers = False
 
 
 def agent_cmd(n):
-    cmd = [BIN + "/yard-agent", "--master", AGENT_API, "--token", "chaos-token", "--name", "node-%d" % n,
+    with open(os.path.join(tmp, "join-token"), "w") as f:  # a file, not argv: docs/security.md
+        f.write("chaos-token\n")
+    cmd = [BIN + "/yard-agent", "--master", AGENT_API, "--token-file", os.path.join(tmp, "join-token"),
+           "--ca", os.path.join(mdata, "master", "ca.pem"), "--name", "node-%d" % n,
            "--address", ADDR_B if n == 3 else "127.0.0.%d" % (n + 1), "--data-dir", os.path.join(tmp, "agent%d" % n),
            "--port-range", "3%d000-3%d099" % (n, n), "--cgroup-parent", "yard/%s-%d" % (TAG, n),
            "--allow-host-tasks", "--cpu", str(AGENT_CPU), "--memory", "1Gi"]

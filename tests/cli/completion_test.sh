@@ -9,9 +9,9 @@ bin=$1
 source "$(dirname "$0")/lib.sh"
 command -v zsh >/dev/null || fail "zsh is not installed (scripts/setup.sh installs it)"
 
-printf 'join_token = "s3cret"\n' >"$tmp/master.toml"
+printf 'join_token = "s3cret"\ndataset_roots = ["/mnt"]\n' >"$tmp/master.toml"
 start_master --config "$tmp/master.toml"
-"$bin/yard-synthetic-nodes" --master "$agents" --token s3cret --count 2 --cpu 1 --memory 1Gi --gpu 0 --once >/dev/null 2>&1 ||
+YARD_JOIN_TOKEN=s3cret "$bin/yard-synthetic-nodes" --master "$agents" --ca "$YARD_CA" --count 2 --cpu 1 --memory 1Gi --gpu 0 --once >/dev/null 2>&1 ||
   fail "synthetic nodes did not register"
 "$bin/yardctl" queue create team-a --cpu 4 --memory 4Gi >/dev/null
 "$bin/yardctl" dataset create imagenet --path /mnt/imagenet >/dev/null
@@ -50,20 +50,21 @@ offers() {
   got=$(zshc "$@"); [ "$got" = "$want" ] || fail "zsh: yardctl $*<TAB>: '$got', want '$want'"
 }
 
-for c in completion dataset job logs node queue validate version; do
+for c in audit completion dataset job logs node queue token usage user validate version whoami; do
   bashc "" | grep -qw "$c" || fail "bash: yardctl <TAB> does not offer $c: $(bashc "")"
   zshc "" | grep -qw "$c" || fail "zsh: yardctl <TAB> does not offer $c: $(zshc "")"
 done
 offers "job" "jo"
 offers "cancel delete events list scale show submit top" job ""
-offers "drain list show top undrain" node ""
-offers "--follow --help --master --output -f -h -o" job events -
-offers "--array --help --master --output --queue --state --watch" job list --
+offers "delete drain list show top undrain" node ""
+offers "--ca --follow --help --master --output --token -f -h -o" job events -
+offers "--all --array --ca --help --master --output --owner --queue --state --token --watch" job list --
 offers "json table" -o ""
 offers "json table" job list -o ""
 offers "Cancelled Cancelling" job list --state Canc
 offers "binpack spread" queue update team-a --placement ""
 offers "closed running stopped" queue state team-a ""
+offers "job queue user" usage --by ""
 offers "bash zsh" completion ""
 # Live names from the master ($YARD_MASTER, or --master on the line).
 offers "comp-train" job show ""

@@ -7,7 +7,9 @@ bin=$1
 source "$(dirname "$0")/lib.sh"
 
 start_master
-"$bin/yard-submit-storm" --master "$addr" --clients 16 --jobs 400 --prefix crash >"$tmp/acked" 2>"$tmp/storm.err" &
+# The admin's API token (the master's first start wrote it), in the environment, never an argument.
+YARD_TOKEN=${YARD_TOKEN:-$(cat "$tmp/data/admin.token")} \
+  "$bin/yard-submit-storm" --master "$addr" --ca "$YARD_CA" --clients 16 --jobs 400 --prefix crash >"$tmp/acked" 2>"$tmp/storm.err" &
 storm=$!
 pids+=("$storm")
 # Let some submissions land, then pull the plug mid-storm.

@@ -19,7 +19,7 @@ tasks:
       worker: { replicas: 3, container: *c }
 YAML
 }
-printf '[flavors.cpu-2c4g]\ncpu = 2\nmemory = "4Gi"\n' >"$tmp/master.toml"
+printf 'dataset_roots = ["/mnt"]\n[flavors.cpu-2c4g]\ncpu = 2\nmemory = "4Gi"\n' >"$tmp/master.toml"
 start_master --config "$tmp/master.toml"
 
 "$bin/yardctl" queue create team-a --cpu 32 --memory 64Gi --gpu 8 >/dev/null

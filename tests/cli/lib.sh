@@ -1,6 +1,7 @@
 # Shared by the CLI tests: a temp dir, processes killed on exit (by PID), failure counting,
 # a master on loopback with port 0, and yardctl assertions. Source it after setting $bin.
 tmp=$(mktemp -d)
+export YARD_CONFIG="$tmp/yard-client.toml"  # yardctl's config file: the test's own, never ~/.config
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"; }
 trap cleanup EXIT
@@ -20,6 +21,9 @@ start_master() {
   agents=$(sed -n 's/^agents //p' "$tmp/out")
   [ -n "$addr" ] || { echo "master did not start: $(cat "$tmp/err")"; exit 1; }
   export YARD_MASTER=$addr
+  export YARD_CA="$tmp/data/ca.pem"  # yardctl verifies the master with the cluster CA
+  YARD_TOKEN=$(cat "$tmp/data/admin.token")  # the admin's API token, made at the first start
+  export YARD_TOKEN
 }
 
 # expect RC PATTERN -- yardctl args...: exit status RC and output (stdout+stderr) matching.

@@ -17,16 +17,18 @@ submit_raw() {
   "$py" -c '
 import sys
 n = int(sys.argv[1])
-print("(id = 1, jobSubmit = (name = \"huge-job\", queue = \"default\", tasks = [(name = \"only-task\", "
+print("(id = 1, token = \"" + sys.argv[2] + "\", jobSubmit = (name = \"huge-job\", queue = \"default\", tasks = [(name = \"only-task\", "
       "kind = containerJob, containerJob = (container = (image = \"host\", sizing = (resources = "
       "(cpuMillis = 1000, memoryBytes = 1073741824)), argv = [\"ls\", \"" + "a" * n + "\"])))]))")
-' "$1" >"$tmp/req.txt"
+' "$1" "$YARD_TOKEN" >"$tmp/req.txt"
   capnp encode "$src/schema/api.capnp" Request <"$tmp/req.txt" >"$tmp/req.bin" || { echo "capnp encode failed"; return; }
-  "$py" - "$addr" "$tmp/req.bin" "$tmp/resp.bin" <<'PY'
-import socket, struct, sys
+  "$py" - "$addr" "$tmp/req.bin" "$tmp/resp.bin" "$YARD_CA" <<'PY'
+import socket, ssl, struct, sys
 host, port = sys.argv[1].rsplit(":", 1)
 body = open(sys.argv[2], "rb").read()
-s = socket.create_connection((host, int(port)), timeout=20)
+ctx = ssl.create_default_context(cafile=sys.argv[4])  # every connection is TLS (docs/security.md)
+ctx.check_hostname = False  # Yard checks the certificate's name, yard-master, not the address
+s = ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=20))
 s.sendall(struct.pack("<I", len(body)) + body)   # the whole request first, as yardctl does
 data = b""
 while True:

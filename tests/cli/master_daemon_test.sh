@@ -12,16 +12,30 @@ out=$("$bin/yardctl" --master "$addr" version) || fail "yardctl version failed: 
 echo "$out" | grep -q "^master: yard-master .* at $addr" || fail "version output: $out"
 out=$(YARD_MASTER=$addr "$bin/yardctl" version) || fail "YARD_MASTER not used: $out"
 
-# Bad frames (oversized, misaligned, garbage) close only their own connection.
-python3 - "$addr" <<'PY' || fail "bad frames: the master did not close the connections"
-import socket, struct, sys
+# Bad frames (oversized, misaligned, garbage) behind TLS close only their own connection; so
+# does plaintext where TLS is expected.
+python3 - "$addr" "$YARD_CA" <<'PY' || fail "bad frames: the master did not close the connections"
+import socket, ssl, struct, sys
 host, port = sys.argv[1].rsplit(":", 1)
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+ctx.check_hostname = False  # Yard checks the certificate's name (yard-master), not the address
+def closed(s):
+    try:
+        while True:
+            if s.recv(4096) == b"":
+                return True
+    except (ssl.SSLError, ConnectionResetError, OSError):
+        return True
 for frame in [struct.pack("<I", 0x7ffffff8), struct.pack("<I", 12) + b"x" * 12,
               struct.pack("<I", 16) + b"\x00\x00\x00\x00\x64\x00\x00\x00" + b"\xff" * 8]:
-    s = socket.create_connection((host, int(port)), timeout=5)
+    s = ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=5))
+    assert s.version() == "TLSv1.3", s.version()
     s.sendall(frame)
-    assert s.recv(16) == b"", "connection left open after a bad frame"
+    assert closed(s), "connection left open after a bad frame"
     s.close()
+s = socket.create_connection((host, int(port)), timeout=5)
+s.sendall(struct.pack("<I", 8) + b"\x00" * 8)  # a frame in plaintext
+assert closed(s), "connection left open after plaintext"
 PY
 out=$("$bin/yardctl" --master "$addr" queue list) || fail "master unusable after bad frames: $out"
 kill -0 "$master" 2>/dev/null || fail "master died on a bad frame"
@@ -48,6 +62,6 @@ rc=$?
 [ $rc -eq 1 ] || fail "version against a stopped master: exit $rc, want 1"
 grep -q "cannot reach the master at $addr" "$tmp/err4" || fail "unreachable message: $(cat "$tmp/err4")"
 env -u YARD_MASTER "$bin/yardctl" version >/dev/null 2>"$tmp/err5"
-grep -q "no master address: pass --master HOST:PORT or set YARD_MASTER" "$tmp/err5" || fail "missing address message"
+grep -q "no master address: pass --master HOST:PORT, set YARD_MASTER" "$tmp/err5" || fail "missing address message"
 
 finish "master daemon"

@@ -25,9 +25,9 @@ PY
 # An error object and nothing else: {"error": {"message": ...}} (path only if given).
 err() { echo "set(j) == {'error'} and j['error']['message'].find('$1') >= 0 and 'path' not in j['error']"; }
 
-printf 'join_token = "s3cret"\n' >"$tmp/master.toml"
+printf 'join_token = "s3cret"\ndataset_roots = ["/mnt"]\n' >"$tmp/master.toml"
 start_master --config "$tmp/master.toml"
-"$bin/yard-synthetic-nodes" --master "$agents" --token s3cret --count 1 --cpu 1 --memory 1Gi --gpu 0 --once >/dev/null 2>&1 ||
+YARD_JOIN_TOKEN=s3cret "$bin/yard-synthetic-nodes" --master "$agents" --ca "$YARD_CA" --count 1 --cpu 1 --memory 1Gi --gpu 0 --once >/dev/null 2>&1 ||
   fail "synthetic node did not register"
 
 # version, and --version

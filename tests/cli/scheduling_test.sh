@@ -22,12 +22,12 @@ printf 'heartbeat_timeout = "2s"\njoin_token = "s3cret"\n' >"$tmp/master.toml"
 start_master --config "$tmp/master.toml"
 
 # A wrong token is refused and registers nothing.
-"$bin/yard-synthetic-nodes" --master "$agents" --token wrong --count 1 --once >"$tmp/bad.out" 2>&1 && fail "wrong token accepted"
-grep -q "join token refused" "$tmp/bad.out" || fail "wrong token message: $(cat "$tmp/bad.out")"
+YARD_JOIN_TOKEN=wrong "$bin/yard-synthetic-nodes" --master "$agents" --ca "$YARD_CA" --count 1 --once >"$tmp/bad.out" 2>&1 && fail "wrong token accepted"
+grep -qE "join as node node-1: join token (refused|unknown)" "$tmp/bad.out" || fail "wrong token message: $(cat "$tmp/bad.out")"
 expect 0 '^NAME' -- node list
 [ "$("$bin/yardctl" node list | wc -l)" -eq 1 ] || fail "a node registered with a wrong token"
 
-"$bin/yard-synthetic-nodes" --master "$agents" --token s3cret --count 2 --cpu 16 --memory 64Gi --gpu 8 --heartbeat-ms 300 >"$tmp/nodes.out" 2>&1 &
+YARD_JOIN_TOKEN=s3cret "$bin/yard-synthetic-nodes" --master "$agents" --ca "$YARD_CA" --count 2 --cpu 16 --memory 64Gi --gpu 8 --heartbeat-ms 300 >"$tmp/nodes.out" 2>&1 &
 nodes=$!
 pids+=($nodes)
 for _ in $(seq 50); do grep -q 'registered 2 nodes' "$tmp/nodes.out" && break; sleep 0.1; done

@@ -82,7 +82,7 @@ jsonl "$tmp/logs.json" "l == [{'replica': 'work/run/0', 'line': 'hello'}, {'repl
 
 expect 0 'deleted' -- job delete watch-a --wait --timeout 20
 for _ in $(seq 50); do grep -q 'Deleted' "$tmp/watch.out" && grep -q DELETED "$tmp/watch.json" && break; sleep 0.1; done
-head -1 "$tmp/watch.out" | grep -qE '^NAME +QUEUE +STATE +TASKS +PRIORITY +SUBMITTED$' || fail "--watch: no header: $(cat "$tmp/watch.out")"
+head -1 "$tmp/watch.out" | grep -qE '^NAME +QUEUE +STATE +TASKS +PRIORITY +SUBMITTED +OWNER$' || fail "--watch: no header: $(cat "$tmp/watch.out")"
 grep -qE '^watch-a +default +(Queued|Running) ' "$tmp/watch.out" || fail "--watch: no row for the new job: $(cat "$tmp/watch.out")"
 grep -qE '^watch-a +default +Succeeded +1/1 ' "$tmp/watch.out" || fail "--watch: no Succeeded row: $(cat "$tmp/watch.out")"
 tail -1 "$tmp/watch.out" | grep -qE '^watch-a +default +Deleted ' || fail "--watch: no Deleted row last: $(cat "$tmp/watch.out")"

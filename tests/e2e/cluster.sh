@@ -4,6 +4,7 @@
 # pid files their shims keep), and their cgroups removed. Source it after setting $bin.
 set -u
 tmp=$(mktemp -d)
+export YARD_CONFIG="$tmp/yard-client.toml"  # yardctl's config file: the test's own, never ~/.config
 pids=()
 tag="e2e$$"
 fails=0
@@ -36,7 +37,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # start_master [args...]: a master with a fixed agent port (so agents find it again after a
 # master restart); sets $master, $agents and YARD_MASTER.
 agent_port=$(free_port)
-printf 'join_token = "e2e-token"\nheartbeat_timeout = "6s"\nstop_grace = "3s"\n' >"$tmp/master.toml"
+# Datasets only under the test's own directory (docs/security.md, "Dataset roots").
+printf 'join_token = "e2e-token"\nheartbeat_timeout = "6s"\nstop_grace = "3s"\ndataset_roots = ["%s"]\n' "$tmp" >"$tmp/master.toml"
 start_master() {
   : >"$tmp/master.out"
   "$bin/yard-master" --config "$tmp/master.toml" --data-dir "$tmp/master" --listen 127.0.0.1:0 \
@@ -48,6 +50,9 @@ start_master() {
   [ -n "$agents" ] || { echo "master did not start: $(cat "$tmp/master.err")"; exit 1; }
   YARD_MASTER=$(sed -n 's/^listening //p' "$tmp/master.out")
   export YARD_MASTER
+  export YARD_CA="$tmp/master/ca.pem"  # yardctl verifies the master with the cluster CA
+  YARD_TOKEN=$(cat "$tmp/master/admin.token")  # the admin's API token, made at the first start
+  export YARD_TOKEN
 }
 
 # start_agent N [args...]: agent N on 127.0.0.(N+1), ports 31N00-31N99; sets agent_pid[N].
@@ -55,7 +60,8 @@ declare -A agent_pid
 start_agent() {
   local n=$1; shift
   : >"$tmp/agent$n.out"
-  "$bin/yard-agent" --master "127.0.0.1:$agent_port" --token e2e-token --name "node-$n" \
+  # The join token from the environment, never the command line (docs/security.md).
+  YARD_JOIN_TOKEN=e2e-token "$bin/yard-agent" --master "127.0.0.1:$agent_port" --ca "$tmp/master/ca.pem" --name "node-$n" \
     --address "127.0.0.$((n + 1))" --data-dir "$tmp/agent$n" --port-range "31${n}00-31${n}99" \
     --cgroup-parent "yard/$tag-$n" --allow-host-tasks "$@" >"$tmp/agent$n.out" 2>>"$tmp/agent$n.err" &
   agent_pid[$n]=$!

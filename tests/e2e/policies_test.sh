@@ -132,7 +132,7 @@ wait_job e2e-onfailure Succeeded 30
 "$bin/yardctl" logs e2e-onfailure | grep -q 'try 1' || fail "attempt 1 log"
 
 say "an agent with a wrong join token is refused and registers nothing"
-"$bin/yard-agent" --master "127.0.0.1:$agent_port" --token wrong --name intruder --address 127.0.0.9 \
+YARD_JOIN_TOKEN=wrong "$bin/yard-agent" --master "127.0.0.1:$agent_port" --ca "$tmp/master/ca.pem" --name intruder --address 127.0.0.9 \
   --data-dir "$tmp/agent9" --cgroup-parent "yard/$tag-9" >"$tmp/agent9.out" 2>"$tmp/intruder.log" &
 intruder=$!
 pids+=("$intruder")
@@ -140,7 +140,7 @@ for _ in $(seq 50); do kill -0 "$intruder" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$intruder" 2>/dev/null && fail "the refused agent keeps running"
 wait "$intruder"; rc=$?
 [ "$rc" -eq 1 ] || fail "refused agent exit $rc, want 1"
-grep -q 'join token refused' "$tmp/intruder.log" || fail "refusal not explained: $(cat "$tmp/intruder.log")"
+grep -q 'the master refused the join: join as node intruder: join token' "$tmp/intruder.log" || fail "refusal not explained: $(cat "$tmp/intruder.log")"
 "$bin/yardctl" node list | grep -q intruder && fail "the intruder was registered"
 
 for j in e2e-oom e2e-lifetime e2e-retry e2e-cancel e2e-timeout e2e-onfailure; do "$bin/yardctl" job delete $j >/dev/null; done

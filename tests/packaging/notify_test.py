@@ -146,7 +146,8 @@ def main():
 
         def master_ready():
             answered["port"] = accepts(client)
-            env = dict(os.environ, YARD_MASTER=f"127.0.0.1:{client}")
+            token = open(tmp + "/master/admin.token").read().strip()  # made before READY
+            env = dict(os.environ, YARD_MASTER=f"127.0.0.1:{client}", YARD_CA=tmp + "/master/ca.pem", YARD_TOKEN=token)
             r = subprocess.run([BIN + "/yardctl", "node", "list"], env=env, capture_output=True, text=True, timeout=10)
             answered["yardctl"] = (r.returncode, r.stdout + r.stderr)
 
@@ -178,7 +179,10 @@ def main():
         if any(m.get("READY") for m in left):
             fail(f"a master that failed to start (exit {rc}) said READY=1: {left}")
 
-        agent_argv = [BIN + "/yard-agent", "--master", f"127.0.0.1:{agents}", "--token", "notify-token",
+        with open(tmp + "/join-token", "w") as f:
+            f.write("notify-token\n")
+        agent_argv = [BIN + "/yard-agent", "--master", f"127.0.0.1:{agents}", "--token-file", tmp + "/join-token",
+                      "--ca", tmp + "/master/ca.pem",
                       "--name", "notify-node", "--address", "127.0.0.1", "--api-port", str(agent_api),
                       "--data-dir", tmp + "/agent", "--port-range", "32100-32199",
                       "--cgroup-parent", f"yard/notify{os.getpid()}"] + metrics_off(BIN + "/yard-agent")

@@ -147,7 +147,7 @@ expect_mode /etc/yard/master.toml "root:yard 640"
 expect_mode /etc/yard/agent.toml "root:root 600"
 expect_mode /var/lib/yard "root:root 755"
 expect_mode /var/lib/yard/master "yard:yard 750"
-expect_mode /var/lib/yard/agent "root:root 700"
+expect_mode /var/lib/yard/agent "root:root 711"  # searchable: host replicas run as their owner
 expect_mode /lib/systemd/system/yard-master.service "root:root 644"
 expect_mode /lib/systemd/system/yard-agent.service "root:root 644"
 dpkg-query -W -f='${Conffiles}\n' yard-master | grep -q '/etc/yard/master.toml' || fail "dpkg does not list master.toml as a conffile"
@@ -161,9 +161,9 @@ out=$(systemd-analyze verify /lib/systemd/system/yard-master.service /lib/system
 out=$(systemd-analyze security --offline=true --threshold=20 /lib/systemd/system/yard-master.service 2>&1) ||
   fail "yard-master.service exposure over 2.0: $(echo "$out" | tail -1)"
 grep -qx 'KillMode=process' /lib/systemd/system/yard-agent.service || fail "yard-agent.service lacks KillMode=process"
-# As shipped, the agent's config has no token: the agent refuses to start and says why.
+# As shipped, the agent's config has no token: it cannot join, refuses to start and says why.
 out=$(timeout 5 /usr/bin/yard-agent --config /etc/yard/agent.toml 2>&1); rc=$?
-[ "$rc" = 2 ] && echo "$out" | grep -q 'token: must be set' || fail "agent with the packaged config: exit $rc, $out"
+[ "$rc" = 1 ] && echo "$out" | grep -q 'no join token' || fail "agent with the packaged config: exit $rc, $out"
 
 say "a master (as user yard) and an agent from the installed files, a job's replica running"
 client=$(free_port); agents=$(free_port)
@@ -175,6 +175,7 @@ set_key /etc/yard/master.toml agent_listen "\"127.0.0.1:$agents\""
 set_key /etc/yard/master.toml join_token '"pkg-token"'
 set_key /etc/yard/agent.toml master "\"127.0.0.1:$agents\""
 set_key /etc/yard/agent.toml token '"pkg-token"'
+set_key /etc/yard/agent.toml ca '"/var/lib/yard/master/ca.pem"'  # same host: the master's own file
 set_key /etc/yard/agent.toml name '"pkg-node"'
 set_key /etc/yard/agent.toml allow_host_tasks true
 set_key /etc/yard/agent.toml port_range '"32200-32299"'
@@ -182,11 +183,14 @@ set_key /etc/yard/agent.toml cgroup_parent "\"yard/$tag\""
 # /metrics (when built in) off: its default ports may be taken by other daemons here.
 /usr/bin/yard-master --help | grep -q -- --metrics-listen && set_key /etc/yard/master.toml metrics_listen '""'
 /usr/bin/yard-agent --help | grep -q -- --metrics-listen && set_key /etc/yard/agent.toml metrics_listen '""'
-export YARD_MASTER=127.0.0.1:$client
+export YARD_MASTER=127.0.0.1:$client YARD_CA=/var/lib/yard/master/ca.pem
 start_daemons() {  # as the units' ExecStart= (and User=yard for the master)
   setpriv --reuid=yard --regid=yard --init-groups --no-new-privs /usr/bin/yard-master --config /etc/yard/master.toml >/dev/null 2>>"$tmp/master.err" &
   master_pid=$!
   pids+=("$master_pid")
+  for _ in $(seq 100); do [ -s /var/lib/yard/master/admin.token ] && break; sleep 0.1; done  # the CA too
+  YARD_TOKEN=$(cat /var/lib/yard/master/admin.token)
+  export YARD_TOKEN
   /usr/bin/yard-agent --config /etc/yard/agent.toml >/dev/null 2>>"$tmp/agent.err" &
   agent_pid=$!
   pids+=("$agent_pid")

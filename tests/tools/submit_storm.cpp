@@ -3,41 +3,61 @@
 // master acknowledges it (the crash test compares these with what survives a kill -9),
 // and a summary with submissions per second on stderr.
 //
-//   yard-submit-storm --master HOST:PORT [--clients 16] [--jobs 100] [--prefix storm]
+//   YARD_TOKEN=... yard-submit-storm --master HOST:PORT --ca CA.pem [--clients 16] [--jobs 100] [--prefix storm]
+//
+// Every connection is TLS, the master verified against --ca (its <data-dir>/ca.pem); every
+// request carries the API token of --token or $YARD_TOKEN (docs/security.md).
 #include <CLI/CLI.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "common/spec/loader.h"
+#include "common/tls/pki.h"
 #include "common/wire/client.h"
 #include "schema/api.capnp.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"yard-submit-storm: concurrent job submissions through the client API"};
-  std::string master, prefix = "storm";
+  std::string master, caFile, token, prefix = "storm";
   int clients = 16, jobs = 100;
   app.add_option("--master", master, "Master client address")->required();
+  app.add_option("--ca", caFile, "The cluster CA certificate (the master's <data-dir>/ca.pem)")->required();
+  app.add_option("--token", token, "API token (else $YARD_TOKEN; on the command line every process can read it)");
   app.add_option("--clients", clients, "Concurrent clients (one connection each)");
   app.add_option("--jobs", jobs, "Jobs per client");
   app.add_option("--prefix", prefix, "Job name prefix");
   CLI11_PARSE(app, argc, argv);
+  if (token.empty())
+    if (const char* env = std::getenv("YARD_TOKEN")) token = env;
+  auto caPem = yard::tls::readFile(caFile);
+  if (!caPem) {
+    std::cerr << "yard-submit-storm: --ca: " << caPem.error() << "\n";
+    return 2;
+  }
+  auto tls = yard::wire::makeClientTls(caPem.value(), nullptr, yard::tls::kMasterName);
+  if (!tls) {
+    std::cerr << "yard-submit-storm: --ca " << caFile << ": " << tls.error() << "\n";
+    return 2;
+  }
 
   std::mutex outMu;  // guards stdout lines
   std::atomic<int> acked{0}, failed{0};
+  std::atomic<bool> refusalShown{false};
   auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
-      auto client = yard::wire::FrameClient::connect(master);
+      auto client = yard::wire::FrameClient::connect(master, tls.value());
       if (!client) {
         std::lock_guard<std::mutex> lock(outMu);
-        std::cerr << client.error() << "\n";
+        std::cerr << "yard-submit-storm: " << client.error() << "\n";
         failed += jobs;
         return;
       }
@@ -54,6 +74,7 @@ int main(int argc, char** argv) {
         capnp::MallocMessageBuilder m;
         auto req = m.initRoot<yard::api::Request>();
         req.setId(static_cast<uint64_t>(j));
+        req.setToken(token);
         req.setJobSubmit(loaded.job());
         auto resp = client.value()->call(m);
         if (!resp) {  // the master went away: stop this client
@@ -63,6 +84,10 @@ int main(int argc, char** argv) {
         auto r = resp.value()->root<yard::api::Response>();
         if (r.isError()) {
           ++failed;
+          if (!refusalShown.exchange(true)) {  // the first refusal says why (a missing token, say)
+            std::lock_guard<std::mutex> lock(outMu);
+            std::cerr << "yard-submit-storm: " << name << ": " << r.getError().getMessage().cStr() << "\n";
+          }
           continue;
         }
         ++acked;

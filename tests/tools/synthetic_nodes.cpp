@@ -1,11 +1,19 @@
-// yard-synthetic-nodes: stands in for N agents. It registers N nodes through the real
-// agent API (wire client, join token and all), prints `registered N nodes` on stdout once
-// every registration is acknowledged, then sends a heartbeat for every node each interval
-// until SIGTERM/SIGINT (or exits right after registering with --once).
+// yard-synthetic-nodes: stands in for N agents. Each node joins the master as a real agent
+// does (docs/security.md, "Agent bootstrap"): it generates a key, sends a CSR with the join
+// token and gets a node certificate, then registers over a connection of its own that
+// presents that certificate. The tool prints `registered N nodes` on stdout once every
+// registration is acknowledged, then sends a heartbeat for every node each interval until
+// SIGTERM/SIGINT (or exits right after registering with --once).
 //
-// All nodes share one connection. Requests go out in windows of kWindow frames before the
-// answers of the window are read, so registrations of many nodes share group commits in
-// the master's store instead of paying one fsync each.
+// The master is verified against --ca (its <data-dir>/ca.pem). The join token comes from
+// --token-file FILE or $YARD_JOIN_TOKEN (--token still works for old scripts, but puts the
+// secret where every process can read it: /proc/PID/cmdline).
+//
+// Nodes join and register at most kWindow at a time (the first alone, so that a refused
+// token is reported once), so that the registrations of many nodes share group commits in
+// the master's store. When the master is on loopback, node i connects from a loopback
+// address of its own (127.0.0.1, .2, ... as --address-base 127.0.0. numbers them): the
+// master caps connections per source address as it would for one real host.
 //
 // Exit status: 0 after --once or a signal, 1 when the master refuses or is lost, 2 for bad
 // arguments.
@@ -13,23 +21,31 @@
 
 #include <asio.hpp>
 
+#include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 
 #include "common/spec/quantity.h"
-#include "common/wire/client.h"
+#include "common/tls/pki.h"
+#include "common/wire/server.h"
 #include "schema/agent.capnp.h"
+#include "tests/tools/node_link.h"
 #include "yard/version.h"
 
 namespace {
 
 using namespace yard;
+using std::chrono::milliseconds;
 
 constexpr int kWindow = 256;
+constexpr milliseconds kConnectTimeout{10'000};
+constexpr milliseconds kAnswerTimeout{60'000};
 
 struct Options {
-  std::string master, token, prefix = "node", cpu = "64", memory = "512Gi", addressBase = "127.0.0.";
+  std::string master, token, tokenFile, caFile, prefix = "node", cpu = "64", memory = "512Gi",
+      addressBase = "127.0.0.";
   int count = 0, gpu = 8, heartbeatMs = 1000;
   bool once = false;
   int64_t cpuMillis = 0, memoryBytes = 0;  // parsed from cpu, memory
@@ -47,10 +63,25 @@ std::string nodeAddress(const std::string& base, int i) {
   return base + tail;
 }
 
+std::string frame(const std::function<void(agentapi::AgentRequest::Builder)>& fill, uint64_t id) {
+  capnp::MallocMessageBuilder m;
+  auto req = m.initRoot<agentapi::AgentRequest>();
+  req.setId(id);
+  fill(req);
+  return wire::encodeFrame(m);
+}
+
+void fillJoin(agentapi::AgentRequest::Builder req, const Options& o, int i, const std::string& token,
+              const std::string& csr) {
+  auto join = req.initJoin();
+  join.setToken(token);
+  join.setNode(nodeName(o, i));
+  join.setCsrPem(csr);
+  join.setAddress(nodeAddress(o.addressBase, i));
+}
+
 void fillRegister(agentapi::AgentRequest::Builder req, const Options& o, int i) {
-  auto reg = req.initRegister();
-  reg.setToken(o.token);
-  auto node = reg.initNode();
+  auto node = req.initRegister().initNode();
   std::string name = nodeName(o, i);
   node.setName(name);
   node.setAddress(nodeAddress(o.addressBase, i));
@@ -78,117 +109,192 @@ void fillRegister(agentapi::AgentRequest::Builder req, const Options& o, int i) 
 
 void fillHeartbeat(agentapi::AgentRequest::Builder req, const Options& o, int i) {
   auto beat = req.initHeartbeat();
-  beat.setToken(o.token);
   beat.setNode(nodeName(o, i));
   beat.initReplicas(0);
 }
 
-using Fill = void (*)(agentapi::AgentRequest::Builder, const Options&, int);
-
-// Holds SIGTERM and SIGINT while blocking socket calls run: delivered in the middle of one
-// they would fail it with EINTR (a clean stop reported as a lost master). They stay
-// pending and reach the signal_set once released.
-class HoldStopSignals {
- public:
-  HoldStopSignals() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, &old_);
+// The join token: --token, else the first line of --token-file, else $YARD_JOIN_TOKEN.
+Result<std::string> joinToken(const Options& o) {
+  using R = Result<std::string>;
+  if (!o.token.empty()) return R::ok(o.token);
+  if (!o.tokenFile.empty()) {
+    auto text = tls::readFile(o.tokenFile);
+    if (!text) return R::fail("--token-file: " + text.error());
+    std::string t = text.value().substr(0, text.value().find('\n'));
+    while (!t.empty() && (t.back() == '\r' || t.back() == ' ')) t.pop_back();
+    if (t.empty()) return R::fail("--token-file: " + o.tokenFile + " is empty");
+    return R::ok(t);
   }
-  ~HoldStopSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-  HoldStopSignals(const HoldStopSignals&) = delete;
-  HoldStopSignals& operator=(const HoldStopSignals&) = delete;
-
- private:
-  sigset_t old_;
-};
-
-// Sends one request per node (built by `fill`) and checks that every answer is `expect`.
-// Returns the first refusal, naming the node.
-Result<bool> exchange(wire::FrameClient& client, const Options& o, uint64_t& nextId, const Fill& fill,
-                      agentapi::AgentResponse::Which expect) {
-  HoldStopSignals hold;
-  for (int start = 0, n = 0; start < o.count; start += n) {
-    // A lone first request: a refused token is then answered before the master closes,
-    // instead of being lost in a reset caused by the rest of a window it never read.
-    n = std::min(start == 0 ? 1 : kWindow, o.count - start);
-    uint64_t firstId = nextId;
-    std::string bytes;
-    for (int i = start; i < start + n; ++i) {
-      capnp::MallocMessageBuilder m;
-      auto req = m.initRoot<agentapi::AgentRequest>();
-      req.setId(nextId++);
-      fill(req, o, i);
-      bytes += wire::encodeFrame(m);
-    }
-    if (auto sent = client.sendRaw(bytes); !sent) return sent;
-    for (int k = 0; k < n; ++k) {
-      auto frame = client.receive();
-      if (!frame) return Result<bool>::fail(frame.error());
-      auto resp = frame.value()->root<agentapi::AgentResponse>();
-      uint64_t id = resp.getId();
-      std::string who = id >= firstId && id < firstId + static_cast<uint64_t>(n)
-                            ? nodeName(o, start + static_cast<int>(id - firstId))
-                            : "request " + std::to_string(id);
-      if (resp.isError()) return Result<bool>::fail(who + ": the master says: " + resp.getError().cStr());
-      if (resp.which() != expect) return Result<bool>::fail(who + ": unexpected answer from the master");
-    }
-  }
-  return Result<bool>::ok(true);
+  const char* env = std::getenv("YARD_JOIN_TOKEN");
+  if (env && *env) return R::ok(env);
+  return R::fail("no join token: set YARD_JOIN_TOKEN or pass --token-file FILE");
 }
 
-// Beats every interval until a signal; returns the exit status.
-// REQUIRES: `signals` was set up before anything was printed, so a test that signals right
-// after reading `registered N nodes` cannot kill us with the default action.
-int heartbeatUntilSignal(asio::io_context& io, asio::signal_set& signals, wire::FrameClient& client,
-                         const Options& o, uint64_t& nextId) {
-  asio::steady_timer timer(io);
-  int rc = 0;
-  long rounds = 0;
-  signals.async_wait([&](asio::error_code ec, int) {
-    if (ec) return;
-    timer.cancel();
-    io.stop();
-  });
-  std::function<void()> round = [&] {
-    auto beat = exchange(client, o, nextId, fillHeartbeat, agentapi::AgentResponse::DESIRED);
-    if (!beat) {
-      std::cerr << "yard-synthetic-nodes: " << beat.error() << std::endl;
-      rc = 1;
-      io.stop();
-      return;
-    }
-    ++rounds;
-    timer.expires_at(timer.expiry() + std::chrono::milliseconds(o.heartbeatMs));
-    timer.async_wait([&](asio::error_code ec) {
+// Every node's join, registration and heartbeats, on one io_context. A node's identity is
+// its certificate, so each node has a connection of its own.
+class Fleet {
+ public:
+  Fleet(asio::io_context& io, const Options& o, asio::ip::tcp::endpoint master, std::string caPem, std::string token,
+        wire::ClientTls joinTls)
+      : io_(io), o_(o), master_(master), caPem_(std::move(caPem)), token_(std::move(token)),
+        joinTls_(std::move(joinTls)), links_(static_cast<size_t>(o.count)), timer_(io) {}
+
+  // Joins and registers every node, then calls `registered`.
+  void registerAll(std::function<void()> registered) {
+    registered_ = std::move(registered);
+    launch();
+  }
+  // Beats every node each interval until stop().
+  void beatEveryInterval() {
+    timer_.expires_after(milliseconds(o_.heartbeatMs));
+    timer_.async_wait([this](asio::error_code ec) {
       if (!ec) round();
     });
-  };
-  timer.expires_after(std::chrono::milliseconds(o.heartbeatMs));
-  timer.async_wait([&](asio::error_code ec) {
-    if (!ec) round();
-  });
-  io.run();
-  std::cerr << "yard-synthetic-nodes: stopped after " << rounds << " heartbeat rounds" << std::endl;
-  return rc;
-}
+  }
+  // Closes every connection; what is in flight ends quietly.
+  void stop() {
+    stopped_ = true;
+    timer_.cancel();
+    for (auto& l : links_)
+      if (l) l->close();
+  }
+  int rc() const { return rc_; }
+  long rounds() const { return rounds_; }
+
+ private:
+  // The source address of node i's connections: its own on a loopback master (distinct for
+  // up to 254 * 65536 nodes), the system's choice otherwise.
+  std::optional<asio::ip::address> source(int i) const {
+    if (!master_.address().is_v4() || !master_.address().is_loopback()) return std::nullopt;
+    return asio::ip::make_address(nodeAddress("127.", i));
+  }
+
+  void fail(int i, const std::string& why) {
+    if (stopped_) return;
+    std::cerr << "yard-synthetic-nodes: " << nodeName(o_, i) << ": " << why << std::endl;
+    rc_ = 1;
+    stop();
+    io_.stop();
+  }
+
+  // Starts nodes while fewer than the window are joining or registering.
+  void launch() {
+    int window = done_ == 0 ? 1 : kWindow;
+    while (!stopped_ && next_ < o_.count && inFlight_ < window) {
+      ++inFlight_;
+      join(next_++);
+    }
+  }
+
+  void join(int i) {
+    auto key = tls::generateKey();
+    if (!key) return fail(i, key.error());
+    auto csr = tls::makeCsr(key.value(), tls::nodeCommonName(nodeName(o_, i)));
+    if (!csr) return fail(i, csr.error());
+    auto link = std::make_shared<tools::NodeLink>(io_, joinTls_);
+    links_[static_cast<size_t>(i)] = link;
+    std::string req = frame([&](auto r) { fillJoin(r, o_, i, token_, csr.value()); }, 1);
+    link->connect(master_, source(i), kConnectTimeout, [this, i, link, key = key.value(), req](Result<bool> up) {
+      if (!up) return fail(i, up.error());
+      link->call(req, kAnswerTimeout, [this, i, link, key](tools::NodeLink::Answer a) {
+        link->close();  // the master closes a join's connection after its answer
+        joined(i, key, std::move(a));
+      });
+    });
+  }
+
+  // The join's answer: the node certificate it registers with.
+  void joined(int i, const std::string& key, tools::NodeLink::Answer a) {
+    if (!a) return fail(i, a.error());
+    auto resp = a.value()->root<agentapi::AgentResponse>();
+    if (resp.isError()) return fail(i, std::string("the master says: ") + resp.getError().cStr());
+    if (!resp.isJoined()) return fail(i, "unexpected answer from the master to join");
+    std::string cert = resp.getJoined().getCertPem();
+    if (auto ok = tls::verifyIssuedBy(cert, caPem_); !ok) return fail(i, "the node certificate: " + ok.error());
+    wire::TlsIdentity self{cert, key};
+    auto tls = wire::makeClientTls(caPem_, &self, tls::kMasterName);
+    if (!tls) return fail(i, tls.error());
+    registerNode(i, tls.value());
+  }
+
+  void registerNode(int i, const wire::ClientTls& tls) {
+    auto link = std::make_shared<tools::NodeLink>(io_, tls);
+    links_[static_cast<size_t>(i)] = link;
+    std::string req = frame([&](auto r) { fillRegister(r, o_, i); }, 2);
+    link->connect(master_, source(i), kConnectTimeout, [this, i, link, req](Result<bool> up) {
+      if (!up) return fail(i, up.error());
+      link->call(req, kAnswerTimeout, [this, i, link](tools::NodeLink::Answer a) {
+        if (!a) return fail(i, a.error());
+        auto resp = a.value()->root<agentapi::AgentResponse>();
+        if (resp.isError()) return fail(i, std::string("the master says: ") + resp.getError().cStr());
+        if (!resp.isRegistered()) return fail(i, "unexpected answer from the master to register");
+        if (o_.once) link->close();
+        --inFlight_;
+        if (++done_ == o_.count) return registered_();
+        launch();
+      });
+    });
+  }
+
+  // One heartbeat from every node; the next round one interval after this one began (at
+  // once when a round took longer).
+  void round() {
+    auto answered = std::make_shared<int>(0);
+    ++nextId_;
+    for (int i = 0; i < o_.count; ++i) {
+      std::string req = frame([&](auto r) { fillHeartbeat(r, o_, i); }, nextId_);
+      auto& link = *links_[static_cast<size_t>(i)];
+      link.call(std::move(req), kAnswerTimeout, [this, i, answered](tools::NodeLink::Answer a) {
+        if (!a) return fail(i, a.error());
+        auto resp = a.value()->root<agentapi::AgentResponse>();
+        if (resp.isError()) return fail(i, std::string("the master says: ") + resp.getError().cStr());
+        if (!resp.isDesired()) return fail(i, "unexpected answer from the master to a heartbeat");
+        if (++*answered < o_.count || stopped_) return;
+        ++rounds_;
+        timer_.expires_at(timer_.expiry() + milliseconds(o_.heartbeatMs));
+        timer_.async_wait([this](asio::error_code ec) {
+          if (!ec) round();
+        });
+      });
+    }
+  }
+
+  asio::io_context& io_;
+  const Options& o_;
+  const asio::ip::tcp::endpoint master_;
+  const std::string caPem_, token_;
+  const wire::ClientTls joinTls_;
+  std::vector<std::shared_ptr<tools::NodeLink>> links_;  // node i's connection (join's, then its own)
+  asio::steady_timer timer_;
+  std::function<void()> registered_;
+  int next_ = 0, inFlight_ = 0, done_ = 0;  // nodes started, joining or registering, registered
+  uint64_t nextId_ = 2;
+  long rounds_ = 0;
+  int rc_ = 0;
+  bool stopped_ = false;
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"yard-synthetic-nodes: registers N synthetic nodes through the agent API and keeps them alive"};
+  CLI::App app{
+      "yard-synthetic-nodes: joins and registers N synthetic nodes through the agent API and keeps them alive"};
   Options o;
   app.add_option("--master", o.master, "Agent API address HOST:PORT")->required();
-  app.add_option("--token", o.token, "Join token")->required();
+  app.add_option("--ca", o.caFile, "The cluster CA certificate (the master's <data-dir>/ca.pem)")->required();
+  auto* tokenFile =
+      app.add_option("--token-file", o.tokenFile, "File whose first line is the join token (else $YARD_JOIN_TOKEN)");
+  app.add_option("--token", o.token, "Join token (visible to every process; prefer --token-file or $YARD_JOIN_TOKEN)")
+      ->excludes(tokenFile);
   app.add_option("--count", o.count, "Number of nodes")->required()->check(CLI::Range(1, 1000000));
   app.add_option("--prefix", o.prefix, "Node names are PREFIX-1..PREFIX-N")->capture_default_str();
   app.add_option("--cpu", o.cpu, "CPU per node (cores or millicores)")->capture_default_str();
   app.add_option("--memory", o.memory, "Memory per node (e.g. 512Gi)")->capture_default_str();
   app.add_option("--gpu", o.gpu, "GPUs per node")->capture_default_str()->check(CLI::Range(0, 1024));
   app.add_option("--address-base", o.addressBase, "Address prefix; the missing octets count up")->capture_default_str();
-  app.add_option("--heartbeat-ms", o.heartbeatMs, "Heartbeat interval")->capture_default_str()->check(CLI::Range(1, 3600000));
+  app.add_option("--heartbeat-ms", o.heartbeatMs, "Heartbeat interval")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600000));
   app.add_flag("--once", o.once, "Register, print, exit (no heartbeats)");
   try {
     app.parse(argc, argv);
@@ -196,30 +302,48 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  auto usage = [](const std::string& why) {
+    std::cerr << "yard-synthetic-nodes: " << why << std::endl;
+    return 2;
+  };
   auto cpu = spec::parseCpuMillis(o.cpu);
   auto memory = spec::parseMemoryBytes(o.memory);
-  if (!cpu || !memory) {
-    std::cerr << "yard-synthetic-nodes: " << (!cpu ? "--cpu: " + cpu.error() : "--memory: " + memory.error()) << std::endl;
-    return 2;
-  }
+  if (!cpu) return usage("--cpu: " + cpu.error());
+  if (!memory) return usage("--memory: " + memory.error());
   o.cpuMillis = cpu.value();
   o.memoryBytes = memory.value();
+  auto master = wire::parseEndpoint(o.master);
+  if (!master) return usage("--master: " + master.error());
+  auto token = joinToken(o);
+  if (!token) return usage(token.error());
+  auto caPem = tls::readFile(o.caFile);
+  if (!caPem) return usage("--ca: " + caPem.error());
+  auto joinTls = wire::makeClientTls(caPem.value(), nullptr, tls::kMasterName);
+  if (!joinTls) return usage("--ca " + o.caFile + ": " + joinTls.error());
+  wire::raiseOpenFileLimit();  // a connection per node
 
   asio::io_context io;
+  // Before anything is printed: a test that signals right after reading `registered N
+  // nodes` must not kill us with the default action.
   asio::signal_set signals(io, SIGTERM, SIGINT);
-  auto connected = wire::FrameClient::connect(o.master);
-  if (!connected) {
-    std::cerr << "yard-synthetic-nodes: " << connected.error() << std::endl;
-    return 1;
-  }
-  wire::FrameClient& client = *connected.value();
-  uint64_t nextId = 1;
-  auto registered = exchange(client, o, nextId, fillRegister, agentapi::AgentResponse::REGISTERED);
-  if (!registered) {
-    std::cerr << "yard-synthetic-nodes: " << registered.error() << std::endl;
-    return 1;
-  }
-  std::cout << "registered " << o.count << " nodes" << std::endl;
-  if (o.once) return 0;
-  return heartbeatUntilSignal(io, signals, client, o, nextId);
+  Fleet fleet(io, o, master.value(), caPem.value(), token.value(), joinTls.value());
+  signals.async_wait([&](asio::error_code ec, int) {
+    if (ec) return;
+    fleet.stop();
+    io.stop();
+  });
+  bool beating = false;
+  fleet.registerAll([&] {
+    std::cout << "registered " << o.count << " nodes" << std::endl;
+    if (o.once) {
+      fleet.stop();
+      return io.stop();
+    }
+    beating = true;
+    fleet.beatEveryInterval();
+  });
+  io.run();
+  if (beating)
+    std::cerr << "yard-synthetic-nodes: stopped after " << fleet.rounds() << " heartbeat rounds" << std::endl;
+  return fleet.rc();
 }

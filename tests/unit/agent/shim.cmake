@@ -6,3 +6,11 @@ target_link_libraries(yard_shim_tests PRIVATE yard_shim_core yard_test_main)
 target_compile_definitions(yard_shim_tests PRIVATE YARD_SHIM="$<TARGET_FILE:yard-shim>")
 add_dependencies(yard_shim_tests yard-shim)
 catch_discover_tests(yard_shim_tests TEST_PREFIX "shim: ")
+
+# Host replicas run as their owner: the real runner, host driver and yard-shim (no cgroups).
+add_executable(yard_host_runas_tests host_runas_test.cpp)
+target_include_directories(yard_host_runas_tests PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(yard_host_runas_tests PRIVATE yard_agent_core yard_test_main)
+target_compile_definitions(yard_host_runas_tests PRIVATE YARD_SHIM="$<TARGET_FILE:yard-shim>")
+add_dependencies(yard_host_runas_tests yard-shim)
+catch_discover_tests(yard_host_runas_tests TEST_PREFIX "shim: " PROPERTIES TIMEOUT 60)

@@ -389,6 +389,11 @@ TEST_CASE("run: bind mounts are private to the workload, ro is read-only, rw is 
   } unmount{shared};
   REQUIRE(::mount(nullptr, shared.c_str(), nullptr, MS_SHARED, nullptr) == 0);
   std::string ro = shared + "/dst", rw = shared + "/nested/rwdst", file = shared + "/files/f";
+  // Outside the replica's directory a mount point must exist (the shim creates none there).
+  std::filesystem::create_directories(ro);
+  std::filesystem::create_directories(rw);
+  std::filesystem::create_directories(shared + "/files");
+  writeFile(file, "");
   std::string script = "cat " + ro + "/hello " + file + "; touch " + ro +
                        "/x || echo touch-failed; echo rwdata > " + rw + "/y && echo ready; sleep 30";
   Ran ran = r.run({"--mount", r.path("src") + ":" + ro + ":ro", "--mount", r.path("rwsrc") + ":" + rw + ":rw",
@@ -401,7 +406,7 @@ TEST_CASE("run: bind mounts are private to the workload, ro is read-only, rw is 
   CHECK_THAT(out, Catch::Contains("from-src\njust a file\n"));
   CHECK_THAT(out, Catch::Contains("Read-only file system"));
   CHECK_THAT(out, Catch::Contains("touch-failed"));
-  // Outside the namespace the mount points are plain (created) directories.
+  // Outside the namespace the mount points are as they were.
   CHECK(std::filesystem::is_directory(ro));
   CHECK_FALSE(exists(ro + "/hello"));
   CHECK_FALSE(exists(rw + "/y"));
@@ -628,6 +633,7 @@ TEST_CASE("exec: runs beside the workload in its mount namespace with the env fi
   std::filesystem::create_directory(r.path("src"));
   writeFile(r.path("src/file"), "inside the namespace\n");
   std::string dst = r.path("dst");
+  std::filesystem::create_directory(dst);
   REQUIRE(r.run({"--mount", r.path("src") + ":" + dst + ":ro"}, {"sleep", "30"}).rc == 0);
 
   Ran cat = r.exec({}, {"cat", dst + "/file"});
@@ -685,6 +691,114 @@ TEST_CASE("options: env files are NUL-separated KEY=VALUE entries") {
   CHECK(splitEnvFile("A=1", env) == 0);
   CHECK(env == std::vector<std::string>{"A=1"});
   CHECK(yard::shim::findEnv({"PATHX=1", "PATH=/x"}, "PATH") == std::string("/x"));
+}
+
+TEST_CASE("run: a missing mount point is created only inside the replica's directory") {
+  if (::geteuid() != 0) {
+    WARN("skipped: bind mounts need root");
+    return;
+  }
+  Replica r;
+  std::filesystem::create_directory(r.path("src"));
+  writeFile(r.path("src/hello"), "from-src\n");
+  // Outside DIR and missing: refused, and nothing is created on the host's tree.
+  std::string outside = r.path("host-tree/new/mnt");
+  Ran refused = r.run({"--mount", r.path("src") + ":" + outside + ":ro"}, {"true"});
+  CHECK(refused.rc == 1);
+  CHECK_THAT(refused.err, Catch::Contains("failed mount-point: No such file or directory (" + outside +
+                                          " does not exist on this node"));
+  CHECK_THAT(r.status(), Catch::StartsWith("failed mount-point: "));
+  CHECK_FALSE(exists(r.path("host-tree")));
+
+  // Inside DIR: created (and listed for the agent), through no symlink.
+  Replica in;
+  std::filesystem::create_directory(in.path("src"));
+  writeFile(in.path("src/hello"), "from-src\n");
+  std::string target = in.dir() + "/mnt/data";
+  Ran ran = in.run({"--mount", in.path("src") + ":" + target + ":ro"}, {"cat", target + "/hello"});
+  INFO(ran.err);
+  REQUIRE(ran.rc == 0);
+  CHECK(in.status() == "exited 0\n");
+  CHECK(in.output() == "from-src\n");
+  CHECK(std::filesystem::is_directory(target));
+  CHECK(readFile(in.dir() + "/mountpoints") == in.dir() + "/mnt\n" + target + "\n");
+
+  // A symlink inside DIR pointing out is not followed to create anything.
+  Replica linked;
+  std::filesystem::create_directory(linked.path("src"));
+  std::filesystem::create_directory(linked.path("elsewhere"));
+  std::filesystem::create_directory_symlink(linked.path("elsewhere"), linked.dir() + "/link");
+  Ran viaLink = linked.run({"--mount", linked.path("src") + ":" + linked.dir() + "/link/x:ro"}, {"true"});
+  CHECK(viaLink.rc == 1);
+  CHECK_THAT(viaLink.err, Catch::Contains("failed mkdir: "));
+  CHECK_FALSE(exists(linked.path("elsewhere/x")));
+}
+
+TEST_CASE("run and exec: --user runs the workload and commands as that uid and gid, nothing more") {
+  if (::geteuid() != 0) {
+    WARN("skipped: changing user needs root");
+    return;
+  }
+  Replica r;
+  // The test's own directory is root's 0700; let the user through to a working directory.
+  ::chmod(r.path("").c_str(), 0711);
+  std::string work = r.path("work");
+  std::filesystem::create_directory(work);
+  REQUIRE(::chown(work.c_str(), 65534, 65534) == 0);
+  std::string secret = r.path("secret");
+  writeFile(secret, "root only\n");
+  ::chmod(secret.c_str(), 0600);
+  std::string script = "id -u; id -g; id -G; pwd; grep NoNewPrivs /proc/self/status; "
+                       "cat " + secret + " 2>/dev/null || echo cannot-read; echo ready; sleep 30";
+  Ran ran = r.run({"--user", "65534:65534", "--workdir", work}, {"/bin/sh", "-c", script});
+  INFO(ran.err);
+  REQUIRE(ran.rc == 0);
+  REQUIRE(r.outputHas("ready\n"));
+  CHECK(r.output() == "65534\n65534\n65534\n" + work + "\nNoNewPrivs:\t1\ncannot-read\nready\n");
+  struct stat st {};
+  REQUIRE(::stat((r.dir() + "/output.log").c_str(), &st) == 0);
+  CHECK(st.st_uid == 65534);
+  CHECK((st.st_mode & 0777) == 0600);
+
+  Ran id = r.exec({"--user", "65534:65534", "--workdir", work}, {"sh", "-c", "id -u; id -G; pwd"});
+  CHECK(id.rc == 0);
+  CHECK(id.out == "65534\n65534\n" + work + "\n");
+  // A working directory the user may not enter is refused, not entered as root.
+  std::string closed = r.path("closed");
+  std::filesystem::create_directory(closed);
+  ::chmod(closed.c_str(), 0700);
+  Ran denied = r.exec({"--user", "65534:65534", "--workdir", closed}, {"true"});
+  CHECK(denied.rc == 127);
+  CHECK_THAT(denied.err, Catch::Contains("chdir: Permission denied (" + closed + ")"));
+  ::kill(-r.pid(), SIGKILL);
+  CHECK(r.status() == "signaled 9\n");
+
+  // The same for the workload: the failure is the step, the reason and the path.
+  Replica cannot;
+  Ran refused = cannot.run({"--user", "65534:65534", "--workdir", cannot.dir()}, {"true"});
+  CHECK(refused.rc == 1);
+  CHECK_THAT(refused.err, Catch::Contains("failed chdir: Permission denied (" + cannot.dir() + ")"));
+}
+
+TEST_CASE("options: --user values") {
+  using yard::shim::parseUser;
+  auto u = parseUser("1001:100");
+  REQUIRE(u);
+  CHECK(u.value().uid == 1001);
+  CHECK(u.value().gid == 100);
+  CHECK(parseUser("0:0").value().uid == 0);
+  CHECK_THAT(parseUser("1001").error(), Catch::Contains("expected UID:GID"));
+  CHECK_THAT(parseUser("alice:100").error(), Catch::Contains("the uid must be a number"));
+  CHECK_THAT(parseUser("1:-1").error(), Catch::Contains("the gid must be a number"));
+  CHECK_THAT(parseUser("4294967295:1").error(), Catch::Contains("below 4294967295"));
+  Replica r;
+  auto refused = [&](const std::vector<std::string>& args, const std::string& says) {
+    Ran ran = runShim(args);
+    CHECK(ran.rc == 2);
+    CHECK_THAT(ran.err, Catch::Contains(says));
+  };
+  refused({"run", "--dir", r.dir(), "--user", "1:1", "--user", "2:2", "--", "true"}, "--user given twice");
+  refused({"guard", "--dir", r.dir(), "--pid", "1", "--user", "1:1"}, "unknown option '--user' for guard");
 }
 
 // `yard-shim guard` (docs/shim.md): the same lease and stop for a process the guard did not start

@@ -1,24 +1,36 @@
-// The agent API over a real FrameServer on 127.0.0.1:0 with the wire client: the join
-// token is checked before anything changes, registration and heartbeats reach the
-// registry, and yard-synthetic-nodes drives it end to end.
+// The agent API over a real FrameServer on 127.0.0.1:0 with the wire client, TLS from the
+// test CA (tests/unit/wire/test_tls.h): a join token buys a node certificate and nothing
+// else; every other request needs the certificate of the node it names; a node's reports
+// count only for replicas placed on it; and yard-synthetic-nodes joins, registers and beats
+// through it end to end.
 #include <catch2/catch.hpp>
 
 #include "common/util/random.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
 #include <future>
+#include <mutex>
+#include <sstream>
 #include <thread>
 
+#include "common/spec/loader.h"
+#include "common/tls/pki.h"
 #include "common/wire/client.h"
 #include "common/wire/server.h"
 #include "master/agent_api.h"
+#include "master/catalog.h"
+#include "master/jobs.h"
 #include "schema/agent.capnp.h"
 #include "tests/unit/master/node_harness.h"
+#include "tests/unit/wire/test_tls.h"
 
 extern char** environ;
 
@@ -27,12 +39,30 @@ using test::goodNode;
 
 namespace {
 
-// A NodeHarness whose io_context runs on its own thread behind an agent API server.
+// A NodeHarness whose io_context runs on its own thread behind an agent API server that
+// signs node certificates with the test CA. With `withJobs`, a job registry places
+// replicas on the registered nodes and hears their reports.
 class ApiHarness {
  public:
-  explicit ApiHarness(const std::string& token) : api_(token, *nodes.reg) {
+  explicit ApiHarness(const std::string& token, bool withJobs = false) : api_(token, *nodes.reg) {
+    api_.setCertificateAuthority(yard::testing::testCa());
+    api_.setLog([this](const std::string& line) {
+      std::lock_guard<std::mutex> lock(logMu_);
+      logs_.push_back(line);
+    });
+    if (withJobs) {
+      auto state = nodes.db->loadAll();
+      REQUIRE(state);
+      catalog_ = std::make_unique<master::Catalog>(nodes.io, *nodes.db);
+      REQUIRE(catalog_->load(state.value()));
+      jobs_ = std::make_unique<master::JobRegistry>(nodes.io, *nodes.db, config_, *catalog_,
+                                                    [this] { return nodes.now.load(); });
+      REQUIRE(jobs_->load(state.value()));
+      jobs_->setNodeSource([this] { return nodes.reg->schedulerView(); });
+      api_.setJobs(jobs_.get());
+    }
     auto s = wire::FrameServer::listen(
-        nodes.io, "127.0.0.1:0", wire::Limits{},
+        nodes.io, "127.0.0.1:0", yard::testing::testServerTls(), wire::Limits{},
         [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
           api_.handle(conn, std::move(frame));
         },
@@ -50,6 +80,8 @@ class ApiHarness {
       nodes.io.stop();
     });
     thread_.join();
+    jobs_.reset();
+    catalog_.reset();
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(server_->port()); }
 
@@ -61,6 +93,15 @@ class ApiHarness {
     asio::post(nodes.io, [&task] { task(); });
     return result.get();
   }
+  // Records the test CA's certificate for `node` as that node's one valid certificate, as a
+  // join would (NodeRegistry::recordCertificate), and waits for its commit.
+  void recordCertificate(const std::string& node) {
+    auto fp = tls::fingerprint(yard::testing::testIdentity(tls::nodeCommonName(node)).certPem);
+    REQUIRE(fp);
+    std::promise<bool> done;
+    asio::post(nodes.io, [&] { nodes.reg->recordCertificate(node, fp.value(), [&](Result<bool> r) { done.set_value(static_cast<bool>(r)); }); });
+    REQUIRE(done.get_future().get());
+  }
   size_t nodeCount() {
     return onIo([this] { return nodes.reg->nodes().size(); });
   }
@@ -70,19 +111,73 @@ class ApiHarness {
       return it == nodes.reg->nodes().end() ? store::NodeRecord{} : it->second.record;
     });
   }
+  // The agent API's log lines so far, joined by newlines.
+  std::string logs() {
+    std::lock_guard<std::mutex> lock(logMu_);
+    std::string out;
+    for (const auto& l : logs_) out += l + "\n";
+    return out;
+  }
+
+  // Submits `yaml` (withJobs) and waits until its one replica is placed; returns the replica.
+  store::ReplicaRecord submitAndPlace(const std::string& yaml) {
+    auto loaded = spec::loadJobSpec(yaml);
+    INFO((loaded.ok() ? "" : loaded.errors[0].str()));
+    REQUIRE(loaded.ok());
+    std::promise<Result<std::string>> submitted;
+    onIo([&] {
+      jobs_->submit(loaded.job(), [&submitted](Result<std::string> r) { submitted.set_value(r); });
+      return 0;
+    });
+    auto r = submitted.get_future().get();
+    INFO((r ? "" : r.error()));
+    REQUIRE(r);
+    std::string name(loaded.job().getName().cStr());
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      auto placed = replicaOf(name);
+      if (placed && !placed->node.empty()) return *placed;
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      onIo([this] {
+        jobs_->requestPass();
+        return 0;
+      });
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  // The first replica of job `name`'s first task, as the registry holds it now.
+  std::optional<store::ReplicaRecord> replicaOf(const std::string& name) {
+    return onIo([this, name]() -> std::optional<store::ReplicaRecord> {
+      const master::JobEntry* job = jobs_->find(name);
+      if (!job || job->tasks.empty() || job->tasks[0].replicas.empty()) return std::nullopt;
+      return job->tasks[0].replicas[0];
+    });
+  }
 
   test::NodeHarness nodes{30};
 
  private:
   master::AgentApi api_;
+  master::MasterConfig config_;
+  std::unique_ptr<master::Catalog> catalog_;
+  std::unique_ptr<master::JobRegistry> jobs_;
   std::unique_ptr<wire::FrameServer> server_;
   std::thread thread_;
+  std::mutex logMu_;
+  std::vector<std::string> logs_;  // guarded by logMu_
 };
 
-std::unique_ptr<wire::FrameClient> connect(const std::string& address) {
-  auto c = wire::FrameClient::connect(address);
+// A client that verifies the master; `as` non-empty: presents the test CA's certificate for
+// that common name ("node:gpu-01", or the master's own).
+std::unique_ptr<wire::FrameClient> connect(const std::string& address, const std::string& as = "") {
+  auto c = wire::FrameClient::connect(address, yard::testing::testClientTls(as));
   REQUIRE(c);
   return std::move(c).value();
+}
+// A node's connection with the test certificate for it, recorded as its valid one first.
+std::unique_ptr<wire::FrameClient> connectAsNode(ApiHarness& h, const std::string& node) {
+  h.recordCertificate(node);
+  return connect(h.address(), tls::nodeCommonName(node));
 }
 
 void fillNode(schema::Node::Builder out, const master::NodeRegistration& r) {
@@ -117,30 +212,56 @@ std::unique_ptr<wire::Frame> exchange(wire::FrameClient& c, uint64_t id,
   req.setId(id);
   fill(req);
   auto resp = c.call(m);
+  INFO((resp ? "" : resp.error()));
   REQUIRE(resp);
   CHECK(resp.value()->root<agentapi::AgentResponse>().getId() == id);
   return std::move(resp).value();
 }
 
-std::unique_ptr<wire::Frame> registerAs(wire::FrameClient& c, const std::string& token,
-                                        const master::NodeRegistration& r) {
-  return exchange(c, 7, [&](agentapi::AgentRequest::Builder req) {
-    auto reg = req.initRegister();
-    reg.setToken(token);
-    fillNode(reg.initNode(), r);
+std::unique_ptr<wire::Frame> registerAs(wire::FrameClient& c, const master::NodeRegistration& r) {
+  return exchange(c, 7, [&](agentapi::AgentRequest::Builder req) { fillNode(req.initRegister().initNode(), r); });
+}
+
+// Registers goodNode(node) with the test CA's certificate for it; true when registered.
+bool registerWithCertificate(ApiHarness& h, const std::string& node) {
+  auto c = connectAsNode(h, node);
+  return registerAs(*c, goodNode(node))->root<agentapi::AgentResponse>().isRegistered();
+}
+
+// A heartbeat of `node` reporting `replica` (attempt `attempt`) in `state`; none when id 0.
+std::unique_ptr<wire::Frame> heartbeatAs(wire::FrameClient& c, const std::string& node, int64_t replica = 42,
+                                         int32_t attempt = 1,
+                                         schema::ReplicaState state = schema::ReplicaState::RUNNING) {
+  return exchange(c, 8, [&](agentapi::AgentRequest::Builder req) {
+    auto beat = req.initHeartbeat();
+    beat.setNode(node);
+    auto reps = beat.initReplicas(replica ? 1 : 0);
+    if (!replica) return;
+    reps[0].setReplicaId(replica);
+    reps[0].setAttempt(attempt);
+    reps[0].setState(state);
   });
 }
 
-std::unique_ptr<wire::Frame> heartbeatAs(wire::FrameClient& c, const std::string& token, const std::string& node) {
-  return exchange(c, 8, [&](agentapi::AgentRequest::Builder req) {
-    auto beat = req.initHeartbeat();
-    beat.setToken(token);
-    beat.setNode(node);
-    auto reps = beat.initReplicas(1);
-    reps[0].setReplicaId(42);
-    reps[0].setAttempt(1);
-    reps[0].setState(schema::ReplicaState::RUNNING);
+// A join as `node` with `token`, for the key `keyPem`; the CSR asks for `csrName` (the
+// master decides the name whatever the CSR says).
+std::unique_ptr<wire::Frame> joinAs(wire::FrameClient& c, const std::string& token, const std::string& node,
+                                    const std::string& keyPem, const std::string& csrName = "") {
+  auto csr = tls::makeCsr(keyPem, csrName.empty() ? tls::nodeCommonName(node) : csrName);
+  REQUIRE(csr);
+  return exchange(c, 9, [&](agentapi::AgentRequest::Builder req) {
+    auto join = req.initJoin();
+    join.setToken(token);
+    join.setNode(node);
+    join.setCsrPem(csr.value());
+    join.setAddress("10.0.0.1");
   });
+}
+
+std::string newKey() {
+  auto key = tls::generateKey();
+  REQUIRE(key);
+  return key.value();
 }
 
 std::string errorOf(const std::unique_ptr<wire::Frame>& f) {
@@ -154,6 +275,14 @@ void expectRefused(wire::FrameClient& c, const std::unique_ptr<wire::Frame>& f, 
   CHECK_FALSE(c.receive());
 }
 
+const char* kOneReplicaJob = R"(
+name: solo
+tasks:
+  - name: main
+    kind: container-job
+    container: { image: host, command: "true", resources: { cpu: 1, memory: 1Gi } }
+)";
+
 }  // namespace
 
 TEST_CASE("token comparison", "[agent-api]") {
@@ -166,46 +295,184 @@ TEST_CASE("token comparison", "[agent-api]") {
   CHECK_FALSE(tokensEqual("", ""));  // an unset secret matches nothing
 }
 
-TEST_CASE("the agent API refuses a wrong token before touching state", "[agent-api]") {
+TEST_CASE("a join with a wrong token is refused and registers nothing", "[agent-api][join]") {
   ApiHarness h("s3cret");
+  std::string key = newKey();
   for (std::string bad : {"wrong", "", "s3cret ", "s3cre"}) {
     INFO("token \"" << bad << "\"");
     auto c = connect(h.address());
-    expectRefused(*c, registerAs(*c, bad, goodNode("gpu-01")), "join token refused");
+    expectRefused(*c, joinAs(*c, bad, "gpu-01", key), "join as node gpu-01: join token refused");
   }
   CHECK(h.nodeCount() == 0);
   CHECK(h.nodes.storedCount() == 0);
+  CHECK(h.logs().find("refused a request from 127.0.0.1:") != std::string::npos);
+  CHECK(h.logs().find("s3cre") == std::string::npos);  // no token, right or wrong, in the log
 
-  // A registered node's heartbeat with a wrong token does not count as a beat.
-  auto ok = connect(h.address());
-  REQUIRE(registerAs(*ok, "s3cret", goodNode("gpu-01"))->root<agentapi::AgentResponse>().isRegistered());
-  h.nodes.now += 10'000;
+  // The name of a registered node is not revealed to a caller with a wrong token.
+  REQUIRE(registerWithCertificate(h, "gpu-01"));
   auto c = connect(h.address());
-  expectRefused(*c, heartbeatAs(*c, "wrong", "gpu-01"), "join token refused");
-  CHECK(h.record("gpu-01").lastHeartbeat == test::NodeHarness::kStart);
+  expectRefused(*c, joinAs(*c, "wrong", "gpu-01", key), "join as node gpu-01: join token refused");
 }
 
-TEST_CASE("a master without a join token refuses every agent", "[agent-api]") {
+TEST_CASE("a master without a join token refuses every join", "[agent-api][join]") {
   ApiHarness h("");
+  std::string key = newKey();
   for (std::string token : {"", "anything"}) {
     auto c = connect(h.address());
-    expectRefused(*c, registerAs(*c, token, goodNode("gpu-01")),
-                  "this master has no join token configured; agents cannot join");
+    expectRefused(*c, joinAs(*c, token, "gpu-01", key),
+                  "join as node gpu-01: this master has no join token configured; agents cannot join");
   }
   CHECK(h.nodeCount() == 0);
   CHECK(h.nodes.storedCount() == 0);
+}
+
+TEST_CASE("a join with the right token returns a node certificate for the CSR's key", "[agent-api][join]") {
+  ApiHarness h("s3cret");
+  std::string key = newKey();
+  auto c = connect(h.address());
+  // The CSR claims the master's name: the certificate carries the node's all the same.
+  auto answer = joinAs(*c, "s3cret", "gpu-01", key, tls::kMasterName);
+  auto r = answer->root<agentapi::AgentResponse>();
+  INFO(errorOf(answer));
+  REQUIRE(r.isJoined());
+  std::string cert = r.getJoined().getCertPem();
+  CHECK(std::string(r.getJoined().getCaPem().cStr()) == yard::testing::testCa().certPem);
+  auto cn = tls::commonName(cert);
+  REQUIRE(cn);
+  CHECK(cn.value() == "node:gpu-01");
+  auto signedBy = tls::verifyIssuedBy(cert, yard::testing::testCa().certPem);
+  INFO((signedBy ? "" : signedBy.error()));
+  CHECK(signedBy);
+  CHECK(tls::keyMatchesCert(cert, key));
+  CHECK_FALSE(tls::keyMatchesCert(cert, newKey()));
+  auto info = tls::inspect(cert);
+  REQUIRE(info);
+  CHECK(info.value().ipSans == std::vector<std::string>{"10.0.0.1"});
+  CHECK_FALSE(info.value().isCa);
+  CHECK_FALSE(c->receive());    // the join's connection closes after its answer
+  CHECK(h.nodeCount() == 0);    // joining registers nothing
+  CHECK(h.logs().find("node gpu-01 joined from 127.0.0.1:") != std::string::npos);
+
+  // The certificate is the node's identity from now on: it registers and beats with it.
+  wire::TlsIdentity self{cert, key};
+  auto tlsSettings = wire::makeClientTls(yard::testing::testCa().certPem, &self, tls::kMasterName);
+  REQUIRE(tlsSettings);
+  auto node = wire::FrameClient::connect(h.address(), tlsSettings.value());
+  REQUIRE(node);
+  REQUIRE(registerAs(*node.value(), goodNode("gpu-01"))->root<agentapi::AgentResponse>().isRegistered());
+  CHECK(heartbeatAs(*node.value(), "gpu-01", 0)->root<agentapi::AgentResponse>().isDesired());
+  CHECK(h.record("gpu-01").state == "ready");
+}
+
+TEST_CASE("a join for a name already registered or not fit for one is refused", "[agent-api][join]") {
+  ApiHarness h("s3cret");
+  REQUIRE(registerWithCertificate(h, "gpu-01"));
+  std::string key = newKey();
+  auto c = connect(h.address());
+  expectRefused(*c, joinAs(*c, "s3cret", "gpu-01", key),
+                "node gpu-01 is already registered; an admin removes it with `yardctl node delete gpu-01` before "
+                "another agent may join under that name");
+  for (std::string bad : {std::string(), std::string("gpu 01"), std::string("node:x"), std::string(64, 'a')}) {
+    INFO("node \"" << bad << "\"");
+    auto b = connect(h.address());
+    auto answer = joinAs(*b, "s3cret", bad, key, "node:x");
+    CHECK(errorOf(answer).rfind("join: node \"" + bad + "\": a node name ", 0) == 0);
+    CHECK_FALSE(b->receive());
+  }
+  CHECK(h.nodeCount() == 1);
+}
+
+TEST_CASE("register and heartbeat without a node certificate are refused", "[agent-api]") {
+  ApiHarness h("s3cret");
+  const std::string why = "no node certificate: an agent joins first (with a join token) to get one";
+  auto c = connect(h.address());
+  expectRefused(*c, registerAs(*c, goodNode("gpu-01")), why);
+  CHECK(h.nodeCount() == 0);
+  CHECK(h.nodes.storedCount() == 0);
+
+  REQUIRE(registerWithCertificate(h, "gpu-01"));
+  h.nodes.now += 10'000;
+  auto b = connect(h.address());
+  expectRefused(*b, heartbeatAs(*b, "gpu-01"), why);
+  CHECK(h.record("gpu-01").lastHeartbeat == test::NodeHarness::kStart);  // not counted as a beat
+  auto a = connect(h.address());
+  auto archive = exchange(*a, 10, [](agentapi::AgentRequest::Builder req) { req.initArchiveLog().setNode("gpu-01"); });
+  expectRefused(*a, archive, why);
+}
+
+TEST_CASE("a node certificate speaks only for its own node", "[agent-api]") {
+  ApiHarness h("s3cret");
+  auto c = connectAsNode(h, "gpu-01");
+  const std::string notGpu02 = "the certificate is for \"node:gpu-01\", not for node \"gpu-02\"";
+  expectRefused(*c, registerAs(*c, goodNode("gpu-02")), notGpu02);
+  CHECK(h.nodeCount() == 0);
+
+  REQUIRE(registerWithCertificate(h, "gpu-02"));
+  // Re-registering gpu-02 at another address with gpu-01's certificate: refused, unchanged.
+  auto moved = goodNode("gpu-02");
+  moved.record.address = "10.9.9.9";
+  auto d = connectAsNode(h, "gpu-01");
+  expectRefused(*d, registerAs(*d, moved), notGpu02);
+  CHECK(h.record("gpu-02").address == "10.0.0.1");
+  // Beating for it: refused, not counted.
+  h.nodes.now += 10'000;
+  auto e = connectAsNode(h, "gpu-01");
+  expectRefused(*e, heartbeatAs(*e, "gpu-02"), notGpu02);
+  CHECK(h.record("gpu-02").lastHeartbeat == test::NodeHarness::kStart);
+  // The master's own certificate is no node's.
+  auto m = connect(h.address(), tls::kMasterName);
+  expectRefused(*m, heartbeatAs(*m, "gpu-02"), "the certificate is for \"yard-master\", not for node \"gpu-02\"");
+  CHECK(h.logs().find("not for node \"gpu-02\"") != std::string::npos);
+}
+
+TEST_CASE("a heartbeat's report about a replica placed on another node changes nothing", "[agent-api]") {
+  ApiHarness h("s3cret", true);
+  auto one = connectAsNode(h, "gpu-01");
+  auto two = connectAsNode(h, "gpu-02");
+  REQUIRE(registerAs(*one, goodNode("gpu-01"))->root<agentapi::AgentResponse>().isRegistered());
+  REQUIRE(registerAs(*two, goodNode("gpu-02"))->root<agentapi::AgentResponse>().isRegistered());
+  store::ReplicaRecord placed = h.submitAndPlace(kOneReplicaJob);
+  REQUIRE(placed.state == ReplicaState::Placed);
+  bool onOne = placed.node == "gpu-01";
+  wire::FrameClient& owner = onOne ? *one : *two;
+  wire::FrameClient& other = onOne ? *two : *one;
+  std::string ownerName = placed.node, otherName = onOne ? "gpu-02" : "gpu-01";
+
+  // The other node says it runs, then that it failed: neither counts. Its beat does.
+  auto beat = heartbeatAs(other, otherName, placed.id, placed.attempt, schema::ReplicaState::RUNNING);
+  CHECK(beat->root<agentapi::AgentResponse>().isDesired());
+  CHECK(beat->root<agentapi::AgentResponse>().getDesired().getReplicas().size() == 0);  // nothing of it is sent there
+  heartbeatAs(other, otherName, placed.id, placed.attempt, schema::ReplicaState::EXITED);
+  auto after = h.replicaOf("solo");
+  REQUIRE(after);
+  CHECK(after->state == ReplicaState::Placed);
+  CHECK(after->node == ownerName);
+  std::string logs = h.logs();
+  INFO(logs);
+  CHECK(logs.find("node " + otherName) != std::string::npos);
+  CHECK(logs.find("reported replica " + std::to_string(placed.id) + ", which is placed on " + ownerName) !=
+        std::string::npos);
+
+  // Its own node's report does.
+  auto own = heartbeatAs(owner, ownerName, placed.id, placed.attempt, schema::ReplicaState::RUNNING);
+  REQUIRE(own->root<agentapi::AgentResponse>().isDesired());
+  CHECK(own->root<agentapi::AgentResponse>().getDesired().getReplicas().size() == 1);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (h.replicaOf("solo")->state != ReplicaState::Running && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(h.replicaOf("solo")->state == ReplicaState::Running);
 }
 
 TEST_CASE("agents register and beat through the agent API", "[agent-api]") {
   ApiHarness h("s3cret");
-  auto c = connect(h.address());
+  auto c = connectAsNode(h, "gpu-01");
 
   auto bad = goodNode("gpu-01");
   bad.record.cpuMillis = 0;
-  CHECK(errorOf(registerAs(*c, "s3cret", bad)) == "capacity.cpuMillis: 0 must be greater than 0");
+  CHECK(errorOf(registerAs(*c, bad)) == "capacity.cpuMillis: 0 must be greater than 0");
   CHECK(h.nodeCount() == 0);
 
-  auto reg = registerAs(*c, "s3cret", goodNode("gpu-01"));  // same connection: still open
+  auto reg = registerAs(*c, goodNode("gpu-01"));  // same connection: still open
   auto r = reg->root<agentapi::AgentResponse>();
   REQUIRE(r.isRegistered());
   CHECK(std::string(r.getRegistered().getNode().cStr()) == "gpu-01");
@@ -217,34 +484,66 @@ TEST_CASE("agents register and beat through the agent API", "[agent-api]") {
   CHECK(h.nodes.stored("gpu-01") == rec);
 
   h.nodes.now += 5000;
-  auto beatFrame = heartbeatAs(*c, "s3cret", "gpu-01");  // the reader below borrows from it
+  auto beatFrame = heartbeatAs(*c, "gpu-01");  // the reader below borrows from it
   auto beat = beatFrame->root<agentapi::AgentResponse>();
   REQUIRE(beat.isDesired());
   CHECK(beat.getDesired().getReplicas().size() == 0);
   CHECK(h.record("gpu-01").lastHeartbeat == test::NodeHarness::kStart + 5000);
+  CHECK(heartbeatAs(*c, "gpu-01")->root<agentapi::AgentResponse>().isDesired());
 
-  CHECK(errorOf(heartbeatAs(*c, "s3cret", "ghost")) == "node ghost is not registered");
-  CHECK(heartbeatAs(*c, "s3cret", "gpu-01")->root<agentapi::AgentResponse>().isDesired());
+  // A certificate for a node that never registered: its beat is answered, not counted.
+  auto ghost = connectAsNode(h, "ghost");
+  CHECK(errorOf(heartbeatAs(*ghost, "ghost")) == "node ghost is not registered");
+  CHECK(h.nodeCount() == 1);
+}
+
+TEST_CASE("only a node's last issued certificate works: a re-join or node delete revokes the one before", "[agent-api]") {
+  ApiHarness h("s3cret");
+  // A certificate the CA signed for gpu-01, but never recorded for it (as after a delete).
+  auto unrecorded = connect(h.address(), tls::nodeCommonName("gpu-01"));
+  CHECK(errorOf(registerAs(*unrecorded, goodNode("gpu-01"))) ==
+        "the certificate of node gpu-01 is no longer valid (node deleted?): join again with a join token");
+  CHECK(h.nodeCount() == 0);
+  auto c = connectAsNode(h, "gpu-01");
+  REQUIRE(registerAs(*c, goodNode("gpu-01"))->root<agentapi::AgentResponse>().isRegistered());
+  // A later join issued gpu-01 another certificate: this one stops working.
+  std::promise<bool> done;
+  asio::post(h.nodes.io, [&] {
+    h.nodes.reg->recordCertificate("gpu-01", "sha256:" + std::string(64, 'a'), [&](Result<bool> r) { done.set_value(static_cast<bool>(r)); });
+  });
+  REQUIRE(done.get_future().get());
+  auto again = connect(h.address(), tls::nodeCommonName("gpu-01"));
+  CHECK(errorOf(heartbeatAs(*again, "gpu-01")) ==
+        "the certificate of node gpu-01 was replaced by a later join: join again with a join token");
 }
 
 // ---- yard-synthetic-nodes, run as a real process ----
 
 namespace {
 
+// The tool with stdout on a pipe and stderr in a file; the environment is ours without
+// YARD_JOIN_TOKEN, plus `env` ("NAME=value").
 class Child {
  public:
-  explicit Child(std::vector<std::string> argv) {
+  explicit Child(std::vector<std::string> argv, std::vector<std::string> env = {}) {
     int fds[2];
     REQUIRE(pipe(fds) == 0);
+    errPath_ = dir_.path() + "/stderr";
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     posix_spawn_file_actions_addclose(&fa, fds[0]);
     posix_spawn_file_actions_addclose(&fa, fds[1]);
+    posix_spawn_file_actions_addopen(&fa, 2, errPath_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
-    int rc = posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ);
+    for (char** e = environ; *e; ++e)
+      if (std::string_view(*e).rfind("YARD_JOIN_TOKEN=", 0) != 0) env.push_back(*e);
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    int rc = posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
     out_ = fds[0];
@@ -283,21 +582,51 @@ class Child {
     pid_ = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
+  // What it wrote on stderr so far.
+  std::string errors() const {
+    std::ifstream in(errPath_);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
 
  private:
+  test::TempDir dir_;
+  std::string errPath_;
   pid_t pid_ = -1;
   int out_ = -1;
   std::string buf_;
 };
 
+// Files the tool reads: the test CA's certificate (what --ca gets) and a token file.
+struct ToolFiles {
+  ToolFiles() {
+    REQUIRE(tls::writePublicFile(ca, yard::testing::testCa().certPem));
+    REQUIRE(tls::writeSecretFile(token, "s3cret\n"));
+  }
+  test::TempDir dir;
+  std::string ca = dir.path() + "/ca.pem", token = dir.path() + "/join.token";
+};
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace
 
-TEST_CASE("yard-synthetic-nodes registers N nodes and keeps them beating", "[agent-api][tool]") {
+TEST_CASE("yard-synthetic-nodes joins, registers N nodes and keeps them beating", "[agent-api][tool]") {
   ApiHarness h("s3cret");
-  Child tool({YARD_SYNTHETIC_NODES, "--master", h.address(), "--token", "s3cret", "--count", "5", "--gpu", "2",
-              "--cpu", "8", "--memory", "64Gi", "--heartbeat-ms", "20"});
-  REQUIRE(tool.readLine(std::chrono::seconds(30)) == "registered 5 nodes");
-  REQUIRE(h.nodeCount() == 5);
+  ToolFiles files;
+  // 70 nodes: more connections than the master takes from one address (64), so each node
+  // must connect from its own, as a real agent does from its host.
+  Child tool({YARD_SYNTHETIC_NODES, "--master", h.address(), "--ca", files.ca, "--count", "70", "--gpu", "2",
+              "--cpu", "8", "--memory", "64Gi", "--heartbeat-ms", "100"},
+             {"YARD_JOIN_TOKEN=s3cret"});
+  REQUIRE(tool.readLine(std::chrono::seconds(60)) == "registered 70 nodes");
+  INFO(tool.errors());
+  REQUIRE(h.nodeCount() == 70);
   auto n3 = h.onIo([&h] { return h.nodes.reg->nodes().at("node-3"); });
   CHECK(n3.record.state == "ready");
   CHECK(n3.record.address == "127.0.0.3");
@@ -308,6 +637,12 @@ TEST_CASE("yard-synthetic-nodes registers N nodes and keeps them beating", "[age
   CHECK(n3.drivers == std::vector<std::string>{"host", "containerd"});
   REQUIRE(n3.gpus.size() == 2);
   CHECK(n3.gpus[1].uuid == "GPU-node-3-1");
+  // Every node joined for a certificate of its own, from its own loopback address.
+  std::string logs = h.logs();
+  CHECK(count(logs, " joined from ") == 70);
+  CHECK(logs.find("node node-3 joined from 127.0.0.3:") != std::string::npos);
+  CHECK(logs.find("node node-70 joined from 127.0.0.70:") != std::string::npos);
+  CHECK(logs.find("refused") == std::string::npos);
 
   // Move the fake clock past the timeout; the tool's beats must land at the new time.
   h.nodes.now += 60'000;
@@ -319,27 +654,58 @@ TEST_CASE("yard-synthetic-nodes registers N nodes and keeps them beating", "[age
       return true;
     });
   };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!allBeat() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(allBeat());
   h.onIo([&h] { h.nodes.reg->checkTimeouts(); });
-  CHECK(h.record("node-5").state == "ready");
+  CHECK(h.record("node-70").state == "ready");
   CHECK(tool.wait(SIGTERM) == 0);
+  CHECK(tool.errors().find("stopped after ") != std::string::npos);
 }
 
 TEST_CASE("yard-synthetic-nodes --once registers and exits, and a wrong token fails it", "[agent-api][tool]") {
   ApiHarness h("s3cret");
-  Child once({YARD_SYNTHETIC_NODES, "--master", h.address(), "--token", "s3cret", "--count", "300", "--gpu", "0",
-              "--prefix", "cpu", "--address-base", "10.1.", "--once"});
-  CHECK(once.readLine(std::chrono::seconds(60)) == "registered 300 nodes");
+  ToolFiles files;
+  Child once({YARD_SYNTHETIC_NODES, "--master", h.address(), "--ca", files.ca, "--token-file", files.token, "--count",
+              "300", "--gpu", "0", "--prefix", "cpu", "--address-base", "10.1.", "--once"});
+  CHECK(once.readLine(std::chrono::seconds(120)) == "registered 300 nodes");
   CHECK(once.wait() == 0);
+  INFO(once.errors());
   CHECK(h.nodeCount() == 300);
   CHECK(h.record("cpu-300").address == "10.1.1.46");  // 299 = 1 * 254 + 45
   CHECK(h.nodes.storedCount() == 300);
 
-  Child refused({YARD_SYNTHETIC_NODES, "--master", h.address(), "--token", "nope", "--count", "2", "--once"});
+  // --token still works (old scripts); a wrong one is refused once, naming the node.
+  Child refused({YARD_SYNTHETIC_NODES, "--master", h.address(), "--ca", files.ca, "--token", "nope", "--count", "2",
+                 "--prefix", "other", "--once"});
   CHECK(refused.readLine(std::chrono::seconds(30)).empty());
   CHECK(refused.wait() == 1);
+  CHECK(refused.errors() ==
+        "yard-synthetic-nodes: other-1: the master says: join as node other-1: join token refused\n");
   CHECK(h.nodeCount() == 300);
+}
+
+TEST_CASE("yard-synthetic-nodes needs a join token and the master's CA", "[agent-api][tool]") {
+  ApiHarness h("s3cret");
+  ToolFiles files;
+  Child noToken({YARD_SYNTHETIC_NODES, "--master", h.address(), "--ca", files.ca, "--count", "1", "--once"});
+  CHECK(noToken.wait() == 2);
+  CHECK(noToken.errors() == "yard-synthetic-nodes: no join token: set YARD_JOIN_TOKEN or pass --token-file FILE\n");
+
+  Child noCa({YARD_SYNTHETIC_NODES, "--master", h.address(), "--count", "1", "--once"}, {"YARD_JOIN_TOKEN=s3cret"});
+  CHECK(noCa.wait() == 2);
+  CHECK(noCa.errors().find("--ca is required") != std::string::npos);
+
+  // A CA that did not sign the master's certificate: the master is not trusted.
+  auto other = tls::createCa("another cluster", std::chrono::hours(1));
+  REQUIRE(other);
+  std::string otherCa = files.dir.path() + "/other.pem";
+  REQUIRE(tls::writePublicFile(otherCa, other.value().certPem));
+  Child wrongCa({YARD_SYNTHETIC_NODES, "--master", h.address(), "--ca", otherCa, "--count", "1", "--once"},
+                {"YARD_JOIN_TOKEN=s3cret"});
+  CHECK(wrongCa.wait() == 1);
+  CHECK(wrongCa.errors().find("the master's certificate did not verify") != std::string::npos);
+  CHECK(h.nodeCount() == 0);
+  CHECK(h.logs().find("joined") == std::string::npos);
 }

@@ -4,11 +4,13 @@
 // before its events are read disturbs nothing. The read thread on its own below.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <future>
 #include <thread>
 
 #include "common/spec/loader.h"
 #include "common/wire/client.h"
+#include "tests/unit/wire/test_tls.h"
 #include "common/wire/server.h"
 #include "master/client_api.h"
 #include "schema/api.capnp.h"
@@ -23,6 +25,7 @@ namespace {
 class ClientHarness {
  public:
   ClientHarness() {
+    config_.datasetRoots = {"/mnt"};  // datasets only under these (docs/security.md)
     auto state = nodes.db->loadAll();
     REQUIRE(state);
     catalog_ = std::make_unique<master::Catalog>(nodes.io, *nodes.db);
@@ -31,10 +34,19 @@ class ClientHarness {
                                                   [] { return test::NodeHarness::kStart; });
     REQUIRE(jobs_->load(state.value()));
     jobs_->setNodeSource([] { return std::vector<sched::NodeView>{}; });  // nothing gets placed
-    api_ = std::make_unique<master::ClientApi>(config_, *catalog_, *jobs_, *nodes.db, *nodes.reg,
+    // Users and tokens: the first load writes the admin's token, which every call carries
+    // unless a test says otherwise (`token`).
+    access_ = std::make_unique<master::Access>(nodes.io, *nodes.db, [this] { return now.load(); },
+                                               [](const std::string&) {});
+    REQUIRE(access_->load(state.value(), nodes.dir.path()));
+    std::ifstream in(master::Access::adminTokenPath(nodes.dir.path()));
+    std::getline(in, adminToken);
+    REQUIRE(adminToken.size() == 57);
+    token = adminToken;
+    api_ = std::make_unique<master::ClientApi>(config_, *catalog_, *jobs_, *nodes.db, *nodes.reg, *access_,
                                                [] { return test::NodeHarness::kStart; });
     auto s = wire::FrameServer::listen(
-        nodes.io, "127.0.0.1:0", wire::Limits{},
+        nodes.io, "127.0.0.1:0", yard::testing::testServerTls(), wire::Limits{},
         [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
           api_->handle(conn, std::move(frame));
         },
@@ -53,6 +65,7 @@ class ClientHarness {
     });
     thread_.join();
     api_.reset();  // joins the read thread while the store is still open
+    access_.reset();
     jobs_.reset();
     catalog_.reset();
   }
@@ -61,11 +74,12 @@ class ClientHarness {
 
   // One request (`fill` writes it), its response frame.
   std::unique_ptr<wire::Frame> call(const std::function<void(api::Request::Builder)>& fill, uint64_t id = 1) {
-    auto c = wire::FrameClient::connect(address());
+    auto c = wire::FrameClient::connect(address(), yard::testing::testClientTls());
     REQUIRE(c);
     capnp::MallocMessageBuilder m;
     auto req = m.initRoot<api::Request>();
     req.setId(id);
+    req.setToken(token);
     fill(req);
     auto resp = c.value()->call(m);
     INFO((resp ? "" : resp.error()));
@@ -91,11 +105,17 @@ class ClientHarness {
   }
 
   test::NodeHarness nodes{30};
+  std::atomic<int64_t> now{test::NodeHarness::kStart};  // Access's clock (token expiry)
+  std::string adminToken;
+  std::string token;  // what call() sends; the admin's unless changed
+
+  master::Access& access() { return *access_; }
 
  private:
   master::MasterConfig config_;
   std::unique_ptr<master::Catalog> catalog_;
   std::unique_ptr<master::JobRegistry> jobs_;
+  std::unique_ptr<master::Access> access_;
   std::unique_ptr<master::ClientApi> api_;
   std::unique_ptr<wire::FrameServer> server_;
   std::thread thread_;
@@ -174,11 +194,12 @@ TEST_CASE("a client that leaves before its events are read disturbs nothing", "[
   ClientHarness h;
   h.submit(kJob);
   for (uint64_t id = 1; id <= 20; ++id) {
-    auto c = wire::FrameClient::connect(h.address());
+    auto c = wire::FrameClient::connect(h.address(), yard::testing::testClientTls());
     REQUIRE(c);
     capnp::MallocMessageBuilder m;
     auto req = m.initRoot<api::Request>();
     req.setId(id);
+    req.setToken(h.token);
     req.setJobEvents("train");
     REQUIRE(c.value()->sendRaw(wire::encodeFrame(m)));
   }  // each client closes at once, its answer still to come
@@ -289,4 +310,281 @@ TEST_CASE("a stopped read thread drops what it is given, unrun", "[client_api]")
   reads.run([&] { ran = true; });
   reads.stop();  // idempotent; the destructor calls it again
   CHECK_FALSE(ran);
+}
+
+namespace {
+
+// A job any user may submit where granted: a container image, so no host-task privilege.
+std::string containerJob(const std::string& name, const std::string& queue) {
+  return "name: " + name + "\nqueue: " + queue + R"(
+tasks:
+  - name: prep
+    kind: container-job
+    container: { image: busybox, command: ls, resources: { cpu: 1, memory: 1Gi } }
+)";
+}
+
+// Submits `yaml` as the harness's current token; "" or the refusal.
+std::string submitAs(ClientHarness& h, const std::string& yaml) {
+  auto loaded = spec::loadJobSpec(yaml);
+  REQUIRE(loaded.ok());
+  return h.refusal([&](auto req) { req.setJobSubmit(loaded.job()); });
+}
+
+// Creates user `name` (as the admin) and an API token for it; returns the secret.
+std::string makeUser(ClientHarness& h, const std::string& name, int64_t uid = -1, int ttlSeconds = 0) {
+  std::string saved = h.token;
+  h.token = h.adminToken;
+  auto created = h.call([&](auto req) {
+    auto u = req.initUserCreate();
+    u.setName(name);
+    u.setUid(uid);
+    u.setGid(uid);
+  });
+  REQUIRE(created->root<api::Response>().isUser());
+  auto issued = h.call([&](auto req) {
+    auto t = req.initUserTokenCreate();
+    t.setUser(name);
+    t.setTtlSeconds(ttlSeconds);
+  });
+  auto r = issued->root<api::Response>();
+  INFO((r.isError() ? std::string(r.getError().getMessage()) : ""));
+  REQUIRE(r.isSecret());
+  h.token = saved;
+  return r.getSecret().getSecret();
+}
+
+}  // namespace
+
+TEST_CASE("every request but ping needs a valid token", "[client_api][access]") {
+  ClientHarness h;
+  h.token = "";
+  CHECK_THAT(std::string(h.call([](auto req) { req.setPing(); })->root<api::Response>().getPong()),
+             Catch::StartsWith("yard-master "));
+  const std::string none =
+      "not authenticated: no token (pass --token, set YARD_TOKEN, or put token in ~/.config/yard/config.toml)";
+  const std::string bad = "not authenticated: the token is unknown, expired or revoked";
+  // One request of every class: reads, changes, streams, access management.
+  std::vector<std::function<void(api::Request::Builder)>> requests = {
+      [](auto req) { req.setQueueList(); },
+      [](auto req) { req.setDatasetShow("x"); },
+      [](auto req) { req.initJobList(); },
+      [](auto req) { req.setJobCancel("x"); },
+      [](auto req) { req.setNodeList(); },
+      [](auto req) { req.setNodeDrain("x"); },
+      [](auto req) { req.initLogs().setJob("x"); },
+      [](auto req) { req.initUserExec().setJob("x"); },
+      [](auto req) { req.setJobTop("x"); },
+      [](auto req) { req.setUserList(); },
+      [](auto req) { req.initJoinTokenCreate(); },
+      [](auto req) { req.initAudit(); },
+      [](auto req) { req.setWhoami(); },
+      [](auto req) { req.initQueueCreate().setName("q"); },
+  };
+  for (size_t i = 0; i < requests.size(); ++i) {
+    INFO("request " << i);
+    h.token = "";
+    CHECK(h.refusal(requests[i]) == none);
+    h.token = "yard_abcdefgh_" + std::string(43, 'A');  // well-formed, unknown
+    CHECK(h.refusal(requests[i]) == bad);
+    h.token = h.adminToken.substr(0, 56) + (h.adminToken.back() == 'A' ? "B" : "A");  // right id, wrong secret
+    CHECK(h.refusal(requests[i]) == bad);
+    h.token = "secret";  // not even the format
+    CHECK(h.refusal(requests[i]) == bad);
+  }
+  h.token = h.adminToken;
+  auto who = h.call([](auto req) { req.setWhoami(); });
+  REQUIRE(who->root<api::Response>().isUser());
+  CHECK(std::string(who->root<api::Response>().getUser().getName()) == "admin");
+  CHECK(who->root<api::Response>().getUser().getAdmin());
+}
+
+TEST_CASE("a user submits only where granted and acts only on their own jobs", "[client_api][access]") {
+  ClientHarness h;
+  std::string bob = makeUser(h, "bob");
+  REQUIRE(submitAs(h, containerJob("alice-job", "default")).empty());  // the admin's job
+  h.token = bob;
+  CHECK(h.refusal([](auto req) { req.initQueueCreate().setName("mine"); }) ==
+        "user bob may not create queues: admins only");
+  CHECK(h.refusal([](auto req) { req.setNodeDrain("n"); }) == "user bob may not drain nodes: admins only");
+  CHECK(h.refusal([](auto req) { req.setUserList(); }) == "user bob may not list users: admins only");
+  CHECK(h.refusal([](auto req) { req.initAudit(); }) == "user bob may not read the audit trail: admins only");
+  CHECK_THAT(submitAs(h, containerJob("bob-job", "default")),
+             Catch::StartsWith("user bob may not submit to queue default: not granted"));
+  // Reading queues and nodes is fine.
+  CHECK(h.call([](auto req) { req.setQueueList(); })->root<api::Response>().isQueues());
+  CHECK(h.call([](auto req) { req.setNodeList(); })->root<api::Response>().isNodes());
+
+  h.token = h.adminToken;
+  auto granted = h.call([](auto req) {
+    auto g = req.initQueueGrant();
+    g.setObject("default");
+    g.setUser("bob");
+  });
+  CHECK(std::string(granted->root<api::Response>().getDone()) == "queue default granted to user bob");
+  auto shown = h.call([](auto req) { req.setQueueShow("default"); });
+  REQUIRE(shown->root<api::Response>().getQueue().getGrants().size() == 1);
+  CHECK(std::string(shown->root<api::Response>().getQueue().getGrants()[0]) == "bob");
+
+  h.token = bob;
+  CHECK(submitAs(h, containerJob("bob-job", "default")).empty());
+  // Host tasks: the queue must allow them, and then bob needs a uid mapping.
+  CHECK_THAT(submitAs(h, kJob), Catch::StartsWith("queue default does not allow host tasks (image: host)"));
+  h.token = h.adminToken;
+  auto allowed = h.call([](auto req) {
+    auto u = req.initQueueUpdate();
+    u.setName("default");
+    u.setSetAllowHostTasks(true);
+    u.initValues().setAllowHostTasks(true);
+  });
+  CHECK(allowed->root<api::Response>().getQueue().getAllowHostTasks());
+  h.token = bob;
+  CHECK_THAT(submitAs(h, kJob), Catch::StartsWith("user bob may not run host tasks (image: host)"));
+
+  // Alice's (the admin's) job: bob may not see, cancel, delete, scale, read or exec into it.
+  const std::string theirs = "job alice-job: it belongs to admin";
+  CHECK(h.refusal([](auto req) { req.setJobShow("alice-job"); }) == "user bob may not see " + theirs);
+  CHECK(h.refusal([](auto req) { req.setJobEvents("alice-job"); }) == "user bob may not see the events of " + theirs);
+  CHECK(h.refusal([](auto req) { req.setJobCancel("alice-job"); }) == "user bob may not cancel " + theirs);
+  CHECK(h.refusal([](auto req) { req.setJobDelete("alice-job"); }) == "user bob may not delete " + theirs);
+  CHECK(h.refusal([](auto req) { req.setJobTop("alice-job"); }) == "user bob may not see the usage of " + theirs);
+  CHECK(h.refusal([](auto req) { req.initLogs().setJob("alice-job"); }) == "user bob may not read the logs of " + theirs);
+  CHECK(h.refusal([](auto req) {
+    auto e = req.initUserExec();
+    e.setJob("alice-job");
+    e.initArgv(1).set(0, "sh");
+  }) == "user bob may not exec into " + theirs);
+  auto scale = h.refusal([](auto req) { req.initJobScale().setJob("alice-job"); });
+  CHECK(scale == "user bob may not scale " + theirs);
+  // Bob's list is his own; --all is for admins.
+  auto mine = h.call([](auto req) { req.initJobList(); });
+  REQUIRE(mine->root<api::Response>().getJobs().size() == 1);
+  CHECK(std::string(mine->root<api::Response>().getJobs()[0].getOwner()) == "bob");
+  CHECK(h.refusal([](auto req) { req.initJobList().setAll(true); }) ==
+        "user bob may not list every user's jobs (--all): admins only");
+  CHECK(h.refusal([](auto req) { req.setJobCancel("bob-job"); }).empty());
+
+  // The admin sees and acts on every job.
+  h.token = h.adminToken;
+  CHECK(h.call([](auto req) { req.initJobList(); })->root<api::Response>().getJobs().size() == 1);  // its own
+  CHECK(h.call([](auto req) { req.initJobList().setAll(true); })->root<api::Response>().getJobs().size() == 2);
+  auto bobs = h.call([](auto req) { req.initJobList().setOwner("bob"); });
+  REQUIRE(bobs->root<api::Response>().getJobs().size() == 1);
+  CHECK(h.call([](auto req) { req.setJobShow("bob-job"); })->root<api::Response>().isJob());
+  CHECK(h.refusal([](auto req) { req.setJobDelete("bob-job"); }).empty());
+}
+
+TEST_CASE("a revoked token is refused at once, an expired one too", "[client_api][access]") {
+  ClientHarness h;
+  std::string bob = makeUser(h, "bob");
+  std::string brief = makeUser(h, "carol", -1, 60);
+  h.token = bob;
+  CHECK(h.call([](auto req) { req.setWhoami(); })->root<api::Response>().isUser());
+  // Bob revokes his own token (a user may); the very next request is refused.
+  auto tokens = h.call([](auto req) { req.setUserTokenList(""); });
+  REQUIRE(tokens->root<api::Response>().getTokens().size() == 1);
+  std::string id = tokens->root<api::Response>().getTokens()[0].getId();
+  CHECK(bob.find(id) == 5);  // yard_<id>_...
+  CHECK(h.refusal([&](auto req) { req.setTokenRevoke(id); }).empty());
+  CHECK(h.refusal([](auto req) { req.setWhoami(); }) == "not authenticated: the token is unknown, expired or revoked");
+
+  h.token = brief;
+  CHECK(h.call([](auto req) { req.setWhoami(); })->root<api::Response>().isUser());
+  h.now += 61'000;
+  CHECK(h.refusal([](auto req) { req.setWhoami(); }) == "not authenticated: the token is unknown, expired or revoked");
+
+  // A user may not touch another user's tokens, nor create join tokens.
+  std::string dave = makeUser(h, "dave");
+  h.token = dave;
+  CHECK(h.refusal([](auto req) { req.setUserTokenList("bob"); }) ==
+        "user dave may not list the tokens of user bob: admins only");
+  CHECK(h.refusal([](auto req) { req.initUserTokenCreate().setUser("bob"); }) ==
+        "user dave may not create the tokens of user bob: admins only");
+  CHECK(h.refusal([](auto req) { req.initJoinTokenCreate(); }) == "user dave may not create join tokens: admins only");
+  h.token = h.adminToken;
+  auto adminTokens = h.call([](auto req) { req.setUserTokenList("admin"); });
+  std::string adminId = adminTokens->root<api::Response>().getTokens()[0].getId();
+  h.token = dave;
+  CHECK(h.refusal([&](auto req) { req.setTokenRevoke(adminId); }) ==
+        "user dave may not revoke the tokens of user admin: admins only");
+}
+
+TEST_CASE("the audit trail records changes and refusals with their outcome, never a secret", "[client_api][access]") {
+  ClientHarness h;
+  std::string bob = makeUser(h, "bob");
+  h.token = bob;
+  CHECK(!h.refusal([](auto req) { req.initQueueCreate().setName("mine"); }).empty());
+  h.token = "";
+  CHECK(!h.refusal([](auto req) { req.setQueueList(); }).empty());
+  h.token = h.adminToken;
+  CHECK(!h.refusal([](auto req) { req.setQueueDelete("nope"); }).empty());  // failed
+  auto resp = h.call([](auto req) { req.initAudit(); });
+  auto records = resp->root<api::Response>().getAuditRecords();
+  std::vector<std::string> lines;
+  for (auto r : records) {
+    lines.push_back(std::string(r.getUser()) + " " + std::string(r.getRequest()) + " " + std::string(r.getTarget()) + " " +
+                    std::string(r.getOutcome()));
+    CHECK(std::string(r.getMessage()).find(bob.substr(14)) == std::string::npos);
+    CHECK(std::string(r.getMessage()).find(h.adminToken.substr(14)) == std::string::npos);
+    CHECK_THAT(std::string(r.getSource()), Catch::StartsWith("127.0.0.1:"));
+  }
+  CHECK(lines == std::vector<std::string>{"admin user.create bob ok", "admin user.token.create bob ok",
+                                          "bob queue.create mine refused", " queue.list  refused",
+                                          "admin queue.delete nope failed"});
+  CHECK_THAT(std::string(records[1].getMessage()), Catch::StartsWith("token ") && Catch::EndsWith(" created"));
+  // --user filters; a user may not read it.
+  auto bobs = h.call([](auto req) { req.initAudit().setUser("bob"); });
+  CHECK(bobs->root<api::Response>().getAuditRecords().size() == 1);
+}
+
+TEST_CASE("a join token with one use admits one agent; the static token any", "[client_api][access]") {
+  ClientHarness h;
+  auto issued = h.call([](auto req) {
+    auto t = req.initJoinTokenCreate();
+    t.setUses(1);
+    t.setDescription("rack 12");
+  });
+  REQUIRE(issued->root<api::Response>().isSecret());
+  std::string secret = issued->root<api::Response>().getSecret().getSecret();
+  std::string id = issued->root<api::Response>().getSecret().getId();
+  CHECK(issued->root<api::Response>().getSecret().getExpiresAt() == test::NodeHarness::kStart + master::kDefaultJoinTokenTtlMs);
+  // redeemJoinToken runs on the io thread, as the agent API calls it.
+  auto redeem = [&](const std::string& s, const std::string& node) {
+    std::promise<std::optional<std::string>> done;
+    asio::post(h.nodes.io, [&] { h.access().redeemJoinToken(s, node, [&](auto r) { done.set_value(r); }); });
+    return done.get_future().get();
+  };
+  CHECK(redeem(secret, "node-1") == std::nullopt);
+  CHECK(redeem(secret, "node-2") == std::optional<std::string>("join token used up"));
+  CHECK(redeem("yard_abcdefgh_" + std::string(43, 'x'), "node-3") == std::optional<std::string>("join token unknown"));
+  CHECK(redeem("e2e-token", "node-4") == std::optional<std::string>("join token unknown"));
+  asio::post(h.nodes.io, [&] { h.access().setStaticJoinToken("e2e-token"); });
+  CHECK(redeem("e2e-token", "node-4") == std::nullopt);
+  // An API token is no join token.
+  CHECK(redeem(h.adminToken, "node-5") == std::optional<std::string>("join token unknown"));
+  auto listed = h.call([](auto req) { req.setJoinTokenList(); });
+  REQUIRE(listed->root<api::Response>().getTokens().size() == 1);
+  CHECK(listed->root<api::Response>().getTokens()[0].getUsesLeft() == 0);
+  CHECK(std::string(listed->root<api::Response>().getTokens()[0].getDescription()) == "rack 12");
+
+  auto unlimited = h.call([](auto req) { req.initJoinTokenCreate(); });
+  std::string again = unlimited->root<api::Response>().getSecret().getSecret();
+  CHECK(redeem(again, "node-6") == std::nullopt);
+  CHECK(redeem(again, "node-7") == std::nullopt);
+  CHECK(h.refusal([&](auto req) { req.setTokenRevoke(unlimited->root<api::Response>().getSecret().getId()); }).empty());
+  CHECK(redeem(again, "node-8") == std::optional<std::string>("join token revoked"));
+  auto brief = h.call([](auto req) { req.initJoinTokenCreate().setTtlSeconds(10); });
+  std::string soon = brief->root<api::Response>().getSecret().getSecret();
+  h.now += 11'000;
+  CHECK_THAT(redeem(soon, "node-9").value_or(""), Catch::StartsWith("join token expired at 2023-11-14T22:13:"));
+  // The joins are in the audit trail, without the secret.
+  auto audit = h.call([](auto req) { req.initAudit(); });
+  int joins = 0;
+  for (auto r : audit->root<api::Response>().getAuditRecords()) {
+    if (r.getRequest() != "node.join") continue;
+    joins++;
+    CHECK(std::string(r.getMessage()).find(secret) == std::string::npos);
+  }
+  CHECK(joins == 10);
+  (void)id;
 }

@@ -417,11 +417,12 @@ TEST_CASE("store: a newer schema version is refused", "[store]") {
   TempDir dir;
   std::string path = dir.file("state.db");
   makeStore(path, 1);
-  REQUIRE(sql::Connection::open(path).value()->exec("PRAGMA user_version = 7").isOk());
+  const std::string newer = std::to_string(schema::currentVersion() + 1);
+  REQUIRE(sql::Connection::open(path).value()->exec("PRAGMA user_version = " + newer).isOk());
   auto s = Store::open(path);
   REQUIRE_FALSE(s.isOk());
-  CHECK(s.error() == path + ": database schema version 7 is newer than this yard-master"
-                            " supports (6); upgrade yard-master");
+  CHECK(s.error() == path + ": database schema version " + newer + " is newer than this yard-master"
+                            " supports (" + std::to_string(schema::currentVersion()) + "); upgrade yard-master");
 }
 
 TEST_CASE("store: a file of random bytes is refused", "[store]") {
@@ -668,4 +669,95 @@ TEST_CASE("store: node labels are a JSON object in their column; another text is
   auto st = store->loadAll();
   REQUIRE_FALSE(st.isOk());
   CHECK_THAT(st.error(), Catch::Contains("node \"gpu-01\": labels {\"zone\":1} must be a JSON object of strings"));
+}
+
+TEST_CASE("store: version 7 gives every stored job the built-in admin as owner, and access tables round-trip", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  {
+    auto conn = sql::Connection::open(path);
+    REQUIRE(conn.isOk());
+    auto& c = *conn.value();
+    for (int v = 0; v < 6; ++v) REQUIRE(c.exec(schema::migrations()[v].sql).isOk());
+    REQUIRE(c.exec("PRAGMA user_version = 6; PRAGMA application_id = " + std::to_string(schema::kApplicationId)).isOk());
+    REQUIRE(c.exec("INSERT INTO queues (id, name, state, cpu_millis, memory_bytes, gpu, max_running_jobs, weight,"
+                   " placement, created_at) VALUES (1, 'team-a', 'running', 1000, 2000, 1, 0, 1.5, 'binpack', 7);"
+                   "INSERT INTO jobs (id, name, queue, state, reason, priority, spec, submitted_at, started_at,"
+                   " finished_at) VALUES (1, 'old-job', 'team-a', 'Running', '', 0, x'00', 1, 2, 0);")
+                .isOk());
+  }
+  auto store = openStore(path);
+  State st = load(*store);
+  REQUIRE(st.jobs.size() == 1);
+  CHECK(st.jobs[0].owner == "admin");  // it ran as root before users existed, and still does
+  CHECK(st.jobs[0].runAsUid == 0);
+  CHECK(st.jobs[0].runAsGid == 0);
+  REQUIRE(st.queues.size() == 1);
+  CHECK_FALSE(st.queues[0].allowHostTasks);
+  CHECK(st.users.empty());  // the master creates admin on its first start on it
+
+  UserRecord bob{"bob", false, 1001, 1001, 5};
+  TokenRecord token{"abcdefgh", "api", "bob", "ff", 5, 0, -1, false, "ci", 0};
+  writeOk(*store, [&](Tx& tx) {
+    tx.upsertUser(bob);
+    tx.upsertToken(token);
+    tx.insertGrant(GrantTable::Queue, {"team-a", "bob"});
+    tx.insertGrant(GrantTable::Queue, {"team-a", "bob"});  // twice is once
+    tx.insertGrant(GrantTable::Dataset, {"imagenet", "queue:team-a"});
+    JobRecord j;
+    j.name = "new-job";
+    j.queue = "team-a";
+    j.owner = "bob";
+    j.runAsUid = 1001;
+    j.runAsGid = -1;
+    tx.insertJob(j);
+    QueueRecord q = st.queues[0];
+    q.allowHostTasks = true;
+    tx.upsertQueue(q);
+  });
+  st = load(*store);
+  REQUIRE(st.users == std::vector<UserRecord>{bob});
+  REQUIRE(st.tokens == std::vector<TokenRecord>{token});
+  CHECK(st.queueGrants == std::vector<GrantRecord>{{"team-a", "bob"}});
+  CHECK(st.datasetGrants == std::vector<GrantRecord>{{"imagenet", "queue:team-a"}});
+  CHECK(st.jobs[1].owner == "bob");
+  CHECK(st.jobs[1].runAsGid == -1);
+  CHECK(st.queues[0].allowHostTasks);
+  // Deleting the queue drops its grants (a queue made later under the name has none); deleting
+  // the user revokes their tokens.
+  auto gone = store->writeSync([](Tx& tx) {
+    tx.markJobDeleted(1);
+    tx.markJobDeleted(2);
+    tx.deleteQueue("team-a");
+    tx.deleteUser("bob");
+  });
+  REQUIRE(gone);
+  st = load(*store);
+  CHECK(st.queueGrants.empty());
+  CHECK(st.datasetGrants.empty());
+  CHECK(st.users.empty());
+  REQUIRE(st.tokens.size() == 1);
+  CHECK(st.tokens[0].revoked);
+  CHECK(store->writeSync([](Tx& tx) { tx.deleteGrant(GrantTable::Queue, {"team-a", "bob"}); }).error() ==
+        "queue team-a is not granted to bob");
+
+  // The audit trail: newest `limit` first filtered, returned oldest first.
+  writeOk(*store, [](Tx& tx) {
+    for (int i = 0; i < 5; ++i) {
+      AuditRecord r{0, 100 + i, i % 2 ? "bob" : "admin", "127.0.0.1:1", "job.submit", "j" + std::to_string(i), "ok", ""};
+      tx.appendAudit(r);
+    }
+  });
+  auto all = store->audit({}).value();
+  REQUIRE(all.size() == 5);
+  CHECK(all[0].target == "j0");
+  auto bobs = store->audit({"bob", 0, 0, 1000}).value();
+  REQUIRE(bobs.size() == 2);
+  CHECK(bobs[1].target == "j3");
+  auto window = store->audit({"", 101, 103, 1000}).value();
+  CHECK(window.size() == 3);
+  auto newest = store->audit({"", 0, 0, 2}).value();
+  REQUIRE(newest.size() == 2);
+  CHECK(newest[0].target == "j3");
+  CHECK(newest[1].target == "j4");
 }

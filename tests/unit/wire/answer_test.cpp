@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/wire/answer.h"
+#include "tests/unit/wire/test_tls.h"
 #include "common/wire/client.h"
 #include "common/wire/server.h"
 #include "schema/api.capnp.h"
@@ -25,7 +26,7 @@ class Server {
  public:
   explicit Server(std::function<void(api::Request::Reader, Answer)> answer) {
     auto s = wire::FrameServer::listen(
-        io_, "127.0.0.1:0", wire::Limits{},
+        io_, "127.0.0.1:0", yard::testing::testServerTls(), wire::Limits{},
         [answer](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
           auto req = frame->root<api::Request>();
           answer(req, Answer(conn, req.getId()));
@@ -58,7 +59,7 @@ class Server {
 
 // Sends a queueShow request carrying `text` and returns the response frame.
 std::unique_ptr<wire::Frame> call(const std::string& address, uint64_t id, const std::string& text) {
-  auto c = wire::FrameClient::connect(address);
+  auto c = wire::FrameClient::connect(address, yard::testing::testClientTls());
   REQUIRE(c);
   capnp::MallocMessageBuilder m;
   auto req = m.initRoot<api::Request>();
@@ -120,7 +121,7 @@ TEST_CASE("an answer posted after its client left is dropped and the server keep
       std::move(a).post();
     }));
   });
-  auto connected = wire::FrameClient::connect(server.address());
+  auto connected = wire::FrameClient::connect(server.address(), yard::testing::testClientTls());
   REQUIRE(connected);
   auto client = std::move(connected).value();
   capnp::MallocMessageBuilder m;

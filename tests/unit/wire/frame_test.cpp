@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/wire/client.h"
+#include "tests/unit/wire/test_tls.h"
 #include "common/wire/server.h"
 #include "schema/api.capnp.h"
 
@@ -19,7 +20,7 @@ class EchoServer {
     wire::Limits limits;
     limits.maxFrameBytes = 1 << 20;
     auto s = wire::FrameServer::listen(
-        io_, "127.0.0.1:0", limits,
+        io_, "127.0.0.1:0", yard::testing::testServerTls(), limits,
         [](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
           auto req = frame->root<api::Request>();
           capnp::MallocMessageBuilder out;
@@ -48,7 +49,7 @@ class EchoServer {
 };
 
 std::string ping(const std::string& address, uint64_t id) {
-  auto c = wire::FrameClient::connect(address);
+  auto c = wire::FrameClient::connect(address, yard::testing::testClientTls());
   REQUIRE(c);
   capnp::MallocMessageBuilder m;
   auto req = m.initRoot<api::Request>();
@@ -69,7 +70,7 @@ std::string header(uint32_t n) {
 
 // Sends raw bytes and expects the server to close the connection without answering.
 void expectClosed(const std::string& address, const std::string& bytes) {
-  auto c = wire::FrameClient::connect(address);
+  auto c = wire::FrameClient::connect(address, yard::testing::testClientTls());
   REQUIRE(c);
   REQUIRE(c.value()->sendRaw(bytes));
   auto resp = c.value()->receive();
@@ -105,7 +106,7 @@ TEST_CASE("bad frames close only their connection", "[wire]") {
     expectClosed(server.address(), header(16) + body);
   }
   SECTION("truncated frame then hang-up") {
-    auto c = wire::FrameClient::connect(server.address());
+    auto c = wire::FrameClient::connect(server.address(), yard::testing::testClientTls());
     REQUIRE(c);
     REQUIRE(c.value()->sendRaw(header(64) + std::string(10, 'x')));
   }
@@ -124,7 +125,7 @@ TEST_CASE("endpoint parsing names the bad value", "[wire]") {
 }
 
 TEST_CASE("unreachable master is a clear error", "[wire]") {
-  auto c = wire::FrameClient::connect("127.0.0.1:1", std::chrono::milliseconds(2000));
+  auto c = wire::FrameClient::connect("127.0.0.1:1", yard::testing::testClientTls(), std::chrono::milliseconds(2000));
   REQUIRE_FALSE(c);
   CHECK_THAT(c.error(), Catch::StartsWith("cannot reach the master at 127.0.0.1:1: "));
 }

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/wire/answer.h"
+#include "tests/unit/wire/test_tls.h"
 #include "common/wire/client.h"
 #include "common/wire/server.h"
 #include "schema/api.capnp.h"
@@ -30,7 +31,7 @@ class Server {
  public:
   explicit Server(wire::Limits limits) {
     auto s = wire::FrameServer::listen(
-        io_, "127.0.0.1:0", limits,
+        io_, "127.0.0.1:0", yard::testing::testServerTls(), limits,
         [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
           auto req = frame->root<api::Request>();
           capnp::MallocMessageBuilder out;
@@ -114,7 +115,7 @@ std::string jobShow(const std::string& what) {
 }
 
 std::unique_ptr<wire::FrameClient> connect(const std::string& address) {
-  auto c = wire::FrameClient::connect(address);
+  auto c = wire::FrameClient::connect(address, yard::testing::testClientTls());
   REQUIRE(c);
   return std::move(c).value();
 }
@@ -127,11 +128,15 @@ std::string answer(wire::FrameClient& c) {
   return resp.isError() ? std::string("error: ") + resp.getError().getMessage().cStr() : resp.getPong().cStr();
 }
 
-// A raw connection from source address `from` (any 127.0.0.x is loopback).
+// A connection of our own from source address `from` (any 127.0.0.x is loopback), TLS like
+// every client's.
 struct RawClient {
   asio::io_context io;
-  asio::ip::tcp::socket socket{io};
+  wire::ClientTls tls = yard::testing::testClientTls();
+  asio::ssl::stream<asio::ip::tcp::socket> stream{io, *tls.context};
+  bool handshaken = false;
   RawClient(const std::string& from, uint16_t port) {
+    auto& socket = stream.lowest_layer();
     socket.open(asio::ip::tcp::v4());
     socket.bind({asio::ip::make_address(from), 0});
     socket.connect({asio::ip::make_address("127.0.0.1"), port});
@@ -139,9 +144,15 @@ struct RawClient {
   // True when the server answers a ping on this connection.
   bool pings() {
     asio::error_code ec;
-    asio::write(socket, asio::buffer(ping()), ec);
+    if (!handshaken) {
+      stream.handshake(asio::ssl::stream_base::client, ec);
+      if (ec) return false;
+      handshaken = true;
+    }
+    asio::write(stream, asio::buffer(ping()), ec);
+    if (ec) return false;
     uint8_t h[4];
-    asio::read(socket, asio::buffer(h), ec);
+    asio::read(stream, asio::buffer(h), ec);
     return !ec;
   }
 };
@@ -259,7 +270,7 @@ TEST_CASE("connections over the caps are closed at once", "[wire][limits]") {
   CHECK(server.refused() == 2);
   CHECK(server.logged("refused a connection from 127.0.0.1"));
   // A connection that closes frees its place.
-  a.socket.close();
+  a.stream.lowest_layer().close();
   bool again = false;
   for (int i = 0; i < 50 && !again; ++i) {
     std::this_thread::sleep_for(20ms);

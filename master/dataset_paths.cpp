@@ -1,0 +1,104 @@
+#include "master/dataset_paths.h"
+
+#include <filesystem>
+
+#include "master/config.h"
+
+namespace yard::master {
+namespace {
+
+// `path` is `dir` or below it, by whole components (/data-x is not under /data).
+bool under(const std::string& path, const std::string& dir) {
+  if (dir == "/") return true;
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/');
+}
+
+// Absolute, no empty, "." or ".." component, no trailing slash: what the check compares is
+// what the agent mounts.
+std::string notNormal(const std::string& path) {
+  if (path.empty() || path[0] != '/') return "it must be an absolute path";
+  if (path == "/") return "";
+  if (path.back() == '/') return "it must not end with /";
+  for (size_t start = 1; start <= path.size();) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    std::string part = path.substr(start, end - start);
+    if (part.empty()) return "it must not contain //";
+    if (part == "." || part == "..") return "it must not contain a \"" + part + "\" component";
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// The system directory `path` is, lies under, or contains; "" when none.
+std::string systemDirectoryOf(const std::string& path, bool& contains) {
+  contains = false;
+  if (path == "/") return "/";
+  for (const auto& d : systemDirectories())
+    if (d != "/" && under(path, d)) return d;
+  // /lib, /lib32, /lib64, /libx32 and whatever else a distribution puts there.
+  if (path.rfind("/lib", 0) == 0) return path.substr(0, path.find('/', 1));
+  for (const auto& d : systemDirectories())
+    if (d != "/" && under(d, path)) {
+      contains = true;
+      return d;
+    }
+  return "";
+}
+
+}  // namespace
+
+const std::vector<std::string>& systemDirectories() {
+  static const std::vector<std::string> dirs = {
+      "/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root", "/run",
+      "/sbin", "/sys", "/usr", "/var/lib/yard", "/var/run", "/var/lib/containerd"};
+  return dirs;
+}
+
+std::string checkDatasetPath(const std::string& name, const std::string& path, const DatasetPathRules& rules) {
+  std::string head = "dataset " + name + ": path " + path + " is refused: ";
+  if (auto bad = notNormal(path); !bad.empty()) return head + bad;
+  bool contains = false;
+  if (std::string sys = systemDirectoryOf(path, contains); !sys.empty()) {
+    if (sys == "/") return head + "it is the root directory";
+    if (contains) return head + "it contains " + sys + ", a system directory";
+    return head + "under " + sys + ", a system directory";
+  }
+  for (const auto& own : rules.ownData) {
+    if (own.empty()) continue;
+    if (under(path, own)) return head + "under " + own + ", Yard's own data";
+    if (under(own, path)) return head + "it contains " + own + ", Yard's own data";
+  }
+  if (rules.roots.empty())
+    return head + "no dataset_roots are set in the master's config (datasets may be created only under them)";
+  for (const auto& root : rules.roots)
+    if (under(path, root)) return "";
+  return head + "not under any dataset_roots (" + joined(rules.roots) + ")";
+}
+
+std::string checkDatasetRoot(const std::string& root) {
+  if (auto bad = notNormal(root); !bad.empty()) return "\"" + root + "\": " + bad;
+  if (root == "/") return "";
+  bool contains = false;
+  std::string sys = systemDirectoryOf(root, contains);
+  if (!sys.empty() && !contains) return "\"" + root + "\" is under " + sys + ", a system directory (always refused)";
+  return "";
+}
+
+DatasetPathRules datasetPathRules(const MasterConfig& config) {
+  DatasetPathRules rules;
+  rules.roots = config.datasetRoots;
+  std::error_code ec;
+  std::string data = std::filesystem::absolute(config.dataDir, ec).lexically_normal().string();
+  if (!ec && data.size() > 1 && data.back() == '/') data.pop_back();
+  if (!ec) rules.ownData.push_back(data);
+  return rules;
+}
+
+}  // namespace yard::master
