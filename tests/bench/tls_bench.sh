@@ -61,8 +61,10 @@ for round in $(seq "$rounds"); do
       "$bin/yardctl" job submit "$tmp/job.yaml" >/dev/null
       t1=$(date +%s%N)
       submit_ms[$build]+="$(( (t1 - t0) / 1000000 )) "
-      for _ in $(seq 300); do
-        "$bin/yardctl" job events "$name" -o json 2>/dev/null | grep -q '"Running"' && break
+      for _ in $(seq 300); do  # until the replica (not only the job) is Running
+        "$bin/yardctl" job events "$name" -o json 2>/dev/null |
+          $py -c 'import json,sys; sys.exit(0 if any(e["type"] == "Running" and e["replica"] for e in json.load(sys.stdin)) else 1)' &&
+          break
         sleep 0.05
       done
       running_ms[$build]+="$("$bin/yardctl" job events "$name" -o json | $py -c '
