@@ -255,8 +255,10 @@ void AgentApi::join(const std::shared_ptr<wire::Connection>& conn, agentapi::Joi
   auto accepted = [this, conn, id, node, csr, address](std::optional<std::string> refusal) {
     if (conn->closed()) return;
     if (refusal) return refuse(conn, id, "join as node " + node + ": " + *refusal);
-    // Checked after the token, so that an unknown peer learns nothing about node names.
-    if (registry_.nodes().count(node))
+    // Checked after the token, so that an unknown peer learns nothing about node names. A node
+    // registered before certificates existed (an upgraded cluster) has none on record: its
+    // first join claims it.
+    if (registry_.nodes().count(node) && registry_.certificateOf(node))
       return refuse(conn, id, "node " + node + " is already registered; an admin removes it with `yardctl node delete " +
                                   node + "` before another agent may join under that name");
     tls::Issue what;

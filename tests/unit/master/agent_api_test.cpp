@@ -382,6 +382,23 @@ TEST_CASE("a join for a name already registered or not fit for one is refused", 
   CHECK(h.nodeCount() == 1);
 }
 
+TEST_CASE("a node registered before certificates existed is claimed by its first join", "[agent-api][join]") {
+  ApiHarness h("s3cret");
+  // As after an upgrade: the node's record is there, no certificate is on record for it.
+  REQUIRE(h.onIo([&] {
+    h.nodes.reg->registerNode(goodNode("gpu-01"), [](Result<bool>) {});
+    return true;
+  }));
+  for (int i = 0; i < 50 && h.nodeCount() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(h.nodeCount() == 1);
+  auto c = connect(h.address());
+  auto answer = joinAs(*c, "s3cret", "gpu-01", newKey());
+  CHECK(answer->root<agentapi::AgentResponse>().isJoined());
+  // Once claimed, the name is taken: the next join is refused.
+  auto d = connect(h.address());
+  CHECK(errorOf(joinAs(*d, "s3cret", "gpu-01", newKey())).rfind("node gpu-01 is already registered", 0) == 0);
+}
+
 TEST_CASE("register and heartbeat without a node certificate are refused", "[agent-api]") {
   ApiHarness h("s3cret");
   const std::string why = "no node certificate: an agent joins first (with a join token) to get one";
