@@ -13,6 +13,8 @@ set(YARD_PACKAGE_MAINTAINER "Yard maintainers <maintainers@yard.invalid>" CACHE 
     "Maintainer field of the Debian packages")
 
 install(TARGETS yard-master RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT master)
+# The web console (docs/console.md), when scripts/build.sh built it: served by the master.
+install(DIRECTORY ${CMAKE_BINARY_DIR}/console/ DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/yard/console COMPONENT master OPTIONAL)
 # yard-shim must sit next to yard-agent (its default --shim), and yard-rsh next to the shim
 # (${YARD_BIN_DIR} in OpenMPI launchers' environment).
 install(TARGETS yard-agent yard-shim yard-rsh RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT agent)

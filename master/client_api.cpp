@@ -1,5 +1,7 @@
 #include "master/client_api.h"
 
+#include "common/tls/pki.h"
+
 #include "common/util/capnp_text.h"
 #include "schema/api.capnp.h"
 #include "yard/version.h"
@@ -36,7 +38,11 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     default: break;
   }
   RequestInfo info = requestInfo(req.which());
-  auto who = access_.authenticate(view(req.getToken()), conn->peer());
+  // The HTTP API forwards the browser's address; only the master itself may say so.
+  a.source = conn->peer();
+  if (req.hasForwardedFor() && conn->peerName() == tls::kMasterName)
+    a.source = std::string(req.getForwardedFor().cStr()) + " (http)";
+  auto who = access_.authenticate(view(req.getToken()), a.source);
   if (!who) return refuse(a, "", info.name, requestTarget(req), who.error());
   auto caller = std::make_shared<const Caller>(std::move(who).value());
   a.caller = caller;

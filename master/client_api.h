@@ -69,6 +69,7 @@ struct ClientAnswer {
   std::shared_ptr<capnp::MallocMessageBuilder> message = std::make_shared<capnp::MallocMessageBuilder>();
   mutable api::Response::Builder resp = message->initRoot<api::Response>();
   std::shared_ptr<const Caller> caller;  // null only for ping and the exec channel
+  std::string source;                    // the peer's address for the audit trail (set by handle())
   // TODO(perf): the record commits after the change it describes, a second commit per mutating
   // request (docs/benchmarks.md, "TLS and tokens"); fold it into the change's own transaction.
   std::shared_ptr<Audit> audit;          // null: not recorded

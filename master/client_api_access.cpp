@@ -217,7 +217,7 @@ std::optional<std::string> ClientApi::authorize(const Caller& c, api::Request::R
 
 void ClientApi::refuse(const ClientAnswer& a, const std::string& user, const std::string& request,
                        const std::string& target, const std::string& why) {
-  store::AuditRecord rec{0, 0, user, a.conn->peer(), request, target, "refused", why};
+  store::AuditRecord rec{0, 0, user, a.source.empty() ? a.conn->peer() : a.source, request, target, "refused", why};
   access_.record(std::move(rec), [a, why] { a.error(why); });  // `a` has no audit of its own yet
 }
 

@@ -1,6 +1,7 @@
 // yardctl job: submit, cancel, delete and scale through the job registry (answered once committed),
 // list and show from memory, events from the store on the read thread.
 #include "master/client_api.h"
+#include "master/job_view.h"
 
 #include <algorithm>
 #include <cassert>
@@ -10,7 +11,6 @@
 #include "schema/api.capnp.h"
 
 namespace yard::master {
-namespace {
 
 void fillJobSummary(api::JobSummary::Builder out, const JobEntry& job) {
   out.setName(job.rec.name);
@@ -32,6 +32,8 @@ void fillJobSummary(api::JobSummary::Builder out, const JobEntry& job) {
     out.setArrayIndex(member.getIndex());
   }
 }
+
+namespace {
 
 // The latest attempt's replicas, in role and index order.
 // Container-job runs restart on their own (restartPolicy OnFailure): each run's newest.

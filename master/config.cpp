@@ -131,7 +131,7 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   if (auto e = config::unknownKey(root, {"data_dir", "listen", "agent_listen", "join_token", "heartbeat_timeout",
                                          "flavors", "etcd_endpoints", "stop_grace", "advertise", "autoscaler",
                                          "log_retention", "log_archive_max_bytes", "fence_timeout", "fence_grace",
-                                         "metrics_listen", "dataset_roots"});
+                                         "metrics_listen", "dataset_roots", "http_listen", "console_dir"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto str = [&](const char* key, std::string& out) -> std::string {
@@ -155,6 +155,14 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
       return R::fail(source + ": metrics_listen: " + bad);
     c.metricsListen = *v;
   }
+  if (const toml::node* n = root.get("http_listen")) {
+    auto v = n->value<std::string>();
+    if (!v) return R::fail(source + ": http_listen: must be a string like \"127.0.0.1:7780\" (\"\" = off)");
+    if (auto bad = http::checkListenSetting(*v, kDevHttpListen); !bad.empty())
+      return R::fail(source + ": http_listen: " + bad);
+    c.httpListen = *v;
+  }
+  if (std::string e = str("console_dir", c.consoleDir); !e.empty()) return R::fail(e);
   if (!c.advertise.empty() && !validHostPort(c.advertise))
     return R::fail(source + ": advertise: \"" + c.advertise + "\" must be HOST:PORT that nodes can reach");
   if (const toml::node* n = root.get("heartbeat_timeout"))

@@ -44,9 +44,15 @@ struct MasterConfig {
   // empty = nowhere. System directories and Yard's own data are refused whatever this says.
   // yard-master --dev uses ["/"] when the config sets none.
   std::vector<std::string> datasetRoots;
+  // The HTTP API and web console (docs/http_api.md): unset = off, except in --dev
+  // (kDevHttpListen); "" = off.
+  std::optional<std::string> httpListen;
+  // The built console app; empty = <exe dir>/../console, then <exe dir>/../share/yard/console.
+  std::string consoleDir;
 };
 
 inline constexpr const char* kDefaultMetricsListen = "127.0.0.1:7780";
+inline constexpr const char* kDevHttpListen = "127.0.0.1:7780";
 
 // When agents fence themselves, resolved from the config. The invariant it keeps: an agent cut
 // off from the master has stopped its replicas (SIGKILL included) before the master marks its

@@ -239,9 +239,11 @@ void JobRegistry::submitAll(const std::string& key, std::vector<std::shared_ptr<
           for (size_t i = 0; i < jobs->size(); ++i)
             if (!insertNewJob(tx, (*jobs)[i], (*events)[i])) return;
         },
-        [this, jobs, summaries, reply](Result<bool> r) {
+        [this, jobs, events, summaries, reply](Result<bool> r) {
           if (!r) return reply(R::fail(r.error() + (jobs->size() > 1 ? "; nothing was submitted" : "")));
-          for (auto& job : *jobs) {
+          for (size_t i = 0; i < jobs->size(); ++i) {
+            auto& job = (*jobs)[i];
+            if (onJobChanged) onJobChanged(nullptr, job, (*events)[i]);
             std::string n = job.rec.name;
             jobs_[n] = std::move(job);
           }
@@ -353,10 +355,11 @@ void JobRegistry::commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr
         for (auto& e : *events) tx.appendEvent(e);
         if (job->rec.deleted) tx.markJobDeleted(job->rec.id);
       },
-      [this, job, name, done, reply](Result<bool> r) {
+      [this, job, events, name, done, reply](Result<bool> r) {
         if (!r) return reply(R::fail(r.error()));
         auto before = jobs_.find(name);
         notifyNodes(before == jobs_.end() ? nullptr : &before->second, *job);
+        if (onJobChanged) onJobChanged(before == jobs_.end() ? nullptr : &before->second, *job, *events);
         if (job->rec.deleted) {
           deletedOwners_[job->rec.id] = job->rec.owner;
           jobs_.erase(name);

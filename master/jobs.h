@@ -133,6 +133,10 @@ class JobRegistry {
   // Called after a committed change with the nodes whose desired replicas it changed, so
   // their agents can be told at once instead of at their next heartbeat.
   std::function<void(const std::set<std::string>&)> onNodesChanged;
+  // Called after every committed change to a job, with the job before (null: just
+  // submitted), after (its record says deleted when it is gone) and the events committed with
+  // it: the HTTP API's event stream (master/http/event_feed.h).
+  std::function<void(const JobEntry* before, const JobEntry& after, const lifecycle::Events& events)> onJobChanged;
 
   // Runs one scheduling pass now unless one is committing; coalesces requests.
   void requestPass();

@@ -335,12 +335,18 @@ void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& 
           }
           for (auto& e : *events) tx.appendEvent(e);
         },
-        [this, changed, placed](Result<bool> r) {
+        [this, changed, events, placed](Result<bool> r) {
           if (!r && log) log("scheduling pass not committed: " + r.error());
           if (r) {
             for (auto& [name, job] : *changed)
               if (auto it = jobs_.find(name); it != jobs_.end()) {
                 notifyNodes(&it->second, job);
+                if (onJobChanged) {
+                  lifecycle::Events own;
+                  for (const auto& e : *events)
+                    if (e.jobId == job.rec.id) own.push_back(e);
+                  onJobChanged(&it->second, job, own);
+                }
                 it->second = std::move(job);
               }
             if (placed > 0 && onPlaced) onPlaced(placed);

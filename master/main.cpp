@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "common/http/metrics_endpoint.h"
+#include "common/metrics/exposition.h"
 #include "common/metrics/process.h"
 #include "common/spec/loader.h"
 #include "common/tls/pki.h"
@@ -21,6 +22,7 @@
 #include "common/util/scrub_arg.h"
 #include "common/util/sd_notify.h"
 #include "master/dev_agent.h"
+#include "master/http/http_api.h"
 #include "master/access.h"
 #include "master/agent_api.h"
 #include "master/jobs.h"
@@ -59,6 +61,11 @@ int main(int argc, char** argv) {
   auto* metricsFlag = app.add_option("--metrics-listen", metricsListen,
                                      "Address of /metrics (Prometheus) HOST:PORT, \"\" = off; overrides metrics_listen; "
                                      "default " + std::string(master::kDefaultMetricsListen));
+  std::string httpListen, consoleDir;
+  auto* httpFlag = app.add_option("--http-listen", httpListen,
+                                  "Address of the HTTP API and web console (HTTPS) HOST:PORT, \"\" = off; overrides "
+                                  "http_listen; default off, " + std::string(master::kDevHttpListen) + " with --dev");
+  app.add_option("--console-dir", consoleDir, "The built web console (default: build/console or /usr/share/yard/console)");
   app.add_flag("--dev", dev,
                "Embedded dev cluster: this master plus a yard-agent child (host tasks allowed) on loopback, "
                "state under --data-dir (default ./yard-dev)");
@@ -113,6 +120,14 @@ int main(int argc, char** argv) {
     }
     config.metricsListen = metricsListen;
   }
+  if (httpFlag->count() > 0) {
+    if (auto bad = http::checkListenSetting(httpListen, master::kDevHttpListen); !bad.empty()) {
+      logLine("--http-listen: " + bad);
+      return 2;
+    }
+    config.httpListen = httpListen;
+  }
+  if (!consoleDir.empty()) config.consoleDir = consoleDir;
   if (config.joinToken.empty())
     logLine("warning: no join token (join_token in the config, or --join-token): no agent can join this master");
   // After --dev and the flags: heartbeat_timeout is final here.
@@ -139,7 +154,10 @@ int main(int argc, char** argv) {
           " (agents join with --ca-fingerprint " + pki.value().caFingerprint + " or --ca " + config.dataDir + "/ca.pem)");
   // The CA goes with the certificate: an agent pinning the CA by fingerprint finds it there.
   wire::TlsIdentity masterIdentity{pki.value().certPem + pki.value().ca.certPem, pki.value().keyPem};
-  auto clientTls = wire::makeServerTls(masterIdentity, "");
+  // The client API asks for a client certificate without requiring one: yardctl sends none,
+  // the HTTP API's gateway sends the master's own (master/http/gateway.h).
+  auto clientTls = wire::makeServerTls(masterIdentity, pki.value().ca.certPem);
+  auto gatewayTls = wire::makeClientTls(pki.value().ca.certPem, &masterIdentity, tls::kMasterName);
   auto agentTls = wire::makeServerTls(masterIdentity, pki.value().ca.certPem);
   auto callTls = wire::makeClientTls(pki.value().ca.certPem, &masterIdentity, "");
   for (const auto* r : {&clientTls, &agentTls})
@@ -147,10 +165,11 @@ int main(int argc, char** argv) {
       logLine("TLS: " + r->error());
       return 1;
     }
-  if (!callTls) {
-    logLine("TLS: " + callTls.error());
-    return 1;
-  }
+  for (const auto* r : {&callTls, &gatewayTls})
+    if (!*r) {
+      logLine("TLS: " + r->error());
+      return 1;
+    }
 
   std::string dbPath = config.dataDir + "/state.db";
   auto opened = store::Store::open(dbPath);
@@ -323,8 +342,41 @@ int main(int argc, char** argv) {
       server.value()->address());
   // Tests and scripts read the bound address from here (useful with port 0).
   logLine("agent API on " + agentServer.value()->address());
-  auto metricsServer = http::serveMetrics(io, registry, config.metricsListen.value_or(master::kDefaultMetricsListen),
-                                          config.metricsListen.has_value(), logLine);
+  // The HTTP API and the web console (docs/http_api.md), on by default in --dev. When it takes
+  // the address /metrics would have by default (--dev), it serves /metrics there too.
+  std::string httpAddress = config.httpListen.value_or(dev ? master::kDevHttpListen : "");
+  bool metricsOnHttp = !httpAddress.empty() && !config.metricsListen.has_value() &&
+                       httpAddress == master::kDefaultMetricsListen;
+  master::EventFeed feed;
+  jobs.onJobChanged = [&feed](const master::JobEntry* before, const master::JobEntry& after,
+                              const master::lifecycle::Events& events) { feed.jobChanged(before, after, events); };
+  master::Gateway gateway(io, server.value()->address(), gatewayTls.value(), logLine);
+  std::unique_ptr<master::HttpApi> httpApi;
+  if (!httpAddress.empty()) {
+    master::HttpApiOptions o;
+    o.listen = httpAddress;
+    o.consoleDir = master::consoleDirectory(config.consoleDir, argv[0]);
+    o.serveMetrics = metricsOnHttp;
+    o.metricsText = [&registry] { return metrics::render(registry.collect(nullptr)); };
+    httpApi = std::make_unique<master::HttpApi>(io, gateway, feed, o, logLine);
+    if (auto started = httpApi->start(clientTls.value()); !started) {
+      if (config.httpListen.has_value()) {
+        logLine(started.error());
+        return 1;
+      }
+      // --dev's default address taken (another dev master): the rest works without it.
+      logLine(started.error() + "; the HTTP API is off (set --http-listen to serve it elsewhere)");
+      httpApi.reset();
+      metricsOnHttp = false;
+    } else {
+      logLine("HTTP API and web console on https://" + httpApi->address() + "/" +
+              (o.consoleDir.empty() ? " (console not built: scripts/build.sh)" : " (console from " + o.consoleDir + ")") +
+              (metricsOnHttp ? "; /metrics there too" : ""));
+    }
+  }
+  auto metricsServer = metricsOnHttp ? Result<std::unique_ptr<http::Server>>::ok(nullptr)
+                                     : http::serveMetrics(io, registry, config.metricsListen.value_or(master::kDefaultMetricsListen),
+                                                          config.metricsListen.has_value(), logLine);
   if (!metricsServer) {
     logLine("/metrics: " + metricsServer.error());
     return 1;
@@ -333,6 +385,7 @@ int main(int argc, char** argv) {
   std::cout << "listening " << server.value()->address() << std::endl;
   std::cout << "agents " << agentServer.value()->address() << std::endl;
   if (metricsServer.value()) std::cout << "metrics " << metricsServer.value()->address() << std::endl;
+  if (httpApi) std::cout << "http " << httpApi->address() << std::endl;
   std::unique_ptr<master::DevAgent> devAgent;
   if (dev) {
     auto started = master::DevAgent::start(agentServer.value()->address(), config.joinToken, config.dataDir + "/ca.pem",
@@ -364,6 +417,7 @@ int main(int argc, char** argv) {
     server.value()->stop();
     agentServer.value()->stop();
     if (metricsServer.value()) metricsServer.value()->stop();
+    if (httpApi) httpApi->stop();
     nodes.stop();
     passTimer.cancel();
     if (devAgent) {
@@ -374,6 +428,7 @@ int main(int argc, char** argv) {
     io.stop();
   });
   io.run();
+  jobs.onJobChanged = nullptr;  // the feed goes before the registry
   api.stop();  // its read thread reads the store (job events): joined before the store closes
   archive.stop();
   // Finish queued writes while the io_context and everything their completions post to

@@ -346,6 +346,9 @@ struct Request {
   # The caller's API token (docs/security.md); empty = anonymous, which only `ping` may be.
   # Every request carries it, so each is authorized on its own (no connection state).
   token @29 :Text;
+  # The browser's address when the request comes through the master's HTTP API, for the audit
+  # trail; honoured only on a connection presenting the master's own certificate.
+  forwardedFor @46 :Text;
   union {
     ping @1 :Void;
     queueCreate @2 :Queue;

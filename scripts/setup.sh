@@ -9,6 +9,8 @@ packages=(
   build-essential cmake pkg-config ninja-build
   libasio-dev capnproto libcapnp-dev libsqlite3-dev libcgroup-dev
   libyaml-cpp-dev libtomlplusplus-dev libcli11-dev libssl-dev nlohmann-json3-dev
+  # the HTTP API (docs/http_api.md): RESTinio, header-only, with its fmt and http-parser
+  librestinio-dev libfmt-dev libhttp-parser-dev
   # containerd's gRPC API: generated at build time from the protos Debian ships
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   golang-github-containerd-containerd-dev golang-github-gogo-protobuf-dev
@@ -32,7 +34,16 @@ packages=(
   # Debian packages (scripts/package.sh: dpkg-shlibdeps) and their test: the postinst's
   # adduser, systemd-analyze for the units (systemd need not run as PID 1)
   dpkg-dev adduser systemd
+  # the web console's browser tests (console/, docs/console.md): playwright-core drives
+  # Debian's chromium, no downloaded browser
+  chromium
 )
+
+# The web console is built with Node and npm (Debian 12 has Node 18); a Node already on
+# PATH (say a newer one in a CI image) is used as it is.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

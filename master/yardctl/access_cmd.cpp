@@ -12,6 +12,7 @@
 #include "master/yardctl/job_output.h"
 #include "master/yardctl/output.h"
 #include "master/yardctl/report.h"
+#include "master/yardctl/resource_output.h"
 #include "master/yardctl/time_flag.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
@@ -39,10 +40,6 @@ Result<int64_t> timeFlag(const std::string& flag, const std::string& text) {
   return parseTimeFlag(flag, text, nowMs());
 }
 
-Json userJson(api::UserInfo::Reader u) {
-  return {{"name", u.getName().cStr()}, {"admin", u.getAdmin()},     {"uid", u.getUid()},
-          {"gid", u.getGid()},          {"createdAt", u.getCreatedAt()}, {"tokens", u.getTokens()}};
-}
 
 Json tokenJson(api::TokenInfo::Reader t) {
   return {{"id", t.getId().cStr()},

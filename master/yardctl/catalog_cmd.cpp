@@ -8,6 +8,7 @@
 #include "master/yardctl/client.h"
 #include "master/yardctl/output.h"
 #include "master/yardctl/report.h"
+#include "master/yardctl/resource_output.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
@@ -20,27 +21,7 @@ std::string cpuText(int64_t m) { return m >= kUnlimited ? "unlimited" : spec::fo
 std::string memText(int64_t b) { return b >= kUnlimited ? "unlimited" : spec::formatMemoryBytes(b); }
 std::string countText(int64_t n) { return n >= kUnlimited ? "unlimited" : std::to_string(n); }
 
-const char* stateText(api::QueueState s) {
-  switch (s) {
-    case api::QueueState::RUNNING: return "running";
-    case api::QueueState::CLOSED: return "closed";
-    case api::QueueState::STOPPED: return "stopped";
-  }
-  return "unknown";
-}
 
-// A whole weight prints as an integer ("weight": 2), as it always has, rather than 2.0: a
-// reader that decodes it into an integer type keeps working.
-Json weightJson(double w) {
-  if (w == std::floor(w) && std::fabs(w) < 1e15) return static_cast<int64_t>(w);
-  return w;
-}
-
-Json listJson(capnp::List<capnp::Text>::Reader list) {
-  Json out = Json::array();
-  for (auto t : list) out.push_back(t.cStr());
-  return out;
-}
 
 std::string listText(capnp::List<capnp::Text>::Reader list) {
   std::string out;
@@ -48,28 +29,6 @@ std::string listText(capnp::List<capnp::Text>::Reader list) {
   return out.empty() ? "-" : out;
 }
 
-Json queueJson(api::Queue::Reader q) {
-  return {{"name", q.getName().cStr()},
-          {"state", stateText(q.getState())},
-          {"quota", resourcesJson(q.getQuota())},
-          {"used", resourcesJson(q.getUsed())},
-          {"maxRunningJobs", q.getMaxRunningJobs()},
-          {"weight", weightJson(q.getWeight())},
-          {"placement", q.getPlacement() == api::Placement::SPREAD ? "spread" : "binpack"},
-          {"runningJobs", q.getRunningJobs()},
-          {"queuedJobs", q.getQueuedJobs()},
-          {"createdAt", q.getCreatedAt()},
-          {"allowHostTasks", q.getAllowHostTasks()},
-          {"grants", listJson(q.getGrants())}};
-}
-
-Json datasetJson(api::Dataset::Reader d) {
-  return {{"name", d.getName().cStr()},
-          {"path", d.getPath().cStr()},
-          {"readOnly", d.getReadOnly()},
-          {"createdAt", d.getCreatedAt()},
-          {"grants", listJson(d.getGrants())}};
-}
 
 std::string weightText(double w) {
   std::string s = std::to_string(w);

@@ -17,27 +17,13 @@
 #include "master/yardctl/job_watch.h"
 #include "master/yardctl/output.h"
 #include "master/yardctl/report.h"
+#include "master/yardctl/resource_output.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
 namespace yard::ctl {
 namespace {
 
-Json nodeJson(api::NodeInfo::Reader n) {
-  return {{"name", n.getName().cStr()},
-          {"address", n.getAddress().cStr()},
-          {"state", n.getState().cStr()},
-          {"drained", n.getDrained()},
-          {"capacity", resourcesJson(n.getCapacity())},
-          {"allocated", resourcesJson(n.getAllocated())},
-          {"portLo", n.getPortLo()},
-          {"portHi", n.getPortHi()},
-          {"drivers", n.getDrivers().cStr()},
-          {"vmRuntime", n.getVmRuntime().cStr()},
-          {"lastHeartbeat", n.getLastHeartbeat()},
-          {"agentVersion", n.getAgentVersion().cStr()},
-          {"replicas", n.getReplicas()}};
-}
 
 void nodeTable(std::ostream& out, const std::vector<api::NodeInfo::Reader>& nodes) {
   Table t({"NAME", "ADDRESS", "STATE", "CPU", "MEMORY", "GPU", "REPLICAS", "DRIVERS", "HEARTBEAT"});

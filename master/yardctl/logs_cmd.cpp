@@ -10,6 +10,7 @@
 #include "master/yardctl/client.h"
 #include "master/yardctl/output.h"
 #include "master/yardctl/report.h"
+#include "master/yardctl/resource_output.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
@@ -23,13 +24,6 @@ struct LogsOptions {
   int64_t tail = -1;
 };
 
-// CPU used as a percentage of the CPU requested: what the elastic autoscaler compares with
-// its target. Nothing without a sample or a request.
-std::optional<double> cpuPercentOfRequest(api::ReplicaUsage::Reader u) {
-  int64_t requested = u.getRequested().getCpuMillis();
-  if (u.getSampledAt() <= 0 || requested <= 0) return std::nullopt;
-  return static_cast<double>(u.getUsed().getCpuMillis()) * 100 / static_cast<double>(requested);
-}
 
 int runLogs(GlobalOptions& global, Streams io, const LogsOptions& o) {
   // With -o json the output is JSON Lines (docs/yardctl.md): an error is one more line.
@@ -97,17 +91,7 @@ int runJobTop(GlobalOptions& global, Streams io, const std::string& job) {
   if (jsonOutput(global)) {
     Json out = Json::array();
     for (auto u : r.getUsage()) {
-      auto percent = cpuPercentOfRequest(u);
-      out.push_back({{"task", u.getTask().cStr()},
-                     {"role", u.getRole().cStr()},
-                     {"index", u.getIndex()},
-                     {"attempt", u.getAttempt()},
-                     {"node", u.getNode().cStr()},
-                     {"state", u.getState().cStr()},
-                     {"requested", resourcesJson(u.getRequested())},
-                     {"used", {{"cpuMillis", u.getUsed().getCpuMillis()}, {"memoryBytes", u.getUsed().getMemoryBytes()}}},
-                     {"sampledAt", u.getSampledAt()},
-                     {"cpuPercentOfRequest", percent ? percentJson(*percent) : Json(nullptr)}});
+      out.push_back(replicaUsageJson(u));
     }
     printJson(io, out);
     return kExitOk;

@@ -1,0 +1,61 @@
+#pragma once
+// What the HTTP API's event streams send (docs/http_api.md, "Live updates"): every committed
+// change to a job becomes numbered items, kept in a ring of the last kCapacity, so that a
+// browser that reconnects with Last-Event-ID gets what it missed, or, when that has left the
+// ring, a `reset` telling it to fetch afresh (as a Kubernetes watch answers 410 Gone).
+//
+// Items: `job` (the job's summary, as job list prints it; when its state, reason, times or
+// progress changed), `task` (a task's state, reason or attempt changed), `event` (a lifecycle
+// event committed with the change), `deleted`.
+//
+// REQUIRES: every method runs on the io thread.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "master/lifecycle/model.h"
+#include "master/lifecycle/policy.h"
+
+namespace yard::master {
+
+struct FeedItem {
+  uint64_t seq = 0;     // 1, 2, ...: the SSE id
+  std::string job;      // the job it is about
+  std::string owner;    // that job's owner: who may see it (with admins)
+  std::string type;     // job | task | event | deleted
+  std::string data;     // one line of JSON
+};
+
+class EventFeed {
+ public:
+  static constexpr size_t kCapacity = 16384;
+  using Subscriber = std::function<void(const FeedItem&)>;
+
+  explicit EventFeed(size_t capacity = kCapacity) : capacity_(capacity) {}
+
+  // JobRegistry::onJobChanged.
+  void jobChanged(const JobEntry* before, const JobEntry& after, const lifecycle::Events& events);
+  // Appends one item and hands it to every subscriber.
+  void publish(std::string job, std::string owner, std::string type, std::string data);
+
+  // The items after `seq`, oldest first; false when some of them have left the ring.
+  bool since(uint64_t seq, std::vector<const FeedItem*>& out) const;
+  uint64_t lastSeq() const { return next_ - 1; }
+
+  uint64_t subscribe(Subscriber s);
+  void unsubscribe(uint64_t id);
+  size_t subscribers() const { return subscribers_.size(); }
+
+ private:
+  size_t capacity_;
+  uint64_t next_ = 1;
+  std::deque<FeedItem> items_;
+  uint64_t nextSubscriber_ = 1;
+  std::map<uint64_t, Subscriber> subscribers_;
+};
+
+}  // namespace yard::master

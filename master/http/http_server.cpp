@@ -1,0 +1,301 @@
+// The HTTP side of HttpApi: RESTinio on the master's io_context over TLS, turning each request
+// into an HttpRequest and answering through an Exchange (replies and event streams), and the
+// console's files. docs/http_api.md, "The server".
+#include <restinio/all.hpp>
+#include <restinio/tls.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "master/http/http_api.h"
+
+namespace yard::master {
+namespace {
+
+struct Traits : restinio::single_thread_tls_traits_t<restinio::asio_timer_manager_t, restinio::null_logger_t> {
+  static constexpr bool use_connection_count_limiter = true;
+};
+using RestServer = restinio::http_server_t<Traits>;
+
+// Headers every answer carries: nothing is sniffed, framed or leaked by referrer; scripts and
+// styles only from this origin (xyflow sets inline styles, hence 'unsafe-inline' for styles).
+void securityHeaders(restinio::response_builder_t<restinio::restinio_controlled_output_t>& b) {
+  b.append_header("X-Content-Type-Options", "nosniff");
+  b.append_header("X-Frame-Options", "DENY");
+  b.append_header("Referrer-Policy", "no-referrer");
+  b.append_header("Content-Security-Policy",
+                  "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; "
+                  "frame-ancestors 'none'");
+}
+
+class SseOut : public SseSink {
+ public:
+  SseOut(restinio::request_handle_t req, size_t limit)
+      : resp_(req->create_response<restinio::chunked_output_t>()), limit_(limit) {
+    resp_.append_header(restinio::http_field::content_type, "text/event-stream; charset=utf-8");
+    resp_.append_header(restinio::http_field::cache_control, "no-store");
+    resp_.append_header("X-Accel-Buffering", "no");
+    resp_.append_header("X-Content-Type-Options", "nosniff");
+  }
+  bool send(const std::string& event) override {
+    if (closed_) return false;
+    if (backlog_->failed) {  // the browser went: a write failed
+      end();
+      return false;
+    }
+    if (backlog_->bytes + event.size() > limit_) {
+      // Too slow: the stream ends here and the browser resumes from its last id.
+      end();
+      return false;
+    }
+    backlog_->bytes += event.size();
+    resp_.append_chunk(event);
+    auto backlog = backlog_;
+    size_t n = event.size();
+    resp_.flush([backlog, n](const asio::error_code& ec) {
+      backlog->bytes -= std::min(backlog->bytes, n);
+      if (ec) backlog->failed = true;
+    });
+    return true;
+  }
+  void end() override {
+    if (closed_) return;
+    closed_ = true;
+    resp_.done();
+  }
+  bool closed() const override { return closed_ || backlog_->failed; }
+
+ private:
+  struct Backlog {
+    size_t bytes = 0;
+    bool failed = false;
+  };
+  restinio::response_builder_t<restinio::chunked_output_t> resp_;
+  size_t limit_;
+  std::shared_ptr<Backlog> backlog_ = std::make_shared<Backlog>();
+  bool closed_ = false;
+};
+
+class RestExchange : public Exchange {
+ public:
+  RestExchange(restinio::request_handle_t req, size_t streamLimit) : req_(std::move(req)), streamLimit_(streamLimit) {}
+  ~RestExchange() override {
+    // A request nobody answered (a bug) still gets an answer rather than a hung browser.
+    if (!answered_) reply(errorReply(500, "internal error: the request was not answered"));
+  }
+  void reply(HttpReply r) override {
+    if (answered_) return;
+    answered_ = true;
+    auto b = req_->create_response(restinio::http_status_line_t{restinio::http_status_code_t{static_cast<std::uint16_t>(r.status)},
+                                                                reasonOf(r.status)});
+    b.append_header(restinio::http_field::content_type, r.contentType);
+    if (r.contentType.rfind("application/json", 0) == 0) b.append_header(restinio::http_field::cache_control, "no-store");
+    securityHeaders(b);
+    for (auto& [k, v] : r.headers) b.append_header(k, v);
+    if (req_->header().method() != restinio::http_method_head()) b.set_body(std::move(r.body));
+    b.done();
+  }
+  std::shared_ptr<SseSink> events() override {
+    answered_ = true;
+    return std::make_shared<SseOut>(req_, streamLimit_);
+  }
+
+ private:
+  static std::string reasonOf(int status) {
+    switch (status) {
+      case 200: return "OK";
+      case 201: return "Created";
+      case 204: return "No Content";
+      case 304: return "Not Modified";
+      case 400: return "Bad Request";
+      case 401: return "Unauthorized";
+      case 403: return "Forbidden";
+      case 404: return "Not Found";
+      case 405: return "Method Not Allowed";
+      case 409: return "Conflict";
+      case 413: return "Payload Too Large";
+      case 422: return "Unprocessable Entity";
+      case 500: return "Internal Server Error";
+      case 503: return "Service Unavailable";
+    }
+    return "Status";
+  }
+  restinio::request_handle_t req_;
+  size_t streamLimit_;
+  bool answered_ = false;
+};
+
+std::string methodName(const restinio::http_method_id_t& m) { return m.c_str(); }
+
+}  // namespace
+
+struct HttpApi::Server {
+  std::unique_ptr<RestServer> server;
+};
+
+HttpApi::HttpApi(asio::io_context& io, Gateway& gateway, EventFeed& feed, HttpApiOptions options, Log log)
+    : io_(io), gateway_(gateway), feed_(feed), options_(std::move(options)), log_(std::move(log)) {}
+
+HttpApi::~HttpApi() { stop(); }
+
+Result<bool> HttpApi::start(const wire::ServerTls& tls) {
+  using R = Result<bool>;
+  auto colon = options_.listen.rfind(':');
+  if (colon == std::string::npos) return R::fail("http_listen: \"" + options_.listen + "\" is not HOST:PORT");
+  std::string host = options_.listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  unsigned long port = std::stoul(options_.listen.substr(colon + 1));
+  // Bind first with a plain acceptor: RESTinio reports failures through an exception from
+  // open, and we want the port it got (port 0) and a clear message.
+  asio::error_code ec;
+  auto address = asio::ip::make_address(host == "localhost" ? "127.0.0.1" : host, ec);
+  if (ec) return R::fail("http_listen: \"" + options_.listen + "\": " + ec.message());
+  asio::ip::tcp::acceptor probe(io_);
+  asio::ip::tcp::endpoint ep(address, static_cast<unsigned short>(port));
+  probe.open(ep.protocol(), ec);
+  if (!ec) probe.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) probe.bind(ep, ec);
+  if (ec) return R::fail("HTTP API: cannot listen on " + options_.listen + ": " + ec.message());
+  ep = probe.local_endpoint();
+  probe.close();
+
+  auto handler = [this, limit = options_.streamBacklogBytes](restinio::request_handle_t req) {
+    HttpRequest r;
+    r.method = methodName(req->header().method());
+    auto path = restinio::utils::try_unescape_percent_encoding<restinio::utils::relaxed_unescape_traits>(req->header().path());
+    if (!path) {
+      RestExchange(req, limit).reply(errorReply(400, "the path is not valid percent-encoding"));
+      return restinio::request_accepted();
+    }
+    r.path = path.value();
+    auto query = restinio::try_parse_query<restinio::parse_query_traits::javascript_compatible>(req->header().query());
+    if (!query) {
+      RestExchange(req, limit).reply(errorReply(400, "the query string is not valid"));
+      return restinio::request_accepted();
+    }
+    for (const auto& [k, v] : query.value()) r.query[std::string(k)] = std::string(v);
+    req->header().for_each_field([&r](const restinio::http_header_field_t& f) {
+      std::string name = f.name();
+      for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      r.headers[name] = f.value();
+    });
+    r.body = req->body();
+    std::ostringstream peer;
+    peer << req->remote_endpoint();
+    r.peer = peer.str();
+    handle(r, std::make_shared<RestExchange>(req, limit));
+    return restinio::request_accepted();
+  };
+
+  auto settings = restinio::server_settings_t<Traits>{}
+                      .address(ep.address())
+                      .port(ep.port())
+                      .request_handler(std::move(handler))
+                      .tls_context(tls.context)
+                      .max_parallel_connections(options_.maxStreams + 256)
+                      .incoming_http_msg_limits(restinio::incoming_http_msg_limits_t{}
+                                                    .max_url_size(8192)
+                                                    .max_field_name_size(256)
+                                                    .max_field_value_size(8192)
+                                                    .max_field_count(100)
+                                                    .max_body_size(2u << 20))
+                      .read_next_http_message_timelimit(std::chrono::seconds(60))
+                      .write_http_response_timelimit(std::chrono::seconds(30))
+                      .handle_request_timeout(std::chrono::seconds(60));
+  server_ = std::make_unique<Server>();
+  server_->server = std::make_unique<RestServer>(restinio::external_io_context(io_), std::move(settings));
+  std::string failure;
+  try {
+    server_->server->open_sync();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (!failure.empty()) {
+    server_.reset();
+    return R::fail("HTTP API: cannot listen on " + options_.listen + ": " + failure);
+  }
+  std::ostringstream out;
+  out << ep;
+  bound_ = out.str();
+  return R::ok(true);
+}
+
+void HttpApi::stop() {
+  if (!server_) return;
+  try {
+    server_->server->close_sync();
+  } catch (const std::exception&) {
+  }
+  server_.reset();
+}
+
+namespace {
+
+const char* mimeOf(const std::string& path) {
+  auto dot = path.rfind('.');
+  std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
+  if (ext == "html") return "text/html; charset=utf-8";
+  if (ext == "js" || ext == "mjs") return "text/javascript; charset=utf-8";
+  if (ext == "css") return "text/css; charset=utf-8";
+  if (ext == "svg") return "image/svg+xml";
+  if (ext == "png") return "image/png";
+  if (ext == "ico") return "image/x-icon";
+  if (ext == "json") return "application/json";
+  if (ext == "woff2") return "font/woff2";
+  return "application/octet-stream";
+}
+
+bool readWhole(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream s;
+  s << in.rdbuf();
+  out = s.str();
+  return true;
+}
+
+}  // namespace
+
+std::string consoleDirectory(const std::string& configured, const char* argv0) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!configured.empty()) return configured;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) exe = fs::absolute(argv0, ec);
+  fs::path dir = exe.parent_path();
+  for (const fs::path& candidate : {dir / ".." / "console", dir / ".." / "share" / "yard" / "console"})
+    if (fs::exists(candidate / "index.html", ec)) return fs::weakly_canonical(candidate, ec).string();
+  return "";
+}
+
+void HttpApi::staticFile(const HttpRequest& req, const std::shared_ptr<Exchange>& ex) {
+  if (req.method != "GET" && req.method != "HEAD")
+    return ex->reply(HttpReply{405, "application/json", jsonLine(Json{{"error", "GET only"}, {"status", 405}}), {{"Allow", "GET, HEAD"}}});
+  const std::string& dir = options_.consoleDir;
+  std::string index;
+  if (dir.empty() || !readWhole(dir + "/index.html", index))
+    return ex->reply(HttpReply{404, "text/plain; charset=utf-8",
+                               "The web console is not built. Run scripts/build.sh (or scripts/build_console.sh), or "
+                               "point the master at the built app with --console-dir.\n",
+                               {}});
+  // Files under the app's folder only: no "..", no hidden files.
+  std::string rel = req.path;
+  bool plain = rel.find("..") == std::string::npos && rel.find("/.") == std::string::npos && rel.find('\\') == std::string::npos &&
+               rel.find('\0') == std::string::npos;
+  std::string body;
+  if (plain && rel != "/" && readWhole(dir + rel, body)) {
+    // Vite's assets carry a content hash in their names: cached for good; the rest revalidated.
+    bool hashed = rel.rfind("/assets/", 0) == 0;
+    return ex->reply(HttpReply{200, mimeOf(rel), std::move(body),
+                               {{"Cache-Control", hashed ? "public, max-age=31536000, immutable" : "no-cache"}}});
+  }
+  // The app routes in the browser: every other path is the app itself (a file name with an
+  // extension that is missing is a real 404).
+  auto slash = rel.rfind('/');
+  if (rel.find('.', slash == std::string::npos ? 0 : slash) != std::string::npos && rel != "/")
+    return ex->reply(errorReply(404, "no such file: " + rel));
+  ex->reply(HttpReply{200, "text/html; charset=utf-8", std::move(index), {{"Cache-Control", "no-cache"}}});
+}
+
+}  // namespace yard::master
