@@ -185,11 +185,19 @@ void ClientApi::listJobs(api::JobFilter::Reader filter, const ClientAnswer& a) {
   for (const auto& [name, job] : jobs_.jobs())
     if ((owner.empty() || job.rec.owner == owner) && (queue.empty() || job.rec.queue == queue) &&
         (state.empty() || toText(job.rec.state) == state) &&
-        (array.empty() || job.spec->job().getArray().getMember().getArray() == array))
+        (array.empty() || job.spec->job().getArray().getMember().getArray() == array) &&
+        (!filter.hasNameContains() || name.find(filter.getNameContains().cStr()) != std::string::npos))
       list.push_back(&job);
-  std::sort(list.begin(), list.end(), [](const JobEntry* x, const JobEntry* y) { return x->rec.id < y->rec.id; });
-  auto out = a.resp.initJobs(static_cast<unsigned>(list.size()));
-  for (unsigned i = 0; i < list.size(); ++i) fillJobSummary(out[i], *list[i]);
+  bool newest = filter.getNewestFirst();
+  std::sort(list.begin(), list.end(),
+            [newest](const JobEntry* x, const JobEntry* y) { return newest ? x->rec.id > y->rec.id : x->rec.id < y->rec.id; });
+  // Only the page is filled: a browser's page of 50 out of 10,000 jobs costs 50 summaries.
+  size_t from = std::min<size_t>(list.size(), static_cast<size_t>(std::max<int64_t>(filter.getOffset(), 0)));
+  size_t count = list.size() - from;
+  if (filter.getLimit() > 0) count = std::min<size_t>(count, static_cast<size_t>(filter.getLimit()));
+  a.resp.setTotal(static_cast<int64_t>(list.size()));
+  auto out = a.resp.initJobs(static_cast<unsigned>(count));
+  for (unsigned i = 0; i < count; ++i) fillJobSummary(out[i], *list[from + i]);
   a.send();
 }
 

@@ -63,6 +63,13 @@ struct JobFilter {
   array @2 :Text;    # only the members of this job array; empty = every job
   all @3 :Bool;      # every user's jobs (admins); false = the caller's own
   owner @4 :Text;    # only this user's jobs (admins); empty = see `all`
+  # A page of the list (the HTTP API's job list): jobs whose name contains `nameContains`,
+  # newest first when `newestFirst` (else in submission order), `limit` of them (0 = every
+  # one) from `offset`. Response.total says how many matched before the cut.
+  nameContains @5 :Text;
+  newestFirst @6 :Bool;
+  offset @7 :Int64;
+  limit @8 :Int32;
 }
 
 struct JobSummary {
@@ -399,6 +406,7 @@ struct Request {
 
 struct Response {
   id @0 :UInt64;
+  total @25 :Int64;    # jobs: how many matched the filter before its offset and limit
   union {
     error @1 :Error;
     pong @2 :Text;               # the master's version

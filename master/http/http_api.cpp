@@ -297,20 +297,17 @@ void HttpApi::listJobs(const Ctx& c) {
           f.setOwner(owner);
           f.setArray(array);
           f.setAll(all);
+          f.setNameContains(q);
+          f.setNewestFirst(true);
+          f.setOffset(offset.value());
+          f.setLimit(static_cast<int32_t>(limit.value()));
         },
-        [c, q, limit = size_t(limit.value()), offset = size_t(offset.value())](api::Response::Reader r) {
-          // Newest first; the page is cut here (a job list answer holds summaries only).
-          std::vector<api::JobSummary::Reader> jobs;
-          for (auto j : r.getJobs())
-            if (q.empty() || std::string_view(j.getName().cStr()).find(q) != std::string_view::npos) jobs.push_back(j);
-          std::stable_sort(jobs.begin(), jobs.end(), [](auto a, auto b) {
-            if (a.getSubmittedAt() != b.getSubmittedAt()) return a.getSubmittedAt() > b.getSubmittedAt();
-            return std::string_view(a.getName().cStr()) < std::string_view(b.getName().cStr());
-          });
+        [c, end = offset.value() + limit.value()](api::Response::Reader r) {
+          // Newest first, one page: the client API fills only the page's summaries.
           Json items = Json::array();
-          for (size_t i = offset; i < jobs.size() && i < offset + limit; ++i) items.push_back(ctl::summaryJson(jobs[i]));
-          Json next = offset + limit < jobs.size() ? Json(std::to_string(offset + limit)) : Json(nullptr);
-          c.json(200, Json{{"items", std::move(items)}, {"total", jobs.size()}, {"nextCursor", next}});
+          for (auto j : r.getJobs()) items.push_back(ctl::summaryJson(j));
+          Json next = end < r.getTotal() ? Json(std::to_string(end)) : Json(nullptr);
+          c.json(200, Json{{"items", std::move(items)}, {"total", r.getTotal()}, {"nextCursor", next}});
         });
 }
 

@@ -194,6 +194,12 @@ Result<bool> HttpApi::start(const wire::ServerTls& tls) {
                       .request_handler(std::move(handler))
                       .tls_context(tls.context)
                       .max_parallel_connections(options_.maxStreams + 256)
+                      // Answers go out at once: with Nagle's algorithm the tail of an answer
+                      // waits for the browser's delayed ACK (40 ms on Linux).
+                      .socket_options_setter([](restinio::socket_options_t& o) {
+                        asio::error_code ignored;
+                        o.set_option(asio::ip::tcp::no_delay(true), ignored);
+                      })
                       .incoming_http_msg_limits(restinio::incoming_http_msg_limits_t{}
                                                     .max_url_size(8192)
                                                     .max_field_name_size(256)

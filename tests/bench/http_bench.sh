@@ -14,7 +14,7 @@ cycles=${2:-2}
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 master=
-cleanup() { [ -n "$master" ] && { kill -9 "$master"; wait "$master"; } 2>/dev/null; rm -rf "$tmp"; }
+cleanup() { [ -n "$master" ] && { kill -9 "$master"; wait "$master" || true; } 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 
 start() {  # start DIR: a master without agents; sets master, addr, http, YARD_TOKEN
