@@ -158,9 +158,11 @@ int main(int argc, char** argv) {
   // the HTTP API's gateway sends the master's own (master/http/gateway.h).
   auto clientTls = wire::makeServerTls(masterIdentity, pki.value().ca.certPem);
   auto gatewayTls = wire::makeClientTls(pki.value().ca.certPem, &masterIdentity, tls::kMasterName);
+  // Browsers are asked for no certificate (one that has some would prompt its user to pick).
+  auto httpTls = wire::makeServerTls(masterIdentity, "");
   auto agentTls = wire::makeServerTls(masterIdentity, pki.value().ca.certPem);
   auto callTls = wire::makeClientTls(pki.value().ca.certPem, &masterIdentity, "");
-  for (const auto* r : {&clientTls, &agentTls})
+  for (const auto* r : {&clientTls, &agentTls, &httpTls})
     if (!*r) {
       logLine("TLS: " + r->error());
       return 1;
@@ -359,7 +361,7 @@ int main(int argc, char** argv) {
     o.serveMetrics = metricsOnHttp;
     o.metricsText = [&registry] { return metrics::render(registry.collect(nullptr)); };
     httpApi = std::make_unique<master::HttpApi>(io, gateway, feed, o, logLine);
-    if (auto started = httpApi->start(clientTls.value()); !started) {
+    if (auto started = httpApi->start(httpTls.value()); !started) {
       if (config.httpListen.has_value()) {
         logLine(started.error());
         return 1;

@@ -58,6 +58,10 @@ Result<ServerTls> makeServerTls(const TlsIdentity& self, const std::string& caPe
   auto& c = *ctx.value();
   c.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::single_dh_use);
   if (auto ok = useIdentity(c, self); !ok) return R::fail(ok.error());
+  // A client resuming a session (browsers do, for every further connection) is refused with
+  // "internal error" by a server that verifies peers and has no session id context.
+  static const unsigned char kSessionContext[] = "yard";
+  SSL_CTX_set_session_id_context(c.native_handle(), kSessionContext, sizeof kSessionContext - 1);
   if (!caPem.empty()) {
     if (auto ok = trust(c, caPem); !ok) return R::fail(ok.error());
     // Asked for, verified when sent, not required (see the header).

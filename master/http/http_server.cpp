@@ -253,6 +253,8 @@ const char* mimeOf(const std::string& path) {
 }
 
 bool readWhole(const std::string& path, std::string& out) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;  // a folder opens, and reads as nothing
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   std::ostringstream s;

@@ -342,5 +342,24 @@ except OSError:
 sock.close()
 check(not reply.startswith(b"HTTP/1.1 200"), f"plain HTTP answered: {reply!r}")
 
+# --- a browser's later connections resume its TLS session (they failed with "internal error")
+ctx = ssl.create_default_context(cafile=CA)
+def raw_get(session=None):
+    sk = ctx.wrap_socket(socket.create_connection((HOST, int(PORT)), timeout=5), server_hostname=HOST, session=session)
+    sk.sendall(f"GET /api/v1/whoami HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: Bearer {ADMIN}\r\nConnection: close\r\n\r\n".encode())
+    data = b""
+    while True:
+        b = sk.recv(65536)
+        if not b:
+            break
+        data += b
+    sess, reused = sk.session, sk.session_reused
+    sk.close()
+    return data, sess, reused
+first, sess, _ = raw_get()
+second, _, reused = raw_get(sess)
+check(first.startswith(b"HTTP/1.1 200") and second.startswith(b"HTTP/1.1 200") and reused,
+      f"TLS session resumption: reused={reused} {second[:40]!r}")
+
 print("http_api_test.py:", "all checks passed" if not fails else f"{len(fails)} failed")
 sys.exit(1 if fails else 0)

@@ -158,6 +158,7 @@ TEST_CASE("routes answer without the client API when they can", "[http]") {
   CHECK(get("GET", "/.secret").body != "secret");
   CHECK(get("GET", "/assets/../.secret").body != "secret");
   CHECK(get("GET", "/nothing.js").status == 404);
+  CHECK(get("GET", "/assets").body == "<html>app</html>");  // a folder is not a file: the app
   CHECK(get("POST", "/").status == 405);
   fs::remove_all(dir);
 }

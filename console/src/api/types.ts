@@ -1,0 +1,179 @@
+// The JSON the master's HTTP API answers: the same objects `yardctl -o json` prints
+// (docs/yardctl.md). Times are unix milliseconds.
+
+export interface ResourcesJson {
+  cpuMillis: number;
+  memoryBytes: number;
+  gpu: number;
+}
+
+export interface User {
+  name: string;
+  admin: boolean;
+  uid?: number;
+  gid?: number;
+  createdAt?: number;
+}
+
+export interface JobSummary {
+  name: string;
+  queue: string;
+  owner: string;
+  state: string;
+  reason: string;
+  priority: number;
+  submittedAt: number;
+  startedAt: number;
+  finishedAt: number;
+  tasksTotal: number;
+  tasksDone: number;
+  array?: string;
+  arrayIndex?: number;
+}
+
+export interface JobList {
+  items: JobSummary[];
+  total: number;
+  nextCursor: string | null;
+}
+
+export interface ReplicaJson {
+  role: string;
+  index: number;
+  attempt: number;
+  state: string;
+  node: string;
+  port: number;
+  declaredPorts: string;
+  gpus: string;
+  exitCode: number;
+  reason: string;
+}
+
+export interface ElasticJson {
+  current: number;
+  desired: number;
+  min: number;
+  max: number;
+  target: number;
+  utilisation: number | null;
+  lastDecision: string;
+  lastDecisionAt: number;
+  nextDecisionAt: number;
+  pending: boolean;
+}
+
+export interface TaskDetail {
+  name: string;
+  kind: string;
+  mode: string;
+  state: string;
+  reason: string;
+  attempt: number;
+  dependsOn: string[];
+  replicas: ReplicaJson[];
+  elastic: ElasticJson | null;
+}
+
+export interface JobDetail {
+  job: JobSummary;
+  tasks: TaskDetail[];
+}
+
+export interface EventJson {
+  at: number;
+  task: string;
+  replica: string;
+  attempt: number;
+  type: string;
+  reason: string;
+  job?: string;
+}
+
+export interface LogChunk {
+  replica: string;
+  text: string;
+}
+
+export interface LogsPage {
+  chunks: LogChunk[];
+  nextCursor: string | null;
+  problems: string;
+}
+
+export interface UsageJson {
+  task: string;
+  role: string;
+  index: number;
+  attempt: number;
+  node: string;
+  state: string;
+  requested: ResourcesJson;
+  used: { cpuMillis: number; memoryBytes: number };
+  sampledAt: number;
+  cpuPercentOfRequest: number | null;
+}
+
+export interface QueueJson {
+  name: string;
+  state: string;
+  quota: ResourcesJson;
+  used: ResourcesJson;
+  maxRunningJobs: number;
+  weight: number;
+  placement: string;
+  runningJobs: number;
+  queuedJobs: number;
+  createdAt: number;
+  allowHostTasks: boolean;
+  grants: string[];
+}
+
+export interface NodeJson {
+  name: string;
+  address: string;
+  state: string;
+  drained: boolean;
+  capacity: ResourcesJson;
+  allocated: ResourcesJson;
+  used?: ResourcesJson;
+  portLo: number;
+  portHi: number;
+  drivers: string;
+  vmRuntime: string;
+  lastHeartbeat: number;
+  agentVersion: string;
+  replicas: number;
+}
+
+export interface DatasetJson {
+  name: string;
+  path: string;
+  readOnly: boolean;
+  createdAt: number;
+  grants: string[];
+}
+
+export interface SpecErrorJson {
+  path: string;
+  message: string;
+}
+
+export interface ValidateAnswer {
+  valid: boolean;
+  errors: SpecErrorJson[];
+  spec?: unknown;
+}
+
+export interface SubmitAnswer {
+  result: string;
+  jobs: string[];
+}
+
+export interface TaskEventJson {
+  job: string;
+  task: string;
+  state: string;
+  reason: string;
+  attempt: number;
+}

@@ -1,0 +1,40 @@
+// Live task states for the Job page's canvas, one subscription per task: a change to one
+// task wakes only the canvas node that shows it (useSyncExternalStore in TaskNode), never
+// the whole graph.
+
+export interface LiveTask {
+  state: string;
+  reason: string;
+  attempt: number;
+}
+
+export class TaskStore {
+  private values = new Map<string, LiveTask>();
+  private listeners = new Map<string, Set<() => void>>();
+
+  get(name: string): LiveTask | undefined {
+    return this.values.get(name);
+  }
+
+  // Returns whether the value changed (and its listeners were told).
+  set(name: string, v: LiveTask): boolean {
+    const old = this.values.get(name);
+    if (old && old.state === v.state && old.reason === v.reason && old.attempt === v.attempt) return false;
+    this.values.set(name, v);
+    this.listeners.get(name)?.forEach((l) => l());
+    return true;
+  }
+
+  subscribe(name: string, listener: () => void): () => void {
+    let set = this.listeners.get(name);
+    if (!set) this.listeners.set(name, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set!.delete(listener);
+    };
+  }
+
+  names(): string[] {
+    return [...this.values.keys()];
+  }
+}

@@ -1,0 +1,60 @@
+import type { NodeJson } from '../api/types';
+import { usePoll } from '../components/usePoll';
+import { ageText, cpuText, memText } from '../lib/format';
+import { useEffect, useState } from 'react';
+import { UsedOf } from './Queues';
+
+export function NodesPage() {
+  const { data, error } = usePoll<{ items: NodeJson[] }>('/nodes', 5000);
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => setNow(Date.now()), [data]);
+  return (
+    <div className="page">
+      <div className="page-head">
+        <h2>Nodes</h2>
+      </div>
+      {error && <div className="error-banner">{error}</div>}
+      <table className="table" data-testid="nodes-table">
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>State</th>
+            <th>Capacity</th>
+            <th>Allocated</th>
+            <th>Used</th>
+            <th>Replicas</th>
+            <th>Drivers</th>
+            <th>Heartbeat</th>
+          </tr>
+        </thead>
+        <tbody>
+          {data?.items.map((n) => (
+            <tr key={n.name} data-testid={`node-row-${n.name}`}>
+              <td>
+                {n.name}
+                <div className="muted small">{n.address}</div>
+              </td>
+              <td data-testid={`node-state-${n.name}`}>
+                {n.state}
+                {n.drained && n.state !== 'draining' ? ' (drained)' : ''}
+              </td>
+              <td>
+                cpu {cpuText(n.capacity.cpuMillis)}, mem {memText(n.capacity.memoryBytes)}, gpu {n.capacity.gpu}
+              </td>
+              <td>
+                <UsedOf used={n.allocated} total={n.capacity} />
+              </td>
+              <td>{n.used ? <UsedOf used={n.used} total={n.capacity} /> : <span className="muted">–</span>}</td>
+              <td>{n.replicas}</td>
+              <td>
+                {n.drivers || '-'}
+                {n.vmRuntime && <div className="muted small">vm: {n.vmRuntime}</div>}
+              </td>
+              <td title={n.lastHeartbeat ? new Date(n.lastHeartbeat).toISOString() : ''}>{n.lastHeartbeat ? `${ageText(n.lastHeartbeat, now)} ago` : '-'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

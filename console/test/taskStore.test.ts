@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { TaskStore } from '../src/lib/taskStore';
+
+describe('TaskStore', () => {
+  it('wakes only the listeners of the task that changed', () => {
+    const s = new TaskStore();
+    const calls: string[] = [];
+    for (let i = 0; i < 1000; i++) s.subscribe(`t${i}`, () => calls.push(`t${i}`));
+    s.set('t7', { state: 'Running', reason: '', attempt: 0 });
+    expect(calls).toEqual(['t7']);
+    // the same value again is no change
+    expect(s.set('t7', { state: 'Running', reason: '', attempt: 0 })).toBe(false);
+    expect(calls).toEqual(['t7']);
+    s.set('t7', { state: 'Succeeded', reason: '', attempt: 0 });
+    expect(calls).toEqual(['t7', 't7']);
+    expect(s.get('t7')?.state).toBe('Succeeded');
+  });
+  it('stops calling an unsubscribed listener', () => {
+    const s = new TaskStore();
+    let n = 0;
+    const off = s.subscribe('a', () => n++);
+    s.set('a', { state: 'Queued', reason: '', attempt: 0 });
+    off();
+    s.set('a', { state: 'Running', reason: '', attempt: 0 });
+    expect(n).toBe(1);
+  });
+});
