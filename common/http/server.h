@@ -5,7 +5,7 @@
 // Limits::headTimeout, no request body, one request per connection (every answer says
 // `Connection: close`), at most Limits::maxConnections at once. Everything else is refused
 // with the status that names it (400, 404, 405, 431, 503, 505). docs/operations.md,
-// "Metrics", says why this is not RESTinio yet and what moving to it takes.
+// "Metrics", says why it stays beside the master's HTTP API (RESTinio, docs/http_api.md).
 //
 // REQUIRES: every method runs on the io_context's thread; handlers run there too, so they
 // may read state owned by that thread without locks.

@@ -75,6 +75,14 @@ Json specErrorsJson(const spec::SpecErrors& errors) {
   return out;
 }
 
+// {"items": [toJson(x) for x in list]}: how every list answers.
+template <typename List, typename ToJson>
+Json itemsOf(List list, ToJson toJson) {
+  Json items = Json::array();
+  for (auto x : list) items.push_back(toJson(x));
+  return Json{{"items", std::move(items)}};
+}
+
 std::string sseEvent(const std::string& id, const std::string& type, const std::string& data) {
   std::string out;
   if (!id.empty()) out += "id: " + id + "\n";
@@ -211,18 +219,14 @@ void HttpApi::apiRoute(const Ctx& c, const std::vector<std::string>& seg) {
                       [](api::Request::Builder r, const std::string& q) { r.setQueueShow(q); },
                       [](api::Response::Reader r, bool list) -> Json {
                         if (!list) return ctl::queueJson(r.getQueue());
-                        Json items = Json::array();
-                        for (auto q : r.getQueues()) items.push_back(ctl::queueJson(q));
-                        return Json{{"items", std::move(items)}};
+                        return itemsOf(r.getQueues(), ctl::queueJson);
                       });
   if (what == "datasets")
     return listOrShow([](api::Request::Builder r) { r.setDatasetList(); },
                       [](api::Request::Builder r, const std::string& d) { r.setDatasetShow(d); },
                       [](api::Response::Reader r, bool list) -> Json {
                         if (!list) return ctl::datasetJson(r.getDataset());
-                        Json items = Json::array();
-                        for (auto d : r.getDatasets()) items.push_back(ctl::datasetJson(d));
-                        return Json{{"items", std::move(items)}};
+                        return itemsOf(r.getDatasets(), ctl::datasetJson);
                       });
   if (what == "nodes")
     // The list comes from node top: the same nodes, with what their replicas use now.
@@ -230,13 +234,11 @@ void HttpApi::apiRoute(const Ctx& c, const std::vector<std::string>& seg) {
                       [](api::Request::Builder r, const std::string& d) { r.setNodeShow(d); },
                       [](api::Response::Reader r, bool list) -> Json {
                         if (!list) return ctl::nodeJson(r.getNode());
-                        Json items = Json::array();
-                        for (auto node : r.getNodes()) {
+                        return itemsOf(r.getNodes(), [](api::NodeInfo::Reader node) {
                           Json j = ctl::nodeJson(node);
                           j["used"] = ctl::resourcesJson(node.getUsed());
-                          items.push_back(std::move(j));
-                        }
-                        return Json{{"items", std::move(items)}};
+                          return j;
+                        });
                       });
   c.error(404, "no such API: " + c.req.path);
 }
@@ -373,17 +375,11 @@ void HttpApi::jobPart(const Ctx& c, const std::string& job, const std::vector<st
   if (part == "logs" && rest.size() == 2 && rest[1] == "stream") return get ? logsStream(c, job) : notAllowed("GET");
   if (!get) return notAllowed("GET");
   if (part == "events" && rest.size() == 1)
-    return unary(c, [job](auto r) { r.setJobEvents(job); }, [c](api::Response::Reader r) {
-      Json items = Json::array();
-      for (auto e : r.getEvents()) items.push_back(ctl::eventJson(e));
-      c.json(200, Json{{"items", std::move(items)}});
-    });
+    return unary(c, [job](auto r) { r.setJobEvents(job); },
+                 [c](api::Response::Reader r) { c.json(200, itemsOf(r.getEvents(), ctl::eventJson)); });
   if (part == "top" && rest.size() == 1)
-    return unary(c, [job](auto r) { r.setJobTop(job); }, [c](api::Response::Reader r) {
-      Json items = Json::array();
-      for (auto u : r.getUsage()) items.push_back(ctl::replicaUsageJson(u));
-      c.json(200, Json{{"items", std::move(items)}});
-    });
+    return unary(c, [job](auto r) { r.setJobTop(job); },
+                 [c](api::Response::Reader r) { c.json(200, itemsOf(r.getUsage(), ctl::replicaUsageJson)); });
   if (part == "tasks" && rest.size() <= 3) {
     std::string task = rest.size() > 1 ? rest[1] : "";
     if (rest.size() == 3 && rest[2] != "replicas") return c.error(404, "no such API: " + c.req.path);
@@ -666,7 +662,9 @@ void HttpApi::eventStream(const Ctx& c) {
   unary(c, fill, [this, ex, job, lastId](api::Response::Reader who) {
     std::function<bool(const FeedItem&)> visible;
     if (!job.empty()) {
-      visible = [job](const FeedItem& item) { return item.job == job; };
+      // The job the caller may see: its owner too, in case the name is deleted and reused.
+      std::string owner = who.getJob().getSummary().getOwner().cStr();
+      visible = [job, owner](const FeedItem& item) { return item.job == job && item.owner == owner; };
     } else {
       Caller caller;
       caller.user = who.getUser().getName().cStr();

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "common/spec/loader.h"
+#include "master/config.h"
 #include "master/http/http_api.h"
 
 using namespace yard;
@@ -161,4 +162,21 @@ TEST_CASE("routes answer without the client API when they can", "[http]") {
   CHECK(get("GET", "/assets").body == "<html>app</html>");  // a folder is not a file: the app
   CHECK(get("POST", "/").status == 405);
   fs::remove_all(dir);
+}
+
+TEST_CASE("http_listen and console_dir in master.toml", "[http]") {
+  auto ok = parseMasterConfig("http_listen = \"127.0.0.1:7443\"\nconsole_dir = \"/srv/console\"\n", "m.toml");
+  REQUIRE(ok);
+  CHECK(ok.value().httpListen == std::optional<std::string>("127.0.0.1:7443"));
+  CHECK(ok.value().consoleDir == "/srv/console");
+  auto off = parseMasterConfig("http_listen = \"\"\n", "m.toml");
+  REQUIRE(off);
+  CHECK(off.value().httpListen == std::optional<std::string>(""));
+  auto bad = parseMasterConfig("http_listen = \"nonsense\"\n", "m.toml");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().find("http_listen") != std::string::npos);
+  CHECK(bad.error().find("nonsense") != std::string::npos);
+  auto wrongType = parseMasterConfig("http_listen = 7443\n", "m.toml");
+  REQUIRE_FALSE(wrongType);
+  CHECK(wrongType.error().find("http_listen: must be a string") != std::string::npos);
 }
