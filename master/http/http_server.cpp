@@ -29,17 +29,21 @@ void securityHeaders(restinio::response_builder_t<restinio::restinio_controlled_
                   "frame-ancestors 'none'");
 }
 
+// `alive`: false once the server stopped. Answers and streams whose last copies go later (at
+// shutdown, with the io_context) must not touch RESTinio's connections any more.
+using Alive = std::shared_ptr<const bool>;
+
 class SseOut : public SseSink {
  public:
-  SseOut(restinio::request_handle_t req, size_t limit)
-      : resp_(req->create_response<restinio::chunked_output_t>()), limit_(limit) {
+  SseOut(restinio::request_handle_t req, size_t limit, Alive alive)
+      : resp_(req->create_response<restinio::chunked_output_t>()), limit_(limit), alive_(std::move(alive)) {
     resp_.append_header(restinio::http_field::content_type, "text/event-stream; charset=utf-8");
     resp_.append_header(restinio::http_field::cache_control, "no-store");
     resp_.append_header("X-Accel-Buffering", "no");
     resp_.append_header("X-Content-Type-Options", "nosniff");
   }
   bool send(const std::string& event) override {
-    if (closed_) return false;
+    if (closed_ || !*alive_) return false;
     if (backlog_->failed) {  // the browser went: a write failed
       end();
       return false;
@@ -62,7 +66,7 @@ class SseOut : public SseSink {
   void end() override {
     if (closed_) return;
     closed_ = true;
-    resp_.done();
+    if (*alive_) resp_.done();
   }
   bool closed() const override { return closed_ || backlog_->failed; }
 
@@ -73,19 +77,22 @@ class SseOut : public SseSink {
   };
   restinio::response_builder_t<restinio::chunked_output_t> resp_;
   size_t limit_;
+  Alive alive_;
   std::shared_ptr<Backlog> backlog_ = std::make_shared<Backlog>();
   bool closed_ = false;
 };
 
 class RestExchange : public Exchange {
  public:
-  RestExchange(restinio::request_handle_t req, size_t streamLimit) : req_(std::move(req)), streamLimit_(streamLimit) {}
+  RestExchange(restinio::request_handle_t req, size_t streamLimit, Alive alive)
+      : req_(std::move(req)), streamLimit_(streamLimit), alive_(std::move(alive)) {}
   ~RestExchange() override {
-    // A request nobody answered (a bug) still gets an answer rather than a hung browser.
-    if (!answered_) reply(errorReply(500, "internal error: the request was not answered"));
+    // A request nobody answered (a bug, or a client API answer lost) still gets an answer
+    // rather than a hung browser, unless the server is gone.
+    if (!answered_ && *alive_) reply(errorReply(500, "internal error: the request was not answered"));
   }
   void reply(HttpReply r) override {
-    if (answered_) return;
+    if (answered_ || !*alive_) return;
     answered_ = true;
     auto b = req_->create_response(restinio::http_status_line_t{restinio::http_status_code_t{static_cast<std::uint16_t>(r.status)},
                                                                 reasonOf(r.status)});
@@ -98,7 +105,7 @@ class RestExchange : public Exchange {
   }
   std::shared_ptr<SseSink> events() override {
     answered_ = true;
-    return std::make_shared<SseOut>(req_, streamLimit_);
+    return std::make_shared<SseOut>(req_, streamLimit_, alive_);
   }
 
  private:
@@ -123,6 +130,7 @@ class RestExchange : public Exchange {
   }
   restinio::request_handle_t req_;
   size_t streamLimit_;
+  Alive alive_;
   bool answered_ = false;
 };
 
@@ -132,6 +140,7 @@ std::string methodName(const restinio::http_method_id_t& m) { return m.c_str(); 
 
 struct HttpApi::Server {
   std::unique_ptr<RestServer> server;
+  std::shared_ptr<bool> alive = std::make_shared<bool>(true);
 };
 
 HttpApi::HttpApi(asio::io_context& io, Gateway& gateway, EventFeed& feed, HttpApiOptions options, Log log)
@@ -160,18 +169,19 @@ Result<bool> HttpApi::start(const wire::ServerTls& tls) {
   ep = probe.local_endpoint();
   probe.close();
 
-  auto handler = [this, limit = options_.streamBacklogBytes](restinio::request_handle_t req) {
+  server_ = std::make_unique<Server>();
+  auto handler = [this, limit = options_.streamBacklogBytes, alive = Alive(server_->alive)](restinio::request_handle_t req) {
     HttpRequest r;
     r.method = methodName(req->header().method());
     auto path = restinio::utils::try_unescape_percent_encoding<restinio::utils::relaxed_unescape_traits>(req->header().path());
     if (!path) {
-      RestExchange(req, limit).reply(errorReply(400, "the path is not valid percent-encoding"));
+      RestExchange(req, limit, alive).reply(errorReply(400, "the path is not valid percent-encoding"));
       return restinio::request_accepted();
     }
     r.path = path.value();
     auto query = restinio::try_parse_query<restinio::parse_query_traits::javascript_compatible>(req->header().query());
     if (!query) {
-      RestExchange(req, limit).reply(errorReply(400, "the query string is not valid"));
+      RestExchange(req, limit, alive).reply(errorReply(400, "the query string is not valid"));
       return restinio::request_accepted();
     }
     for (const auto& [k, v] : query.value()) r.query[std::string(k)] = std::string(v);
@@ -184,7 +194,7 @@ Result<bool> HttpApi::start(const wire::ServerTls& tls) {
     std::ostringstream peer;
     peer << req->remote_endpoint();
     r.peer = peer.str();
-    handle(r, std::make_shared<RestExchange>(req, limit));
+    handle(r, std::make_shared<RestExchange>(req, limit, alive));
     return restinio::request_accepted();
   };
 
@@ -209,7 +219,6 @@ Result<bool> HttpApi::start(const wire::ServerTls& tls) {
                       .read_next_http_message_timelimit(std::chrono::seconds(60))
                       .write_http_response_timelimit(std::chrono::seconds(30))
                       .handle_request_timeout(std::chrono::seconds(60));
-  server_ = std::make_unique<Server>();
   server_->server = std::make_unique<RestServer>(restinio::external_io_context(io_), std::move(settings));
   std::string failure;
   try {
@@ -229,6 +238,7 @@ Result<bool> HttpApi::start(const wire::ServerTls& tls) {
 
 void HttpApi::stop() {
   if (!server_) return;
+  *server_->alive = false;
   try {
     server_->server->close_sync();
   } catch (const std::exception&) {

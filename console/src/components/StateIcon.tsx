@@ -47,8 +47,10 @@ export const StateIcon = memo(function StateIcon({ state, size = 16 }: { state: 
   );
 });
 
-export const StateBadge = memo(function StateBadge({ state, testid }: { state: string; testid?: string }) {
-  const look = stateLook(state);
+// `lookAs`: the state whose colours and icon to use, when they differ from the text (a
+// replica that exited with a non-zero code reads "Exited" but looks failed).
+export const StateBadge = memo(function StateBadge({ state, testid, lookAs }: { state: string; testid?: string; lookAs?: string }) {
+  const look = stateLook(lookAs ?? state);
   return (
     <span
       className="state-badge"
@@ -56,7 +58,7 @@ export const StateBadge = memo(function StateBadge({ state, testid }: { state: s
       data-state={state}
       style={{ color: look.color, borderColor: look.color, borderStyle: look.border === 'double' ? 'double' : look.border, background: look.background }}
     >
-      <StateIcon state={state} size={13} />
+      <StateIcon state={lookAs ?? state} size={13} />
       {state || 'unknown'}
     </span>
   );

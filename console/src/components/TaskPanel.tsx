@@ -106,7 +106,7 @@ function Replicas({ task }: { task: TaskDetail }) {
             <td>{r.index}</td>
             <td>{r.attempt}</td>
             <td>
-              <StateBadge state={r.state} />
+              <StateBadge state={r.state} lookAs={r.state === 'Exited' && r.exitCode !== 0 ? 'Failed' : undefined} />
             </td>
             <td>{r.node || '-'}</td>
             <td>{r.state === 'Exited' ? r.exitCode : '-'}</td>

@@ -1,0 +1,248 @@
+// The console end to end in Debian's chromium against a real dev cluster (docs/console.md,
+// "Browser tests"); run by tests/console/browser_test.sh, which starts `yard-master --dev`.
+//
+//   YARD_URL=https://HOST:PORT YARD_TOKEN=... node console/tests/browser/console.test.js
+//
+// SCREENSHOT_DIR=dir saves the main pages there (1280x800); FAIL_DIR=dir gets a screenshot
+// and the page's HTML when a step fails. Exits 0 when every step passed.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { login, mouseDrag, openBrowser, waitContains, waitText, watchPage } from './lib.js';
+
+const url = process.env.YARD_URL;
+const token = process.env.YARD_TOKEN;
+if (!url || !token) {
+  console.error('usage: YARD_URL=https://HOST:PORT YARD_TOKEN=TOKEN node console.test.js');
+  process.exit(2);
+}
+const shotDir = process.env.SCREENSHOT_DIR;
+const failDir = process.env.FAIL_DIR;
+
+const JOB = 'browser-dag';
+const FAILING = 'browser-fail';
+const TASKS = ['step-a', 'step-b', 'step-c'];
+
+const t0 = Date.now();
+const log = (s) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(5)} s] ${s}`);
+
+const { browser, context } = await openBrowser();
+const page = await context.newPage();
+watchPage(page, log);
+const tid = (id) => page.getByTestId(id);
+
+async function shot(name) {
+  if (!shotDir) return;
+  await page.mouse.move(0, 799); // no hover highlight in the picture
+  await page.screenshot({ path: path.join(shotDir, `${name}.png`) });
+  log(`screenshot ${name}.png`);
+}
+
+// Waits until the Create page's validation settled on `state` (valid or invalid).
+async function validation(state) {
+  await page
+    .waitForFunction((want) => document.querySelector('[data-testid="validation-status"]')?.getAttribute('data-state') === want, state, {
+      timeout: 15000,
+      polling: 50,
+    })
+    .catch(async () => {
+      throw new Error(`validation-status: wanted ${state}, it shows "${await tid('validation-status').textContent()}"`);
+    });
+}
+
+async function step(name, fn) {
+  log(name);
+  await fn();
+}
+
+try {
+  await step('login: a wrong token is refused, the admin token accepted', async () => {
+    await page.goto(url + '/jobs');
+    await tid('login-token').waitFor();
+    await shot('login');
+    await tid('login-token').fill('not-a-token');
+    await tid('login-submit').click();
+    await waitContains(page, 'login-error', 'not valid');
+    await tid('login-token').fill(token);
+    await tid('login-submit').click();
+    await waitContains(page, 'whoami', 'admin');
+    await tid('jobs-table').waitFor();
+  });
+
+  await step('create: drag three Container-Job kinds from the palette onto the canvas', async () => {
+    await tid('nav-create').click();
+    await tid('canvas').waitFor();
+    for (const [i, y] of [120, 300, 480].entries()) {
+      await mouseDrag(page, tid('palette-container-job'), tid('canvas'), { x: 260, y });
+      await tid(`task-node-container-job-${i + 1}`).waitFor({ timeout: 5000 });
+    }
+    assert.equal(await page.locator('.react-flow__node').count(), 3, 'three task nodes on the canvas');
+  });
+
+  await step('create: connect 1 -> 2 and 2 -> 3 by dragging between handles', async () => {
+    await mouseDrag(page, tid('handle-out-container-job-1'), tid('handle-in-container-job-2'));
+    await mouseDrag(page, tid('handle-out-container-job-2'), tid('handle-in-container-job-3'));
+    await page.waitForFunction(() => document.querySelectorAll('.react-flow__edge').length === 2, null, { timeout: 5000 });
+  });
+
+  await step('create: 3 -> 1 would close a cycle and is refused on the spot', async () => {
+    await mouseDrag(page, tid('handle-out-container-job-3'), tid('handle-in-container-job-1'));
+    await waitContains(page, 'canvas-message', 'cycle', 5000);
+    const msg = (await tid('canvas-message').textContent()).trim();
+    assert.match(msg, /container-job-1 → container-job-2 → container-job-3 → container-job-1/, `the cycle spelled out: ${msg}`);
+    assert.equal(await page.locator('.react-flow__edge').count(), 2, 'no third edge after the refused one');
+  });
+
+  await step("create: fill each task's form (name, image, command, resources)", async () => {
+    for (const [i, name] of TASKS.entries()) {
+      const b = `tasks[${i}]`;
+      // each node still has its dropped name until its form renames it
+      await tid(`task-node-container-job-${i + 1}`).click();
+      await tid(`task-form-${i}`).waitFor();
+      await tid(`field-${b}.name`).fill(name);
+      await tid(`task-node-${name}`).waitFor();
+      await tid(`field-${b}.container.image`).fill('host');
+      await tid(`words-mode-${b}.container.command`).click(); // the default command is a list
+      await tid(`field-${b}.container.command`).fill(`sh -c 'echo hello-from-${name.slice(-1)}'`);
+      await tid(`field-${b}.container.resources.cpu`).fill('100m');
+      await tid(`field-${b}.container.resources.memory`).fill('32Mi');
+    }
+    // the renames carried the dependencies along
+    await tid('task-node-step-c').click();
+    await tid('dep-step-c-step-b').waitFor();
+    await tid('task-node-step-b').click();
+    await tid('dep-step-b-step-a').waitFor();
+  });
+
+  await step('create: set the job name', async () => {
+    await page.locator('.react-flow__pane').click({ position: { x: 40, y: 40 } });
+    await tid('job-form').waitFor();
+    await tid('field-name').fill(JOB);
+    await validation('valid');
+  });
+
+  await step('create: a bad cpu shows its error at the field and on the task node, and fixing it clears both', async () => {
+    await tid('task-node-step-b').click();
+    await tid('field-tasks[1].container.resources.cpu').fill('lots');
+    await validation('invalid');
+    const err = tid('error-tasks[1].container.resources.cpu');
+    await err.waitFor();
+    log(`  error at the field: ${(await err.textContent()).trim()}`);
+    assert.match(await err.textContent(), /lots/, 'the error names the value');
+    await waitText(page, 'task-errors-step-b', '1 error', 5000);
+    assert.equal(await tid('task-errors-step-a').count(), 0, 'step-a has no error badge');
+    await shot('create-error');
+    await tid('field-tasks[1].container.resources.cpu').fill('100m');
+    await validation('valid');
+    assert.equal(await err.count(), 0, 'the error is gone from the field');
+    assert.equal(await tid('task-errors-step-b').count(), 0, 'the badge is gone from the node');
+    await tid('task-node-step-a').click();
+    await shot('create');
+  });
+
+  await step('submit; every task becomes Succeeded on the canvas', async () => {
+    await tid('submit-job').click();
+    await page.waitForURL(`**/jobs/${JOB}`, { timeout: 10000 });
+    await tid('job-dag').waitFor();
+    for (const name of TASKS) {
+      await waitText(page, `task-state-${name}`, 'Succeeded', 60000);
+      assert.equal(await tid(`task-node-${name}`).getAttribute('data-state'), 'Succeeded');
+    }
+    await waitText(page, 'job-state', 'Succeeded', 15000);
+    await waitText(page, 'job-tasks-done', '3/3', 15000);
+  });
+
+  await step("a task's logs show its output", async () => {
+    await tid('task-node-step-b').click();
+    await tid('task-panel').waitFor();
+    await waitText(page, 'panel-state', 'Succeeded', 5000);
+    await tid('tab-logs').click();
+    await waitContains(page, 'logs-view', 'hello-from-b', 15000);
+    const logs = await tid('logs-view').textContent();
+    assert.ok(!logs.includes('hello-from-a') && !logs.includes('hello-from-c'), `step-b's logs only: ${logs}`);
+    await shot('job');
+  });
+
+  await step('a failing task shows Failed and its reason; the task after it is Skipped', async () => {
+    await tid('nav-create').click();
+    await tid('import-open').click();
+    await tid('import-text').fill(
+      [
+        `name: ${FAILING}`,
+        'tasks:',
+        '  - name: boom',
+        '    kind: container-job',
+        '    container:',
+        '      image: host',
+        '      resources: { cpu: 100m, memory: 32Mi }',
+        `      command: [sh, -c, "echo boom >&2; exit 3"]`,
+        '  - name: after',
+        '    kind: container-job',
+        '    dependsOn: [boom]',
+        '    container:',
+        '      image: host',
+        '      resources: { cpu: 100m, memory: 32Mi }',
+        '      command: [sh, -c, "echo never"]',
+        '',
+      ].join('\n'),
+    );
+    await tid('import-apply').click();
+    await tid('task-node-boom').waitFor();
+    await tid('task-node-after').waitFor();
+    await validation('valid');
+    await tid('submit-job').click();
+    await page.waitForURL(`**/jobs/${FAILING}`, { timeout: 10000 });
+    await waitText(page, 'task-state-boom', 'Failed', 60000);
+    await waitText(page, 'task-state-after', 'Skipped', 30000);
+    await waitText(page, 'job-state', 'Failed', 15000);
+    await tid('task-node-boom').click();
+    await waitText(page, 'panel-state', 'Failed', 5000);
+    // the master's reason on the task, the exit code on its replica, the cause on the job
+    await waitContains(page, 'reason-boom', 'run failed', 10000);
+    log(`  reason: ${(await tid('reason-boom').textContent()).trim()}`);
+    const replica = tid('replica-run-0-0');
+    await waitContains(page, 'replica-run-0-0', 'Exited', 10000);
+    assert.equal((await replica.locator('td').nth(5).textContent()).trim(), '3', 'the replica exited with code 3');
+    await waitContains(page, 'job-reason', 'task boom failed', 5000);
+    await tid('tab-logs').click();
+    await waitContains(page, 'logs-view', 'boom', 15000);
+    await shot('job-failed');
+  });
+
+  await step('the Jobs page lists both jobs with their states', async () => {
+    await tid('nav-jobs').click();
+    await tid('jobs-table').waitFor();
+    await waitContains(page, `job-state-${JOB}`, 'Succeeded', 10000);
+    await waitContains(page, `job-state-${FAILING}`, 'Failed', 10000);
+    await waitText(page, `job-tasks-${JOB}`, '3/3', 5000);
+    await shot('jobs');
+  });
+
+  await step('the Queues, Nodes and Datasets pages show the dev cluster', async () => {
+    await tid('nav-queues').click();
+    await waitText(page, 'queue-state-default', 'running', 10000);
+    await shot('queues');
+    await tid('nav-nodes').click();
+    await waitContains(page, 'node-state-dev', 'ready', 10000);
+    await waitContains(page, 'node-row-dev', 'host', 5000); // its driver
+    await shot('nodes');
+    await tid('nav-datasets').click();
+    await tid('datasets-table').waitFor();
+    if (process.env.DATASET) await waitContains(page, `dataset-row-${process.env.DATASET}`, process.env.DATASET, 10000);
+    await shot('datasets');
+  });
+
+  log('all steps passed');
+  await browser.close();
+} catch (e) {
+  console.error(`FAILED: ${e.stack ?? e}`);
+  if (failDir) {
+    fs.mkdirSync(failDir, { recursive: true });
+    await page.screenshot({ path: path.join(failDir, 'failed.png') }).catch(() => {});
+    fs.writeFileSync(path.join(failDir, 'failed.html'), await page.content().catch(() => ''));
+    console.error(`the page at the failure: ${failDir}/failed.png, failed.html (${page.url()})`);
+  }
+  await browser.close();
+  process.exit(1);
+}
