@@ -153,10 +153,12 @@ void HttpApi::route(const Ctx& c) {
   // A browser sends the cookie with any request to this origin, even one another site's page
   // triggers: a change made with the cookie must carry the console's header, which a page
   // of another origin cannot add without the CORS permission this API never grants.
+  // Logging in needs it too: another site must not log a browser into its own account.
   bool mutating = c.req.method != "GET" && c.req.method != "HEAD";
   bool isLogin = seg.size() == 3 && seg[2] == "login";
-  if (mutating && c.byCookie && !isLogin && c.req.header("x-yard-console") != "1")
-    return c.error(403, "refused: a change made with the console's cookie must carry the header X-Yard-Console: 1");
+  if (mutating && (c.byCookie || isLogin) && c.req.header("x-yard-console") != "1")
+    return c.error(403, std::string("refused: ") + (isLogin ? "logging in" : "a change made with the console's cookie") +
+                            " must carry the header X-Yard-Console: 1");
   apiRoute(c, seg);
 }
 

@@ -126,11 +126,14 @@ s, j, r, _ = call("GET", "/api/v1/jobs", token=None)
 check(s == 401 and j["status"] == 401 and "not authenticated" in j["error"], f"no token: {s} {j}")
 s, j, _, _ = call("GET", "/api/v1/jobs", token="nonsense-token")
 check(s == 401, f"bad token: {s} {j}")
-s, j, r, _ = call("POST", "/api/v1/login", {"token": ALICE}, token=None)
+s, j, _, _ = call("POST", "/api/v1/login", {"token": ALICE}, token=None)
+check(s == 403 and "X-Yard-Console" in j["error"], f"login without the console header: {s} {j}")
+CONSOLE = {"X-Yard-Console": "1"}
+s, j, r, _ = call("POST", "/api/v1/login", {"token": ALICE}, token=None, headers=CONSOLE)
 cookie = r.getheader("Set-Cookie") or ""
 check(s == 200 and j["name"] == "alice", f"login: {s} {j}")
 check("HttpOnly" in cookie and "SameSite=Strict" in cookie and "Secure" in cookie, f"cookie flags: {cookie}")
-s, j, _, _ = call("POST", "/api/v1/login", {"token": "wrong"}, token=None)
+s, j, _, _ = call("POST", "/api/v1/login", {"token": "wrong"}, token=None, headers=CONSOLE)
 check(s == 401, f"login with a wrong token: {s}")
 jar = {"Cookie": cookie.split(";")[0]}
 s, j, _, _ = call("GET", "/api/v1/whoami", token=None, headers=jar)

@@ -149,8 +149,9 @@ TEST_CASE("routes answer without the client API when they can", "[http]") {
   auto csrf = get("POST", "/api/v1/jobs", {{"cookie", "yard_token=abc"}});
   CHECK(csrf.status == 403);
   CHECK(csrf.body.find("X-Yard-Console") != std::string::npos);
-  auto bad = get("POST", "/api/v1/login");
+  auto bad = get("POST", "/api/v1/login", {{"x-yard-console", "1"}});
   CHECK(bad.status == 400);
+  CHECK(get("POST", "/api/v1/login").status == 403);  // login CSRF
   CHECK(get("GET", "/").body == "<html>app</html>");
   CHECK(get("GET", "/jobs/x").body == "<html>app</html>");
   auto asset = get("GET", "/assets/a-1.js");
