@@ -92,7 +92,8 @@ done
 for f in "$tmp"/r1/*; do case "$f" in *.deb) ;; *) fail "package.sh left $f behind" ;; esac; done
 
 say "contents, modes, conffiles and Depends"
-contents() { dpkg-deb -c "$1" | awk '$6 !~ /\/$/ {print $1, $2, $6}' | sort; }
+# The web console's files (hashed names) are checked apart: index.html and some script.
+contents() { dpkg-deb -c "$1" | awk '$6 !~ /\/$/ && $6 !~ /^\.\/usr\/share\/yard\/console\// {print $1, $2, $6}' | sort; }
 check_contents() {  # check_contents DEB "EXPECTED LINES"
   local got; got=$(contents "$1")
   [ "$got" = "$(echo "$2" | sort)" ] || fail "$(basename "$1") files:
@@ -104,6 +105,11 @@ check_contents "$(deb yard-master 1)" "-rw------- root/root ./etc/yard/master.to
 -rw-r--r-- root/root ./lib/systemd/system/yard-master.service
 -rwxr-xr-x root/root ./usr/bin/yard-master
 -rw-r--r-- root/root ./usr/share/doc/yard-master/operations.md"
+console=$(dpkg-deb -c "$(deb yard-master 1)" | awk '{print $1, $2, $6}' | grep ' ./usr/share/yard/console/')
+echo "$console" | grep -q '^-rw-r--r-- root/root ./usr/share/yard/console/index.html$' ||
+  fail "yard-master has no web console (usr/share/yard/console/index.html): $console"
+echo "$console" | grep -q '^-rw-r--r-- root/root ./usr/share/yard/console/assets/.*\.js$' ||
+  fail "yard-master's web console has no script: $console"
 check_contents "$(deb yard-agent 1)" "-rw------- root/root ./etc/yard/agent.toml
 -rw-r--r-- root/root ./lib/systemd/system/yard-agent.service
 -rwxr-xr-x root/root ./usr/bin/yard-agent
