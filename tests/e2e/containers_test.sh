@@ -128,9 +128,9 @@ tasks:
             - -c
             - |
               if [ "\$RANK" = 0 ]; then
-                echo "rank 0 of \$WORLD_SIZE" | nc -l -p \$MASTER_PORT > /tmp/peer && echo "master heard: \$(cat /tmp/peer)"
+                (echo "rank 0 of \$WORLD_SIZE"; sleep 2) | nc -l -p \$MASTER_PORT > /tmp/peer && echo "master heard: \$(cat /tmp/peer)"
               else
-                for i in \$(seq 100); do echo "rank \$RANK of \$WORLD_SIZE" | nc \$MASTER_ADDR \$MASTER_PORT > /tmp/peer && [ -s /tmp/peer ] && break; sleep 0.1; done
+                for i in \$(seq 100); do (echo "rank \$RANK of \$WORLD_SIZE"; sleep 1) | nc \$MASTER_ADDR \$MASTER_PORT > /tmp/peer && [ -s /tmp/peer ] && break; sleep 0.1; done
                 echo "worker heard: \$(cat /tmp/peer)"
               fi
       worker: { replicas: 1, container: *c }
