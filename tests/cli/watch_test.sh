@@ -80,6 +80,12 @@ timeout 10 "$bin/yardctl" logs watch-a -o json >"$tmp/logs.json"; rc=$?
 [ $rc -eq 0 ] || fail "logs -o json: exit $rc"
 jsonl "$tmp/logs.json" "l == [{'replica': 'work/run/0', 'line': 'hello'}, {'replica': 'work/run/0', 'line': 'bye'}]"
 
+# The watchers poll once a second: give them the time to see Succeeded before the delete
+# (on a busy machine the window between the end and the delete can be shorter than a poll).
+for _ in $(seq 50); do
+  grep -qE '^watch-a +default +Succeeded' "$tmp/watch.out" && grep -q '"state":"Succeeded"' "$tmp/watch.json" && break
+  sleep 0.1
+done
 expect 0 'deleted' -- job delete watch-a --wait --timeout 20
 for _ in $(seq 50); do grep -q 'Deleted' "$tmp/watch.out" && grep -q DELETED "$tmp/watch.json" && break; sleep 0.1; done
 head -1 "$tmp/watch.out" | grep -qE '^NAME +QUEUE +STATE +TASKS +PRIORITY +SUBMITTED +OWNER$' || fail "--watch: no header: $(cat "$tmp/watch.out")"
