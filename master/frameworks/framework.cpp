@@ -51,6 +51,18 @@ const store::ReplicaRecord* findReplica(const std::vector<const store::ReplicaRe
   return nullptr;
 }
 
+const store::ReplicaRecord* firstElasticSuccess(const std::vector<const store::ReplicaRecord*>& attempt) {
+  const store::ReplicaRecord* first = nullptr;
+  for (const auto* r : attempt)
+    if (exitedOk(*r) && (!first || r->finishedAt < first->finishedAt)) first = r;
+  if (!first) return nullptr;
+  // A worker that failed before any finished failed the run (it restarts the gang or fails
+  // the task first); one that failed after is a straggler of a finished run.
+  for (const auto* r : attempt)
+    if (endedInFailure(r->state, r->cause, r->exitCode) && r->finishedAt < first->finishedAt) return nullptr;
+  return first;
+}
+
 std::string joinList(const std::vector<std::string>& items, const char* sep) {
   std::string s;
   for (const auto& x : items) s += (s.empty() ? "" : sep) + x;

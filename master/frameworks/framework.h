@@ -74,6 +74,10 @@ const Framework& frameworkFor(schema::TaskKind kind);
 bool exitedOk(const store::ReplicaRecord& r);
 const store::ReplicaRecord* findReplica(const std::vector<const store::ReplicaRecord*>& attempt, const std::string& role,
                                         int32_t index);
+// The elastic success rule (torchrun's, and Kubeflow's for elastic PyTorchJobs): the run
+// succeeded once one worker group finished, i.e. the first of `attempt` to exit 0, unless a
+// failure ended before it (docs/master.md, "Elastic scaling"). Null while none has.
+const store::ReplicaRecord* firstElasticSuccess(const std::vector<const store::ReplicaRecord*>& attempt);
 std::string joinList(const std::vector<std::string>& items, const char* sep = ",");
 
 }  // namespace yard::master::frameworks

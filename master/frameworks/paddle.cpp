@@ -1,11 +1,15 @@
 // PaddlePaddle: parameter-server (PSERVER/TRAINER) and collective, elastic through etcd.
-// Succeeds when every trainer exits 0.
+// Succeeds when every trainer exits 0, or, elastic, when one does (firstElasticSuccess).
 #include "master/frameworks/kinds.h"
 
 namespace yard::master::frameworks {
 
-std::optional<std::string> Paddle::succeeded(schema::Task::Reader, const TaskEntry&,
+std::optional<std::string> Paddle::succeeded(schema::Task::Reader spec, const TaskEntry&,
                                              const std::vector<const store::ReplicaRecord*>& attempt) const {
+  if (spec.getMode() == schema::TaskMode::ELASTIC) {
+    if (const auto* t = firstElasticSuccess(attempt)) return replicaName(*t) + " exited 0";
+    return std::nullopt;
+  }
   bool any = false, all = true;
   for (auto* r : attempt)
     if (r->role == "trainer") {

@@ -1,7 +1,6 @@
 // PyTorch: master-worker (torchrun's static rendezvous at the master) and elastic (c10d at
-// worker 0, or etcd). Succeeds when the master exits 0, or, elastic, every worker.
-#include <algorithm>
-
+// worker 0, or etcd). Succeeds when the master exits 0, or, elastic, when a worker does
+// (firstElasticSuccess).
 #include "master/frameworks/kinds.h"
 
 namespace yard::master::frameworks {
@@ -21,8 +20,7 @@ constexpr int kScaleIns = 100;
 std::optional<std::string> PyTorch::succeeded(schema::Task::Reader spec, const TaskEntry&,
                                               const std::vector<const store::ReplicaRecord*>& attempt) const {
   if (spec.getMode() == schema::TaskMode::ELASTIC) {
-    if (!attempt.empty() && std::all_of(attempt.begin(), attempt.end(), [](auto* r) { return exitedOk(*r); }))
-      return "all workers exited 0";
+    if (const auto* w = firstElasticSuccess(attempt)) return replicaName(*w) + " exited 0";
     return std::nullopt;
   }
   if (auto* m = findReplica(attempt, "master", 0); m && exitedOk(*m)) return "master exited 0";

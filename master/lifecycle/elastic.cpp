@@ -1,6 +1,7 @@
 #include "master/lifecycle/elastic.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "master/lifecycle/autoscale.h"
 
@@ -35,6 +36,58 @@ bool workersEnding(const TaskEntry& t) {
   return std::any_of(t.replicas.begin(), t.replicas.end(), [&](const store::ReplicaRecord& r) {
     return r.attempt == t.rec.attempt && !isLive(r.state) && r.cause != EndCause::StoppedByPolicy;
   });
+}
+
+namespace {
+
+// The current attempt's workers that count (not stopped by a scale change).
+std::vector<const store::ReplicaRecord*> members(const TaskEntry& t) {
+  std::vector<const store::ReplicaRecord*> out;
+  for (const auto& r : t.replicas)
+    if (r.attempt == t.rec.attempt && r.cause != EndCause::StoppedByPolicy) out.push_back(&r);
+  return out;
+}
+
+// When the first member exited 0, and whether another still runs.
+std::optional<int64_t> firstExitOk(const std::vector<const store::ReplicaRecord*>& m) {
+  std::optional<int64_t> at;
+  for (const auto* r : m)
+    if (r->state == ReplicaState::Exited && r->exitCode == 0 && (!at || r->finishedAt < *at)) at = r->finishedAt;
+  return at;
+}
+
+bool anyActive(const std::vector<const store::ReplicaRecord*>& m) {
+  return std::any_of(m.begin(), m.end(), [](auto* r) { return isActive(r->state); });
+}
+
+}  // namespace
+
+bool finishingGrace(JobEntry& job, size_t ti, const std::string& why, int64_t now, Events& events) {
+  TaskEntry& t = job.tasks[ti];
+  auto m = members(t);
+  auto since = firstExitOk(m);
+  if (!since || !anyActive(m) || now >= *since + kFinishGraceMs) return false;
+  std::string reason = "finishing: " + why + "; the other workers have " + std::to_string(kFinishGraceMs / 1000) +
+                       " s from then to exit";
+  if (t.rec.reason != reason) {
+    t.rec.reason = reason;
+    event(events, job, t, now, "Finishing", why + ": the run succeeded; the other workers have " +
+                                                std::to_string(kFinishGraceMs / 1000) + " s to exit");
+  }
+  return true;
+}
+
+bool finishingGraceOver(const JobEntry& job, size_t ti, int64_t now) {
+  const TaskEntry& t = job.tasks[ti];
+  if (t.rec.state != TaskState::Running && t.rec.state != TaskState::Starting) return false;
+  auto m = members(t);
+  auto since = firstExitOk(m);
+  return since && anyActive(m) && now >= *since + kFinishGraceMs;
+}
+
+int32_t workersAtEnd(const TaskEntry& t) {
+  auto m = members(t);
+  return static_cast<int32_t>(std::count_if(m.begin(), m.end(), [](auto* r) { return r->startedAt > 0; }));
 }
 
 int32_t nextWorkerIndex(const TaskEntry& t) {

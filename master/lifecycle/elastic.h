@@ -12,6 +12,12 @@
 //              rendezvous store), as any stop (preStop, SIGTERM, grace); event ScaledIn.
 // Workers stopped by a scale change end with cause StoppedByPolicy: not a failure, and not
 // counted by the success rule.
+//
+//   the end:   the task succeeds once one worker exits 0 (its kind's rule, torchrun's and
+//              Kubeflow's); the others get kFinishGraceMs from that exit to end on their
+//              own (the task stays Running, reason "finishing: ...", event Finishing), then
+//              the task is Succeeded and cleanup stops what still runs. Their exits after
+//              the first success, whatever the code, are not failures.
 
 #include <cstdint>
 #include <string>
@@ -30,6 +36,20 @@ std::vector<const store::ReplicaRecord*> liveWorkers(const TaskEntry& t);
 // A worker of the current attempt ended on its own (training is finishing, or failing): the
 // task takes no scale change and no replacement worker from then on.
 bool workersEnding(const TaskEntry& t);
+// How long the other workers have, after the first exited 0, to end on their own.
+inline constexpr int64_t kFinishGraceMs = 30000;
+// A task whose kind's success rule holds (`why`): true while the finishing grace runs (some
+// worker of the attempt still runs and kFinishGraceMs has not passed since the first exit
+// 0); the task's reason then says so, with a Finishing event the first time. False once the
+// task may be Succeeded.
+bool finishingGrace(JobEntry& job, size_t ti, const std::string& why, int64_t now, Events& events);
+// Whether the finishing grace of task `ti` is over at `now` with workers still running (the
+// time rule that ends it).
+bool finishingGraceOver(const JobEntry& job, size_t ti, int64_t now);
+// The workers the attempt ended with: started, and not stopped by a scale change (nor by
+// anything else Yard decided before the end). Recorded as `desired` once the task is final.
+int32_t workersAtEnd(const TaskEntry& t);
+
 // The index the next new worker gets (indexes are never reused within an attempt).
 int32_t nextWorkerIndex(const TaskEntry& t);
 

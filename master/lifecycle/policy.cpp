@@ -239,6 +239,7 @@ std::optional<JobEntry> applyTime(const JobEntry& live, const std::set<std::stri
       continue;
     }
     if (isElastic(st) && scaleOutSettles(job ? *job : live, ti, now)) settleScaleOut(copy(), ti, now, events);
+    if (isElastic(st) && finishingGraceOver(job ? *job : live, ti, now)) touched = true;
     if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
       int64_t timeout = st.getContainerJob().getTimeout();
       for (size_t ri = 0; timeout > 0 && ri < lt.replicas.size(); ++ri) {
@@ -290,8 +291,17 @@ void evaluateTask(JobEntry& job, size_t ti, int64_t now, Events& events) {
       cur.push_back(&r);
       curView.push_back(&r);
     }
-  if (auto ok = frameworks::frameworkFor(st.getKind()).succeeded(st, t, curView))
-    return finishTask(job, ti, TaskState::Succeeded, *ok, now, events);
+  if (auto ok = frameworks::frameworkFor(st.getKind()).succeeded(st, t, curView)) {
+    // Elastic: the others get their grace to end on their own; what they exit with then
+    // does not matter.
+    if (isElastic(st) && finishingGrace(job, ti, *ok, now, events)) return;
+    bool stragglers = isElastic(st) && std::any_of(cur.begin(), cur.end(), [](auto* r) { return isActive(r->state); });
+    return finishTask(job, ti, TaskState::Succeeded,
+                      *ok + (stragglers ? "; the workers still running " + std::to_string(kFinishGraceMs / 1000) +
+                                              " s later were stopped"
+                                        : ""),
+                      now, events);
+  }
   auto bad = std::find_if(cur.begin(), cur.end(), [](auto* r) { return failed(*r); });
   if (bad != cur.end()) {
     const store::ReplicaRecord& f = **bad;
@@ -323,6 +333,7 @@ void evaluateTask(JobEntry& job, size_t ti, int64_t now, Events& events) {
 void finishTask(JobEntry& job, size_t ti, TaskState state, const std::string& reason, int64_t now, Events& events) {
   TaskEntry& t = job.tasks[ti];
   auto st = job.specTask(ti);
+  if (isElastic(st)) t.rec.desired = workersAtEnd(t);  // what job show says it ended with
   // cleanup: none leaves running replicas alone (they keep their resources until the job is
   // cancelled); running and all stop them. A failed task stops everything.
   bool stop = state != TaskState::Succeeded || st.getKind() == schema::TaskKind::CONTAINER_JOB ||
@@ -379,13 +390,15 @@ void advanceDag(JobEntry& job, int64_t now, Events& events) {
 }
 
 void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& events) {
-  for (auto& t : job.tasks) {
+  for (size_t ti = 0; ti < job.tasks.size(); ++ti) {
+    TaskEntry& t = job.tasks[ti];
     for (auto& r : t.replicas) {
       if (!isActive(r.state)) continue;
       stopReplica(r, EndCause::StoppedByUser, reason);
       event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Stopping", reason);
     }
     if (isFinal(t.rec.state) || t.rec.state == TaskState::Stopping) continue;  // decided already
+    if (isElastic(job.specTask(ti))) t.rec.desired = workersAtEnd(t);  // what job show says it ended with
     if (!anyStopping(t)) {
       setTaskState(job, t, TaskState::Cancelled, reason, now, events);
     } else {

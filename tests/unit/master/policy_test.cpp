@@ -197,6 +197,9 @@ TEST_CASE("success and failure rules of every framework kind", "[policy]") {
                          role("server", 1) + role("trainer", 2);
   std::string paddleCollective = "name: jobx\ntasks:\n  - name: train\n    kind: paddle\n    mode: collective\n    roles:\n" +
                                  role("trainer", 2);
+  std::string paddleElastic = "name: jobx\ntasks:\n  - name: train\n    kind: paddle\n    mode: elastic\n"
+                              "    elastic: { minReplicas: 2, maxReplicas: 3 }\n    roles:\n"
+                              "      trainer: { container: " + std::string(kContainer) + " }\n";
   std::string mpi = task("openmpi", role("launcher", 1) + role("worker", 2));
   runTable({
       {"pytorch: the master exiting 0 succeeds", pt, {{"master", 0, RS::Exited, 0}}, TaskState::Succeeded, "master exited 0"},
@@ -211,9 +214,14 @@ TEST_CASE("success and failure rules of every framework kind", "[policy]") {
       {"pytorch: stopped on the master's request is not a failure", pt,
        {{"worker", 0, RS::Killed, 0, EndCause::StoppedByPolicy}}, TaskState::Running, ""},
       {"pytorch elastic: every worker exiting 0 succeeds", elastic,
-       {{"worker", 0, RS::Exited, 0}, {"worker", 1, RS::Exited, 0}}, TaskState::Succeeded, "all workers exited 0"},
-      {"pytorch elastic: one worker exiting 0 is not yet success", elastic, {{"worker", 0, RS::Exited, 0}},
-       TaskState::Running, ""},
+       {{"worker", 0, RS::Exited, 0}, {"worker", 1, RS::Exited, 0}}, TaskState::Succeeded, "worker/0 exited 0"},
+      {"pytorch elastic: one worker exiting 0 finishes the run; the others have their grace", elastic,
+       {{"worker", 0, RS::Exited, 0}}, TaskState::Running,
+       "finishing: worker/0 exited 0; the other workers have 30 s from then to exit"},
+      {"pytorch elastic: a worker exiting 1 after another exited 0 is not a failure", elastic,
+       {{"worker", 1, RS::Exited, 0}, {"worker", 0, RS::Exited, 1}}, TaskState::Succeeded, "worker/1 exited 0"},
+      {"pytorch elastic: a worker exiting 1 before any exited 0 fails the task", elastic,
+       {{"worker", 1, RS::Exited, 1}, {"worker", 0, RS::Exited, 0}}, TaskState::Failed, "worker/1 exited 1"},
       {"tensorflow: the chief exiting 0 succeeds", tfChief, {{"chief", 0, RS::Exited, 0}}, TaskState::Succeeded,
        "chief exited 0"},
       {"tensorflow: worker 0 is not the one to watch when there is a chief", tfChief, {{"worker", 0, RS::Exited, 0}},
@@ -225,6 +233,8 @@ TEST_CASE("success and failure rules of every framework kind", "[policy]") {
        {{"trainer", 0, RS::Exited, 0}, {"trainer", 1, RS::Exited, 0}}, TaskState::Succeeded, "all trainers exited 0"},
       {"paddle collective: one trainer is not enough", paddleCollective, {{"trainer", 1, RS::Exited, 0}},
        TaskState::Running, ""},
+      {"paddle elastic: one trainer exiting 0 finishes the run", paddleElastic,
+       {{"trainer", 0, RS::Exited, 0}, {"trainer", 1, RS::Exited, 1}}, TaskState::Succeeded, "trainer/0 exited 0"},
       {"paddle collective: a lost trainer fails it", paddleCollective, {{"trainer", 0, RS::Lost, 0, EndCause::AgentFailure}},
        TaskState::Failed, "trainer/0 Lost"},
       {"openmpi: the launcher exiting 0 succeeds", mpi, {{"launcher", 0, RS::Exited, 0}}, TaskState::Succeeded,
@@ -551,4 +561,63 @@ TEST_CASE("a finished job's leftover replicas (cleanup: none) still end, and can
   CHECK(k.time(1000, {"n1"}));  // its node went down: the leftover is Lost
   CHECK(k.replica(0, "worker", 0).state == ReplicaState::Lost);
   CHECK(k.job.rec.state == JobState::Succeeded);
+}
+
+// Issue: elastic success at the end of training. A worker added by a scale-out shortly
+// before the end exited 1 after worker 0 had exited 0, and the task was marked Failed.
+TEST_CASE("elastic: a late worker exiting 1 after worker 0 exited 0 does not fail the run", "[policy][elastic]") {
+  std::string elastic = "name: jobx\ntasks:\n  - name: train\n    kind: pytorch\n    mode: elastic\n"
+                        "    elastic: { minReplicas: 2, maxReplicas: 4 }\n    roles:\n"
+                        "      worker: { container: " + std::string(kContainer) + " }\n";
+  SECTION("the others end on their own within the grace: Succeeded, whatever their codes") {
+    Job j(elastic);
+    j.place(0);
+    j.runAll(0);
+    j.report(0, "worker", 0, RS::Exited, 0);
+    CHECK(j.state(0) == TaskState::Running);
+    CHECK(j.events.back().type == "Finishing");
+    CHECK(!j.time(10'000));  // nothing to do within the grace
+    j.report(0, "worker", 1, RS::Exited, 1);
+    INFO(j.eventTypes());
+    CHECK(j.state(0) == TaskState::Succeeded);
+    CHECK(j.reason(0) == "worker/0 exited 0");
+    CHECK(j.job.rec.state == JobState::Succeeded);
+    CHECK(j.job.tasks[0].rec.desired == 2);  // the workers it ended with
+  }
+  SECTION("a worker still running after the grace is stopped, not failed") {
+    Job j(elastic);
+    j.place(0);
+    j.runAll(0);
+    j.report(0, "worker", 1, RS::Exited, 0);
+    CHECK(!j.time(28'000));
+    CHECK(j.time(2'000));  // 30 s after worker 1's exit
+    INFO(j.eventTypes());
+    CHECK(j.state(0) == TaskState::Stopping);
+    CHECK(j.replica(0, "worker", 0).state == RS::Stopping);
+    CHECK(j.replica(0, "worker", 0).cause == EndCause::StoppedByPolicy);
+    j.gone();
+    CHECK(j.state(0) == TaskState::Succeeded);
+    CHECK(j.reason(0) == "worker/1 exited 0; the workers still running 30 s later were stopped");
+    CHECK(!lifecycle::failed(j.replica(0, "worker", 0)));
+  }
+  SECTION("a failure before the first success restarts the gang under retries") {
+    Job j("name: jobx\ntasks:\n  - name: train\n    kind: pytorch\n    mode: elastic\n"
+          "    elastic: { minReplicas: 2, maxReplicas: 4 }\n    advanced: { retries: 1 }\n    roles:\n"
+          "      worker: { container: " + std::string(kContainer) + " }\n");
+    j.place(0);
+    j.runAll(0);
+    j.report(0, "worker", 1, RS::Exited, 1);
+    CHECK(j.state(0) == TaskState::Queued);
+    CHECK(j.job.tasks[0].rec.attempt == 1);
+  }
+  SECTION("the rule itself: a failure that ended first wins over a later success") {
+    store::ReplicaRecord ok, bad;
+    ok.state = bad.state = RS::Exited;
+    bad.exitCode = 1;
+    ok.finishedAt = kT0 + 2000;
+    bad.finishedAt = kT0 + 1000;
+    CHECK(frameworks::firstElasticSuccess({&ok, &bad}) == nullptr);
+    bad.finishedAt = kT0 + 3000;
+    CHECK(frameworks::firstElasticSuccess({&ok, &bad}) == &ok);
+  }
 }
