@@ -20,6 +20,7 @@
 #include "agent/containerd/client.h"
 #include "agent/host_driver.h"
 #include "agent/metrics.h"
+#include "agent/shim/no_follow.h"
 
 namespace yard::agent {
 namespace {
@@ -559,6 +560,13 @@ StartFailure ContainerdDriver::startWorker(ReplicaKey key, ReplicaSpec spec, std
   }
   if (!mounts) return StartFailure::agent(mounts.error());
   if (cancel) return kCancelled;
+  // runc mounts the datasets when the task is created, following links as it resolves their
+  // paths: refuse one with a symbolic link in its path now, as yard-shim does for host
+  // replicas (docs/security.md, "Dataset roots"). Only the moments between this check and
+  // runc's mount remain for a swap.
+  for (const auto& m : spec.mounts)
+    if (auto why = shim::checkNoFollow(m.hostPath); !why.empty())
+      return StartFailure::agent("mount on " + m.path + ": " + why);
   std::string log = "file://" + dir + "/output.log";
   auto task = patiently([&] { return client_->createTask(options_.ns, id, mounts.value(), {log, log}); }, cancel);
   if (!task) return StartFailure::agent(task.error());

@@ -170,6 +170,8 @@ class ClientApi {
   void handleJob(api::Request::Reader req, const ClientAnswer& a);
   void handleNode(api::Request::Reader req, const ClientAnswer& a);
 
+  // Commits dataset `rec` (its path already checked and resolved) and answers with it.
+  void createDataset(const store::DatasetRecord& rec, const ClientAnswer& a);
   void updateQueue(api::QueueUpdate::Reader update, const ClientAnswer& a);
   // Once a change to queue `name` commits: the queue as it now is.
   Catalog::Reply answerQueue(const ClientAnswer& a, const std::string& name);

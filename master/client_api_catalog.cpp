@@ -130,20 +130,31 @@ Catalog::Reply ClientApi::answerQueue(const ClientAnswer& a, const std::string& 
   return afterCommit(a, [this, a, name] { fillQueue(a.resp.initQueue(), catalog_.queues().at(name)); });
 }
 
+void ClientApi::createDataset(const store::DatasetRecord& rec, const ClientAnswer& a) {
+  catalog_.createDataset(rec, afterCommit(a, [this, a, name = rec.name] {
+                           fillDataset(a.resp.initDataset(), catalog_.datasets().at(name), access_);
+                         }));
+}
+
 void ClientApi::handleDataset(api::Request::Reader req, const ClientAnswer& a) {
   switch (req.which()) {
     case api::Request::DATASET_CREATE: {
       auto d = req.getDatasetCreate();
       store::DatasetRecord rec{d.getName(), d.getPath(), d.getReadOnly(), 0};
-      // Only under the config's dataset_roots, never a system directory (docs/security.md); a
-      // relative path is the catalog's to refuse.
-      if (auto why = rec.path.starts_with('/') ? checkDatasetPath(rec.name, rec.path, datasetPathRules(config_)) : "";
-          !why.empty())
-        return a.error(why);
-      return catalog_.createDataset(
-          rec, afterCommit(a, [this, a, name = rec.name] {
-            fillDataset(a.resp.initDataset(), catalog_.datasets().at(name), access_);
-          }));
+      if (!rec.path.starts_with('/')) return createDataset(rec, a);  // relative: the catalog's to refuse
+      // Only under the config's dataset_roots, never a system directory, and not through a
+      // symbolic link that leads elsewhere (docs/security.md); the path stored is the resolved
+      // one, which the agents mount without following links. Resolving reads the file system,
+      // which may be slow (an NFS root): on the read thread, never the io thread.
+      reads_.run([this, rec, rules = datasetPathRules(config_), a]() mutable {
+        auto real = resolveDatasetPath(rec.name, rec.path, rules);
+        asio::post(a.conn->executor(), [this, rec, real = std::move(real), a]() mutable {
+          if (!real) return a.error(real.error());
+          rec.path = real.value();
+          createDataset(rec, a);
+        });
+      });
+      return;
     }
     case api::Request::DATASET_DELETE: {
       std::string name = req.getDatasetDelete();

@@ -1,6 +1,7 @@
 #include "master/dataset_paths.h"
 
 #include <filesystem>
+#include <system_error>
 
 #include "master/config.h"
 
@@ -61,25 +62,79 @@ const std::vector<std::string>& systemDirectories() {
   return dirs;
 }
 
-std::string checkDatasetPath(const std::string& name, const std::string& path, const DatasetPathRules& rules) {
-  std::string head = "dataset " + name + ": path " + path + " is refused: ";
-  if (auto bad = notNormal(path); !bad.empty()) return head + bad;
+namespace {
+
+// Why `path` is refused under `rules` ("" when it is not): the rule, without the dataset or path.
+std::string refusal(const std::string& path, const DatasetPathRules& rules) {
+  if (auto bad = notNormal(path); !bad.empty()) return bad;
   bool contains = false;
   if (std::string sys = systemDirectoryOf(path, contains); !sys.empty()) {
-    if (sys == "/") return head + "it is the root directory";
-    if (contains) return head + "it contains " + sys + ", a system directory";
-    return head + "under " + sys + ", a system directory";
+    if (sys == "/") return "it is the root directory";
+    if (contains) return "it contains " + sys + ", a system directory";
+    return "under " + sys + ", a system directory";
   }
   for (const auto& own : rules.ownData) {
     if (own.empty()) continue;
-    if (under(path, own)) return head + "under " + own + ", Yard's own data";
-    if (under(own, path)) return head + "it contains " + own + ", Yard's own data";
+    if (under(path, own)) return "under " + own + ", Yard's own data";
+    if (under(own, path)) return "it contains " + own + ", Yard's own data";
   }
   if (rules.roots.empty())
-    return head + "no dataset_roots are set in the master's config (datasets may be created only under them)";
+    return "no dataset_roots are set in the master's config (datasets may be created only under them)";
   for (const auto& root : rules.roots)
     if (under(path, root)) return "";
-  return head + "not under any dataset_roots (" + joined(rules.roots) + ")";
+  return "not under any dataset_roots (" + joined(rules.roots) + ")";
+}
+
+// `path` (absolute, normalised) with every symbolic link in the part of it that exists on this
+// node resolved; the rest is kept as written. Sets `error` when it cannot be resolved: a loop,
+// or a link to nothing (which would otherwise pass as the link's own name).
+std::string resolved(const std::string& path, std::string& error) {
+  namespace fs = std::filesystem;
+  fs::path existing = path;
+  std::vector<std::string> rest;  // the missing components, last first
+  std::error_code ec;
+  // symlink_status: a dangling link exists, and is then refused by canonical below.
+  while (existing != existing.root_path() && !fs::exists(fs::symlink_status(existing, ec))) {
+    rest.push_back(existing.filename().string());
+    existing = existing.parent_path();
+  }
+  fs::path real = fs::canonical(existing, ec);
+  if (ec) {
+    error = existing.string() + ": " + ec.message();
+    return path;
+  }
+  for (auto it = rest.rbegin(); it != rest.rend(); ++it) real /= *it;
+  std::string out = real.string();
+  if (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::string checkDatasetPath(const std::string& name, const std::string& path, const DatasetPathRules& rules) {
+  std::string why = refusal(path, rules);
+  return why.empty() ? "" : "dataset " + name + ": path " + path + " is refused: " + why;
+}
+
+Result<std::string> resolveDatasetPath(const std::string& name, const std::string& path,
+                                       const DatasetPathRules& rules) {
+  using R = Result<std::string>;
+  if (auto why = checkDatasetPath(name, path, rules); !why.empty()) return R::fail(why);
+  std::string error;
+  std::string real = resolved(path, error);
+  if (!error.empty())
+    return R::fail("dataset " + name + ": path " + path + " is refused: its symbolic links cannot be resolved (" + error + ")");
+  // The roots and Yard's data, resolved the same way: a root that is itself a link to a disk
+  // allows what lies on that disk; a root that cannot be resolved is kept as written.
+  DatasetPathRules realRules;
+  std::string ignored;
+  for (const auto& root : rules.roots) realRules.roots.push_back(resolved(root, ignored));
+  for (const auto& own : rules.ownData) realRules.ownData.push_back(own.empty() ? own : resolved(own, ignored));
+  if (auto why = refusal(real, realRules); !why.empty()) {
+    if (real == path) return R::fail("dataset " + name + ": path " + path + " is refused: " + why);
+    return R::fail("dataset " + name + ": path " + path + " resolves to " + real + ", which is refused: " + why);
+  }
+  return R::ok(real);
 }
 
 std::string checkDatasetRoot(const std::string& root) {

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "agent/shim/files.h"
+#include "agent/shim/no_follow.h"
 
 namespace yard::shim {
 
@@ -72,9 +73,9 @@ bool inside(const std::string& path, const std::string& dir) {
 // inside the replica's own directory: what is created is on the host's file system (a new
 // mount namespace has the same directories), and the host's own tree is not Yard's to change.
 // Each path created is recorded for the agent (docs/agent.md).
-std::optional<SetupFailure> makeMountPoint(const BindMount& m, const std::string& replicaDir, int recordFd) {
-  struct stat st {};
-  if (::stat(m.source.c_str(), &st) != 0) return makeFailure("bind-mount", errno, m.source);
+// `st` is the source's.
+std::optional<SetupFailure> makeMountPoint(const BindMount& m, const struct stat& st, const std::string& replicaDir,
+                                           int recordFd) {
   struct stat target {};
   if (::lstat(m.target.c_str(), &target) == 0) return std::nullopt;  // exists: mount over it (bind says if it fits)
   if (errno != ENOENT) return makeFailure("mount-point", errno, m.target);
@@ -171,10 +172,34 @@ std::optional<SetupFailure> applyMounts(const std::vector<BindMount>& mounts, co
     return makeFailure("mount-private", errno, "/");
   }
   for (const BindMount& m : mounts) {
-    if (auto f = makeMountPoint(m, replicaDir, recordFd)) return f;
-    if (::mount(m.source.c_str(), m.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-      return makeFailure("bind-mount", errno, m.source + " on " + m.target);
+    // The source is opened without following any link in it, and what is mounted is that
+    // descriptor (/proc/self/fd/N names the opened object): a dataset directory replaced by a
+    // link to /etc after it was created is refused, even if the swap happens between this
+    // check and the mount.
+    int src = openNoFollow(m.source);
+    if (src == -ELOOP) {
+      std::string link = firstSymlinkIn(m.source);
+      return makeFailure("mount-source", ELOOP,
+                         (link.empty() ? m.source : link) + " is a symbolic link" +
+                             (link.empty() || link == m.source ? "" : " (in " + m.source + ")") +
+                             "; yard-shim mounts no path through one");
     }
+    if (src < 0) return makeFailure("bind-mount", -src, m.source);
+    struct stat st {};
+    if (::fstat(src, &st) != 0) {
+      int err = errno;
+      ::close(src);
+      return makeFailure("bind-mount", err, m.source);
+    }
+    if (auto f = makeMountPoint(m, st, replicaDir, recordFd)) {
+      ::close(src);
+      return f;
+    }
+    std::string opened = "/proc/self/fd/" + std::to_string(src);
+    int rc = ::mount(opened.c_str(), m.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
+    int err = errno;
+    ::close(src);
+    if (rc != 0) return makeFailure("bind-mount", err, m.source + " on " + m.target);
     if (m.readOnly) {
       unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY | preservedFlags(m.target);
       if (::mount(nullptr, m.target.c_str(), nullptr, flags, nullptr) != 0) {

@@ -37,7 +37,9 @@ std::optional<SetupFailure> readEnvironment(const std::optional<std::string>& en
 // mount point must exist, unless it lies inside `replicaDir` (the replica's own directory):
 // directories are not namespaced, so creating one elsewhere would change the host's own tree
 // (an empty /etc/nologin stops every login). A missing one outside fails with step
-// `mount-point`. Each path created is appended, one per line, to `recordFd` (-1: not recorded).
+// `mount-point`. A source is opened without following any symbolic link in its path and that
+// descriptor is what gets mounted: a link fails with step `mount-source` (ELOOP), naming it.
+// Each path created is appended, one per line, to `recordFd` (-1: not recorded).
 std::optional<SetupFailure> applyMounts(const std::vector<BindMount>& mounts, const std::string& replicaDir,
                                         int recordFd = -1);
 

@@ -127,6 +127,36 @@ echo "$reason" | grep -q 'mount-point: No such file or directory (/mnt/yard-e2e-
 [ -e /mnt/yard-e2e-shared ] && fail "a mount point was created on the host: $(find /mnt/yard-e2e-shared)"
 "$bin/yardctl" job delete e2e-missing-mount >/dev/null
 
+say "datasets through symbolic links: refused at creation, and a directory swapped for a link later is refused at mount"
+# Checked as text only, `ln -s /etc ROOT/lnk` made the host's /etc a read-write dataset.
+ln -s /etc "$tmp/lnk"
+out=$("$bin/yardctl" dataset create lnk --path "$tmp/lnk" --read-write 2>&1) && fail "a dataset through a link to /etc was created: $out"
+echo "$out" | grep -qF "dataset lnk: path $tmp/lnk resolves to /etc, which is refused: under /etc, a system directory" \
+  || fail "dataset through a link: $out"
+# A real directory when created, replaced by a link to /etc before a replica mounts it.
+mkdir "$tmp/swap"
+"$bin/yardctl" dataset create swap --path "$tmp/swap" --read-write >/dev/null || fail "dataset create swap"
+rmdir "$tmp/swap" && ln -s /etc "$tmp/swap"
+cat >"$tmp/swapped.yaml" <<YAML
+name: e2e-swapped
+tasks:
+  - name: peek
+    kind: container-job
+    container:
+      image: host
+      resources: { cpu: 100m, memory: 32Mi }
+      command: cat /mnt/yard-e2e-data/passwd
+      mounts: [ { dataset: swap, path: /mnt/yard-e2e-data } ]
+YAML
+submit "$tmp/swapped.yaml"
+wait_job e2e-swapped Failed 30
+reason=$("$bin/yardctl" job show e2e-swapped -o json | python3 -c 'import json,sys; j=json.load(sys.stdin); print([r["reason"] for t in j["tasks"] for r in t["replicas"]][0])')
+echo "$reason" | grep -qF "mount-source: Too many levels of symbolic links ($tmp/swap is a symbolic link; yard-shim mounts no path through one)" \
+  || fail "swapped dataset: reason '$reason'"
+"$bin/yardctl" logs e2e-swapped 2>&1 | grep -q 'root:' && fail "the link's target was mounted: $("$bin/yardctl" logs e2e-swapped 2>&1)"
+"$bin/yardctl" job delete e2e-swapped >/dev/null
+rm "$tmp/lnk" "$tmp/swap"
+
 say "logs -f streams while the replica runs and ends when it ends"
 cat >"$tmp/ticker.yaml" <<'YAML'
 name: e2e-ticker

@@ -992,3 +992,30 @@ TEST_CASE("guard: a pid reused after the process ended is never signalled") {
   CHECK_FALSE(exists(reusedLog));
   CHECK_FALSE(exists(r.dir() + "/fenced"));
 }
+
+TEST_CASE("run: a mount source with a symbolic link in its path is refused, and the link's target is not mounted") {
+  if (::geteuid() != 0) {
+    WARN("skipped: bind mounts need root");
+    return;
+  }
+  // A dataset's directory replaced by a link to a host directory after the master checked it.
+  Replica r;
+  std::filesystem::create_directory(r.path("secret"));
+  writeFile(r.path("secret/key"), "host secret\n");
+  std::filesystem::create_directory_symlink(r.path("secret"), r.path("dataset"));
+  std::string target = r.dir() + "/mnt";
+  Ran ran = r.run({"--mount", r.path("dataset") + ":" + target + ":rw"}, {"cat", target + "/key"});
+  CHECK(ran.rc == 1);
+  CHECK_THAT(ran.err, Catch::Contains("failed mount-source: Too many levels of symbolic links (" + r.path("dataset") +
+                                      " is a symbolic link; yard-shim mounts no path through one)"));
+  CHECK_THAT(r.status(), Catch::StartsWith("failed mount-source: "));
+  CHECK(r.output().find("host secret") == std::string::npos);
+
+  // A link higher up the path is refused the same way.
+  Replica up;
+  std::filesystem::create_directories(up.path("real/set"));
+  std::filesystem::create_directory_symlink(up.path("real"), up.path("via"));
+  Ran viaUp = up.run({"--mount", up.path("via/set") + ":" + up.dir() + "/mnt:ro"}, {"true"});
+  CHECK(viaUp.rc == 1);
+  CHECK_THAT(viaUp.err, Catch::Contains(up.path("via") + " is a symbolic link (in " + up.path("via/set") + ")"));
+}

@@ -1,6 +1,10 @@
 // Where datasets may live (master/dataset_paths.h): the pure rule, by table.
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>
+
+#include <filesystem>
+
 #include "master/config.h"
 #include "master/dataset_paths.h"
 
@@ -97,4 +101,72 @@ TEST_CASE("dataset paths: dataset_roots in the master config") {
   CHECK(checkDatasetPath("d", "/srv/yard/master/x", datasetPathRules(config)) ==
         "dataset d: path /srv/yard/master/x is refused: under /srv/yard/master, Yard's own data");
   CHECK(checkDatasetPath("d", "/srv/data", datasetPathRules(config)) == "");
+}
+
+namespace {
+
+// A dataset root with a real subdirectory, a directory outside it and the master's data, in a
+// temp dir that goes away.
+struct Tree {
+  std::string top, root, outside, own;
+  Tree() {
+    char tmpl[] = "/tmp/yard-dsroot-XXXXXX";
+    top = std::filesystem::canonical(::mkdtemp(tmpl)).string();
+    root = top + "/data";
+    outside = top + "/elsewhere";
+    own = top + "/master";
+    for (const auto& d : {root + "/imagenet", outside, own}) std::filesystem::create_directories(d);
+  }
+  ~Tree() { std::filesystem::remove_all(top); }
+  DatasetPathRules rules() const { return {{root}, {own}}; }
+  void link(const std::string& target, const std::string& at) const { std::filesystem::create_directory_symlink(target, at); }
+  std::string resolve(const std::string& name, const std::string& path) const {
+    auto r = resolveDatasetPath(name, path, rules());
+    return r ? "ok " + r.value() : r.error();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("dataset paths: a real directory under a root is accepted as it is, and a missing one as written") {
+  Tree t;
+  CHECK(t.resolve("imagenet", t.root + "/imagenet") == "ok " + t.root + "/imagenet");
+  CHECK(t.resolve("later", t.root + "/not/yet") == "ok " + t.root + "/not/yet");  // created later, or only on agents
+  // The text rules still come first.
+  CHECK(t.resolve("up", t.root + "/../etc") ==
+        "dataset up: path " + t.root + "/../etc is refused: it must not contain a \"..\" component");
+}
+
+TEST_CASE("dataset paths: a symbolic link that leads out of the roots is refused, naming where it leads") {
+  Tree t;
+  // `ln -s /etc ROOT/lnk; yardctl dataset create lnk --path ROOT/lnk --read-write` mounted the
+  // host's /etc read-write into replicas: the path was checked as text only.
+  t.link("/etc", t.root + "/lnk");
+  CHECK(t.resolve("lnk", t.root + "/lnk") ==
+        "dataset lnk: path " + t.root + "/lnk resolves to /etc, which is refused: under /etc, a system directory");
+  CHECK(t.resolve("lnk", t.root + "/lnk/ssl") ==
+        "dataset lnk: path " + t.root + "/lnk/ssl resolves to /etc/ssl, which is refused: under /etc, a system directory");
+  CHECK(t.resolve("lnk", t.root + "/lnk/not-there") == "dataset lnk: path " + t.root + "/lnk/not-there resolves to "
+                                                       "/etc/not-there, which is refused: under /etc, a system directory");
+  t.link(t.outside, t.root + "/out");
+  CHECK(t.resolve("out", t.root + "/out") == "dataset out: path " + t.root + "/out resolves to " + t.outside +
+                                                 ", which is refused: not under any dataset_roots (" + t.root + ")");
+  t.link(t.own, t.root + "/own");
+  CHECK(t.resolve("own", t.root + "/own") == "dataset own: path " + t.root + "/own resolves to " + t.own +
+                                                 ", which is refused: under " + t.own + ", Yard's own data");
+  t.link(t.root + "/nothing", t.root + "/dangling");  // would pass as its own name, then be swapped in
+  CHECK_THAT(t.resolve("dangling", t.root + "/dangling"),
+             Catch::StartsWith("dataset dangling: path " + t.root + "/dangling is refused: its symbolic links cannot be "
+                               "resolved (" + t.root + "/dangling: "));
+}
+
+TEST_CASE("dataset paths: a link that stays inside the roots is accepted, and stored resolved") {
+  Tree t;
+  t.link(t.root + "/imagenet", t.root + "/alias");
+  CHECK(t.resolve("alias", t.root + "/alias") == "ok " + t.root + "/imagenet");
+  // A root that is itself a link to a disk allows what lies on that disk.
+  t.link(t.root, t.top + "/data-link");
+  auto r = resolveDatasetPath("d", t.top + "/data-link/imagenet", {{t.top + "/data-link"}, {t.own}});
+  REQUIRE(r);
+  CHECK(r.value() == t.root + "/imagenet");
 }
