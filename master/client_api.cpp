@@ -42,8 +42,14 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
   a.source = conn->peer();
   if (req.hasForwardedFor() && conn->peerName() == tls::kMasterName)
     a.source = std::string(req.getForwardedFor().cStr()) + " (http)";
+  // The master's own gateway (its certificate, which only the master holds) forwards
+  // browsers' requests, logged in or not: its connection is never a stranger's.
+  if (conn->peerName() == tls::kMasterName) conn->markAuthenticated();
   auto who = access_.authenticate(view(req.getToken()), a.source);
   if (!who) return refuse(a, "", info.name, requestTarget(req), who.error());
+  // A valid token: the connection keeps its place when strangers flood the listener
+  // (docs/reliability.md, "Bounded resources per peer").
+  conn->markAuthenticated();
   auto caller = std::make_shared<const Caller>(std::move(who).value());
   a.caller = caller;
   if (auto why = authorize(*caller, req)) return refuse(a, caller->user, info.name, requestTarget(req), *why);

@@ -46,6 +46,7 @@ void ClientApi::exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
     for (const auto& [k, v] : decodeEnv(caller->env))
       if (k == "YARD_EXEC_TOKEN") token = v;
   if (!caller || !tokensEqual(q.getToken().cStr(), token)) return fail(refused);
+  conn->markAuthenticated();  // the job's exec token is its credential
   std::string host = q.getHost().cStr();
   const store::ReplicaRecord* target = nullptr;
   std::string hostPort;

@@ -37,9 +37,19 @@ struct Limits {
   // only: an outgoing one belongs to a caller with its own timers.
   std::chrono::milliseconds idleTimeout{std::chrono::minutes(5)};
   // Listeners only: connections open at once, on the listener and from one source address.
-  // A connection over either cap is closed as soon as it is accepted.
+  // A new connection that finds either cap reached closes the oldest unauthenticated
+  // connection there (of that address, for the per-address cap) to take its place; only when
+  // every connection there has authenticated is the new one closed as soon as it is accepted.
   size_t maxConnections = 1024;
   size_t maxConnectionsPerAddress = 64;
+  // Listeners only: an accepted connection that has not authenticated (its TLS handshake is
+  // not done, or no request has carried valid credentials yet) is closed this long after it
+  // was accepted; zero = never. Idle peers cannot hold places an authenticated client needs.
+  std::chrono::milliseconds authDeadline{std::chrono::seconds(10)};
+  // Listeners only: unauthenticated connections open at once; 0 = three quarters of
+  // maxConnections, so that a quarter stays for authenticated clients whatever a flood does.
+  // A new connection over it closes the oldest unauthenticated one.
+  size_t maxConnectionsBeforeAuth = 0;
   // Optional: the frame that answers a request refused for its size (a protocol error the
   // peer can show, with request id 0), given why. The rest of the refused frame is read and
   // thrown away (within frameDeadline) so that the peer, still writing, gets to read it.

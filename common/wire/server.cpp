@@ -99,6 +99,15 @@ void Connection::handshake() {
   });
 }
 
+void Connection::markAuthenticated() {
+  if (authenticated_) return;
+  authenticated_ = true;
+  if (!onAuthenticated_) return;
+  auto f = std::move(onAuthenticated_);
+  onAuthenticated_ = nullptr;
+  f();
+}
+
 std::shared_ptr<void> Connection::holdOpen() {
   ++holds_;
   return std::shared_ptr<void>(nullptr, [weak = weak_from_this()](void*) {
@@ -334,7 +343,8 @@ FrameServer::FrameServer(asio::io_context& io, asio::ip::tcp::acceptor acceptor,
       limits_(limits),
       handler_(std::move(handler)),
       log_(std::move(log)),
-      retry_(io) {}
+      retry_(io),
+      deadline_(io) {}
 
 Result<std::unique_ptr<FrameServer>> FrameServer::listen(asio::io_context& io, const std::string& hostPort,
                                                          const ServerTls& tls, const Limits& limits,
@@ -374,10 +384,14 @@ void FrameServer::accept() {
   });
 }
 
-// Out of file descriptors (EMFILE, ENFILE) or another error that would fail again at once:
-// wait 100 ms, doubling to 1 s, rather than spin; say so once per episode. Connections that
-// close (or time out idle) free descriptors meanwhile; the pending ones wait in the backlog.
+// Out of file descriptors (EMFILE, ENFILE): the oldest unauthenticated connection gives its
+// descriptor to the next one waiting, as it would give its place at the cap. With none, or
+// after another error that would fail again at once: wait 100 ms, doubling to 1 s, rather
+// than spin; say so once per episode. Connections that close (or time out idle) free
+// descriptors meanwhile; the pending ones wait in the backlog.
 void FrameServer::backOff(const asio::error_code& ec) {
+  bool outOfFiles = ec.category() == asio::error::get_system_category() && (ec.value() == EMFILE || ec.value() == ENFILE);
+  if (outOfFiles && evictOldest("")) return accept();
   if (backoff_.count() == 0 && log_) {
     rlimit lim{};
     ::getrlimit(RLIMIT_NOFILE, &lim);
@@ -398,25 +412,105 @@ void FrameServer::admit(asio::ip::tcp::socket socket) {
   if (ec) return;  // already gone
   std::string address = ep.address().to_string();
   Census& c = *census_;
-  if (c.open >= limits_.maxConnections)
-    return refuse(socket, address, std::to_string(c.open) + " connections are open, the cap of this listener");
-  size_t& fromHere = c.byAddress[address];
-  if (fromHere >= limits_.maxConnectionsPerAddress) {
-    if (fromHere == 0) c.byAddress.erase(address);
-    return refuse(socket, address, std::to_string(fromHere) + " connections are open from " + address +
+  auto fromHere = [&c, &address] {
+    auto it = c.byAddress.find(address);
+    return it == c.byAddress.end() ? size_t(0) : it->second;
+  };
+  // At a cap, an unauthenticated connection makes room (the oldest, of this address for its
+  // cap); only authenticated ones keep their places against a newcomer.
+  if (fromHere() >= limits_.maxConnectionsPerAddress && !evictOldest(address))
+    return refuse(socket, address, std::to_string(fromHere()) + " connections are open from " + address +
                                        ", the cap per address");
-  }
+  if (c.open >= limits_.maxConnections && !evictOldest(""))
+    return refuse(socket, address, std::to_string(c.open) + " connections are open, the cap of this listener");
+  if (c.waiting.size() >= maxBeforeAuth()) evictOldest("");
   ++c.open;
-  ++fromHere;
+  ++c.byAddress[address];
   socket.set_option(asio::ip::tcp::no_delay(true), ec);
   auto conn = std::make_shared<Connection>(Connection::Stream(std::move(socket), *tls_.context), false, limits_,
                                            handler_, log_);
-  conn->onClose([census = census_, address] {
+  uint64_t number = c.admitted++;
+  c.waiting.emplace(number, Waiting{conn, address, Connection::Clock::now()});
+  conn->onAuthenticated_ = [census = census_, number] { census->waiting.erase(number); };
+  conn->onClose([census = census_, address, number] {
     --census->open;
+    census->waiting.erase(number);
     auto it = census->byAddress.find(address);
     if (it != census->byAddress.end() && --it->second == 0) census->byAddress.erase(it);
   });
   conn->start();
+  armDeadline();
+}
+
+size_t FrameServer::maxBeforeAuth() const {
+  if (limits_.maxConnectionsBeforeAuth > 0) return limits_.maxConnectionsBeforeAuth;
+  return std::max<size_t>(1, limits_.maxConnections * 3 / 4);
+}
+
+bool FrameServer::evictOldest(const std::string& address) {
+  Census& c = *census_;
+  for (auto it = c.waiting.begin(); it != c.waiting.end();) {
+    if (!address.empty() && it->second.address != address) {
+      ++it;
+      continue;
+    }
+    auto conn = it->second.conn.lock();
+    if (!conn || conn->closed()) {  // gone without its close callback (the io_context ending)
+      it = c.waiting.erase(it);
+      continue;
+    }
+    ++c.evicted;
+    ++c.evictedUnreported;
+    conn->close("");  // its close callback takes it out of `waiting`; reportClosures() says why
+    reportClosures();
+    return true;
+  }
+  return false;
+}
+
+void FrameServer::armDeadline() {
+  Census& c = *census_;
+  if (stopped_ || limits_.authDeadline.count() == 0 || c.waiting.empty()) return;
+  auto at = c.waiting.begin()->second.acceptedAt + limits_.authDeadline;
+  if (deadlineAt_ && *deadlineAt_ <= at) return;
+  deadlineAt_ = at;
+  deadline_.expires_at(at);  // cancels a later wait, whose handler then does nothing
+  deadline_.async_wait([this](asio::error_code e) {
+    if (!e && !stopped_) expireWaiting();
+  });
+}
+
+// Admission numbers follow the clock, so the expired connections are the first ones.
+void FrameServer::expireWaiting() {
+  deadlineAt_.reset();
+  Census& c = *census_;
+  auto now = Connection::Clock::now();
+  while (!c.waiting.empty() && c.waiting.begin()->second.acceptedAt + limits_.authDeadline <= now) {
+    auto conn = c.waiting.begin()->second.conn.lock();
+    c.waiting.erase(c.waiting.begin());
+    if (!conn || conn->closed()) continue;
+    ++c.expired;
+    ++c.expiredUnreported;
+    conn->close("");
+  }
+  reportClosures();
+  armDeadline();
+}
+
+// Like refusals, at most once per kRefusalReportEvery with the counts since the last report:
+// a flood of idle peers must not flood the log as well.
+void FrameServer::reportClosures() {
+  Census& c = *census_;
+  if (stopped_ || !log_ || c.evictedUnreported + c.expiredUnreported == 0) return;
+  auto now = Connection::Clock::now();
+  if (c.lastEvictionReport && now - *c.lastEvictionReport < kRefusalReportEvery) return;
+  log_(address() + ": closed " + std::to_string(c.evictedUnreported + c.expiredUnreported) +
+       " unauthenticated connections since the last report (" + std::to_string(c.evictedUnreported) +
+       " to make room for new connections, " + std::to_string(c.expiredUnreported) +
+       " not authenticated within " + durationText(limits_.authDeadline) + "); " +
+       std::to_string(c.waiting.size()) + " unauthenticated of " + std::to_string(c.open) + " open now");
+  c.lastEvictionReport = now;
+  c.evictedUnreported = c.expiredUnreported = 0;
 }
 
 // Closed at once, before anything is read. Logged at most once per kRefusalReportEvery, with
@@ -442,6 +536,7 @@ void FrameServer::stop() {
   asio::error_code ec;
   acceptor_.close(ec);
   retry_.cancel();
+  deadline_.cancel();
 }
 
 }  // namespace yard::wire

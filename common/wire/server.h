@@ -9,7 +9,10 @@
 // per peer"): connections per listener and per source address, a frame's size (small until
 // the handler marks the connection authenticated), the buffer of a frame being received
 // (it grows with the bytes that actually arrived, never to the announced length up front),
-// the time one frame may take, and the time a connection may sit idle.
+// the time one frame may take, and the time a connection may sit idle. Until it
+// authenticates, a connection has a short deadline and only a share of the listener's places,
+// and is the first to go when a new connection finds the listener full: peers that never
+// authenticate cannot lock out those that do.
 //
 // REQUIRES: every method runs on the io_context's thread, except executor().
 
@@ -63,9 +66,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // thread may read it: work finished elsewhere posts its answer back through it.
   const asio::any_io_executor& executor() const { return executor_; }
 
-  // The peer proved who it is (a request carried the valid join token): from now on its
-  // frames may be up to Limits::maxFrameBytes instead of maxFrameBytesBeforeAuth.
-  void markAuthenticated() { authenticated_ = true; }
+  // The peer proved who it is (a request carried a valid token): from now on its frames may
+  // be up to Limits::maxFrameBytes instead of maxFrameBytesBeforeAuth, and on a listener it
+  // no longer counts against Limits::authDeadline and maxConnectionsBeforeAuth.
+  void markAuthenticated();
   bool authenticated() const { return authenticated_; }
   // A streaming answer is in progress (logs -f, exec): while any returned hold is alive the
   // connection is not idle, however long the stream stays quiet. Drop the hold (its last
@@ -85,6 +89,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void armTimer(Clock::time_point at);
   void onTimer();
   bool busy() const { return unanswered_ > 0 || holds_ > 0 || !writes_.empty(); }
+
+  friend class FrameServer;
+  std::function<void()> onAuthenticated_;  // the listener's census; run once
 
   Stream stream_;
   const asio::any_io_executor executor_;  // stream_'s, copied so that reading it needs no lock
@@ -146,26 +153,48 @@ class FrameServer {
   std::string address() const;
   void stop();
 
-  // Connections open now, and those refused (over a cap) since the start.
+  // Connections open now (and of those, the unauthenticated ones), those refused (over a cap
+  // with only authenticated connections there) since the start, and unauthenticated ones
+  // closed to make room for new ones or at Limits::authDeadline.
   size_t openConnections() const { return census_->open; }
+  size_t unauthenticatedConnections() const { return census_->waiting.size(); }
   uint64_t refusedConnections() const { return census_->refused; }
+  uint64_t evictedConnections() const { return census_->evicted; }
+  uint64_t expiredConnections() const { return census_->expired; }
 
   FrameServer(asio::io_context& io, asio::ip::tcp::acceptor acceptor, const ServerTls& tls, const Limits& limits,
               Connection::Handler handler, Connection::Log log);
 
  private:
-  // Open connections by source address; shared with each connection's close callback, which
-  // may outlive the server.
+  // Open connections by source address, and the unauthenticated ones in the order they were
+  // accepted; shared with each connection's callbacks, which may outlive the server.
+  struct Waiting {
+    std::weak_ptr<Connection> conn;
+    std::string address;
+    Connection::Clock::time_point acceptedAt;
+  };
   struct Census {
     size_t open = 0;
     std::map<std::string, size_t> byAddress;
+    std::map<uint64_t, Waiting> waiting;  // by admission number: oldest first
+    uint64_t admitted = 0;
     uint64_t refused = 0, refusedUnreported = 0;
     std::optional<Connection::Clock::time_point> lastReport;
+    uint64_t evicted = 0, expired = 0, evictedUnreported = 0, expiredUnreported = 0;
+    std::optional<Connection::Clock::time_point> lastEvictionReport;
   };
   void accept();
   void admit(asio::ip::tcp::socket socket);
   void refuse(asio::ip::tcp::socket& socket, const std::string& address, const std::string& why);
   void backOff(const asio::error_code& ec);
+  size_t maxBeforeAuth() const;
+  // Closes the oldest unauthenticated connection (from `address` when non-empty) to make room;
+  // false when there is none.
+  bool evictOldest(const std::string& address);
+  // Closes the unauthenticated connections past Limits::authDeadline; re-arms for the next.
+  void expireWaiting();
+  void armDeadline();
+  void reportClosures();
 
   asio::io_context& io_;
   asio::ip::tcp::acceptor acceptor_;
@@ -175,6 +204,8 @@ class FrameServer {
   Connection::Log log_;
   std::shared_ptr<Census> census_ = std::make_shared<Census>();
   asio::steady_timer retry_;
+  asio::steady_timer deadline_;  // the oldest unauthenticated connection's authDeadline
+  std::optional<Connection::Clock::time_point> deadlineAt_;
   std::chrono::milliseconds backoff_{0};  // non-zero while accept() fails (EMFILE, ENFILE, ...)
   bool stopped_ = false;
 };

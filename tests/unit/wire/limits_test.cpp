@@ -1,13 +1,18 @@
 // What one peer may make a frame server hold, over real loopback sockets: the small frame
 // limit until the handler marks the connection authenticated, a refusal the peer can read
 // for an oversized request, the frame deadline, the idle timeout (and what is not idle: a
-// request waiting for its answer, a held stream), and the caps on connections per listener
-// and per source address (docs/reliability.md, "Bounded resources per peer").
+// request waiting for its answer, a held stream), the caps on connections per listener
+// and per source address, and what unauthenticated peers may hold of them: a share, for a
+// short deadline, and their places go first to a newcomer (docs/reliability.md, "Bounded
+// resources per peer").
 #include <catch2/catch.hpp>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <future>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include "common/wire/answer.h"
 #include "tests/unit/wire/test_tls.h"
@@ -76,12 +81,31 @@ class Server {
   }
   // Read on the io thread.
   uint64_t refused() {
-    std::promise<uint64_t> p;
-    asio::post(io_, [&] { p.set_value(server_->refusedConnections()); });
-    return p.get_future().get();
+    return onIo([this] { return server_->refusedConnections(); });
+  }
+  size_t open() {
+    return onIo([this] { return server_->openConnections(); });
+  }
+  size_t unauthenticated() {
+    return onIo([this] { return server_->unauthenticatedConnections(); });
+  }
+  uint64_t expired() {
+    return onIo([this] { return server_->expiredConnections(); });
+  }
+  // Connections that ever left: refused, evicted for a newcomer, past the auth deadline.
+  uint64_t gone() {
+    return onIo([this] {
+      return server_->refusedConnections() + server_->evictedConnections() + server_->expiredConnections();
+    });
   }
 
  private:
+  template <typename F>
+  std::invoke_result_t<F> onIo(F f) {
+    std::promise<std::invoke_result_t<F>> p;
+    asio::post(io_, [&] { p.set_value(f()); });
+    return p.get_future().get();
+  }
   asio::io_context io_;
   std::unique_ptr<wire::FrameServer> server_;
   std::vector<std::shared_ptr<void>> holds_;  // io thread only
@@ -141,6 +165,12 @@ struct RawClient {
     socket.bind({asio::ip::make_address(from), 0});
     socket.connect({asio::ip::make_address("127.0.0.1"), port});
   }
+  bool handshake() {
+    asio::error_code ec;
+    stream.handshake(asio::ssl::stream_base::client, ec);
+    handshaken = !ec;
+    return handshaken;
+  }
   // True when the server answers a ping on this connection.
   bool pings() {
     asio::error_code ec;
@@ -156,6 +186,32 @@ struct RawClient {
     return !ec;
   }
 };
+
+// A plain TCP connection from `from` that says nothing, not even a TLS hello.
+struct SilentPeer {
+  asio::io_context io;
+  asio::ip::tcp::socket socket{io};
+  SilentPeer(const std::string& from, uint16_t port) {
+    socket.open(asio::ip::tcp::v4());
+    socket.bind({asio::ip::make_address(from), 0});
+    socket.connect({asio::ip::make_address("127.0.0.1"), port});
+  }
+};
+
+// True once the server has closed `fd`'s connection, waiting up to `wait`; whatever it sent
+// before (a TLS 1.3 session ticket) is read and dropped.
+bool closedWithin(int fd, std::chrono::milliseconds wait) {
+  auto until = std::chrono::steady_clock::now() + wait;
+  char buf[4096];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
+  }
+}
 
 }  // namespace
 
@@ -278,4 +334,71 @@ TEST_CASE("connections over the caps are closed at once", "[wire][limits]") {
     again = retry.pings();
   }
   CHECK(again);
+}
+
+// The probe's flood, scaled down: more idle, unauthenticated connections than the listener
+// holds, from several addresses (the admin's among them), some with the TLS handshake done.
+// Before, every place was taken for the idle timeout and the admin was refused.
+TEST_CASE("idle unauthenticated peers cannot lock an authenticated client out", "[wire][limits]") {
+  wire::Limits limits;
+  limits.maxConnections = 40;
+  limits.maxConnectionsPerAddress = 12;
+  limits.authDeadline = 1s;
+  Server server(limits);
+  std::vector<std::unique_ptr<SilentPeer>> silent;
+  std::vector<std::unique_ptr<RawClient>> handshaken;
+  for (int a = 1; a <= 6; ++a) {
+    std::string from = "127.0.0." + std::to_string(a);
+    for (int i = 0; i < 10; ++i) silent.push_back(std::make_unique<SilentPeer>(from, server.port()));
+    for (int i = 0; i < 2; ++i) {
+      handshaken.push_back(std::make_unique<RawClient>(from, server.port()));
+      (void)handshaken.back()->handshake();  // may already have lost its place: no matter
+    }
+  }
+  const size_t flood = silent.size() + handshaken.size();  // 72
+  for (int i = 0; i < 200 && server.open() + server.gone() < flood; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(server.open() + server.gone() == flood);  // all accepted, or accepted and closed
+  CHECK(server.open() <= 30);                         // three quarters of the cap, at most
+  CHECK(server.refused() == 0);                       // nobody authenticated: nobody refused
+
+  auto start = std::chrono::steady_clock::now();
+  RawClient admin("127.0.0.1", server.port());
+  REQUIRE(admin.pings());  // the handler authenticates it, as a valid token does
+  auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took < 2s);
+  INFO("the admin got in after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+
+  // Every idle one is gone within the deadline (and some slack); the admin stays.
+  for (auto& p : silent) CHECK(closedWithin(p->socket.native_handle(), 3s));
+  for (auto& c : handshaken) CHECK(closedWithin(c->stream.lowest_layer().native_handle(), 3s));
+  CHECK(server.unauthenticated() == 0);
+  CHECK(server.open() == 1);
+  CHECK(admin.pings());
+  CHECK(server.expired() > 0);  // the deadline closed some: the newcomers did not evict them all
+  CHECK(server.logged("unauthenticated connections since the last report"));
+}
+
+TEST_CASE("authenticated connections keep their share when strangers fill the rest", "[wire][limits]") {
+  wire::Limits limits;
+  limits.maxConnections = 8;  // strangers may hold 6
+  limits.authDeadline = 0ms;  // never expire: only the share and eviction are at work
+  Server server(limits);
+  RawClient a("127.0.0.1", server.port()), b("127.0.0.2", server.port());
+  REQUIRE(a.pings());
+  REQUIRE(b.pings());
+  std::vector<std::unique_ptr<SilentPeer>> silent;
+  for (int i = 0; i < 20; ++i) silent.push_back(std::make_unique<SilentPeer>("127.0.0.3", server.port()));
+  for (int i = 0; i < 200 && server.open() + server.gone() < 22; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(server.unauthenticated() == 6);
+  CHECK(server.open() == 8);
+  // The newest strangers hold the places; the oldest were closed for them.
+  CHECK(closedWithin(silent.front()->socket.native_handle(), 2s));
+  CHECK_FALSE(closedWithin(silent.back()->socket.native_handle(), 200ms));
+  // A newcomer takes a stranger's place and authenticates; the first two never moved.
+  RawClient c("127.0.0.4", server.port());
+  CHECK(c.pings());
+  CHECK(a.pings());
+  CHECK(b.pings());
+  CHECK(server.open() == 8);
+  CHECK(server.unauthenticated() == 5);
 }
