@@ -10,6 +10,7 @@
 
 #include <asio.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -70,6 +71,15 @@ struct HttpApiOptions {
   std::string listen;          // HOST:PORT
   std::string consoleDir;      // the built console app; empty or missing: / says how to build it
   size_t maxStreams = 256;     // event and log streams open at once
+  // What strangers may hold (docs/reliability.md, "Bounded resources per peer"): connections
+  // from one address, and the time the TLS handshake, then each request (head and body, or
+  // the wait for the next one on a kept-alive connection), may take to arrive.
+  size_t maxConnectionsPerAddress = 32;
+  std::chrono::milliseconds requestDeadline{std::chrono::seconds(10)};
+  // A body over maxBodyBytes is answered 413; one over readBodyBytes is not even read (the
+  // connection closes) so that a refusal costs at most that much memory.
+  size_t maxBodyBytes = 2u << 20;
+  size_t readBodyBytes = 4u << 20;
   size_t streamBacklogBytes = 256 << 10;  // per stream, before it is ended as too slow
   std::chrono::seconds heartbeat{15};
   bool serveMetrics = false;   // also answer GET /metrics (when it took the metrics address)

@@ -4,8 +4,14 @@
 #include <restinio/all.hpp>
 #include <restinio/tls.hpp>
 
+#include <dirent.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "master/http/http_api.h"
@@ -13,8 +19,157 @@
 namespace yard::master {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+constexpr auto kReportEvery = std::chrono::seconds(10);
+
+// Shuts down (without closing: the descriptor stays RESTinio's) this process's TCP sockets on
+// local port `port` whose peers are in `peers`. RESTinio keeps its sockets to itself, so they
+// are found by their addresses among our descriptors.
+void shutDownSockets(unsigned short port, const std::set<asio::ip::tcp::endpoint>& peers) {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (!dir) return;
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    int fd = std::atoi(e->d_name);
+    asio::ip::tcp::endpoint local, peer;
+    socklen_t n = static_cast<socklen_t>(peer.capacity());
+    if (::getpeername(fd, peer.data(), &n) != 0 || n > peer.capacity()) continue;
+    peer.resize(n);
+    if (!peers.count(peer)) continue;
+    n = static_cast<socklen_t>(local.capacity());
+    if (::getsockname(fd, local.data(), &n) != 0 || n > local.capacity()) continue;
+    local.resize(n);
+    if (local.port() == port) ::shutdown(fd, SHUT_RDWR);
+  }
+  ::closedir(dir);
+}
+
+// What strangers may hold of the HTTP API (docs/reliability.md, "Bounded resources per
+// peer"). RESTinio bounds the reading of each request, but not how many connections one
+// address holds, nor how long a TLS handshake may take: a peer that connects and says nothing
+// would keep its place for good. As RESTinio's IP blocker this refuses a connection over
+// maxTotal, or from an address that holds maxPerAddress already; as its connection-state
+// listener it learns which handshakes finished and which connections closed, and shuts down
+// the sockets whose handshake is not done within `deadline`, which fails the handshake and
+// makes RESTinio close the connection. The total is counted here rather than by RESTinio's
+// connection limiter: in 0.6.16 that limiter keeps a place for every connection its IP
+// blocker refuses, so 512 refusals would stop the listener for good.
+//
+// REQUIRES: used on the io thread (RESTinio's single-thread traits).
+class ConnectionGuard : public std::enable_shared_from_this<ConnectionGuard> {
+ public:
+  ConnectionGuard(asio::io_context& io, size_t maxTotal, size_t maxPerAddress, std::chrono::milliseconds deadline,
+                  HttpApi::Log log)
+      : maxTotal_(maxTotal), maxPerAddress_(maxPerAddress), deadline_(deadline), log_(std::move(log)), sweep_(io) {}
+  void setPort(unsigned short port) { port_ = port; }
+  void stop() {
+    stopped_ = true;
+    sweep_.cancel();
+  }
+
+  restinio::ip_blocker::inspection_result_t inspect(const restinio::ip_blocker::incoming_info_t& info) noexcept {
+    auto peer = info.remote_endpoint();
+    forget(peer);  // a connection RESTinio dropped without telling us, should one ever be
+    std::string address = peer.address().to_string();
+    if (open_.size() >= maxTotal_) {
+      ++refused_;
+      report("refused a connection from " + address + ": " + std::to_string(open_.size()) +
+             " connections are open, the cap");
+      return restinio::ip_blocker::deny();
+    }
+    size_t& fromHere = byAddress_[address];
+    if (fromHere >= maxPerAddress_) {
+      ++refused_;
+      report("refused a connection from " + address + ": " + std::to_string(fromHere) +
+             " connections are open from it, the cap per address");
+      return restinio::ip_blocker::deny();
+    }
+    ++fromHere;
+    open_[peer] = Open{address, Clock::now(), false, false};
+    armSweep();
+    return restinio::ip_blocker::allow();
+  }
+
+  void state_changed(const restinio::connection_state::notice_t& notice) noexcept {
+    auto it = open_.find(notice.remote_endpoint());
+    if (it == open_.end()) return;
+    if (restinio::holds_alternative<restinio::connection_state::accepted_t>(notice.cause())) {
+      it->second.handshaken = true;
+      return;
+    }
+    if (restinio::holds_alternative<restinio::connection_state::closed_t>(notice.cause())) forget(notice.remote_endpoint());
+  }
+
+ private:
+  struct Open {
+    std::string address;
+    Clock::time_point acceptedAt;
+    bool handshaken, cut;
+  };
+
+  void forget(const asio::ip::tcp::endpoint& peer) {
+    auto it = open_.find(peer);
+    if (it == open_.end()) return;
+    auto a = byAddress_.find(it->second.address);
+    if (a != byAddress_.end() && --a->second == 0) byAddress_.erase(a);
+    open_.erase(it);
+  }
+
+  void armSweep() {
+    if (sweeping_ || stopped_ || deadline_.count() == 0) return;
+    sweeping_ = true;
+    sweep_.expires_after(std::min<Clock::duration>(deadline_, std::chrono::seconds(1)));
+    sweep_.async_wait([self = shared_from_this()](asio::error_code ec) {
+      self->sweeping_ = false;
+      if (!ec && !self->stopped_) self->sweep();
+    });
+  }
+
+  void sweep() {
+    auto now = Clock::now();
+    std::set<asio::ip::tcp::endpoint> late;
+    bool waiting = false;
+    for (auto& [peer, o] : open_) {
+      if (o.handshaken || o.cut) continue;
+      waiting = true;
+      if (now - o.acceptedAt < deadline_) continue;
+      o.cut = true;
+      late.insert(peer);
+    }
+    if (!late.empty()) {
+      shutDownSockets(port_, late);
+      cut_ += late.size();
+      report(std::to_string(late.size()) + " connections did not finish their TLS handshake within " +
+             std::to_string(deadline_.count()) + " ms: closed");
+    }
+    if (waiting) armSweep();
+  }
+
+  // At most once per kReportEvery, with the counts since the last one: a flood must not
+  // flood the log as well.
+  void report(const std::string& what) {
+    auto now = Clock::now();
+    if (!log_ || (lastReport_ && now - *lastReport_ < kReportEvery)) return;
+    lastReport_ = now;
+    log_("HTTP API: " + what + " (" + std::to_string(refused_) + " refused and " + std::to_string(cut_) +
+         " cut for their handshake since the start; " + std::to_string(open_.size()) + " open)");
+  }
+
+  size_t maxTotal_, maxPerAddress_;
+  std::chrono::milliseconds deadline_;
+  HttpApi::Log log_;
+  asio::steady_timer sweep_;
+  unsigned short port_ = 0;
+  bool sweeping_ = false, stopped_ = false;
+  std::map<asio::ip::tcp::endpoint, Open> open_;
+  std::map<std::string, size_t> byAddress_;
+  uint64_t refused_ = 0, cut_ = 0;
+  std::optional<Clock::time_point> lastReport_;
+};
+
 struct Traits : restinio::single_thread_tls_traits_t<restinio::asio_timer_manager_t, restinio::null_logger_t> {
-  static constexpr bool use_connection_count_limiter = true;
+  using ip_blocker_t = ConnectionGuard;
+  using connection_state_listener_t = ConnectionGuard;
 };
 using RestServer = restinio::http_server_t<Traits>;
 
@@ -91,7 +246,16 @@ class RestExchange : public Exchange {
     // rather than a hung browser, unless the server is gone.
     if (!answered_ && *alive_) reply(errorReply(500, "internal error: the request was not answered"));
   }
-  void reply(HttpReply r) override {
+  void reply(HttpReply r) override { answer(std::move(r), false); }
+  // The answer, then the connection closes: what else the client sent is not read.
+  void replyAndClose(HttpReply r) { answer(std::move(r), true); }
+  std::shared_ptr<SseSink> events() override {
+    answered_ = true;
+    return std::make_shared<SseOut>(req_, streamLimit_, alive_);
+  }
+
+ private:
+  void answer(HttpReply r, bool close) {
     if (answered_ || !*alive_) return;
     answered_ = true;
     auto b = req_->create_response(restinio::http_status_line_t{restinio::http_status_code_t{static_cast<std::uint16_t>(r.status)},
@@ -101,14 +265,9 @@ class RestExchange : public Exchange {
     securityHeaders(b);
     for (auto& [k, v] : r.headers) b.append_header(k, v);
     if (req_->header().method() != restinio::http_method_head()) b.set_body(std::move(r.body));
+    if (close) b.connection_close();
     b.done();
   }
-  std::shared_ptr<SseSink> events() override {
-    answered_ = true;
-    return std::make_shared<SseOut>(req_, streamLimit_, alive_);
-  }
-
- private:
   static std::string reasonOf(int status) {
     switch (status) {
       case 200: return "OK";
@@ -140,6 +299,7 @@ std::string methodName(const restinio::http_method_id_t& m) { return m.c_str(); 
 
 struct HttpApi::Server {
   std::unique_ptr<RestServer> server;
+  std::shared_ptr<ConnectionGuard> guard;
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);
 };
 
@@ -170,7 +330,19 @@ Result<bool> HttpApi::start(const wire::ServerTls& tls) {
   probe.close();
 
   server_ = std::make_unique<Server>();
-  auto handler = [this, limit = options_.streamBacklogBytes, alive = Alive(server_->alive)](restinio::request_handle_t req) {
+  server_->guard =
+      std::make_shared<ConnectionGuard>(io_, options_.maxStreams + 256, options_.maxConnectionsPerAddress,
+                                        options_.requestDeadline, log_);
+  server_->guard->setPort(ep.port());
+  auto handler = [this, limit = options_.streamBacklogBytes, maxBody = options_.maxBodyBytes,
+                  alive = Alive(server_->alive)](restinio::request_handle_t req) {
+    // RESTinio reads a body up to readBodyBytes before it calls us, and cuts larger ones.
+    if (req->body().size() > maxBody) {
+      RestExchange(req, limit, alive)
+          .replyAndClose(errorReply(413, "the request body is " + std::to_string(req->body().size()) +
+                                             " bytes, over the limit of " + std::to_string(maxBody) + " bytes"));
+      return restinio::request_accepted();
+    }
     HttpRequest r;
     r.method = methodName(req->header().method());
     auto path = restinio::utils::try_unescape_percent_encoding<restinio::utils::relaxed_unescape_traits>(req->header().path());
@@ -203,7 +375,6 @@ Result<bool> HttpApi::start(const wire::ServerTls& tls) {
                       .port(ep.port())
                       .request_handler(std::move(handler))
                       .tls_context(tls.context)
-                      .max_parallel_connections(options_.maxStreams + 256)
                       // Answers go out at once: with Nagle's algorithm the tail of an answer
                       // waits for the browser's delayed ACK (40 ms on Linux).
                       .socket_options_setter([](restinio::socket_options_t& o) {
@@ -215,8 +386,12 @@ Result<bool> HttpApi::start(const wire::ServerTls& tls) {
                                                     .max_field_name_size(256)
                                                     .max_field_value_size(8192)
                                                     .max_field_count(100)
-                                                    .max_body_size(2u << 20))
-                      .read_next_http_message_timelimit(std::chrono::seconds(60))
+                                                    .max_body_size(options_.readBodyBytes))
+                      .ip_blocker(server_->guard)
+                      .connection_state_listener(server_->guard)
+                      // The whole request, head and body, from the end of the handshake or
+                      // of the previous answer: a slowloris' trickled headers end here.
+                      .read_next_http_message_timelimit(options_.requestDeadline)
                       .write_http_response_timelimit(std::chrono::seconds(30))
                       .handle_request_timeout(std::chrono::seconds(60));
   server_->server = std::make_unique<RestServer>(restinio::external_io_context(io_), std::move(settings));
@@ -239,6 +414,7 @@ Result<bool> HttpApi::start(const wire::ServerTls& tls) {
 void HttpApi::stop() {
   if (!server_) return;
   *server_->alive = false;
+  server_->guard->stop();
   try {
     server_->server->close_sync();
   } catch (const std::exception&) {
