@@ -155,7 +155,7 @@ std::vector<std::string> HostDriver::cgroupArgs(const ReplicaKey& key) const {
 
 std::string hostWorkdir(const ReplicaSpec& spec, const std::string& dir) {
   if (!spec.workingDir.empty()) return spec.workingDir;
-  return spec.runAsUid >= 0 ? dir + "/" + kOwnedWorkDir : dir;
+  return replicaWorkDir(spec, dir);
 }
 
 std::vector<std::string> HostDriver::userArgs(const ReplicaKey& key) const {
@@ -227,7 +227,7 @@ Result<bool> HostDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, c
     hasHome = hasHome || k == "HOME";
   }
   if (!hasPath) env += std::string(kDefaultPathEnv) + '\0';
-  if (!hasHome) env += "HOME=" + (spec.runAsUid >= 0 ? dir + "/" + kOwnedWorkDir : dir) + std::string(1, '\0');
+  if (!hasHome) env += "HOME=" + replicaWorkDir(spec, dir) + std::string(1, '\0');
   if (auto w = writeFileAtomic(dir + "/env", env); !w) return R::fail(w.error());
   for (const auto& m : spec.mounts) mountTargets_[key].push_back(m.path);
   std::vector<std::string> argv = {shim_, "run", "--dir", dir, "--env-file", dir + "/env"};

@@ -67,8 +67,6 @@ class HostDriver : public Driver {
 // Where a host replica starts and where `yardctl exec` and hooks run: its spec's workingDir,
 // else DIR/work for a replica run as its owner (a directory the user may write), else DIR.
 std::string hostWorkdir(const ReplicaSpec& spec, const std::string& dir);
-// The directory a replica run as its owner may write in (its HOME): DIR/work.
-inline constexpr const char* kOwnedWorkDir = "work";
 
 // Spawns `argv` with stdin /dev/null, stdout to `outFd` and stderr to `errFd` (-1: /dev/null;
 // errFd -1 with outFd set: both to outFd); returns the child's pid. Every other descriptor is

@@ -28,6 +28,10 @@ void setStrings(capnp::List<capnp::Text>::Builder out, const std::vector<std::st
 
 }  // namespace
 
+std::string replicaWorkDir(const ReplicaSpec& spec, const std::string& dir) {
+  return spec.image == "host" && spec.runAsUid >= 0 ? dir + "/" + kOwnedWorkDir : dir;
+}
+
 ReplicaSpec specFrom(agentapi::ReplicaSpec::Reader in) {
   ReplicaSpec s;
   s.job = str(in.getJob());

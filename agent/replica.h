@@ -50,6 +50,14 @@ struct ReplicaSpec {
   std::string label() const { return task + "/" + role + "/" + std::to_string(index); }
 };
 
+// The directory of a replica its process may write in, `${YARD_WORK_DIR}` in env values: for a
+// host replica run as its owner DIR/work (HostDriver makes it the user's, 0700; DIR itself is
+// root's, 0711), else DIR (the agent's user's, which such a replica runs as). Scratch files that
+// must not be shared with other replicas of the machine go there (OpenMPI's shared-memory
+// segments: docs/wiring.md).
+std::string replicaWorkDir(const ReplicaSpec& spec, const std::string& dir);
+inline constexpr const char* kOwnedWorkDir = "work";
+
 ReplicaSpec specFrom(agentapi::ReplicaSpec::Reader in);
 void specTo(const ReplicaSpec& in, agentapi::ReplicaSpec::Builder out);
 // The spec as the bytes kept in the replica's directory, and back.

@@ -148,9 +148,11 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
     finish(slot, st);
   };
   if (ec) return fail("agent: cannot create " + r.dir + ": " + ec.message());
-  // Placeholders the master cannot fill: this replica's directory and the agent's programs.
+  // Placeholders the master cannot fill: this replica's directory, the one its user may write
+  // in, and the agent's programs.
   auto expand = [&](std::string v) {
     for (const auto& [token, value] : {std::pair<std::string, std::string>{"${YARD_REPLICA_DIR}", r.dir},
+                                       {"${YARD_WORK_DIR}", replicaWorkDir(spec, r.dir)},
                                        {"${YARD_BIN_DIR}", options_.binDir}})
       for (size_t at = v.find(token); at != std::string::npos; at = v.find(token, at + value.size()))
         v.replace(at, token.size(), value);

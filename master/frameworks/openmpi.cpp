@@ -53,9 +53,11 @@ void OpenMpi::addEnv(const GangWiring& g, std::vector<Env>& envs) const {
     // rank>, collided between workers on different Yard nodes of that machine: a segfault in
     // mca_btl_vader_poll_handle_frag. Each worker's own directory keeps them apart (orted and
     // its ranks run inside the worker replica, with its environment). Containers have their
-    // own /dev/shm.
+    // own /dev/shm. Not the replica's directory itself: it is root's (0711), and ranks of a
+    // job run as its owner's uid could not create their segments there (open(2): Permission
+    // denied). The agent expands ${YARD_WORK_DIR} to the directory the replica's user may write.
     if (g.members[i].rec->role == "worker" && str(containerOf(g.task, "worker").getImage()) == "host")
-      envs[i].emplace_back("OMPI_MCA_btl_vader_backing_directory", "${YARD_REPLICA_DIR}");
+      envs[i].emplace_back("OMPI_MCA_btl_vader_backing_directory", "${YARD_WORK_DIR}");
     if (g.members[i].rec->role != "launcher") continue;
     Env& env = envs[i];
     // The agent expands ${YARD_REPLICA_DIR} and ${YARD_BIN_DIR} to the replica's directory

@@ -142,6 +142,24 @@ for run in 1 2 3; do
   [ "$(echo "$out" | grep -o 'allreduce 10 want 10' | wc -l)" -eq 4 ] || fail "mpi slotsPerWorker 2, run $run: $out"
 done
 
+say "OpenMPI as a user mapped to uid 65534: the ranks' shared memory is in a directory that user owns"
+# Its ranks create their vader segments in OMPI_MCA_btl_vader_backing_directory: that was the
+# worker's replica directory, root's (0711), and every job not run as root failed with
+# "open(2) Permission denied". The user must pass through $tmp to its replica's directory.
+chmod 0711 "$tmp"
+"$bin/yardctl" user create mpiuser --uid 65534 --gid 65534 >/dev/null || fail "user create mpiuser"
+"$bin/yardctl" queue create mpi-q --cpu 4 --memory 16Gi --allow-host-tasks >/dev/null || fail "queue create mpi-q"
+"$bin/yardctl" queue grant mpi-q mpiuser >/dev/null || fail "queue grant mpi-q"
+mpiuser=$("$bin/yardctl" user token create mpiuser 2>/dev/null) || fail "mpiuser's token"
+sed -e "s/name: e2e-mpi/name: e2e-mpi-user\nqueue: mpi-q/" -e 's/slotsPerWorker: 1/slotsPerWorker: 2/' -e 's/mpirun -n 2/mpirun -n 4/' \
+  "$tmp/mpi.yaml" >"$tmp/mpi-user.yaml"
+YARD_TOKEN=$mpiuser "$bin/yardctl" job submit "$tmp/mpi-user.yaml" >/dev/null 2>"$tmp/submit.err" \
+  || fail "mpiuser submits: $(cat "$tmp/submit.err")"
+wait_job e2e-mpi-user Succeeded 120
+out=$(YARD_TOKEN=$mpiuser "$bin/yardctl" logs e2e-mpi-user --task allreduce --role launcher --index 0)
+[ "$(echo "$out" | grep -o 'allreduce 10 want 10' | wc -l)" -eq 4 ] || fail "mpi as mpiuser: $out"
+echo "$out" | grep -qi 'permission denied' && fail "mpi as mpiuser: $out"
+
 say "a worker exiting 1 restarts the gang as attempt 1, then fails the task; dependants are Skipped"
 cat >"$tmp/fail.yaml" <<'YAML'
 name: e2e-fail
@@ -163,7 +181,7 @@ wait_job e2e-fail Failed 60
 [ "$(jshow e2e-fail 'j["tasks"][1]["state"]')" = Skipped ] || fail "dependant not Skipped"
 "$bin/yardctl" logs e2e-fail --task flaky-train --role worker --index 0 | grep -qx 'attempt 1' || fail "attempt 1 did not run"
 
-for j in e2e-ddp e2e-torchrun e2e-tf-we e2e-tf-pwe e2e-tf-pcwe e2e-paddle e2e-mpi e2e-mpi2-1 e2e-mpi2-2 e2e-mpi2-3 e2e-fail; do "$bin/yardctl" job delete $j >/dev/null; done
+for j in e2e-ddp e2e-torchrun e2e-tf-we e2e-tf-pwe e2e-tf-pcwe e2e-paddle e2e-mpi e2e-mpi2-1 e2e-mpi2-2 e2e-mpi2-3 e2e-mpi-user e2e-fail; do "$bin/yardctl" job delete $j >/dev/null; done
 for _ in $(seq 100); do [ -z "$(find "$tmp"/agent[12]/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break; sleep 0.1; done
 no_leftovers
 finish e2e.frameworks

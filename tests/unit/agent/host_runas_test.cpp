@@ -239,3 +239,42 @@ TEST_CASE("host replica: who it runs as survives in the spec on disk (what a res
   CHECK(mapped.value().runAsGid == 100);
   CHECK(mapped.value().owner == "alice");
 }
+
+TEST_CASE("host replica: ${YARD_WORK_DIR} is a directory its user may write (OpenMPI's shared-memory segments)") {
+  if (::geteuid() != 0) {
+    WARN("skipped: running as another user needs root");
+    return;
+  }
+  Agent agent;
+  // What the master gives OpenMPI's host workers (master/frameworks/openmpi.cpp): ranks run as
+  // the job's owner create their vader segments there. It was ${YARD_REPLICA_DIR}, root's
+  // 0711 directory: "open(2) Permission denied" for every job not run as root.
+  const std::string script =
+      "echo dir=$OMPI_MCA_btl_vader_backing_directory;"
+      "touch $OMPI_MCA_btl_vader_backing_directory/vader_segment.node.1.0 && echo segment-ok;"
+      "touch $YARD_REPLICA_DIR/vader_segment.node.1.0 2>/dev/null && echo replica-dir-writable || "
+      "echo replica-dir-not-writable";
+  ReplicaSpec spec = hostSpec({"/bin/sh", "-c", script});
+  spec.env = {{"OMPI_MCA_btl_vader_backing_directory", "${YARD_WORK_DIR}"}, {"YARD_REPLICA_DIR", "${YARD_REPLICA_DIR}"}};
+  ReplicaSpec owned = spec;
+  owned.runAsUid = 65534;
+  owned.runAsGid = 65534;
+  ReplicaKey mine{6, 0}, unmapped{7, 0};
+  agent.runner->converge({{mine, true, owned}, {unmapped, true, spec}});
+
+  ReplicaReport r = agent.waitEnded(mine);
+  std::string out = slurp(agent.dir(mine) + "/output.log");
+  INFO(out << slurp(agent.dir(mine) + "/launch.log") << r.reason);
+  CHECK(r.exitCode == 0);
+  CHECK(out == "dir=" + agent.dir(mine) + "/work\nsegment-ok\nreplica-dir-not-writable\n");
+  struct stat st {};
+  REQUIRE(::stat((agent.dir(mine) + "/work/vader_segment.node.1.0").c_str(), &st) == 0);
+  CHECK(st.st_uid == 65534);
+
+  // Unmapped, it runs as the agent's user, who owns the replica's directory: that is the place.
+  ReplicaReport u = agent.waitEnded(unmapped);
+  std::string outU = slurp(agent.dir(unmapped) + "/output.log");
+  INFO(outU << u.reason);
+  CHECK(u.exitCode == 0);
+  CHECK(outU == "dir=" + agent.dir(unmapped) + "\nsegment-ok\nreplica-dir-writable\n");
+}

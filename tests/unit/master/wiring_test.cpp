@@ -205,3 +205,20 @@ tasks:
   CHECK(master::mpiHostfile({{"YARD_HOSTS_WORKER", "10.0.0.2:1,10.0.0.1:2,10.0.0.2:3"}}, 2) ==
         "10.0.0.2 slots=4\n10.0.0.1 slots=2\n");
 }
+
+TEST_CASE("wiring: openmpi host workers' shared memory goes where their user may write, not root's replica directory") {
+  Gang g(R"(
+name: myjob
+tasks:
+  - name: allreduce
+    kind: openmpi
+    roles:
+      launcher: { replicas: 1, container: { image: host, command: mpirun x, resources: { cpu: 1, memory: 1Gi } } }
+      worker: { replicas: 2, container: { image: host, command: sleep infinity, resources: { cpu: 1, memory: 1Gi } } }
+)", {{"launcher", 0, "a", 40}, {"worker", 0, "a", 41}, {"worker", 1, "b", 42}});
+  // ${YARD_REPLICA_DIR} is root's (0711): a job run as its owner failed there with
+  // "open(2) Permission denied". The agent expands ${YARD_WORK_DIR} (tests/unit/agent/host_runas_test.cpp).
+  CHECK(g.get(1, "OMPI_MCA_btl_vader_backing_directory") == "${YARD_WORK_DIR}");
+  CHECK(g.get(2, "OMPI_MCA_btl_vader_backing_directory") == "${YARD_WORK_DIR}");
+  CHECK(g.get(0, "OMPI_MCA_btl_vader_backing_directory") == "<unset>");
+}
