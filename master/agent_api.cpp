@@ -1,5 +1,7 @@
 #include "master/agent_api.h"
 
+#include "common/wire/list_limits.h"
+
 #include <capnp/serialize.h>
 
 #include <set>
@@ -56,7 +58,7 @@ void setArgv(capnp::List<capnp::Text>::Builder out, capnp::List<capnp::Text>::Re
 
 void AgentApi::fillSpec(const JobEntry& job, size_t task, const store::ReplicaRecord& r,
                         agentapi::ReplicaSpec::Builder spec) const {
-  auto st = job.spec->job().getTasks()[static_cast<unsigned>(task)];
+  auto st = job.spec->tasks()[static_cast<unsigned>(task)];
   auto c = containerOf(st, r.role);
   spec.setJob(job.rec.name);
   spec.setTask(st.getName());
@@ -112,6 +114,11 @@ void AgentApi::fillSpec(const JobEntry& job, size_t task, const store::ReplicaRe
 void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
   auto req = frame->root<agentapi::AgentRequest>();
   Answer a(conn, req.getId());
+  // Every list's length first, before anything walks one (docs/reliability.md). A node may
+  // report many replicas (finished ones are kept for their retention).
+  static const wire::ListLimits kListLimits{100000, {}, 1000000};
+  if (auto why = wire::checkListLengths(capnp::toDynamic(req), kListLimits); !why.empty())
+    return refuse(conn, req.getId(), "request refused: " + why);
 
   // Who is asking, first; nothing else in a frame from an unknown peer is looked at.
   if (req.isJoin()) return join(conn, req.getJoin(), req.getId());

@@ -1,5 +1,8 @@
 #include "master/client_api.h"
 
+#include "common/spec/validate.h"
+#include "common/wire/list_limits.h"
+
 #include "common/tls/pki.h"
 
 #include "common/util/capnp_text.h"
@@ -27,6 +30,10 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
   auto req = frame->root<api::Request>();
   ClientAnswer a(conn, req.getId());
   if (metrics_) metrics_->observeAnswer(a.message, requestMethod(req));
+  // Every list's length first, before anything walks one (a spec's tasks: its own limit).
+  static const wire::ListLimits kListLimits{10000, {{"tasks", spec::kMaxTasks}, {"dependsOn", spec::kMaxTasks}}, 1000000};
+  if (auto why = wire::checkListLengths(capnp::toDynamic(req), kListLimits); !why.empty())
+    return a.error("request refused: " + why);
   switch (req.which()) {
     case api::Request::PING:
       a.resp.setPong(std::string("yard-master ") + kVersion);

@@ -93,7 +93,7 @@ void fillJobDetail(api::JobDetail::Builder out, const JobRegistry& jobs, const J
   // whose clock is off still reads the autoscaler's times right.
   out.setAnsweredAt(now);
   fillJobSummary(out.initSummary(), job);
-  auto specTasks = job.spec->job().getTasks();
+  auto specTasks = job.spec->tasks();
   auto tasks = out.initTasks(static_cast<unsigned>(job.tasks.size()));
   for (unsigned i = 0; i < tasks.size(); ++i) {
     const TaskEntry& t = job.tasks[i];

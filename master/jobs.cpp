@@ -46,7 +46,7 @@ Result<bool> JobRegistry::load(const store::State& state) {
     if (!unreadable.count(j.id)) {
       try {
         e.spec = std::make_shared<JobSpec>(j.spec);
-        e.spec->job().getTasks();  // touch it: a damaged blob fails here, not later
+        e.spec->verify();  // a damaged blob fails here, not later
       } catch (const kj::Exception& ex) {
         unreadable[j.id] = std::string("its spec is unreadable: ") + ex.getDescription().cStr();
       }
@@ -70,7 +70,7 @@ Result<bool> JobRegistry::load(const store::State& state) {
   for (auto& [name, job] : jobs_) {
     if (unreadable.count(job.rec.id)) continue;
     // Tasks were inserted in spec order; rebuild the dependency indexes from the spec.
-    auto specTasks = job.spec->job().getTasks();
+    auto specTasks = job.spec->tasks();
     if (specTasks.size() != job.tasks.size()) {
       unreadable[job.rec.id] = "it has " + std::to_string(job.tasks.size()) + " task rows but its spec has " +
                                std::to_string(specTasks.size()) + " tasks";
@@ -84,14 +84,37 @@ Result<bool> JobRegistry::load(const store::State& state) {
   }
   for (const auto& [id, why] : unreadable) {
     auto it = byId.find(id);
-    if (it != byId.end()) quarantineAtLoad(jobs_[it->second], why);
+    if (it != byId.end()) quarantine(jobs_[it->second], "quarantined at load: " + why);
   }
+  for (const auto& [name, job] : jobs_) indexTime(name);
   return Result<bool>::ok(true);
 }
 
-void JobRegistry::quarantineAtLoad(JobEntry& job, const std::string& why) {
+bool JobRegistry::needsTime(const JobEntry& job) {
+  for (const auto& t : job.tasks) {
+    if (!isFinal(t.rec.state) && t.rec.startedAt > 0) return true;
+    for (const auto& r : t.replicas)
+      if (isLive(r.state)) return true;
+  }
+  return false;
+}
+
+void JobRegistry::indexTime(const std::string& name) {
+  auto it = jobs_.find(name);
+  if (it != jobs_.end() && needsTime(it->second)) timed_.insert(name);
+  else timed_.erase(name);
+}
+
+void JobRegistry::quarantineFailed(const std::map<std::string, std::string>& failed) {
+  for (const auto& [name, why] : failed) {
+    auto it = jobs_.find(name);
+    if (it == jobs_.end() || commits_.busy(name)) continue;
+    quarantine(it->second, "quarantined: " + why);
+  }
+}
+
+void JobRegistry::quarantine(JobEntry& job, const std::string& reason) {
   int64_t now = now_();
-  std::string reason = "quarantined at load: " + why;
   auto ended = std::make_shared<JobEntry>(job);  // what is stored; tasks and replicas as read
   ended->rec.state = JobState::Failed;
   ended->rec.reason = reason;
@@ -124,6 +147,14 @@ void JobRegistry::quarantineAtLoad(JobEntry& job, const std::string& why) {
   job.rec = ended->rec;
   job.spec = std::make_shared<JobSpec>(specBytes(spec.asReader()));
   job.tasks.clear();
+  indexTime(job.rec.name);
+  if (onNodesChanged) {  // their agents stop what the job ran at once
+    std::set<std::string> nodes;
+    for (const auto& t : ended->tasks)
+      for (const auto& r : t.replicas) nodes.insert(r.node);
+    nodes.erase("");
+    if (!nodes.empty()) onNodesChanged(nodes);
+  }
   if (!changed) return;
   // Queued before any request can reach this job (the io loop has not started).
   commits_.run(job.rec.name, [this, ended](CommitQueue::Slot slot) {
@@ -161,7 +192,7 @@ namespace {
 // others Waiting.
 void initTasks(JobEntry& job, int64_t now, lifecycle::Events& events) {
   job.rec.submittedAt = now;
-  auto tasks = job.spec->job().getTasks();
+  auto tasks = job.spec->tasks();
   auto member = job.spec->job().getArray().getMember();
   events.push_back({0, 0, "", "", 0, now, "Submitted",
                     "to queue " + job.rec.queue +
@@ -246,6 +277,7 @@ void JobRegistry::submitAll(const std::string& key, std::vector<std::shared_ptr<
             if (onJobChanged) onJobChanged(nullptr, job, (*events)[i]);
             std::string n = job.rec.name;
             jobs_[n] = std::move(job);
+            indexTime(n);
           }
           std::string msg;
           for (const auto& line : summaries) msg += (msg.empty() ? "" : "\n") + line;
@@ -365,6 +397,7 @@ void JobRegistry::commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr
           jobs_.erase(name);
         }
         else jobs_[name] = std::move(*job);
+        indexTime(name);
         reply(R::ok(done));
         requestPass();  // freed resources may let others start
       });
@@ -474,7 +507,7 @@ void JobRegistry::remove(const std::string& name, Reply reply) {
 
 std::string JobRegistry::gpuNote(const JobEntry& job) const {
   int64_t wanted = 0, largest = 0;
-  for (auto t : job.spec->job().getTasks())
+  for (auto t : job.spec->tasks())
     for (auto c : containers(t)) wanted = std::max(wanted, replicaResources(c).gpu);
   if (wanted == 0 || !nodes_) return "";
   for (const auto& n : nodes_()) largest = std::max(largest, n.capacity.gpu);
@@ -539,7 +572,7 @@ bool JobRegistry::queueHasJobs(const std::string& queue) const {
 bool JobRegistry::datasetInUse(const std::string& dataset) const {
   for (const auto& [name, job] : jobs_) {
     if (isFinal(job.rec.state)) continue;
-    for (auto t : job.spec->job().getTasks())
+    for (auto t : job.spec->tasks())
       for (auto c : containers(t))
         for (auto m : c.getMounts())
           if (m.getDataset() == dataset) return true;

@@ -10,6 +10,7 @@
 // REQUIRES: every method runs on the io thread.
 
 #include <asio.hpp>
+#include <kj/exception.h>
 
 #include <chrono>
 #include <functional>
@@ -166,7 +167,24 @@ class JobRegistry {
                      Reply reply);
   // "" or a note for the submitter: the job needs more GPUs on one node than any node has.
   std::string gpuNote(const JobEntry& job) const;
-  void quarantineAtLoad(JobEntry& job, const std::string& why);
+  // Ends a job whose data cannot be read (`reason` says why, e.g. "quarantined at load: ..."):
+  // Failed in memory at once (no tasks, an empty spec: nothing reads the damaged data again)
+  // and in the store behind any change in flight, its live replicas ended so that their
+  // agents stop them. One bad job must not take the master down.
+  void quarantine(JobEntry& job, const std::string& reason);
+  // Runs `fn` (work on one job); a kj::Exception or std::exception from it is confined to
+  // that job: returns what went wrong (the caller quarantines the job once it is no longer
+  // iterating), "" when all went well.
+  template <typename F>
+  static std::string confined(const char* what, F&& fn);
+  // Quarantines each job of `failed` (name -> what went wrong), unless a change to it is in
+  // flight (that job is tried again next time).
+  void quarantineFailed(const std::map<std::string, std::string>& failed);
+  // Whether time can change `job` (lifecycle::applyTime, the autoscaler): it has a live
+  // replica, or an unfinished task that has started (maxLifetime, timeouts, elastic).
+  static bool needsTime(const JobEntry& job);
+  // Keeps timed_ in step with jobs_[name] (present or not). Called after every change to jobs_.
+  void indexTime(const std::string& name);
   struct PendingGang {
     std::string job;
     size_t task = 0;
@@ -175,7 +193,10 @@ class JobRegistry {
   void runPass();
   // Job names -> why they may not start: members of a job array held back by maxRunning.
   using Held = std::map<std::string, std::string>;
-  std::vector<PendingGang> pendingGangs(Held& held) const;
+  // The gangs waiting for a placement; a job whose data fails to read is left out and named
+  // in `failed` (with why) for quarantine.
+  std::vector<PendingGang> pendingGangs(Held& held, std::map<std::string, std::string>& failed) const;
+  void pendingGangsOf(const std::string& name, const JobEntry& job, std::vector<PendingGang>& out) const;
   Held heldArrayMembers() const;
   sched::Snapshot snapshot(std::vector<sched::GangRequest> pending) const;
   // The plan's placements and reasons applied to copies of the jobs they touch.
@@ -212,6 +233,9 @@ class JobRegistry {
   // callers; this is its memory.
   mutable std::set<int64_t> released_;
   std::map<std::string, JobEntry> jobs_;  // not deleted, by name
+  // The jobs time can change (needsTime): what tick and the autoscaler visit, so that queued
+  // and finished jobs cost nothing per second however many there are.
+  std::set<std::string> timed_;
   std::map<int64_t, std::string> deletedOwners_;  // deleted jobs' owners, by id
   // The autoscaler's memory per elastic task (by task id): recent recommendations and the
   // last decision. Lost on restart, which only means the windows are observed afresh.
@@ -231,5 +255,17 @@ class JobRegistry {
   bool passAgain_ = false;
   MasterMetrics* metrics_ = nullptr;
 };
+
+template <typename F>
+std::string JobRegistry::confined(const char* what, F&& fn) {
+  try {
+    fn();
+    return "";
+  } catch (const kj::Exception& e) {
+    return std::string(what) + " failed: " + e.getDescription().cStr();
+  } catch (const std::exception& e) {
+    return std::string(what) + " failed: " + e.what();
+  }
+}
 
 }  // namespace yard::master

@@ -35,18 +35,27 @@ void JobRegistry::reportReplicas(const std::string& node, const std::vector<Repl
   if (commits_.exclusiveBusy()) return;  // the agent reports again next beat
   std::map<int64_t, const ReplicaReport*> byId;
   for (const auto& r : reports) byId[r.replicaId] = &r;
-  for (const auto& [name, live] : jobs_) {
-    if (commits_.busy(name)) continue;
-    lifecycle::Events events;
-    if (auto changed = lifecycle::applyReports(live, node, byId, now, events))
-      commitIfFree(name, std::move(*changed), std::move(events), "replica reports");
+  // Only a job with a live replica has anything a report can change (timed_ holds them all).
+  std::map<std::string, std::string> failed;
+  for (const auto& name : std::vector<std::string>(timed_.begin(), timed_.end())) {
+    auto it = jobs_.find(name);
+    if (it == jobs_.end() || commits_.busy(name)) continue;
+    const JobEntry& live = it->second;
+    std::string why = confined("applying replica reports", [&] {
+      lifecycle::Events events;
+      if (auto changed = lifecycle::applyReports(live, node, byId, now, events))
+        commitIfFree(name, std::move(*changed), std::move(events), "replica reports");
+    });
+    if (!why.empty()) failed[name] = why;
   }
+  quarantineFailed(failed);
 }
 
 void JobRegistry::forEachDesired(const std::string& node, const DesiredVisitor& visit) const {
   int64_t now = now_();
   for (const auto& [name, job] : jobs_) {
-    auto specTasks = job.spec->job().getTasks();
+    if (job.tasks.empty()) continue;  // quarantined
+    auto specTasks = job.spec->tasks();
     for (size_t ti = 0; ti < job.tasks.size(); ++ti) {
       const TaskEntry& t = job.tasks[ti];
       auto st = specTasks[static_cast<unsigned>(ti)];
@@ -90,26 +99,34 @@ sched::Resources JobRegistry::nodeUsed(const std::string& node) const {
 void JobRegistry::tick(const std::set<std::string>& downNodes) {
   if (commits_.exclusiveBusy()) return;  // next second
   int64_t now = now_();
+  // Only the jobs time can change are visited (timed_: those with a live replica or a
+  // started, unfinished task), each task once: the work per second follows what runs, not
+  // how many jobs are queued or kept.
   // Usage samples and released replicas of replicas that are no longer live.
-  std::set<int64_t> liveIds;
-  for (const auto& [name, job] : jobs_)
-    for (const auto& t : job.tasks)
+  std::set<int64_t> liveIds, taskIds;
+  for (const auto& name : timed_)
+    for (const auto& t : jobs_.at(name).tasks) {
+      if (!isFinal(t.rec.state)) taskIds.insert(t.rec.id);
       for (const auto& r : t.replicas)
         if (isLive(r.state)) liveIds.insert(r.id);
+    }
   usage_.keepOnly(liveIds);
   flushUsage(now);
-  std::set<int64_t> taskIds;
-  for (const auto& [name, job] : jobs_)
-    for (const auto& t : job.tasks)
-      if (!isFinal(t.rec.state)) taskIds.insert(t.rec.id);
   std::erase_if(elastic_, [&](const auto& e) { return !taskIds.count(e.first); });
   std::erase_if(released_, [&](int64_t id) { return !liveIds.count(id); });
-  for (const auto& [name, live] : jobs_) {
-    if (commits_.busy(name)) continue;
-    lifecycle::Events events;
-    if (auto changed = lifecycle::applyTime(live, downNodes, now, events))
-      commitIfFree(name, std::move(*changed), std::move(events), "timed change");
+  std::map<std::string, std::string> failed;
+  for (const auto& name : std::vector<std::string>(timed_.begin(), timed_.end())) {
+    auto it = jobs_.find(name);
+    if (it == jobs_.end() || commits_.busy(name)) continue;
+    const JobEntry& live = it->second;
+    std::string why = confined("applying timers", [&] {
+      lifecycle::Events events;
+      if (auto changed = lifecycle::applyTime(live, downNodes, now, events))
+        commitIfFree(name, std::move(*changed), std::move(events), "timed change");
+    });
+    if (!why.empty()) failed[name] = why;
   }
+  quarantineFailed(failed);
   autoscale(now);
 }
 

@@ -81,64 +81,73 @@ JobRegistry::Held JobRegistry::heldArrayMembers() const {
   return held;
 }
 
-std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs(Held& held) const {
+std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs(Held& held, std::map<std::string, std::string>& failed) const {
   std::vector<PendingGang> out;
   held = heldArrayMembers();
   for (const auto& [name, job] : jobs_) {
     if (isFinal(job.rec.state) || commits_.busy(name)) continue;  // busy: a cancel is committing
     if (held.count(name)) continue;
-    auto specTasks = job.spec->job().getTasks();
-    for (size_t i = 0; i < job.tasks.size(); ++i) {
-      const TaskEntry& t = job.tasks[i];
-      auto st = specTasks[static_cast<unsigned>(i)];
-      PendingGang base{name, i, {}};
-      base.request.job = name;
-      base.request.task = t.rec.name;
-      base.request.queue = job.rec.queue;
-      base.request.priority = job.rec.priority;
-      base.request.submitSeq = job.rec.id;
-      base.request.vm = job.spec->job().getType() == schema::JobType::VM;
-      if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
-        if (isFinal(t.rec.state) || t.rec.state == TaskState::Waiting || t.rec.state == TaskState::Stopping) continue;
-        // Each run is its own one-replica gang. Runs are indexed 0..completions-1 and each
-        // index must succeed once (Kubernetes' Indexed Job): the lowest indexes with neither a
-        // success nor a live run start next, up to `parallelism` live at once. A failed
-        // index runs again as its next attempt (in place under OnFailure, or placed anew).
-        auto cj = st.getContainerJob();
-        int64_t live = std::count_if(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return isLive(r.state); });
-        int64_t room = cj.getParallelism() - live;
-        for (int32_t index : lifecycle::runsToStart(cj.getCompletions(), t)) {
-          if (room-- <= 0) break;
-          PendingGang g = base;
-          g.request.replicas.push_back(replicaRequest(*this, "run", index, cj.getContainer()));
-          out.push_back(std::move(g));
-        }
-        continue;
-      }
-      if (lifecycle::isElastic(st) && t.rec.state == TaskState::Running) {
-        if (lifecycle::workersEnding(t)) continue;  // finishing: a worker that ended is not replaced
-        // A scale-out: the missing workers are one gang, so they join one rendezvous round.
-        int32_t missing = lifecycle::desiredWorkers(st, t) - static_cast<int32_t>(lifecycle::liveWorkers(t).size());
-        std::string role = str(st.getRoles()[0].getName());
-        int32_t next = lifecycle::nextWorkerIndex(t);
-        for (int32_t k = 0; k < missing; ++k)
-          base.request.replicas.push_back(replicaRequest(*this, role, next + k, containerOf(st, role)));
-        if (missing > 0) out.push_back(std::move(base));
-        continue;
-      }
-      if (t.rec.state != TaskState::Queued) continue;
-      // A restarted gang is placed once its previous attempt's replicas are gone, so no two
-      // processes ever hold the same rank (role and index) at once, on any node (as
-      // Kubernetes' podReplacementPolicy: Failed); its reason says it is restarting.
-      if (std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == ReplicaState::Stopping; }))
-        continue;
-      for (const auto& slot : frameworks::frameworkFor(st.getKind()).gang(st))
-        base.request.replicas.push_back(replicaRequest(*this, slot.role, slot.index, containerOf(st, slot.role)));
-      out.push_back(std::move(base));
+    size_t before = out.size();
+    std::string why = confined("reading its pending gangs", [&] { pendingGangsOf(name, job, out); });
+    if (!why.empty()) {
+      out.resize(before);
+      failed[name] = why;
     }
   }
   for (size_t i = 0; i < out.size(); ++i) out[i].request.taskId = static_cast<int64_t>(i);
   return out;
+}
+
+void JobRegistry::pendingGangsOf(const std::string& name, const JobEntry& job, std::vector<PendingGang>& out) const {
+  auto specTasks = job.spec->tasks();
+  for (size_t i = 0; i < job.tasks.size(); ++i) {
+    const TaskEntry& t = job.tasks[i];
+    auto st = specTasks[static_cast<unsigned>(i)];
+    PendingGang base{name, i, {}};
+    base.request.job = name;
+    base.request.task = t.rec.name;
+    base.request.queue = job.rec.queue;
+    base.request.priority = job.rec.priority;
+    base.request.submitSeq = job.rec.id;
+    base.request.vm = job.spec->job().getType() == schema::JobType::VM;
+    if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
+      if (isFinal(t.rec.state) || t.rec.state == TaskState::Waiting || t.rec.state == TaskState::Stopping) continue;
+      // Each run is its own one-replica gang. Runs are indexed 0..completions-1 and each
+      // index must succeed once (Kubernetes' Indexed Job): the lowest indexes with neither a
+      // success nor a live run start next, up to `parallelism` live at once. A failed
+      // index runs again as its next attempt (in place under OnFailure, or placed anew).
+      auto cj = st.getContainerJob();
+      int64_t live = std::count_if(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return isLive(r.state); });
+      int64_t room = cj.getParallelism() - live;
+      for (int32_t index : lifecycle::runsToStart(cj.getCompletions(), t)) {
+        if (room-- <= 0) break;
+        PendingGang g = base;
+        g.request.replicas.push_back(replicaRequest(*this, "run", index, cj.getContainer()));
+        out.push_back(std::move(g));
+      }
+      continue;
+    }
+    if (lifecycle::isElastic(st) && t.rec.state == TaskState::Running) {
+      if (lifecycle::workersEnding(t)) continue;  // finishing: a worker that ended is not replaced
+      // A scale-out: the missing workers are one gang, so they join one rendezvous round.
+      int32_t missing = lifecycle::desiredWorkers(st, t) - static_cast<int32_t>(lifecycle::liveWorkers(t).size());
+      std::string role = str(st.getRoles()[0].getName());
+      int32_t next = lifecycle::nextWorkerIndex(t);
+      for (int32_t k = 0; k < missing; ++k)
+        base.request.replicas.push_back(replicaRequest(*this, role, next + k, containerOf(st, role)));
+      if (missing > 0) out.push_back(std::move(base));
+      continue;
+    }
+    if (t.rec.state != TaskState::Queued) continue;
+    // A restarted gang is placed once its previous attempt's replicas are gone, so no two
+    // processes ever hold the same rank (role and index) at once, on any node (as
+    // Kubernetes' podReplacementPolicy: Failed); its reason says it is restarting.
+    if (std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == ReplicaState::Stopping; }))
+      continue;
+    for (const auto& slot : frameworks::frameworkFor(st.getKind()).gang(st))
+      base.request.replicas.push_back(replicaRequest(*this, slot.role, slot.index, containerOf(st, slot.role)));
+    out.push_back(std::move(base));
+  }
 }
 
 sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) const {
@@ -166,7 +175,7 @@ sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) c
       qit->second.runningJobs++;
       qit->second.runningJobNames.insert(name);
     }
-    auto specTasks = job.spec->job().getTasks();
+    auto specTasks = job.spec->tasks();
     for (size_t ti = 0; ti < job.tasks.size(); ++ti) {
       auto st = specTasks[static_cast<unsigned>(ti)];  // tasks are kept in spec order
       for (const auto& r : job.tasks[ti].replicas) {
@@ -199,7 +208,9 @@ void JobRegistry::runPass() {
   }
   auto started = std::chrono::steady_clock::now();
   Held held;
-  std::vector<PendingGang> gangs = pendingGangs(held);
+  std::map<std::string, std::string> failed;
+  std::vector<PendingGang> gangs = pendingGangs(held, failed);
+  quarantineFailed(failed);
   if (gangs.empty() && held.empty()) return;
   std::vector<sched::GangRequest> requests;
   for (const auto& g : gangs) requests.push_back(g.request);
@@ -348,6 +359,7 @@ void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& 
                   onJobChanged(&it->second, job, own);
                 }
                 it->second = std::move(job);
+                indexTime(name);
               }
             if (placed > 0 && onPlaced) onPlaced(placed);
           }

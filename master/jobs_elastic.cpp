@@ -12,7 +12,12 @@ using R = Result<std::string>;
 }  // namespace
 
 void JobRegistry::autoscale(int64_t now) {
-  for (const auto& [name, live] : jobs_) {
+  // A running elastic task has started and is unfinished: its job is in timed_.
+  std::vector<std::string> names(timed_.begin(), timed_.end());
+  for (const auto& name : names) {
+    auto it = jobs_.find(name);
+    if (it == jobs_.end()) continue;
+    const JobEntry& live = it->second;
     if (isFinal(live.rec.state) || commits_.busy(name)) continue;
     for (size_t ti = 0; ti < live.tasks.size(); ++ti) {
       const TaskEntry& t = live.tasks[ti];
@@ -90,9 +95,7 @@ void JobRegistry::scale(const std::string& name, const std::string& task, int32_
     auto job = std::make_shared<JobEntry>(live);
     auto events = std::make_shared<lifecycle::Events>();
     if (replicas == current) {  // withdraws a pending scale-out: nothing to stop or start
-      job->tasks[ti].rec.desired = replicas;
-      job->tasks[ti].rec.scaleSince = 0;
-      job->tasks[ti].rec.lastScaleAt = now_();
+      lifecycle::withdrawScaleOut(*job, ti, "set by yardctl job scale", now_(), *events);
     } else {
       lifecycle::scaleTo(*job, ti, replicas, "set by yardctl job scale", now_(), *events);
     }
@@ -111,8 +114,10 @@ std::optional<JobRegistry::ElasticView> JobRegistry::elasticOf(const JobEntry& j
   if (!lifecycle::isElastic(st)) return std::nullopt;
   const TaskEntry& t = job.tasks[ti];
   ElasticView v;
-  v.current = static_cast<int32_t>(lifecycle::liveWorkers(t).size());
-  v.desired = lifecycle::desiredWorkers(st, t);
+  // A final task has no live worker: it says what it ended with (policy.cpp, finishTask).
+  bool final = isFinal(t.rec.state);
+  v.current = final ? t.rec.desired : static_cast<int32_t>(lifecycle::liveWorkers(t).size());
+  v.desired = final ? t.rec.desired : lifecycle::desiredWorkers(st, t);
   v.min = static_cast<int32_t>(st.getElastic().getMinReplicas());
   v.max = static_cast<int32_t>(st.getElastic().getMaxReplicas());
   v.targetPercent = static_cast<double>(st.getElastic().getTarget());
@@ -129,8 +134,10 @@ std::optional<JobRegistry::ElasticView> JobRegistry::elasticOf(const JobEntry& j
   int64_t next = std::max(settled, t.rec.lastScaleAt ? t.rec.lastScaleAt + a.cooldownMs : 0);
   if (auto it = elastic_.find(t.rec.id); it != elastic_.end()) {
     v.utilisation = it->second.utilisation;
-    v.lastDecision = it->second.lastDecision;
-    v.lastDecisionAt = it->second.lastDecisionAt;
+    if (it->second.lastDecisionAt > v.lastDecisionAt) {
+      v.lastDecision = it->second.lastDecision;
+      v.lastDecisionAt = it->second.lastDecisionAt;
+    }
     if (it->second.history.lastEvaluatedAt) next = std::max(next, it->second.history.lastEvaluatedAt + a.intervalMs);
   }
   v.nextDecisionAt = t.rec.state == TaskState::Running && settled ? next : 0;

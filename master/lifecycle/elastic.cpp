@@ -104,9 +104,10 @@ void scaleTo(JobEntry& job, size_t ti, int32_t to, const std::string& why, int64
   std::string reason = std::to_string(from) + " -> " + std::to_string(to) + ": " + why;
   t.rec.desired = to;
   t.rec.lastScaleAt = now;
-  if (to > from) {
+  t.rec.lastScale = reason;
+  if (to > from) {  // ScaledOut once the new workers run (settleScaleOut)
     t.rec.scaleSince = now;
-    event(events, job, t, now, "ScaledOut", reason);
+    event(events, job, t, now, "ScaleOutRequested", reason);
     return;
   }
   std::vector<int32_t> indexes;
@@ -153,12 +154,16 @@ bool settleScaleOut(JobEntry& job, size_t ti, int64_t now, Events& events) {
   if (running >= desiredWorkers(spec, t)) {  // done
     t.rec.scaleSince = 0;
     if (t.rec.reason.rfind(kWaitsPrefix, 0) == 0) t.rec.reason = "";
+    event(events, job, t, now, "ScaledOut",
+          t.rec.lastScale.empty() ? "to " + std::to_string(running) + " workers" : t.rec.lastScale);
     return true;
   }
   int64_t timeout = spec.getElastic().getScaleTimeout();
   std::string waited = t.rec.reason.rfind(kWaitsPrefix, 0) == 0 ? t.rec.reason.substr(std::string(kWaitsPrefix).size())
                                                                  : "its new workers were not all running";
-  std::string why = "not running within scaleTimeout " + std::to_string(timeout) + " s: " + waited;
+  std::string why = "scale-out to " + std::to_string(desiredWorkers(spec, t)) + " cancelled (" +
+                    std::to_string(running) + " running): not running within scaleTimeout " + std::to_string(timeout) +
+                    " s: " + waited;
   for (auto& r : t.replicas)
     if (r.attempt == t.rec.attempt && isActive(r.state) && r.state != ReplicaState::Running) {
       stopReplica(r, EndCause::StoppedByPolicy, "scale-out cancelled");
@@ -167,9 +172,22 @@ bool settleScaleOut(JobEntry& job, size_t ti, int64_t now, Events& events) {
   t.rec.desired = std::max(running, static_cast<int32_t>(spec.getElastic().getMinReplicas()));
   t.rec.scaleSince = 0;
   t.rec.lastScaleAt = now;
+  t.rec.lastScale = why;
   t.rec.reason = "";
   event(events, job, t, now, "ScaleOutCancelled", why);
   return true;
+}
+
+void withdrawScaleOut(JobEntry& job, size_t ti, const std::string& why, int64_t now, Events& events) {
+  TaskEntry& t = job.tasks[ti];
+  int32_t wanted = desiredWorkers(job.specTask(ti), t);
+  auto live = static_cast<int32_t>(liveWorkers(t).size());
+  t.rec.desired = live;
+  t.rec.scaleSince = 0;
+  t.rec.lastScaleAt = now;
+  t.rec.lastScale = "scale-out to " + std::to_string(wanted) + " withdrawn (" + std::to_string(live) + " running): " + why;
+  if (t.rec.reason.rfind(kWaitsPrefix, 0) == 0) t.rec.reason = "";
+  event(events, job, t, now, "ScaleOutCancelled", t.rec.lastScale);
 }
 
 bool scaleOutWaits(JobEntry& job, size_t ti, const std::string& why, int64_t now, Events& events) {

@@ -3,11 +3,12 @@
 // functions apply a scale change to a copy of the job, like the rest of the policy; the
 // decision itself is autoscale.h's, the orchestration the registry's (jobs_elastic.cpp).
 //
-//   scale-out: desired = N and scaleSince = now (event ScaledOut); the scheduling pass places
-//              the missing workers as one gang (ScaleOutPending while it cannot, with the
-//              scheduler's reason); once every wanted worker runs the scale-out is done; if
-//              not within the spec's scaleTimeout it is cancelled (ScaleOutCancelled): workers
-//              not running yet are withdrawn and desired falls back to what runs (>= min).
+//   scale-out: desired = N and scaleSince = now (event ScaleOutRequested); the scheduling
+//              pass places the missing workers as one gang (ScaleOutPending while it cannot,
+//              with the scheduler's reason); once every wanted worker runs the scale-out is
+//              done (ScaledOut); if not within the spec's scaleTimeout it is cancelled
+//              (ScaleOutCancelled): workers not running yet are withdrawn and desired falls
+//              back to what runs (>= min). lastScale says what the last change did.
 //   scale-in:  the highest indexes stop first (never worker 0: under c10d it hosts the
 //              rendezvous store), as any stop (preStop, SIGTERM, grace); event ScaledIn.
 // Workers stopped by a scale change end with cause StoppedByPolicy: not a failure, and not
@@ -62,6 +63,10 @@ bool scaleOutSettles(const JobEntry& job, size_t ti, int64_t now);
 // A pending scale-out at `now`: finished once every wanted worker runs, cancelled past the
 // spec's scaleTimeout. True when the job changed.
 bool settleScaleOut(JobEntry& job, size_t ti, int64_t now, Events& events);
+// `yardctl job scale` to the count that runs while a scale-out is pending: desired falls
+// back to it (nothing to stop: the workers not placed yet are simply no longer wanted);
+// event ScaleOutCancelled saying `why`.
+void withdrawScaleOut(JobEntry& job, size_t ti, const std::string& why, int64_t now, Events& events);
 // The scheduler's reason for a scale-out it could not place yet; a ScaleOutPending event
 // when it changes. True when the job changed.
 bool scaleOutWaits(JobEntry& job, size_t ti, const std::string& why, int64_t now, Events& events);

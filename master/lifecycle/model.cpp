@@ -7,9 +7,13 @@ namespace yard::master {
 JobSpec::JobSpec(const std::string& bytes) : words_(kj::heapArray<capnp::word>((bytes.size() + 7) / 8)) {
   std::memcpy(words_.begin(), bytes.data(), bytes.size());
   capnp::ReaderOptions options;
-  options.traversalLimitInWords = uint64_t{1} << 30;  // our own bytes, validated at submit
+  options.traversalLimitInWords = kj::maxValue;  // our own bytes, read for the job's whole life (model.h)
   reader_ = std::make_unique<capnp::FlatArrayMessageReader>(words_.asPtr(), options);
+  job_ = reader_->getRoot<schema::Job>();
+  tasks_ = job_.getTasks();
 }
+
+void JobSpec::verify() const { (void)job_.totalSize(); }
 
 schema::Container::Reader containerOf(schema::Task::Reader t, const std::string& role) {
   if (t.getKind() == schema::TaskKind::CONTAINER_JOB) return t.getContainerJob().getContainer();

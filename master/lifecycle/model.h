@@ -16,14 +16,29 @@
 namespace yard::master {
 
 // The parsed spec a job was submitted with (kept as the bytes the store holds).
+//
+// The master reads a job's spec for as long as the job exists, many times a second (every
+// tick, heartbeat and pass), so the reader has no traversal limit: capnp's limit is
+// cumulative over a reader's life, and a long-lived one would run out and throw, however
+// small the job (a 1,000-task job ran out within two minutes, issue 27). These bytes are
+// not a peer's: they were checked at submit (size, list lengths, the spec rules, through a
+// reader that has the wire's limits) or at load (verify()). The root and the task list are
+// read once; specTask(i) is then O(1).
 class JobSpec {
  public:
+  // Throws kj::Exception when `bytes` is not a readable message (see verify()).
   explicit JobSpec(const std::string& bytes);
-  schema::Job::Reader job() const { return reader_->getRoot<schema::Job>(); }
+  schema::Job::Reader job() const { return job_; }
+  capnp::List<schema::Task>::Reader tasks() const { return tasks_; }
+  // Walks every pointer of the message once: throws kj::Exception when any part of it is
+  // damaged (a stored blob read back at load), so that nothing later trips on it.
+  void verify() const;
 
  private:
   kj::Array<capnp::word> words_;
   std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
+  schema::Job::Reader job_;
+  capnp::List<schema::Task>::Reader tasks_;
 };
 
 struct TaskEntry {
@@ -36,7 +51,7 @@ struct JobEntry {
   store::JobRecord rec;
   std::shared_ptr<JobSpec> spec;
   std::vector<TaskEntry> tasks;  // in spec order
-  schema::Task::Reader specTask(size_t i) const { return spec->job().getTasks()[static_cast<unsigned>(i)]; }
+  schema::Task::Reader specTask(size_t i) const { return spec->tasks()[static_cast<unsigned>(i)]; }
 };
 
 // The container a replica of `role` runs (the task's only one for a container job).

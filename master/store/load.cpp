@@ -116,11 +116,11 @@ constexpr const char* kAudit =
 
 TaskRecord taskRow(const sql::Stmt& s) {
   return TaskRecord{s.i64(0), s.i64(1), s.text(2), parseTaskStateColumn(s.text(3)), s.text(4), s.i32(5),
-                    s.i64(6), s.i64(7), s.i32(8), s.i64(9), s.i64(10), parseTaskEndingColumn(s.text(11))};
+                    s.i64(6), s.i64(7), s.i32(8), s.i64(9), s.i64(10), parseTaskEndingColumn(s.text(11)), s.text(12)};
 }
 constexpr const char* kTasks =
     "SELECT id, job_id, name, state, reason, attempt, started_at, finished_at, desired, scale_since,"
-    " last_scale_at, ending FROM tasks ORDER BY id";
+    " last_scale_at, ending, last_scale FROM tasks ORDER BY id";
 
 ReplicaRecord replicaRow(const sql::Stmt& s) {
   ReplicaRecord r;
@@ -144,12 +144,13 @@ ReplicaRecord replicaRow(const sql::Stmt& s) {
   r.finishedAt = s.i64(17);
   r.cause = parseEndCauseColumn(s.text(18));
   r.signal = s.i32(19);
+  r.workerRestarts = s.i32(20);
   return r;
 }
 constexpr const char* kReplicas =
     "SELECT id, task_id, role, idx, attempt, state, node, gpus, port, declared_ports, env,"
-    " exit_code, reason, cpu_millis, memory_bytes, gpu, started_at, finished_at, end_cause, signal"
-    " FROM replicas ORDER BY id";
+    " exit_code, reason, cpu_millis, memory_bytes, gpu, started_at, finished_at, end_cause, signal,"
+    " worker_restarts FROM replicas ORDER BY id";
 
 EventRecord eventRow(const sql::Stmt& s) {
   return EventRecord{s.i64(0), s.i64(1), s.text(2), s.text(3), s.i32(4),

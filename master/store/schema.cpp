@@ -259,6 +259,14 @@ CREATE TABLE node_certs (
 ) STRICT;
 )sql";
 
+// Version 10: elastic tasks keep what their last scale change did (for people, after the
+// end too), and elastic workers how often torchrun restarted their worker group (the restart
+// budget Yard counts, docs/wiring.md).
+constexpr const char* kV10 = R"sql(
+ALTER TABLE tasks ADD COLUMN last_scale TEXT NOT NULL DEFAULT '';
+ALTER TABLE replicas ADD COLUMN worker_restarts INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
@@ -269,6 +277,7 @@ constexpr Migration kMigrations[] = {
     {7, kV7},
     {8, kV8},
     {9, kV9},
+    {10, kV10},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

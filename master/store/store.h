@@ -114,6 +114,10 @@ struct TaskRecord {
   int64_t scaleSince = 0, lastScaleAt = 0;
   // A Stopping task: the final state it is recorded in once its stopped replicas are gone.
   std::optional<TaskState> ending = std::nullopt;
+  // Elastic tasks: what the last scale change did, for people ("1 -> 4: set by yardctl job
+  // scale", "1 -> 4 cancelled: ..."; at lastScaleAt), kept after the task ends. Once the
+  // task is final, `desired` is the workers it ended with.
+  std::string lastScale = "";
   bool operator==(const TaskRecord&) const = default;
 };
 
@@ -144,6 +148,9 @@ struct ReplicaRecord {
   std::string reason;               // for people; no decision reads it
   int64_t cpuMillis = 0, memoryBytes = 0, gpu = 0;
   int64_t startedAt = 0, finishedAt = 0;
+  // Elastic PyTorch workers: how many times torchrun restarted its worker group in this
+  // attempt, as its agent counted from the output (docs/wiring.md).
+  int32_t workerRestarts = 0;
   bool operator==(const ReplicaRecord&) const = default;
 };
 

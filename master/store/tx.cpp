@@ -217,10 +217,11 @@ Result<bool> Tx::updateTask(const TaskRecord& task) {
   return guarded<bool>([&] {
     auto r = described(runSql(conn_, R"sql(
       UPDATE tasks SET state = ?, reason = ?, attempt = ?, started_at = ?, finished_at = ?,
-                       desired = ?, scale_since = ?, last_scale_at = ?, ending = ?
+                       desired = ?, scale_since = ?, last_scale_at = ?, ending = ?, last_scale = ?
       WHERE id = ?)sql",
       toText(task.state), task.reason, task.attempt, task.startedAt, task.finishedAt, task.desired,
-      task.scaleSince, task.lastScaleAt, task.ending ? std::string(toText(*task.ending)) : std::string(), task.id),
+      task.scaleSince, task.lastScaleAt, task.ending ? std::string(toText(*task.ending)) : std::string(),
+      task.lastScale, task.id),
       "updating task " + std::to_string(task.id));
     return r.isOk() ? expectOneRow("task", task.id) : r;
   });
@@ -231,11 +232,11 @@ Result<int64_t> Tx::insertReplica(ReplicaRecord& rep) {
     Outcome o = runSql(conn_, R"sql(
       INSERT INTO replicas (task_id, role, idx, attempt, state, node, gpus, port,
                             declared_ports, env, exit_code, end_cause, signal, reason,
-                            cpu_millis, memory_bytes, gpu, started_at, finished_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
+                            cpu_millis, memory_bytes, gpu, started_at, finished_at, worker_restarts)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
       rep.taskId, rep.role, rep.index, rep.attempt, toText(rep.state), rep.node, gpusText(rep.gpus),
       rep.port, declaredPortsText(rep.declaredPorts), rep.env, rep.exitCode, toText(rep.cause), rep.signal,
-      rep.reason, rep.cpuMillis, rep.memoryBytes, rep.gpu, rep.startedAt, rep.finishedAt);
+      rep.reason, rep.cpuMillis, rep.memoryBytes, rep.gpu, rep.startedAt, rep.finishedAt, rep.workerRestarts);
     std::string name = rep.role + "/" + std::to_string(rep.index) + " attempt " +
                        std::to_string(rep.attempt);
     if (o.code == SQLITE_CONSTRAINT_FOREIGNKEY) {
@@ -259,11 +260,11 @@ Result<bool> Tx::updateReplica(const ReplicaRecord& rep) {
       UPDATE replicas SET state = ?, node = ?, gpus = ?, port = ?, declared_ports = ?,
                           env = ?, exit_code = ?, end_cause = ?, signal = ?, reason = ?,
                           cpu_millis = ?, memory_bytes = ?, gpu = ?, started_at = ?,
-                          finished_at = ?
+                          finished_at = ?, worker_restarts = ?
       WHERE id = ?)sql",
       toText(rep.state), rep.node, gpusText(rep.gpus), rep.port, declaredPortsText(rep.declaredPorts), rep.env,
       rep.exitCode, toText(rep.cause), rep.signal, rep.reason, rep.cpuMillis, rep.memoryBytes, rep.gpu,
-      rep.startedAt, rep.finishedAt, rep.id), "updating replica " + std::to_string(rep.id));
+      rep.startedAt, rep.finishedAt, rep.workerRestarts, rep.id), "updating replica " + std::to_string(rep.id));
     return r.isOk() ? expectOneRow("replica", rep.id) : r;
   });
 }

@@ -48,8 +48,18 @@ Json elasticJson(api::ElasticInfo::Reader e) {
 
 // One line per elastic task: the counts, what was measured against what, the last decision
 // and when the next may come (only a running task is decided on). Times are relative to the
-// master's clock (`now`).
-std::string elasticText(const std::string& task, api::ElasticInfo::Reader e, bool running, int64_t now) {
+// master's clock (`now`). A finished task: the workers it ended with and its last scale
+// change.
+std::string elasticText(const std::string& task, api::ElasticInfo::Reader e, const std::string& state, int64_t now) {
+  bool running = state == "Running";
+  if (state == "Succeeded" || state == "Failed" || state == "Cancelled" || state == "Skipped") {
+    std::string line = "Elastic " + task + ": ended with " + std::to_string(e.getCurrent()) +
+                       (e.getCurrent() == 1 ? " worker" : " workers") + " (min " + std::to_string(e.getMin()) +
+                       ", max " + std::to_string(e.getMax()) + "), last: " +
+                       (e.getLastDecision().size() ? std::string(e.getLastDecision().cStr()) : "no scale change");
+    if (e.getLastDecisionAt() > 0) line += " (" + spanText(now - e.getLastDecisionAt()) + " ago)";
+    return line;
+  }
   std::string line = "Elastic " + task + ": " + std::to_string(e.getCurrent()) +
                      (e.getCurrent() == 1 ? " worker" : " workers") + " (desired " + std::to_string(e.getDesired()) +
                      ", min " + std::to_string(e.getMin()) + ", max " + std::to_string(e.getMax()) +
@@ -152,7 +162,7 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
   for (auto t : d.getTasks()) {
     if (!t.getHasElastic()) continue;
     out << (firstElastic ? "\n" : "")
-        << elasticText(t.getName().cStr(), t.getElastic(), t.getState() == "Running", d.getAnsweredAt()) << "\n";
+        << elasticText(t.getName().cStr(), t.getElastic(), t.getState().cStr(), d.getAnsweredAt()) << "\n";
     firstElastic = false;
   }
   bool any = false;

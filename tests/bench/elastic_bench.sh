@@ -2,7 +2,7 @@
 # Elastic scale-out latency (issue 12): seconds from the load crossing the target to training
 # at the new world size, with real torchrun (tests/e2e/programs/elastic_train.py) on two
 # agents. Each round, from one settled worker: the control file flips to "high" at t0;
-#   decide = t0 -> the ScaledOut event (master's clock, read through job events);
+#   decide = t0 -> the ScaleOutRequested event (master's clock, read through job events);
 #   train  = t0 -> the log line of the rendezvous at world size 2 (polled every 0.25 s).
 # Then "low" until the task is back to one worker, and again. The floor of `decide` is the
 # scale-up window plus the agents' 2 s usage sample; of `train`, that plus the new worker's
@@ -56,13 +56,13 @@ print(int(e["utilisation"] is not None and e["current"] == 1 and not e["pending"
 decides=() trains=()
 for round in $(seq "$n"); do
   for _ in $(seq 600); do [ "$(measured)" = 1 ] && break; sleep 0.5; done
-  outs=$("$bin/yardctl" job events bench-elastic | grep -c ' ScaledOut ')
+  outs=$("$bin/yardctl" job events bench-elastic | grep -c ' ScaleOutRequested ')
   worlds=$(count 'rendezvous world=2 rank=1')
   t0=$(now)
   echo high >"$tmp/ctl"
   decide="" train=""
   for _ in $(seq 1200); do
-    [ -z "$decide" ] && [ "$("$bin/yardctl" job events bench-elastic | grep -c ' ScaledOut ')" -gt "$outs" ] &&
+    [ -z "$decide" ] && [ "$("$bin/yardctl" job events bench-elastic | grep -c ' ScaleOutRequested ')" -gt "$outs" ] &&
       decide=$(python3 -c "print($(now) - $t0)")
     [ "$(count 'rendezvous world=2 rank=1')" -gt "$worlds" ] && { train=$(python3 -c "print($(now) - $t0)"); break; }
     sleep 0.25

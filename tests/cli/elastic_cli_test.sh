@@ -116,4 +116,19 @@ expect 0 '"result": "task train of job el-sleep scaled 2 -> 1"' -- job scale el-
 json_eventually 'j["tasks"][0]["elastic"]["current"], j["tasks"][0]["elastic"]["desired"]' "1 1"
 json_eventually '[r["state"] for r in j["tasks"][0]["replicas"] if r["index"] == 0]' "['Running']"
 
+# The events say what happened: requested, then done once the new worker ran (issue: a
+# scale-out that never ran still logged ScaledOut).
+events=$("$bin/yardctl" job events el-sleep -o json | python3 -c '
+import json,sys
+print(" | ".join(e["type"] + " " + e["reason"] for e in json.load(sys.stdin) if e["type"].startswith("Scale")))')
+[ "$events" = "ScaleOutRequested 1 -> 2: set by yardctl job scale | ScaledOut 1 -> 2: set by yardctl job scale | ScaledIn 2 -> 1: set by yardctl job scale" ] ||
+  fail "scale events: $events"
+
+# A finished elastic task says what it ended with and its last change, not "0 workers ... none yet".
+expect 0 'cancel' -- job cancel el-sleep
+json_eventually 'j["tasks"][0]["state"]' Cancelled
+expect 0 '^Elastic train: ended with 1 worker \(min 1, max 2\), last: 2 -> 1: set by yardctl job scale \([0-9]+s ago\)$' -- job show el-sleep
+[ "$(json 'j["tasks"][0]["elastic"]["current"], j["tasks"][0]["elastic"]["pending"]')" = "1 False" ] ||
+  fail "elastic of a finished task: $(json 'j["tasks"][0]["elastic"]')"
+
 finish "elastic_cli"

@@ -203,8 +203,9 @@ TEST_CASE("elastic: a scale-out is one change, done once every worker runs", "[a
   CHECK(t.rec.desired == 3);
   CHECK(t.rec.scaleSince == kT0);
   REQUIRE(events.size() == 1);
-  CHECK(events[0].type == "ScaledOut");
+  CHECK(events[0].type == "ScaleOutRequested");  // ScaledOut once the workers run
   CHECK(events[0].reason == "1 -> 3: cpu 200% above target 80%");
+  CHECK(t.rec.lastScale == "1 -> 3: cpu 200% above target 80%");
   CHECK(nextWorkerIndex(t) == 1);
   CHECK(!scaleOutSettles(job, 0, kT0 + 1'000'000));  // no timeout: it waits
   CHECK(scaleOutWaits(job, 0, "waiting for resources", kT0 + 1000, events));
@@ -216,9 +217,12 @@ TEST_CASE("elastic: a scale-out is one change, done once every worker runs", "[a
     w.index = i;
     t.replicas.push_back(w);
   }
+  CHECK(events.back().type == "ScaleOutPending");  // not ScaledOut: they do not run yet
   CHECK(settleScaleOut(job, 0, kT0 + 5000, events));
   CHECK(t.rec.scaleSince == 0);
   CHECK(t.rec.reason == "");
+  CHECK(events.back().type == "ScaledOut");
+  CHECK(events.back().reason == "1 -> 3: cpu 200% above target 80%");
 }
 
 TEST_CASE("elastic: a scale-out not running within scaleTimeout is withdrawn", "[autoscale]") {
@@ -239,7 +243,10 @@ TEST_CASE("elastic: a scale-out not running within scaleTimeout is withdrawn", "
   CHECK(!scaleOutSettles(job, 0, kT0 + 29'000));
   CHECK(settleScaleOut(job, 0, kT0 + 30'000, events));
   CHECK(events.back().type == "ScaleOutCancelled");
-  CHECK(events.back().reason == "not running within scaleTimeout 30 s: needs cpu 1 on one node; none has it");
+  CHECK(events.back().reason ==
+        "scale-out to 3 cancelled (2 running): not running within scaleTimeout 30 s: needs cpu 1 on one node; none has it");
+  CHECK(t.rec.lastScale == events.back().reason);  // job show's "last:", also once the task ended
+  for (const auto& e : events) CHECK(e.type != "ScaledOut");  // issue: it never ran
   CHECK(t.rec.desired == 2);
   CHECK(t.replicas[2].state == ReplicaState::Stopping);  // Killed once its agent says it is gone
   CHECK(t.replicas[2].cause == EndCause::StoppedByPolicy);
@@ -272,4 +279,47 @@ TEST_CASE("elastic: a scale-in stops the highest worker, which is not a failure"
   REQUIRE(done);
   CHECK(done->tasks[0].replicas[2].state == ReplicaState::Killed);
   CHECK(done->tasks[0].rec.state == TaskState::Succeeded);
+}
+
+// Issue: a manual scale to 4 that never ran logged `ScaledOut 1 -> 4`; withdrawing it by
+// hand says so too.
+TEST_CASE("elastic: a pending scale-out withdrawn by hand is cancelled, not scaled out", "[autoscale]") {
+  JobEntry job = elasticJob(0);
+  Events events;
+  scaleTo(job, 0, 3, "set by yardctl job scale", kT0, events);
+  withdrawScaleOut(job, 0, "set by yardctl job scale", kT0 + 1000, events);
+  auto& t = job.tasks[0];
+  CHECK(t.rec.desired == 1);
+  CHECK(t.rec.scaleSince == 0);
+  CHECK(t.rec.lastScaleAt == kT0 + 1000);
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].type == "ScaleOutRequested");
+  CHECK(events[1].type == "ScaleOutCancelled");
+  CHECK(events[1].reason == "scale-out to 3 withdrawn (1 running): set by yardctl job scale");
+  CHECK(t.rec.lastScale == events[1].reason);
+}
+
+// Issue: a finished elastic job showed "0 workers ... last: none yet".
+TEST_CASE("elastic: a finished task keeps the workers it ended with and its last change", "[autoscale]") {
+  JobEntry job = elasticJob(0);
+  auto& t = job.tasks[0];
+  t.replicas[0].startedAt = kT0 - 1000;
+  store::ReplicaRecord w = t.replicas[0];
+  w.id = 11;
+  w.index = 1;
+  t.replicas.push_back(w);
+  Events events;
+  scaleTo(job, 0, 3, "cpu 200% above target 80%", kT0, events);
+  w.id = 12;
+  w.index = 2;
+  t.replicas.push_back(w);
+  CHECK(settleScaleOut(job, 0, kT0 + 1000, events));
+  for (auto& r : t.replicas) {
+    r.state = ReplicaState::Exited;
+    r.finishedAt = kT0 + 2000;
+  }
+  evaluateTask(job, 0, kT0 + 2000, events);
+  CHECK(t.rec.state == TaskState::Succeeded);
+  CHECK(t.rec.desired == 3);
+  CHECK(t.rec.lastScale == "2 -> 3: cpu 200% above target 80%");
 }

@@ -4,6 +4,10 @@
 // before its events are read disturbs nothing. The read thread on its own below.
 #include <catch2/catch.hpp>
 
+#include <capnp/schema.h>
+#include <capnp/serialize.h>
+
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -587,4 +591,58 @@ TEST_CASE("a join token with one use admits one agent; the static token any", "[
   }
   CHECK(joins == 10);
   (void)id;
+}
+
+// Issue 27: a 280-byte jobSubmit whose task list claimed 2,000,000 zero-sized elements was
+// walked before the 1,000-task limit was checked: seconds of the io thread per frame. Every
+// list's length is checked first now, so the answer comes at once and names the limit.
+TEST_CASE("a request whose list claims millions of empty elements is refused before anything walks it",
+          "[client_api][limits]") {
+  ClientHarness h;
+  capnp::MallocMessageBuilder m;
+  auto req = m.initRoot<api::Request>();
+  req.setId(7);
+  req.setToken(h.token);
+  auto job = req.initJobSubmit();
+  job.setName("wide-job");
+  job.setQueue("default");
+  job.initTasks(1);
+  kj::Array<capnp::word> flat = capnp::messageToFlatArray(m);
+  // The task list's tag word (1 element of Task's size) and the list pointer to it: make them
+  // say 2,000,000 elements of no size, as a hostile peer writes them.
+  auto taskStruct = capnp::Schema::from<schema::Task>().getProto().getStruct();
+  uint64_t d = taskStruct.getDataWordCount(), p = taskStruct.getPointerCount();
+  uint64_t tag = (uint64_t{1} << 2) | (d << 32) | (p << 48);
+  auto* w = reinterpret_cast<uint64_t*>(flat.begin());
+  size_t n = flat.size(), tagAt = n, listAt = n;
+  for (size_t i = 0; i < n; ++i)
+    if (w[i] == tag) tagAt = i;
+  for (size_t i = 0; i < n; ++i)
+    if ((w[i] & 3) == 1 && ((w[i] >> 32) & 7) == 7 && (w[i] >> 35) == d + p) listAt = i;
+  REQUIRE(tagAt < n);
+  REQUIRE(listAt < n);
+  w[tagAt] = uint64_t{2000000} << 2;
+  w[listAt] &= (uint64_t{1} << 35) - 1;  // no words of content
+  auto bytes = flat.asBytes();
+  std::string frame(4, '\0');
+  uint32_t len = static_cast<uint32_t>(bytes.size());
+  std::memcpy(frame.data(), &len, 4);
+  frame.append(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+  REQUIRE(frame.size() < 400);
+
+  auto c = wire::FrameClient::connect(h.address(), yard::testing::testClientTls());
+  REQUIRE(c);
+  auto started = std::chrono::steady_clock::now();
+  REQUIRE(c.value()->sendRaw(frame));
+  auto resp = c.value()->receive();
+  REQUIRE(resp);
+  auto took = std::chrono::steady_clock::now() - started;
+  auto r = resp.value()->root<api::Response>();
+  REQUIRE(r.isError());
+  CHECK(std::string(r.getError().getMessage()) ==
+        "request refused: jobSubmit.tasks: 2000000 elements, more than the limit of 1000");
+  CHECK(took < std::chrono::milliseconds(500));
+  // Nothing was stored, and the master answers the next request.
+  auto list = h.call([](auto q) { q.initJobList(); });
+  CHECK(list->root<api::Response>().getJobs().size() == 0);
 }

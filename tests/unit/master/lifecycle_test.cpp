@@ -6,6 +6,7 @@
 #include <asio.hpp>
 
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <set>
 
@@ -508,4 +509,91 @@ tasks:
       CHECK(attemptsOfRun1 == 2);  // the failed index ran again as its next attempt
     }
   }
+}
+
+// Issue 27: a 1,000-task job aborted the master about two minutes after its submission, and
+// again after every restart: each tick read the spec's task list once per task through a
+// reader whose traversal limit is cumulative ("Exceeded message traversal limit").
+TEST_CASE("a 1000-task job survives a long-running master: its spec is read every tick", "[lifecycle]") {
+  Cluster c;
+  std::string yaml = "name: wide-job\ntasks:\n";
+  for (int i = 0; i < 1000; ++i)
+    yaml += "  - name: task-" + std::to_string(1000 + i) +
+            "\n    kind: container-job\n    timeout: 100000\n"
+            "    container: { image: host, command: ls, resources: { cpu: 10m, memory: 16Mi } }\n";
+  c.submit(yaml);
+  c.jobs_->requestPass();
+  c.until([&] {
+    for (const auto& t : c.job("wide-job").tasks)
+      if (t.replicas.empty()) return false;
+    return true;
+  }, "every task placed");
+  // Each tick visits every task (each has a run with a timeout); 600 ticks read the task list
+  // 600,000 times, far past what a limited reader allows (it gave out after ~110 ticks).
+  for (int i = 0; i < 600; ++i) REQUIRE_NOTHROW(c.jobs_->tick({}));
+  for (int i = 0; i < 50; ++i) REQUIRE_NOTHROW(c.jobs_->reportReplicas("n1", {}));
+  c.settle();
+  CHECK(c.job("wide-job").rec.state == JobState::Running);
+  CHECK(c.job("wide-job").tasks.size() == 1000);
+}
+
+TEST_CASE("a spec damaged deep inside is found at load and quarantined, not at the first pass", "[lifecycle]") {
+  auto loaded = spec::loadJobSpec(R"(
+name: deep-damage
+tasks:
+  - name: only-task
+    kind: container-job
+    container:
+      image: host
+      command: sh -c
+      args: ["echo a rather long argument that sits at the end of the message"]
+      resources: { cpu: 1, memory: 1Gi }
+      env: [ { name: AAAA, value: "a value that sits late in the message as well" } ]
+)");
+  REQUIRE(loaded.ok());
+  std::string bytes = master::specBytes(loaded.job());
+  // Keep the segment table and the first words (the root and the task list), and cut the
+  // rest: the segment table says fewer words, so the late texts point past the segment's end.
+  uint32_t words = 0;
+  std::memcpy(&words, bytes.data() + 4, 4);
+  uint32_t keep = words / 2;
+  std::string damaged = bytes.substr(0, 8 + 8 * static_cast<size_t>(keep));
+  std::memcpy(damaged.data() + 4, &keep, 4);
+  master::JobSpec spec(damaged);
+  CHECK(spec.tasks().size() == 1);  // what the old check at load looked at reads fine
+  CHECK_THROWS(spec.verify());       // the whole message does not
+
+  test::TempDir dir;
+  auto s = store::Store::open(dir.path() + "/state.db");
+  REQUIRE(s);
+  auto db = std::move(s).value();
+  REQUIRE(db->writeSync([&](store::Tx& tx) {
+    store::JobRecord j;
+    j.name = "deep-damage";
+    j.queue = "default";
+    j.spec = damaged;
+    REQUIRE(tx.insertJob(j));
+    std::vector<store::TaskRecord> tasks(1);
+    tasks[0].jobId = j.id;
+    tasks[0].name = "only-task";
+    tasks[0].state = TaskState::Queued;
+    REQUIRE(tx.insertTasks(tasks));
+  }));
+  auto state = db->loadAll();
+  REQUIRE(state);
+  asio::io_context io;
+  master::MasterConfig config;
+  master::Catalog catalog(io, *db);
+  REQUIRE(catalog.load(state.value()));
+  JobRegistry jobs(io, *db, config, catalog, [] { return int64_t{1'700'000'000'000}; });
+  std::vector<std::string> logged;
+  jobs.log = [&](const std::string& line) { logged.push_back(line); };
+  REQUIRE(jobs.load(state.value()));
+  const auto& job = jobs.jobs().at("deep-damage");
+  CHECK(job.rec.state == JobState::Failed);
+  CHECK_THAT(job.rec.reason, Catch::Matchers::StartsWith("quarantined at load: its spec is unreadable"));
+  REQUIRE(logged.size() == 1);
+  jobs.requestPass();  // nothing of it is read again
+  jobs.tick({});
+  io.run_for(std::chrono::milliseconds(300));
 }
