@@ -37,22 +37,36 @@ wait_job e2e-oom Failed 30
 [ "$(jshow e2e-oom 'j["tasks"][1]["state"]')" = Skipped ] || fail "dependant not Skipped"
 "$bin/yardctl" logs e2e-oom | grep -q allocated && fail "the hog got its 256 MiB past a 64 MiB limit"
 
-say "maxLifetime stops a sleeper: DeadlineExceeded"
-cat >"$tmp/life.yaml" <<'YAML'
+say "maxLifetime stops a sleeper: DeadlineExceeded, and the job is Failed only once it is gone"
+# The sleeper records its own pid: other tests running at the same time have sleepers too
+# (a `pgrep -f 'sleep 300'` here once matched e2e.fence's, issue 32).
+cat >"$tmp/life.yaml" <<YAML
 name: e2e-lifetime
 tasks:
   - name: sleeper
     kind: pytorch
     roles:
-      master: { replicas: 1, container: { image: host, resources: { cpu: 100m, memory: 32Mi }, command: sleep 300 } }
+      master:
+        replicas: 1
+        container:
+          image: host
+          resources: { cpu: 100m, memory: 32Mi }
+          command: sh -c
+          args: "'echo \$\$ > $tmp/lifetime.pid; exec sleep 300'"
     advanced: { maxLifetime: 2 }
 YAML
 submit "$tmp/life.yaml"
+for _ in $(seq 100); do [ -s "$tmp/lifetime.pid" ] && break; sleep 0.1; done
+sleeper=$(cat "$tmp/lifetime.pid" 2>/dev/null)
+[ -n "$sleeper" ] || fail "the sleeper did not start"
+# Sampled the moment Failed is first visible: by then its process must be gone (a replica
+# Yard stops is Stopping, and its job not yet Failed, until its agent reports it gone).
 wait_job e2e-lifetime Failed 30
+if [ -n "$sleeper" ] && [ -d "/proc/$sleeper" ] && ! grep -q ') Z ' "/proc/$sleeper/stat" 2>/dev/null; then
+  fail "the job is Failed while its sleeper (pid $sleeper) still runs: $(cat "/proc/$sleeper/cmdline" 2>/dev/null | tr '\0' ' ')"
+fi
 jshow e2e-lifetime 'j["tasks"][0]["reason"]' | grep -q '^DeadlineExceeded' || fail "reason: $(jshow e2e-lifetime 'j["tasks"][0]["reason"]')"
 "$bin/yardctl" job events e2e-lifetime | grep -q DeadlineExceeded || fail "no DeadlineExceeded event"
-sleep 1
-pgrep -f 'sleep 300' >/dev/null && fail "the sleeper still runs after its maxLifetime"
 
 say "retries: 1 restarts a failing gang once, as attempt 1, then the task fails"
 cat >"$tmp/retry.yaml" <<'YAML'
