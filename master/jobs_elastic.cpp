@@ -121,7 +121,11 @@ std::optional<JobRegistry::ElasticView> JobRegistry::elasticOf(const JobEntry& j
   v.min = static_cast<int32_t>(st.getElastic().getMinReplicas());
   v.max = static_cast<int32_t>(st.getElastic().getMaxReplicas());
   v.targetPercent = static_cast<double>(st.getElastic().getTarget());
-  v.pending = t.rec.scaleSince > 0;
+  v.pending = t.rec.scaleSince > 0 && !final;
+  // What the last change did is stored (and outlives the task and a master restart); the
+  // autoscaler's later evaluations that changed nothing are in memory while the task runs.
+  v.lastDecision = t.rec.lastScale;
+  v.lastDecisionAt = t.rec.lastScale.empty() ? 0 : t.rec.lastScaleAt;
   const auto& a = config_.autoscaler;
   // The earliest a worker is settled (warmup after its start and the last change), the next
   // interval, and the cooldown: the next decision comes after all three.
