@@ -32,13 +32,15 @@
 #include "agent/runner.h"
 #include "common/spec/quantity.h"
 #include "common/util/data_dir_lock.h"
+#include "common/util/log_text.h"
 #include "common/util/scrub_arg.h"
 #include "common/util/sd_notify.h"
 #include "yard/version.h"
 
 namespace {
 
-void logLine(const std::string& line) { std::cerr << "yard-agent: " << line << std::endl; }
+// One physical line per call, whatever a peer put in the text (common/util/log_text.h).
+void logLine(const std::string& line) { std::cerr << "yard-agent: " << yard::logSafe(line) << std::endl; }
 
 // The runner's clock: CLOCK_BOOTTIME, the clock of the shim's lease and stop files.
 int64_t bootMs() {
@@ -175,6 +177,16 @@ int main(int argc, char** argv) {
   // relative path would resolve against the replica's own working directory.
   config.dataDir = std::filesystem::absolute(config.dataDir, ec).lexically_normal().string();
 
+  // Searchable, not listable (0711): host replicas run as their owner reach their own
+  // directory through it; what is inside guards itself (tls/ 0700, each replica's directory
+  // root's). No umask here, unlike the master: yard-shim and so every host replica would
+  // inherit it.
+  auto own = makePrivateDataDir(config.dataDir, 0711, 0711);
+  if (!own) {
+    logLine(own.error());
+    return 1;
+  }
+  if (!own.value().empty()) logLine(own.value());
   std::filesystem::create_directories(config.dataDir + "/replicas", ec);
   if (ec) {
     logLine("cannot create " + config.dataDir + ": " + ec.message());

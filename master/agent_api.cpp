@@ -238,19 +238,6 @@ void AgentApi::refuse(const std::shared_ptr<wire::Connection>& conn, uint64_t id
   conn->closeAfterWrite(why);
 }
 
-namespace {
-
-// Node names: what a certificate's CN and the node list can carry unambiguously.
-std::optional<std::string> badNodeName(const std::string& name) {
-  if (name.empty() || name.size() > 63) return "a node name must be 1-63 characters";
-  for (char c : name)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_'))
-      return "a node name may contain only letters, digits, '-', '.' and '_'";
-  return std::nullopt;
-}
-
-}  // namespace
-
 // TLS bootstrap (docs/security.md, "Agent bootstrap"): a good join token and a CSR buy a node
 // certificate for a name no registered node has. The CSR proves the agent holds the key; the
 // names in the certificate are the master's choice, not the CSR's.
@@ -258,7 +245,9 @@ void AgentApi::join(const std::shared_ptr<wire::Connection>& conn, agentapi::Joi
   std::string node(view(req.getNode())), secret(view(req.getToken())), csr(view(req.getCsrPem())),
       address(view(req.getAddress()));
   if (!ca_) return refuse(conn, id, "this master issues no node certificates");
-  if (auto bad = badNodeName(node)) return refuse(conn, id, "join: node \"" + node + "\": " + *bad);
+  // Register's rule, checked before the token is redeemed (a use spent) or anything signed: a
+  // certificate for a name register refuses would buy the agent nothing.
+  if (auto bad = checkNodeName(node); !bad.empty()) return refuse(conn, id, "join: " + bad);
   auto accepted = [this, conn, id, node, csr, address](std::optional<std::string> refusal) {
     if (conn->closed()) return;
     if (refusal) return refuse(conn, id, "join as node " + node + ": " + *refusal);

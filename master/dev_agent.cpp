@@ -16,7 +16,8 @@
 namespace yard::master {
 
 Result<std::unique_ptr<DevAgent>> DevAgent::start(const std::string& agentApi, const std::string& token,
-                                                  const std::string& caFile, const std::string& dataDir) {
+                                                  const std::string& caFile, const std::string& dataDir,
+                                                  mode_t agentUmask) {
   using R = Result<std::unique_ptr<DevAgent>>;
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -57,6 +58,7 @@ Result<std::unique_ptr<DevAgent>> DevAgent::start(const std::string& agentApi, c
     close_range(3, ~0u, 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() == 1) _exit(1);  // the master is already gone
+    ::umask(agentUmask);
     execv(argv[0], argv.data());
     _exit(127);
   }

@@ -4,6 +4,8 @@
 
 #include <asio.hpp>
 
+#include <sys/stat.h>
+
 #include <iostream>
 
 #include "common/http/metrics_endpoint.h"
@@ -18,6 +20,7 @@
 #include "master/config.h"
 #include "master/dataset_paths.h"
 #include "master/data_dir.h"
+#include "common/util/log_text.h"
 #include "common/util/random.h"
 #include "common/util/scrub_arg.h"
 #include "common/util/sd_notify.h"
@@ -33,7 +36,8 @@
 
 namespace {
 
-void logLine(const std::string& line) { std::cerr << "yard-master: " << line << std::endl; }
+// One physical line per call, whatever a peer put in the text (common/util/log_text.h).
+void logLine(const std::string& line) { std::cerr << "yard-master: " << yard::logSafe(line) << std::endl; }
 
 }  // namespace
 
@@ -137,7 +141,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  auto lock = master::lockDataDir(config.dataDir);
+  // Everything the master writes is its own: state.db and its -wal and -shm (every job's spec
+  // and environment, secrets included), the log archive, admin.token. SQLite creates its
+  // files through the umask. The dev agent gets the umask the master was started with back.
+  mode_t startedUmask = ::umask(077);
+  auto lock = master::lockDataDir(config.dataDir, dev, logLine);
   if (!lock) {
     logLine(lock.error());
     return 1;
@@ -395,7 +403,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<master::DevAgent> devAgent;
   if (dev) {
     auto started = master::DevAgent::start(agentServer.value()->address(), config.joinToken, config.dataDir + "/ca.pem",
-                                           config.dataDir + "/agent");
+                                           config.dataDir + "/agent", startedUmask);
     if (!started) {
       logLine(started.error());
       return 1;

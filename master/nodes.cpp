@@ -75,9 +75,7 @@ std::vector<std::string> splitDrivers(const std::string& list) {
 }
 
 std::string checkIdentity(const store::NodeRecord& n) {
-  // checkName echoes the value; cut a huge one first (its length is what is wrong).
-  std::string why = n.name.size() > 256 ? shown(n.name) + " must be 1-63 characters" : spec::checkName(n.name, 1, 63);
-  if (!why.empty()) return "node name " + why;
+  if (auto why = checkNodeName(n.name); !why.empty()) return why;
   asio::error_code ec;
   auto addr = asio::ip::make_address(n.address, ec);
   if (ec) return "address: " + shown(n.address) + " must be an IP address";
@@ -139,6 +137,12 @@ std::string describe(const NodeInfo& n) {
 }
 
 }  // namespace
+
+std::string checkNodeName(const std::string& name) {
+  // checkName echoes the value; cut a huge one first (its length is what is wrong).
+  std::string why = name.size() > 256 ? shown(name) + " must be 1-63 characters" : spec::checkName(name, 1, 63);
+  return why.empty() ? "" : "node name " + why;
+}
 
 std::string NodeRegistry::checkRegistration(const NodeRegistration& r) {
   std::string why = checkIdentity(r.record);

@@ -85,6 +85,12 @@ struct NodeStability {
   }
 };
 
+// The rule a node's name follows, the same at join (before a token use is spent or anything
+// signed) and at register: the console's name rule, 1-63 characters. Returns "" when `name`
+// follows it, else the refusal ("node name \"PN1\" must use only lowercase ..."): the name
+// quoted as sent (a huge one cut), so a log line carrying it must escape it.
+std::string checkNodeName(const std::string& name);
+
 class NodeRegistry {
  public:
   using Reply = std::function<void(Result<bool>)>;

@@ -1,6 +1,8 @@
 #include "master/store/schema.h"
 
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 namespace yard::store::schema {
 namespace {
@@ -285,6 +287,24 @@ std::string refuseCorrupt(const std::string& path, const std::string& detail) {
          "); refusing to use it. Restore it from a backup or move it aside to start empty.";
 }
 
+// Only a missing file is a new store. SQLite would take an existing empty file for one too,
+// but for the master that means a new cluster (a new admin token, every node's certificate
+// unknown), and an empty state.db is rather a failed restore, a full disk or a truncation:
+// the operator decides. Returns "" when the file is missing or has content.
+std::string refuseExistingEmpty(const std::string& path) {
+  std::error_code ec;
+  auto size = std::filesystem::file_size(path, ec);
+  if (ec == std::errc::no_such_file_or_directory) return "";
+  if (ec)
+    return path + ": cannot read the database (" + ec.message() +
+           "); refusing to start without it. Fix its access, restore it from a backup, or remove it to start "
+           "a new, empty cluster.";
+  if (size > 0) return "";
+  return path + ": the database file is empty (0 bytes); refusing to treat it as a new cluster, which would "
+         "get a new admin token and no longer know any node's certificate. Restore it from a backup, or remove "
+         "it to start a new, empty cluster.";
+}
+
 // Reads the header fields and checks the file is ours and not from the future.
 // Returns the file's user_version, or 0 for a brand-new (empty) database.
 Result<int64_t> verifyIdentity(sql::Connection& conn) {
@@ -366,6 +386,7 @@ Result<bool> configureConnection(sql::Connection& conn) {
 
 Result<std::unique_ptr<sql::Connection>> openForWrite(const std::string& path) {
   using R = Result<std::unique_ptr<sql::Connection>>;
+  if (auto bad = refuseExistingEmpty(path); !bad.empty()) return R::fail(bad);
   auto opened = sql::Connection::open(path);
   if (!opened.isOk()) return R::fail(opened.error());
   std::unique_ptr<sql::Connection> conn = std::move(opened).value();

@@ -35,8 +35,10 @@ std::span<const Migration> migrations();
 // The version this build writes and understands: migrations().back().version.
 int currentVersion();
 
-// Opens `path` for writing, creating an empty Yard database when the file is missing or
-// empty, then verifies and upgrades it:
+// Opens `path` for writing, creating an empty Yard database when the file is missing, then
+// verifies and upgrades it:
+//  - an existing file that is empty (0 bytes) or cannot be read is refused: only a missing
+//    file means "new";
 //  - a file that is not SQLite, or fails PRAGMA quick_check, is refused (names the file);
 //  - a SQLite file with another application_id (or tables but no Yard id) is refused;
 //  - a user_version newer than currentVersion() is refused;

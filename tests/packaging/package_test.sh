@@ -152,7 +152,7 @@ expect_mode /etc/yard "root:root 755"
 expect_mode /etc/yard/master.toml "root:yard 640"
 expect_mode /etc/yard/agent.toml "root:root 600"
 expect_mode /var/lib/yard "root:root 755"
-expect_mode /var/lib/yard/master "yard:yard 750"
+expect_mode /var/lib/yard/master "yard:yard 700"
 expect_mode /var/lib/yard/agent "root:root 711"  # searchable: host replicas run as their owner
 expect_mode /lib/systemd/system/yard-master.service "root:root 644"
 expect_mode /lib/systemd/system/yard-agent.service "root:root 644"
@@ -237,7 +237,7 @@ grep -qx 'join_token = "pkg-token"' /etc/yard/master.toml || fail "the upgrade r
 grep -qx 'token = "pkg-token"' /etc/yard/agent.toml || fail "the upgrade replaced the admin's agent.toml"
 for f in /etc/yard/*; do case "$f" in *.toml) ;; *) fail "the upgrade left $f (a conffile prompt?)" ;; esac; done
 expect_mode /etc/yard/master.toml "root:yard 640"
-expect_mode /var/lib/yard/master "yard:yard 750"
+expect_mode /var/lib/yard/master "yard:yard 700"
 [ "$(stat -c %i /var/lib/yard/master/state.db 2>/dev/null)" = "$db_inode" ] || fail "state.db was replaced or removed by the upgrade"
 kill -0 "$replica" || fail "the replica died in the upgrade"
 # systemctl restart: SIGTERM to each daemon's main process only (the agent's KillMode=process).

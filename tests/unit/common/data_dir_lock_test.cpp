@@ -1,5 +1,6 @@
 #include "common/util/data_dir_lock.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -60,4 +61,44 @@ TEST_CASE("a data directory that cannot be created is an error, not a refusal", 
   auto lock = DataDirLock::acquire(tmp.path + "/file/data", "test.lock", busy);
   REQUIRE_FALSE(lock);
   CHECK(lock.error().rfind("cannot create data directory " + tmp.path + "/file/data: ", 0) == 0);
+}
+
+// A master used to create its data directory 0755 (and state.db 0644): every local user could
+// read every job's spec and environment.
+TEST_CASE("a data directory is created with its mode whatever the umask, and tightened when others may read it",
+          "[data_dir_lock]") {
+  TempDir tmp;
+  auto modeOf = [](const std::string& p) {
+    struct stat st {};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    return static_cast<unsigned>(st.st_mode & 07777);
+  };
+  mode_t old = ::umask(022);
+  auto made = yard::makePrivateDataDir(tmp.path + "/new/data", 0711, 0711);
+  ::umask(old);
+  REQUIRE(made);
+  CHECK(made.value().empty());
+  CHECK(modeOf(tmp.path + "/new/data") == 0711);
+
+  std::string open = tmp.path + "/open";
+  std::filesystem::create_directory(open);
+  ::chmod(open.c_str(), 0755);
+  auto tightened = yard::makePrivateDataDir(open, 0700, 0700);
+  REQUIRE(tightened);
+  CHECK(tightened.value() == "data directory " + open +
+                                 " had mode 0755, which let other users read what is in it: set it to 0700");
+  CHECK(modeOf(open) == 0700);
+
+  // Search bits alone are left where they are allowed (a dev cluster's master).
+  ::chmod(open.c_str(), 0711);
+  auto kept = yard::makePrivateDataDir(open, 0700, 0711);
+  REQUIRE(kept);
+  CHECK(kept.value().empty());
+  CHECK(modeOf(open) == 0711);
+
+  std::string file = tmp.path + "/file";
+  std::ofstream(file) << "x";
+  auto notDir = yard::makePrivateDataDir(file, 0700, 0700);
+  REQUIRE_FALSE(notDir);
+  CHECK(notDir.error() == "data directory " + file + " is not a directory");
 }

@@ -25,6 +25,7 @@
 #include "common/tls/pki.h"
 #include "common/wire/client.h"
 #include "common/wire/server.h"
+#include "master/access.h"
 #include "master/agent_api.h"
 #include "master/catalog.h"
 #include "master/jobs.h"
@@ -111,6 +112,21 @@ class ApiHarness {
       return it == nodes.reg->nodes().end() ? store::NodeRecord{} : it->second.record;
     });
   }
+  // Joins redeem join-token objects through a real Access (master/access.h), as yard-master's do.
+  master::Access& withAccess() {
+    auto state = nodes.db->loadAll();
+    REQUIRE(state);
+    access_ = std::make_unique<master::Access>(nodes.io, *nodes.db, [this] { return nodes.now.load(); },
+                                               [](const std::string&) {});
+    REQUIRE(access_->load(state.value(), nodes.dir.path()));
+    onIo([this] {
+      api_.setJoinTokenCheck([this](const std::string& secret, const std::string& node, auto done) {
+        access_->redeemJoinToken(secret, node, std::move(done));
+      });
+      return 0;
+    });
+    return *access_;
+  }
   // The agent API's log lines so far, joined by newlines.
   std::string logs() {
     std::lock_guard<std::mutex> lock(logMu_);
@@ -161,6 +177,7 @@ class ApiHarness {
   master::MasterConfig config_;
   std::unique_ptr<master::Catalog> catalog_;
   std::unique_ptr<master::JobRegistry> jobs_;
+  std::unique_ptr<master::Access> access_;
   std::unique_ptr<wire::FrameServer> server_;
   std::thread thread_;
   std::mutex logMu_;
@@ -376,10 +393,39 @@ TEST_CASE("a join for a name already registered or not fit for one is refused", 
     INFO("node \"" << bad << "\"");
     auto b = connect(h.address());
     auto answer = joinAs(*b, "s3cret", bad, key, "node:x");
-    CHECK(errorOf(answer).rfind("join: node \"" + bad + "\": a node name ", 0) == 0);
+    CHECK(errorOf(answer).rfind("join: node name \"" + bad + "\" must ", 0) == 0);
     CHECK_FALSE(b->receive());
   }
   CHECK(h.nodeCount() == 1);
+}
+
+// join once took any name of letters, digits, '-', '.' and '_', and spent a token use and
+// signed a certificate for names register then refused.
+TEST_CASE("a join for a name register refuses spends no token use and signs nothing", "[agent-api][join]") {
+  ApiHarness h("");
+  master::Access& access = h.withAccess();
+  std::promise<Result<master::IssuedToken>> made;
+  h.onIo([&] {
+    access.createJoinToken(0, 2, "two agents", [&made](Result<master::IssuedToken> r) { made.set_value(r); });
+    return 0;
+  });
+  auto token = made.get_future().get();
+  REQUIRE(token);
+  auto usesLeft = [&] { return h.onIo([&] { return access.token(token.value().id)->usesLeft; }); };
+  REQUIRE(usesLeft() == 2);
+  std::string key = newKey();
+  for (std::string bad : {"PN1", "pn1.", "fakeG"}) {
+    INFO("node " << bad);
+    auto c = connect(h.address());
+    expectRefused(*c, joinAs(*c, token.value().secret, bad, key),
+                  "join: node name \"" + bad + "\" must use only lowercase letters, digits and '-'");
+  }
+  CHECK(usesLeft() == 2);
+  CHECK(h.logs().find(" joined from ") == std::string::npos);
+  // The same token buys a name that follows the rule, for one use.
+  auto c = connect(h.address());
+  CHECK(joinAs(*c, token.value().secret, "pn1", key)->root<agentapi::AgentResponse>().isJoined());
+  CHECK(usesLeft() == 1);
 }
 
 TEST_CASE("a node registered before certificates existed is claimed by its first join", "[agent-api][join]") {

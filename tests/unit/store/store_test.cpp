@@ -458,6 +458,22 @@ TEST_CASE("store: a truncated database is refused", "[store]") {
   requireRefused(path, "refusing to use it");
 }
 
+// A 0-byte state.db (a failed restore, a full disk) used to open as a new store, and the
+// master then started a new cluster over it: a new admin token, every node orphaned.
+TEST_CASE("store: an existing empty file is refused untouched; only a missing one is new", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  makeStore(path, 1);
+  fs::resize_file(path, 0);
+  requireRefused(path, "the database file is empty (0 bytes); refusing to treat it as a new cluster");
+  requireRefused(path, "Restore it from a backup, or remove it to start a new, empty cluster.");
+  CHECK(fs::file_size(path) == 0);
+  CHECK_FALSE(fs::exists(path + "-wal"));
+  fs::remove(path);
+  auto fresh = openStore(path);
+  CHECK(load(*fresh).jobs.empty());
+}
+
 TEST_CASE("store: a SQLite file of another application is refused", "[store]") {
   TempDir dir;
   std::string path = dir.file("other.db");
