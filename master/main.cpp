@@ -207,6 +207,10 @@ int main(int argc, char** argv) {
   // larger one is answered with an error naming both sizes.
   wire::Limits clientLimits;
   clientLimits.maxFrameBytes = clientLimits.maxFrameBytesBeforeAuth = spec::kMaxNormalisedSpecBytes + (64u << 10);
+  // Reads per request: what the largest request needs (its lists checked, authorized, the
+  // spec copied: about three passes over it), not the default's 16 MiB, so that a list of
+  // zero-sized elements (free to send) buys a peer as little as possible.
+  clientLimits.traversalLimitWords = 4 * (clientLimits.maxFrameBytes / sizeof(capnp::word));
   clientLimits.sizeRefusal = [](const std::string& why) {
     return wire::refusalFrame<api::Response, master::ClientApiError>(
         "request refused: " + why + " (a job spec may be at most " +
@@ -215,10 +219,6 @@ int main(int argc, char** argv) {
   if (auto files = wire::raiseOpenFileLimit(); files)
     logLine("open-file limit " + std::to_string(files.value()) + " (each connection holds one)");
   else
-  // Reads per request: what the largest request needs (its lists checked, authorized, the
-  // spec copied: about three passes over it), not the default's 16 MiB, so that a list of
-  // zero-sized elements (free to send) buys a peer as little as possible.
-  clientLimits.traversalLimitWords = 4 * (clientLimits.maxFrameBytes / sizeof(capnp::word));
     logLine(files.error());
   master::Catalog catalog(io, *db);
   if (auto loaded = catalog.load(state.value()); !loaded) {
