@@ -175,6 +175,7 @@ void MasterLink::beat() {
     list[i].setReason(r.reason);
     list[i].setCpuMillisUsed(r.cpuMillisUsed);
     list[i].setMemoryBytesUsed(r.memoryBytesUsed);
+    list[i].setWorkerRestarts(r.workerRestarts);
   }
   send(msg);
   beatTimer_.expires_after(std::chrono::milliseconds(intervalMs_));

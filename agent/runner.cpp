@@ -342,13 +342,32 @@ void Runner::finish(Replica& r, const DriverStatus& st) {
   }
   r.cpuMillis = 0;
   r.memoryBytes = 0;
+  readRestarts(r);  // the last of the output
   if (r.driver) r.driver->destroy(r.key, r.dir);
   setState(r, state);
   if (onEnded) onEnded(r.key, r.dir, r.spec);
 }
 
+// Yard sets PET_MAX_RESTARTS for elastic PyTorch replicas only (master/frameworks/pytorch.cpp).
+void Runner::readRestarts(Replica& r) {
+  if (std::none_of(r.spec.env.begin(), r.spec.env.end(), [](const auto& e) { return e.first == "PET_MAX_RESTARTS"; }))
+    return;
+  std::FILE* f = std::fopen((r.dir + "/output.log").c_str(), "rb");
+  if (!f) return;
+  char buf[65536];
+  // At most 16 MiB a call, so that a replica writing fast cannot hold the io thread.
+  for (int i = 0; i < 256 && std::fseek(f, static_cast<long>(r.logRead), SEEK_SET) == 0; ++i) {
+    size_t n = std::fread(buf, 1, sizeof buf, f);
+    if (n == 0) break;
+    r.restarts.feed(std::string_view(buf, n));
+    r.logRead += n;
+  }
+  std::fclose(f);
+}
+
 void Runner::sample(Replica& r, int64_t now) {
   if (now - r.lastSampleMs < options_.sampleEveryMs) return;
+  readRestarts(r);
   auto u = r.driver->stats(r.key);
   if (!u) return;
   if (r.lastCpuNanos >= 0 && now > r.lastSampleMs)
@@ -460,7 +479,7 @@ void Runner::tick() {
 std::vector<ReplicaReport> Runner::reports() const {
   std::vector<ReplicaReport> out;
   for (const auto& [key, r] : replicas_)
-    out.push_back({key, r.state, r.cause, r.exitCode, r.signal, r.reason, r.cpuMillis, r.memoryBytes});
+    out.push_back({key, r.state, r.cause, r.exitCode, r.signal, r.reason, r.cpuMillis, r.memoryBytes, r.restarts.count()});
   return out;
 }
 

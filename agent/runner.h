@@ -18,6 +18,7 @@
 
 #include "agent/driver.h"
 #include "agent/replica.h"
+#include "agent/worker_restarts.h"
 
 namespace yard::agent {
 
@@ -47,6 +48,7 @@ struct ReplicaReport {
   std::string reason;
   int64_t cpuMillisUsed = 0;
   int64_t memoryBytesUsed = 0;
+  int32_t workerRestarts = 0;  // elastic PyTorch: torchrun's worker-group restarts (worker_restarts.h)
 };
 
 class Runner {
@@ -147,6 +149,10 @@ class Runner {
     int64_t deadline = 0;
     int64_t cpuMillis = 0, memoryBytes = 0, lastCpuNanos = -1, lastSampleMs = 0;
     int64_t startedAtMs = 0;  // when this agent started it, until it runs (0: re-adopted)
+    // Elastic PyTorch replicas: torchrun's worker-group restarts, from output.log up to
+    // logRead (from the start again after an agent restart, so the count survives it).
+    WorkerRestartCounter restarts;
+    uint64_t logRead = 0;
   };
 
   void start(const ReplicaKey& key, const ReplicaSpec& spec);
@@ -158,6 +164,7 @@ class Runner {
   void writeLease(Replica& r);
   void finish(Replica& r, const DriverStatus& st);
   void sample(Replica& r, int64_t now);
+  void readRestarts(Replica& r);
   void setState(Replica& r, ReplicaState state);
   std::string dirOf(const ReplicaKey& key) const;
   int64_t startTimeout(const Replica& r) const;

@@ -182,7 +182,8 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
     // own): ignored.
     if (!state || !cause || *state == ReplicaState::Placed) continue;
     reports.push_back({r.getReplicaId(), r.getAttempt(), *state, *cause, r.getExitCode(), r.getSignal(),
-                       std::string(view(r.getReason())), r.getCpuMillisUsed(), r.getMemoryBytesUsed()});
+                       std::string(view(r.getReason())), r.getCpuMillisUsed(), r.getMemoryBytesUsed(),
+                       r.getWorkerRestarts()});
   }
   if (!notMine.empty() && log_)
     for (const auto& [id, other] : jobs_->nodesOf(notMine))

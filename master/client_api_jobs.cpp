@@ -59,6 +59,7 @@ void fillReplica(api::ReplicaInfo::Builder out, const store::ReplicaRecord& r, s
   out.setDeclaredPorts(store::declaredPortsText(r.declaredPorts));
   out.setGpus(store::gpusText(r.gpus));
   out.setExitCode(r.exitCode);
+  out.setRestarts(r.workerRestarts);
   out.setReason(r.reason);
   Env env = replicaEnv(r, containerOf(st, r.role));
   auto envOut = out.initEnv(static_cast<unsigned>(env.size()));

@@ -70,6 +70,8 @@ struct ReplicaStatus {
   state @7 :Lifecycle.ReplicaState;  # starting | running | exited | killed | oomKilled | lost
   cause @8 :Lifecycle.EndCause;      # why it ended (none while it lives)
   signal @9 :Int32;                  # cause `signal`: which one
+  workerRestarts @10 :Int32;         # elastic PyTorch: torchrun's worker-group restarts so far
+                                     # in this attempt, counted from its output (docs/wiring.md)
 }
 
 # One piece of an ended replica attempt's output for the master's log archive (docs/agent.md,

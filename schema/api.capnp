@@ -100,6 +100,7 @@ struct ReplicaInfo {
   exitCode @8 :Int32;
   reason @9 :Text;
   env @10 :List(Job.EnvVar);   # what it was started with: Yard's variables, then the user's
+  restarts @11 :Int32;     # elastic PyTorch: torchrun's worker-group restarts in this attempt
 }
 
 struct TaskInfo {

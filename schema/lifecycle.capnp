@@ -27,4 +27,5 @@ enum EndCause {
   nodeLost @7;
   stoppedByUser @8;
   stoppedByPolicy @9;
+  restartLimit @10;     # the launcher restarted its workers more often than allowed (a failure)
 }

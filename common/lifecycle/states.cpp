@@ -10,10 +10,10 @@ constexpr std::array<std::string_view, 8> kReplica = {"Placed", "Starting",  "Ru
 constexpr std::array<std::string_view, 9> kTask = {"Waiting", "Queued",    "Starting", "Running", "Succeeded",
                                                    "Failed",  "Cancelled", "Skipped",  "Stopping"};
 constexpr std::array<std::string_view, 6> kJob = {"Queued", "Running", "Succeeded", "Failed", "Cancelled", "Cancelling"};
-constexpr std::array<std::string_view, 10> kCause = {"",           "Exited",          "Signal",
+constexpr std::array<std::string_view, 11> kCause = {"",           "Exited",          "Signal",
                                                      "OOMKilled",  "DeadlineExceeded", "ImagePullFailed",
                                                      "AgentFailure", "NodeLost",       "StoppedByUser",
-                                                     "StoppedByPolicy"};
+                                                     "StoppedByPolicy", "RestartLimitExceeded"};
 
 template <typename E, size_t N>
 std::optional<E> parse(const std::array<std::string_view, N>& names, std::string_view s) {

@@ -44,6 +44,8 @@ enum class EndCause : uint8_t {
   NodeLost,         // its node stopped beating
   StoppedByUser,    // job cancel or delete
   StoppedByPolicy,  // gang restart, cleanup at task end, a failed task stopping its peers
+  RestartLimit,     // the launcher restarted its workers more often than allowed (torchrun's
+                    // worker group, counted by the agent: docs/wiring.md); a failure
 };
 
 bool isLive(ReplicaState s);    // holds resources on its node (Stopping included)

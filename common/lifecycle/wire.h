@@ -16,6 +16,7 @@ static_assert(static_cast<int>(schema::ReplicaState::OOM_KILLED) == static_cast<
 static_assert(static_cast<int>(schema::EndCause::NONE) == static_cast<int>(EndCause::None));
 static_assert(static_cast<int>(schema::EndCause::DEADLINE) == static_cast<int>(EndCause::Deadline));
 static_assert(static_cast<int>(schema::EndCause::STOPPED_BY_POLICY) == static_cast<int>(EndCause::StoppedByPolicy));
+static_assert(static_cast<int>(schema::EndCause::RESTART_LIMIT) == static_cast<int>(EndCause::RestartLimit));
 
 inline schema::ReplicaState toWire(ReplicaState s) { return static_cast<schema::ReplicaState>(s); }
 inline schema::EndCause toWire(EndCause c) { return static_cast<schema::EndCause>(c); }
@@ -24,7 +25,7 @@ inline std::optional<ReplicaState> fromWire(schema::ReplicaState s) {
   return static_cast<ReplicaState>(s);
 }
 inline std::optional<EndCause> fromWire(schema::EndCause c) {
-  if (static_cast<int>(c) > static_cast<int>(EndCause::StoppedByPolicy)) return std::nullopt;
+  if (static_cast<int>(c) > static_cast<int>(EndCause::RestartLimit)) return std::nullopt;
   return static_cast<EndCause>(c);
 }
 

@@ -6,12 +6,10 @@
 namespace yard::master::frameworks {
 namespace {
 
-// torchrun's one restart budget covers two things Yard tells apart (docs/wiring.md): local
-// worker failures (3, as before autoscaling) and scale-ins, each of which fails the
-// survivors' process group once. A worker joining costs nothing (torchrun restarts for a
-// membership change without counting it). With the autoscaler's cooldown between changes,
-// 100 scale-ins is hours of elastic life; once spent, the next one fails the replica and the
-// task's `retries` start a fresh attempt with a fresh budget.
+// torchrun's own restart budget, now a backstop: Yard counts the worker-group restarts
+// itself (the agent from torchrun's output, the master against lifecycle::kLocalWorkerFailures
+// plus the scale-ins a worker lived through; docs/wiring.md), since this one budget covers
+// both local failures and scale-ins (each fails the survivors' process group once).
 constexpr int kLocalFailures = 3;
 constexpr int kScaleIns = 100;
 

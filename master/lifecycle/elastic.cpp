@@ -90,6 +90,31 @@ int32_t workersAtEnd(const TaskEntry& t) {
   return static_cast<int32_t>(std::count_if(m.begin(), m.end(), [](auto* r) { return r->startedAt > 0; }));
 }
 
+int32_t scaleInsLived(const TaskEntry& t, const store::ReplicaRecord& r) {
+  if (r.startedAt == 0) return 0;
+  return static_cast<int32_t>(std::count_if(t.replicas.begin(), t.replicas.end(), [&](const store::ReplicaRecord& s) {
+    return s.id != r.id && s.attempt == r.attempt && s.cause == EndCause::StoppedByPolicy && s.startedAt > 0 &&
+           (s.finishedAt == 0 || s.finishedAt > r.startedAt);
+  }));
+}
+
+bool stopOverRestartBudget(JobEntry& job, size_t ti, int64_t now, Events& events) {
+  TaskEntry& t = job.tasks[ti];
+  bool stopped = false;
+  for (auto& r : t.replicas) {
+    if (r.attempt != t.rec.attempt || !isActive(r.state)) continue;
+    int32_t scaleIns = scaleInsLived(t, r);
+    if (r.workerRestarts <= kLocalWorkerFailures + scaleIns) continue;
+    stopReplica(r, EndCause::RestartLimit,
+                "worker group failed " + std::to_string(r.workerRestarts - scaleIns) + " times (torchrun restarts" +
+                    (scaleIns ? ", besides " + std::to_string(scaleIns) + " for scale-ins" : std::string()) + "); " +
+                    std::to_string(kLocalWorkerFailures) + " allowed");
+    events.push_back({0, job.rec.id, t.rec.name, replicaName(r), r.attempt, now, "RestartLimitExceeded", r.reason});
+    stopped = true;
+  }
+  return stopped;
+}
+
 int32_t nextWorkerIndex(const TaskEntry& t) {
   int32_t next = 0;
   for (const auto& r : t.replicas)

@@ -51,6 +51,17 @@ bool finishingGraceOver(const JobEntry& job, size_t ti, int64_t now);
 // anything else Yard decided before the end). Recorded as `desired` once the task is final.
 int32_t workersAtEnd(const TaskEntry& t);
 
+// Elastic PyTorch: the worker-group failures torchrun may restart from in a replica attempt
+// (docs/wiring.md): this many of its own, plus one for each scale-in it lived through (a
+// departing worker fails the survivors' group once).
+inline constexpr int32_t kLocalWorkerFailures = 3;
+// How many of `r`'s worker-group restarts its task's scale-ins explain: the workers of its
+// attempt that ran and were stopped by Yard (StoppedByPolicy) while it ran.
+int32_t scaleInsLived(const TaskEntry& t, const store::ReplicaRecord& r);
+// Stops (cause RestartLimit, a failure; event RestartLimitExceeded) each active worker of task
+// `ti` whose workerRestarts exceed the allowance. True when one was stopped.
+bool stopOverRestartBudget(JobEntry& job, size_t ti, int64_t now, Events& events);
+
 // The index the next new worker gets (indexes are never reused within an attempt).
 int32_t nextWorkerIndex(const TaskEntry& t);
 

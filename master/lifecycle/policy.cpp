@@ -171,6 +171,11 @@ std::optional<JobEntry> applyReports(const JobEntry& live, const std::string& no
         touched = true;
         continue;
       }
+      if (held && held->workerRestarts > cur.workerRestarts) {  // counted by its agent: only grows
+        if (!job) job = live;
+        job->tasks[ti].replicas[ri].workerRestarts = held->workerRestarts;
+        touched = true;
+      }
       if (!held || rank(held->state) <= rank(cur.state)) continue;
       const ReplicaReport& rep = *held;
       if (!job) job = live;
@@ -282,6 +287,9 @@ void evaluateTask(JobEntry& job, size_t ti, int64_t now, Events& events) {
   if (st.getKind() == schema::TaskKind::CONTAINER_JOB) return evaluateRuns(job, ti, now, events);
   // A gang waiting for its placement: an earlier attempt that finished stopping changes nothing.
   if (t.rec.state == TaskState::Queued || t.rec.state == TaskState::Waiting) return;
+  // torchrun restarts a failing worker group on its own; past the allowed count the worker
+  // is stopped, which fails it (below, once it is gone).
+  if (isElastic(st) && st.getKind() == schema::TaskKind::PYTORCH) stopOverRestartBudget(job, ti, now, events);
   std::vector<store::ReplicaRecord*> cur;
   std::vector<const store::ReplicaRecord*> curView;
   // The attempt's members; those Yard stopped on purpose (an elastic scale-in, a withdrawn
@@ -305,8 +313,9 @@ void evaluateTask(JobEntry& job, size_t ti, int64_t now, Events& events) {
   auto bad = std::find_if(cur.begin(), cur.end(), [](auto* r) { return failed(*r); });
   if (bad != cur.end()) {
     const store::ReplicaRecord& f = **bad;
-    std::string why = replicaName(f) + (f.state == ReplicaState::Exited ? " exited " + std::to_string(f.exitCode)
-                                                                        : " " + std::string(toText(f.state)));
+    std::string why = replicaName(f) + (f.state == ReplicaState::Exited    ? " exited " + std::to_string(f.exitCode)
+                                        : f.cause == EndCause::RestartLimit ? ": " + f.reason
+                                                                            : " " + std::string(toText(f.state)));
     if (t.rec.attempt < st.getAdvanced().getRetries()) {
       // Whole-gang restart: stop the attempt's live replicas; the gang is queued again.
       // They keep their resources until they are gone, so the new gang is placed after.

@@ -43,6 +43,7 @@ struct ReplicaReport {
   std::string reason;  // for people
   int64_t cpuMillisUsed = 0;
   int64_t memoryBytesUsed = 0;
+  int32_t workerRestarts = 0;  // elastic PyTorch: torchrun's worker-group restarts in this attempt
 };
 
 // Ends a live replica attempt (state and cause) at `now`. REQUIRES: isLive(r.state).

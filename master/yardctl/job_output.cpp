@@ -118,6 +118,7 @@ Json detailJson(api::JobDetail::Reader d, bool showEnv) {
                       {"declaredPorts", r.getDeclaredPorts().cStr()},
                       {"gpus", r.getGpus().cStr()},
                       {"exitCode", r.getExitCode()},
+                      {"restarts", r.getRestarts()},
                       {"reason", r.getReason().cStr()}};
       if (showEnv) {
         Json env = Json::object();
@@ -166,7 +167,7 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
     firstElastic = false;
   }
   bool any = false;
-  Table reps({"REPLICA", "ATTEMPT", "STATE", "NODE", "PORT", "DECLARED", "GPUS", "EXIT", "REASON"});
+  Table reps({"REPLICA", "ATTEMPT", "STATE", "NODE", "PORT", "DECLARED", "GPUS", "EXIT", "RESTARTS", "REASON"});
   for (auto t : d.getTasks())
     for (auto r : t.getReplicas()) {
       any = true;
@@ -174,7 +175,8 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
                 std::to_string(r.getAttempt()), r.getState().cStr(), orDash(r.getNode().cStr()),
                 r.getPort() ? std::to_string(r.getPort()) : "-", orDash(r.getDeclaredPorts().cStr()),
                 orDash(r.getGpus().cStr()),
-                (r.getState() == "Exited" ? std::to_string(r.getExitCode()) : "-"), orDash(r.getReason().cStr())});
+                (r.getState() == "Exited" ? std::to_string(r.getExitCode()) : "-"), std::to_string(r.getRestarts()),
+                orDash(r.getReason().cStr())});
     }
   if (any) {
     out << "\nReplicas:\n";

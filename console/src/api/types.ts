@@ -47,6 +47,8 @@ export interface ReplicaJson {
   declaredPorts: string;
   gpus: string;
   exitCode: number;
+  // Elastic PyTorch: torchrun's worker-group restarts in this attempt (docs/wiring.md).
+  restarts: number;
   reason: string;
 }
 

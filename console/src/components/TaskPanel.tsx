@@ -86,6 +86,8 @@ export function TaskPanel({
 
 function Replicas({ task }: { task: TaskDetail }) {
   if (task.replicas.length === 0) return <p className="muted">No replicas yet.</p>;
+  // torchrun restarts an elastic worker's processes on its own: how often, per attempt.
+  const restarts = task.elastic != null;
   return (
     <table className="table compact" data-testid="replicas-table">
       <thead>
@@ -96,6 +98,7 @@ function Replicas({ task }: { task: TaskDetail }) {
           <th>State</th>
           <th>Node</th>
           <th>Exit</th>
+          {restarts && <th title="torchrun's worker-group restarts in this attempt">Restarts</th>}
           <th>Reason</th>
         </tr>
       </thead>
@@ -110,6 +113,7 @@ function Replicas({ task }: { task: TaskDetail }) {
             </td>
             <td>{r.node || '-'}</td>
             <td>{r.state === 'Exited' ? r.exitCode : '-'}</td>
+            {restarts && <td data-testid="replica-restarts">{r.restarts}</td>}
             <td className="wrap">{r.reason || ''}</td>
           </tr>
         ))}

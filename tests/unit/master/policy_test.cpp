@@ -621,3 +621,79 @@ TEST_CASE("elastic: a late worker exiting 1 after worker 0 exited 0 does not fai
     CHECK(frameworks::firstElasticSuccess({&ok, &bad}) == &ok);
   }
 }
+
+namespace {
+
+// An agent's Running report of `worker/index` with torchrun's restart count.
+void reportRestarts(Job& j, int32_t index, int32_t restarts) {
+  const auto& r = j.replica(0, "worker", index);
+  lifecycle::ReplicaReport rep;
+  rep.replicaId = r.id;
+  rep.attempt = r.attempt;
+  rep.state = RS::Running;
+  rep.workerRestarts = restarts;
+  std::map<int64_t, const lifecycle::ReplicaReport*> byId{{rep.replicaId, &rep}};
+  j.now += 1000;
+  if (auto changed = lifecycle::applyReports(j.job, "n1", byId, j.now, j.events)) j.job = std::move(*changed);
+}
+
+}  // namespace
+
+// Issue: a worker crashing at start (torch 1.13 running a script for a newer torch)
+// restarted 24 times in 150 s under PET_MAX_RESTARTS=103 while job show said Running.
+TEST_CASE("elastic: a worker whose group torchrun restarted more than 3 times fails", "[policy][elastic]") {
+  auto spec = [](const std::string& extra) {
+    return "name: jobx\ntasks:\n  - name: train\n    kind: pytorch\n    mode: elastic\n"
+           "    elastic: { minReplicas: 2, maxReplicas: 4 }\n" + extra + "    roles:\n"
+           "      worker: { container: " + std::string(kContainer) + " }\n";
+  };
+  SECTION("the fourth restart stops it as a failure; no retries: the task fails") {
+    Job j(spec(""));
+    j.place(0);
+    j.runAll(0);
+    reportRestarts(j, 1, 3);
+    CHECK(j.replica(0, "worker", 1).workerRestarts == 3);
+    CHECK(j.replica(0, "worker", 1).state == RS::Running);  // 3 are allowed
+    reportRestarts(j, 1, 4);
+    INFO(j.eventTypes());
+    CHECK(j.replica(0, "worker", 1).state == RS::Stopping);
+    CHECK(j.replica(0, "worker", 1).cause == EndCause::RestartLimit);
+    CHECK(j.events.back().type == "RestartLimitExceeded");
+    CHECK(j.events.back().reason == "worker group failed 4 times (torchrun restarts); 3 allowed");
+    j.gone();
+    CHECK(j.replica(0, "worker", 1).state == RS::Killed);
+    CHECK(lifecycle::failed(j.replica(0, "worker", 1)));
+    CHECK(j.state(0) != TaskState::Running);
+    j.gone();  // the peers cleanup stopped
+    CHECK(j.state(0) == TaskState::Failed);
+    CHECK(j.reason(0) == "worker/1: worker group failed 4 times (torchrun restarts); 3 allowed");
+  }
+  SECTION("with retries the gang restarts as a new attempt") {
+    Job j(spec("    advanced: { retries: 2 }\n"));
+    j.place(0);
+    j.runAll(0);
+    reportRestarts(j, 0, 4);
+    j.gone();
+    CHECK(j.state(0) == TaskState::Queued);
+    CHECK(j.job.tasks[0].rec.attempt == 1);
+  }
+  SECTION("a scale-in it lived through breaks its group once more: not counted against it") {
+    Job j(spec(""));
+    j.place(0);
+    j.runAll(0);
+    store::ReplicaRecord gone = j.replica(0, "worker", 1);  // worker 2, scaled in while worker 0 ran
+    gone.id = 999;
+    gone.index = 2;
+    gone.state = RS::Killed;
+    gone.cause = EndCause::StoppedByPolicy;
+    gone.startedAt = j.now;
+    gone.finishedAt = j.now + 500;
+    j.job.tasks[0].replicas.push_back(gone);
+    reportRestarts(j, 0, 4);
+    CHECK(j.replica(0, "worker", 0).state == RS::Running);
+    reportRestarts(j, 0, 5);
+    CHECK(j.replica(0, "worker", 0).state == RS::Stopping);
+    CHECK(j.replica(0, "worker", 0).reason ==
+          "worker group failed 4 times (torchrun restarts, besides 1 for scale-ins); 3 allowed");
+  }
+}
