@@ -8,6 +8,7 @@
 #include <asio.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
 
@@ -200,6 +201,11 @@ int main(int argc, char** argv) {
     logLine(lock.error());
     return 1;
   }
+  // A marker the previous agent left when it stopped on a signal: this start is a planned
+  // restart, which the master does not count toward the node being unstable.
+  const std::string plannedStopMarker = config.dataDir + "/planned-stop";
+  bool afterPlannedStop = std::filesystem::remove(plannedStopMarker, ec);
+  auto markPlannedStop = [&] { std::ofstream(plannedStopMarker) << "stopped on a signal\n"; };
   // The node's certificate, joining the master for one the first time (agent/bootstrap.h).
   auto credentials = agent::ensureNodeCredentials(config, logLine, [] { return false; });
   if (!credentials) {
@@ -288,6 +294,7 @@ int main(int argc, char** argv) {
     logLine(files.error());
   agent::MasterLink link(io, config, capacity, runner, logLine, bootMs);
   link.setTls(linkTls.value());
+  link.setAfterPlannedStop(afterPlannedStop);
   agent::AgentServer server(io, serverTls.value(), runner, [&link] { link.beatSoon(); }, logLine);
   auto port = server.listen(config.address + ":" + std::to_string(config.apiPort));
   if (!port) {
@@ -367,6 +374,7 @@ int main(int argc, char** argv) {
   signals.async_wait([&](asio::error_code, int sig) {
     std::string on = sig == SIGTERM ? "SIGTERM" : "SIGINT";
     systemd.stopping("shutting down on " + on);
+    markPlannedStop();
     if (stopReplicasOnExit && runner.anyLive()) {
       // The replicas' own stop sequence, bounded by their grace (+2 s for the last SIGKILL).
       int64_t bound = bootMs() + runner.longestStopGraceMs() + 2000;

@@ -98,6 +98,8 @@ void MasterLink::sendRegister() {
   auto req = msg.initRoot<agentapi::AgentRequest>();
   req.setId(nextId_++);
   auto reg = req.initRegister();
+  reg.setAfterPlannedStop(afterPlannedStop_);
+  afterPlannedStop_ = false;  // later registrations are reconnections
   auto node = reg.initNode();
   node.setName(config_.name);
   node.setAddress(config_.address);

@@ -39,6 +39,9 @@ class MasterLink {
   void setAgentPort(uint16_t port) { agentPort_ = port; }
   // The node's certificate and the cluster CA (agent/bootstrap.h), before start().
   void setTls(wire::ClientTls tls) { tls_ = std::move(tls); }
+  // The previous agent process stopped on a signal (a planned restart): the first
+  // registration says so, so the master does not count it as a lost connection.
+  void setAfterPlannedStop(bool planned) { afterPlannedStop_ = planned; }
   // The master refused this agent's certificate: nothing will change that but a new join.
   std::function<void(const std::string&)> onRefused;
 
@@ -58,6 +61,7 @@ class MasterLink {
   HostCapacity capacity_;
   Runner& runner_;
   Log log_;
+  bool afterPlannedStop_ = false;
   Runner::Clock now_;
   uint16_t agentPort_ = 0;
   std::shared_ptr<wire::Connection> conn_;

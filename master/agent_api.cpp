@@ -143,6 +143,7 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
 
   if (req.isRegister()) {
     NodeRegistration reg = registrationFrom(req.getRegister().getNode());
+    reg.afterPlannedStop = req.getRegister().getAfterPlannedStop();
     std::string name = reg.record.name;
     return registry_.registerNode(std::move(reg), [this, a, name](Result<bool> r) {
       if (!r) return a.error(r.error());

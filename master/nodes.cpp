@@ -316,7 +316,7 @@ void NodeRegistry::doRegister(const CommitQueue::Slot& slot, const NodeRegistrat
   r.registeredAt = r.lastHeartbeat = now_();
   if (known) next.registrations = old->second.registrations;
   std::erase_if(next.registrations, [&](int64_t at) { return r.registeredAt - at >= kUnstableWindowMs; });
-  next.registrations.push_back(r.registeredAt);
+  if (!reg.afterPlannedStop) next.registrations.push_back(r.registeredAt);
   if (NodeStability::unstable(next, r.registeredAt) && !(known && NodeStability::unstable(old->second, r.registeredAt)))
     say("node " + r.name + " is unstable: its agent registered " + std::to_string(next.registrations.size()) +
         " times within " + std::to_string(kUnstableWindowMs / 1000) + "s (it keeps losing its connection); no new replicas go there until it is steady");

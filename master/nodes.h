@@ -56,6 +56,9 @@ struct NodeRegistration {
   std::vector<GpuInfo> gpus;
   std::vector<std::pair<std::string, std::string>> labels;  // key, value
   std::vector<std::string> drivers;                          // "host", "containerd"
+  // The agent's first registration after a planned stop (SIGTERM/SIGINT) of its previous
+  // process: not counted toward "unstable".
+  bool afterPlannedStop = false;
 };
 
 struct NodeInfo {

@@ -50,6 +50,10 @@ struct Register {
   # name, address, capacity, gpus, labels, portRange, drivers, agentVersion, vmRuntime.
   # `state` is ignored: the master decides a node's state.
   node @1 :Common.Node;
+  # The first registration of an agent process whose predecessor on this node stopped on
+  # SIGTERM/SIGINT (a planned restart, not a lost connection): it does not count toward the
+  # node being shown "unstable" (docs/master.md).
+  afterPlannedStop @2 :Bool;
 }
 
 struct Heartbeat {

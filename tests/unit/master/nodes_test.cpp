@@ -359,3 +359,24 @@ TEST_CASE("a node whose agent keeps registering again is unstable and takes noth
   CHECK(h.reg->shownState(h.node("gpu-01")) == "ready");
   CHECK(h.reg->schedulerView()[0].state == sched::NodeState::Ready);
 }
+
+TEST_CASE("planned agent restarts do not make a node unstable", "[nodes]") {
+  NodeHarness h(30);
+  REQUIRE(h.registerNode(goodNode("gpu-01")));  // the first start
+  // An admin restarting the agent (SIGTERM, then a new process) many times in a minute: each
+  // new process says its predecessor stopped on a signal.
+  for (size_t i = 0; i < 2 * master::kUnstableRegistrations; ++i) {
+    h.now += 1000;
+    auto planned = goodNode("gpu-01");
+    planned.afterPlannedStop = true;
+    REQUIRE(h.registerNode(planned));
+  }
+  CHECK(h.reg->shownState(h.node("gpu-01")) == "ready");
+  CHECK(h.reg->schedulerView()[0].state == sched::NodeState::Ready);
+  // Lost connections still count, planned restarts among them or not.
+  for (size_t i = 0; i + 1 < master::kUnstableRegistrations; ++i) {
+    h.now += 1000;
+    REQUIRE(h.registerNode(goodNode("gpu-01")));
+  }
+  CHECK(h.reg->shownState(h.node("gpu-01")) == "unstable");
+}
