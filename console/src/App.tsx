@@ -1,8 +1,9 @@
 // The shell: who is logged in, the navigation, and which page the path shows. Any 401 from
 // the API (client.ts) lands here and shows the login page, remembering where the user was.
 
-import { lazy, Suspense, useCallback, useEffect, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect } from 'react';
 import { api, onUnauthorized } from './api/client';
+import { keys, queryClient, useWhoami } from './api/queries';
 import type { User } from './api/types';
 import { Link, match, navigate, useLocation } from './router';
 import { LoginPage } from './pages/Login';
@@ -29,15 +30,19 @@ const NAV = [
   { to: '/datasets', label: 'Datasets' },
 ];
 
-export function App() {
-  const [user, setUser] = useState<User | null | undefined>(undefined);
-  const { path, search } = useLocation();
+// Who is logged in lives in the query cache; logging in or out drops everything cached for
+// the previous user.
+function setUser(u: User | null): void {
+  if (u === null) queryClient.setQueryData(keys.whoami, null);
+  else {
+    queryClient.removeQueries({ predicate: (q) => q.queryKey[0] !== keys.whoami[0] });
+    queryClient.setQueryData(keys.whoami, u);
+  }
+}
 
-  useEffect(() => {
-    api<User>('/whoami', { quiet401: true })
-      .then(setUser)
-      .catch(() => setUser(null));
-  }, []);
+export function App() {
+  const user = useWhoami().data;
+  const { path, search } = useLocation();
 
   useEffect(
     () =>

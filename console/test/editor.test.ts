@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { addTask, connect, disconnect, edgesOf, emptyModel, modelFromSpec, removeTasks, setField } from '../src/lib/editor';
-import { KINDS, withKind, withMode, type Kind } from '../src/lib/spec';
+import { withKind, withMode, type Kind } from '../src/lib/spec';
+import { KINDS } from './kinds';
 
 function threeTasks() {
   let m = emptyModel();
   const ids: string[] = [];
   for (const k of ['container-job', 'pytorch', 'tensorflow'] as Kind[]) {
-    const r = addTask(m, k, { x: 0, y: 0 });
+    const r = addTask(KINDS, m, k, { x: 0, y: 0 });
     m = r.model;
     ids.push(r.id);
   }
@@ -16,9 +17,9 @@ function threeTasks() {
 describe('the editor model', () => {
   it('names dropped tasks uniquely after their kind', () => {
     let m = emptyModel();
-    for (let i = 0; i < 3; i++) m = addTask(m, 'pytorch', { x: 0, y: 0 }).model;
+    for (let i = 0; i < 3; i++) m = addTask(KINDS, m, 'pytorch', { x: 0, y: 0 }).model;
     expect(m.spec.tasks.map((t) => t.name)).toEqual(['pytorch-1', 'pytorch-2', 'pytorch-3']);
-    for (const k of KINDS) expect(addTask(emptyModel(), k.kind, { x: 0, y: 0 }).model.spec.tasks[0].name).toMatch(/^[a-z][a-z0-9-]{2,30}[a-z0-9]$/);
+    for (const k of KINDS) expect(addTask(KINDS, emptyModel(), k.kind, { x: 0, y: 0 }).model.spec.tasks[0].name).toMatch(/^[a-z][a-z0-9-]{2,30}[a-z0-9]$/);
   });
 
   it('connects tasks into dependsOn and refuses a cycle at once', () => {
@@ -79,17 +80,17 @@ describe('the editor model', () => {
   });
 
   it('reshapes roles for a mode and a kind', () => {
-    const pt = addTask(emptyModel(), 'pytorch', { x: 0, y: 0 }).model.spec.tasks[0];
-    const el = withMode(pt, 'elastic');
+    const pt = addTask(KINDS, emptyModel(), 'pytorch', { x: 0, y: 0 }).model.spec.tasks[0];
+    const el = withMode(KINDS, pt, 'elastic');
     expect(Object.keys(el.roles!)).toEqual(['worker']);
     expect(el.roles!.worker.replicas).toBeUndefined();
     expect(el.elastic).toEqual({ backend: 'c10d', minReplicas: 1, maxReplicas: 2 });
-    const back = withMode(el, 'master-worker');
+    const back = withMode(KINDS, el, 'master-worker');
     expect(Object.keys(back.roles!)).toEqual(['master', 'worker']);
     expect(back.elastic).toBeUndefined();
-    const ps = withMode(addTask(emptyModel(), 'paddle', { x: 0, y: 0 }).model.spec.tasks[0], 'ps');
+    const ps = withMode(KINDS, addTask(KINDS, emptyModel(), 'paddle', { x: 0, y: 0 }).model.spec.tasks[0], 'ps');
     expect(Object.keys(ps.roles!)).toEqual(['server', 'trainer']);
-    const cj = withKind({ ...pt, dependsOn: ['a'] }, 'container-job');
+    const cj = withKind(KINDS, { ...pt, dependsOn: ['a'] }, 'container-job');
     expect(cj.kind).toBe('container-job');
     expect(cj.dependsOn).toEqual(['a']);
     expect(cj.roles).toBeUndefined();

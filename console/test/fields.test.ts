@@ -2,9 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { modelFromSpec } from '../src/lib/editor';
 import { errorCountByTask, errorsByField, fieldForError, specFieldPaths } from '../src/lib/fields';
 import { formatPath, type Segment } from '../src/lib/path';
-import { KINDS, newTask, withMode, type JobSpec } from '../src/lib/spec';
+import { modeNames } from '../src/lib/kinds';
+import { newTask, withMode, type JobSpec } from '../src/lib/spec';
 import { importYaml } from '../src/lib/yamlio';
 import { examples } from './examples';
+import { KINDS } from './kinds';
 
 
 // Every scalar's path in a spec object: what a form must have a field for.
@@ -27,7 +29,7 @@ const spec: JobSpec = {
 };
 
 describe('error paths to fields', () => {
-  const fields = specFieldPaths(spec);
+  const fields = specFieldPaths(KINDS, spec);
   it('puts an error on its own field', () => {
     expect(fieldForError('tasks[1].roles.worker.container.ports[0].name', fields)).toBe('tasks[1].roles.worker.container.ports[0].name');
     expect(fieldForError('tasks[0].container.image', fields)).toBe('tasks[0].container.image');
@@ -66,16 +68,16 @@ describe('error paths to fields', () => {
 describe('the form has a field for every key', () => {
   it.each(examples().map((e) => [e.file, e.text]))('of %s', (_file, text) => {
     const m = modelFromSpec(importYaml(text).spec);
-    const fields = specFieldPaths(m.spec);
+    const fields = specFieldPaths(KINDS, m.spec);
     const missing = leafPaths(m.spec).filter((p) => !fields.has(p));
     expect(missing).toEqual([]);
   });
   it('of every palette kind and mode', () => {
     for (const k of KINDS) {
-      const variants = [newTask(k.kind, 'task'), ...k.modes.map((mode) => withMode(newTask(k.kind, 'task'), mode))];
+      const variants = [newTask(KINDS, k.kind, 'task'), ...modeNames(k).map((mode) => withMode(KINDS, newTask(KINDS, k.kind, 'task'), mode))];
       for (const t of variants) {
         const s: JobSpec = { name: 'x', tasks: [t] };
-        const fields = specFieldPaths(s);
+        const fields = specFieldPaths(KINDS, s);
         expect(leafPaths(s).filter((p) => !fields.has(p))).toEqual([]);
       }
     }

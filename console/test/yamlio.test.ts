@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { modelFromSpec, setField } from '../src/lib/editor';
-import { KINDS, newTask, withKind, withMode, type JobSpec } from '../src/lib/spec';
+import { modeNames } from '../src/lib/kinds';
+import { newTask, withKind, withMode, type JobSpec, type TaskSpec } from '../src/lib/spec';
 import { exportYaml, importYaml } from '../src/lib/yamlio';
 import { examples } from './examples';
+import { KINDS } from './kinds';
 
 describe('YAML import and export', () => {
   it.each(examples().map((e) => [e.file, e.text]))('round-trips %s', (_file, text) => {
@@ -85,21 +87,56 @@ describe.skipIf(!haveYardctl)(`against yardctl validate (${yardctl})`, () => {
 
   it('accepts every task the palette makes, in every mode', () => {
     for (const k of KINDS) {
-      const variants = [newTask(k.kind, 'task-one'), ...k.modes.map((mode) => withMode(newTask(k.kind, 'task-one'), mode))];
+      const variants = [newTask(KINDS, k.kind, 'task-one'), ...modeNames(k).map((mode) => withMode(KINDS, newTask(KINDS, k.kind, 'task-one'), mode))];
       for (const t of variants) {
         const r = validate({ name: 'palette-job', type: 'training', queue: 'default', tasks: [t] }, `p-${k.kind}-${t.mode ?? ''}.yaml`);
         expect(r.out, `${k.kind} ${t.mode ?? ''}`).toMatch(/^OK /);
       }
       for (const other of KINDS) {
-        const t = withKind(newTask(k.kind, 'task-one'), other.kind);
+        const t = withKind(KINDS, newTask(KINDS, k.kind, 'task-one'), other.kind);
         const r = validate({ name: 'palette-job', tasks: [t] }, `k-${k.kind}-${other.kind}.yaml`);
         expect(r.out, `${k.kind} -> ${other.kind}`).toMatch(/^OK /);
       }
     }
   });
 
+  it('agrees with the fixture of the kinds descriptors on the roles', () => {
+    // each mode's required roles are required, its optional ones allowed (TensorFlow's chief
+    // needs a ps as well: its rule), and a role it does not list is refused
+    for (const k of KINDS.filter((x) => x.framework))
+      for (const m of k.modes) {
+        const base = m.mode ? withMode(KINDS, newTask(KINDS, k.kind, 'task-one'), m.mode) : newTask(KINDS, k.kind, 'task-one');
+        const check = (roles: Record<string, unknown>, ok: boolean, what: string) => {
+          const r = validate({ name: 'roles-job', tasks: [{ ...base, roles: roles as TaskSpec['roles'] }] }, `r-${k.kind}-${m.mode}-${what}.yaml`);
+          expect(r.ok, `${k.kind} ${m.mode}: ${what}: ${r.out}`).toBe(ok);
+          if (!ok) expect(r.out).toMatch(/tasks\[0\]\.roles/);
+        };
+        const seed = Object.values(base.roles!)[0];
+        for (const rule of m.roles) {
+          const roles = { ...base.roles } as Record<string, unknown>;
+          if (rule.required) {
+            delete roles[rule.role];
+            check(roles, false, `without ${rule.role}`);
+          } else {
+            roles[rule.role] = { ...seed, ...(m.elastic ? {} : { replicas: Math.max(rule.min, 1) }) };
+            if (rule.role === 'chief') roles.ps = roles.ps ?? { ...seed };
+            check(roles, true, `with ${rule.role}`);
+          }
+        }
+        check({ ...base.roles, bogus: seed }, false, 'with an unknown role');
+        // and the replicas bounds (min, max; null is unbounded)
+        if (!m.elastic)
+          for (const rule of m.roles) {
+            const at = (n: number) => ({ ...base.roles, [rule.role]: { ...seed, replicas: n }, ...(rule.role === 'chief' ? { ps: seed } : {}) });
+            check(at(rule.min), true, `${rule.role} x${rule.min}`);
+            if (rule.min > 0) check(at(rule.min - 1), false, `${rule.role} x${rule.min - 1}`);
+            if (rule.max !== null) check(at(rule.max + 1), false, `${rule.role} x${rule.max + 1}`);
+          }
+      }
+  });
+
   it('reports the error paths the console maps to fields', () => {
-    const t = newTask('pytorch', 'train');
+    const t = newTask(KINDS, 'pytorch', 'train');
     const spec = setField(modelFromSpec({ name: 'bad-job', tasks: [t] }), 'tasks[0].roles.worker.container.ports', [{ name: 'ab', port: 80 }]).spec;
     const r = validate(spec, 'bad.yaml');
     expect(r.ok).toBe(false);

@@ -179,3 +179,33 @@ export interface TaskEventJson {
   reason: string;
   attempt: number;
 }
+
+// GET /api/v1/kinds: one descriptor per task kind, in palette order (docs/http_api.md). The
+// console's palette, mode choices, role rules, new tasks and form fields all read it.
+export interface RoleRuleJson {
+  role: string;
+  required: boolean; // a task in this mode must have the role
+  min: number; // replicas when present
+  max: number | null; // null: unbounded
+}
+
+export interface ModeJson {
+  mode: string; // "" for a kind without modes (its one entry)
+  default: boolean; // the mode a task without `mode` gets (the loader's default)
+  elastic: boolean;
+  roles: RoleRuleJson[]; // the roles the mode takes, in the order a person writes them
+  rule: string; // an extra combination rule, in words ("" when none)
+  success: string; // when a task of this kind and mode has succeeded, in words
+}
+
+export interface KindJson {
+  kind: string;
+  label: string;
+  framework: boolean; // roles and `advanced`; else a container job
+  fields: string[]; // the task-level keys the kind takes besides name, kind and dependsOn
+  modes: ModeJson[];
+}
+
+export interface KindsJson {
+  kinds: KindJson[];
+}

@@ -4,8 +4,9 @@
 
 import { Handle, Position, type Node, type NodeProps } from '@xyflow/react';
 import { memo } from 'react';
+import { isElastic, kindLabel, kindOf, type Kinds } from '../lib/kinds';
 import type { TaskSpec } from '../lib/spec';
-import { effectiveMode, kindInfo } from '../lib/spec';
+import { useKindsContext } from './KindsContext';
 
 export type EditData = { task: TaskSpec; errors: number };
 export type EditNode = Node<EditData, 'edit'>;
@@ -13,9 +14,10 @@ export type EditNode = Node<EditData, 'edit'>;
 export const EDIT_W = 200;
 export const EDIT_H = 70;
 
-function rolesText(t: TaskSpec): string {
-  if (t.kind === 'container-job') return `${t.completions ?? 1} runs, ${t.parallelism ?? 1} at a time`;
-  if (effectiveMode(t) === 'elastic') return `elastic ${t.elastic?.minReplicas ?? '?'}–${t.elastic?.maxReplicas ?? '?'}`;
+function rolesText(kinds: Kinds, t: TaskSpec): string {
+  const k = kindOf(kinds, t.kind);
+  if (k && !k.framework) return `${t.completions ?? 1} runs, ${t.parallelism ?? 1} at a time`;
+  if (isElastic(kinds, t)) return `elastic ${t.elastic?.minReplicas ?? '?'}–${t.elastic?.maxReplicas ?? '?'}`;
   return Object.entries(t.roles ?? {})
     .map(([n, r]) => `${n}×${r?.replicas ?? 1}`)
     .join(' ');
@@ -23,6 +25,7 @@ function rolesText(t: TaskSpec): string {
 
 export const EditTaskNode = memo(function EditTaskNode({ data, selected }: NodeProps<EditNode>) {
   const t = data.task;
+  const kinds = useKindsContext();
   const name = t.name || '(unnamed)';
   return (
     <div className={`task-node edit${selected ? ' selected' : ''}${data.errors ? ' has-errors' : ''}`} data-testid={`task-node-${t.name ?? ''}`}>
@@ -37,8 +40,8 @@ export const EditTaskNode = memo(function EditTaskNode({ data, selected }: NodeP
         )}
       </div>
       <div className="task-node-sub muted">
-        {kindInfo(t.kind)?.label ?? t.kind ?? 'no kind'}
-        {t.mode ? ` · ${t.mode}` : ''} · {rolesText(t)}
+        {t.kind ? kindLabel(kinds, t.kind) : 'no kind'}
+        {t.mode ? ` · ${t.mode}` : ''} · {rolesText(kinds, t)}
       </div>
       <Handle type="source" position={Position.Bottom} data-testid={`handle-out-${t.name ?? ''}`} />
     </div>

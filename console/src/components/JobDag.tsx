@@ -20,9 +20,11 @@ import {
 } from '@xyflow/react';
 import { createContext, memo, useContext, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react';
 import type { TaskDetail } from '../api/types';
+import { kindLabel } from '../lib/kinds';
 import { layoutInWorker } from '../lib/layoutClient';
 import { stateLook } from '../lib/states';
 import type { TaskStore } from '../lib/taskStore';
+import { KindsContext, useKindsContext, useKindsData } from './KindsContext';
 import { StateIcon } from './StateIcon';
 
 export const NODE_W = 210;
@@ -33,21 +35,9 @@ type LiveNode = Node<LiveData, 'live'>;
 
 const StoreContext = createContext<TaskStore | null>(null);
 
-const KIND_LABEL: Record<string, string> = {
-  'container-job': 'Container-Job',
-  containerJob: 'Container-Job',
-  pytorch: 'PyTorch',
-  tensorflow: 'TensorFlow',
-  paddle: 'PaddlePaddle',
-  openmpi: 'OpenMPI',
-};
-
-export function kindLabel(kind: string): string {
-  return KIND_LABEL[kind] ?? kind;
-}
-
 const LiveTaskNode = memo(function LiveTaskNode({ data, selected }: NodeProps<LiveNode>) {
   const store = useContext(StoreContext)!;
+  const kinds = useKindsContext();
   const live = useSyncExternalStore(
     (cb) => store.subscribe(data.name, cb),
     () => store.get(data.name),
@@ -72,7 +62,7 @@ const LiveTaskNode = memo(function LiveTaskNode({ data, selected }: NodeProps<Li
           {state}
         </span>
         {live && live.attempt > 0 && <span className="muted"> · attempt {live.attempt}</span>}
-        <span className="muted"> · {kindLabel(data.kind)}</span>
+        <span className="muted"> · {kindLabel(kinds, data.kind)}</span>
       </div>
       <Handle type="source" position={Position.Bottom} isConnectable={false} />
     </div>
@@ -179,11 +169,14 @@ function DagInner({ tasks, onSelect }: { tasks: readonly TaskDetail[]; onSelect:
 }
 
 export function JobDag({ tasks, store, onSelect }: { tasks: readonly TaskDetail[]; store: TaskStore; onSelect: (name: string | null) => void }) {
+  const kinds = useKindsData(); // the kinds' labels
   return (
     <StoreContext.Provider value={store}>
-      <ReactFlowProvider>
-        <DagInner tasks={tasks} onSelect={onSelect} />
-      </ReactFlowProvider>
+      <KindsContext.Provider value={kinds}>
+        <ReactFlowProvider>
+          <DagInner tasks={tasks} onSelect={onSelect} />
+        </ReactFlowProvider>
+      </KindsContext.Provider>
     </StoreContext.Provider>
   );
 }

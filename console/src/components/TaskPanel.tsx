@@ -1,15 +1,18 @@
 // The side panel of a task on the Job page: why it is where it is, its replicas, events,
 // logs and usage.
 
-import { useEffect, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { useMemo, useState } from 'react';
 import { api, enc } from '../api/client';
+import { errorText, keys } from '../api/queries';
 import type { EventJson, TaskDetail, UsageJson } from '../api/types';
 import { cpuText, memText, timeText } from '../lib/format';
 import { FINISHED_TASK_STATES } from '../lib/states';
 import type { TaskStore } from '../lib/taskStore';
 import { LogsView } from './LogsView';
 import { StateBadge } from './StateIcon';
-import { kindLabel } from './JobDag';
+import { kindLabel } from '../lib/kinds';
+import { useKindsData } from './KindsContext';
 
 type Tab = 'replicas' | 'events' | 'logs' | 'usage';
 
@@ -41,6 +44,7 @@ export function TaskPanel({
   const live = !FINISHED_TASK_STATES.has(task.state);
   const why = whyText(task, store);
   const mine = events.filter((e) => e.task === task.name);
+  const kinds = useKindsData();
 
   return (
     <aside className="panel" data-testid="task-panel" aria-label={`Task ${task.name}`}>
@@ -53,7 +57,7 @@ export function TaskPanel({
       <div className="panel-meta">
         <StateBadge state={task.state} testid="panel-state" />
         <span className="muted">
-          {kindLabel(task.kind)}
+          {kindLabel(kinds, task.kind)}
           {task.mode && task.mode !== 'none' ? ` · ${task.mode}` : ''} · attempt {task.attempt}
         </span>
       </div>
@@ -151,21 +155,14 @@ export function Events({ events, testid = 'events-view' }: { events: EventJson[]
 }
 
 function Usage({ job, task, live }: { job: string; task: string; live: boolean }) {
-  const [items, setItems] = useState<UsageJson[] | null>(null);
-  const [error, setError] = useState('');
-  useEffect(() => {
-    let stop = false;
-    const load = () =>
-      api<{ items: UsageJson[] }>(`/jobs/${enc(job)}/top`)
-        .then((r) => !stop && (setItems(r.items.filter((u) => u.task === task)), setError('')))
-        .catch((e: Error) => !stop && setError(e.message));
-    load();
-    const t = live ? setInterval(load, 5000) : undefined;
-    return () => {
-      stop = true;
-      if (t) clearInterval(t);
-    };
-  }, [job, task, live]);
+  // one query per job, shared by its tasks' panels; refreshed every 5 s while the task runs
+  const q = useQuery({
+    queryKey: keys.jobTop(job),
+    queryFn: ({ signal }) => api<{ items: UsageJson[] }>(`/jobs/${enc(job)}/top`, { signal }).then((r) => r.items),
+    refetchInterval: live ? 5000 : false,
+  });
+  const items = useMemo(() => q.data?.filter((u) => u.task === task) ?? null, [q.data, task]);
+  const error = errorText(q.error);
   if (error) return <div className="error-text">{error}</div>;
   if (!items) return <p className="muted">loading…</p>;
   if (items.length === 0) return <p className="muted" data-testid="usage-view">No running replicas to measure.</p>;

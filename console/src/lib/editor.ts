@@ -5,6 +5,7 @@
 
 import { cycleIfConnected, cycleMessage } from './graph';
 import { getAt, parsePath, setAt, taskIndexOf } from './path';
+import type { Kinds } from './kinds';
 import type { JobSpec, Kind, TaskSpec } from './spec';
 import { clone, newTask, reorderTask } from './spec';
 
@@ -72,9 +73,9 @@ export function uniqueTaskName(spec: JobSpec, kind: string): string {
   }
 }
 
-export function addTask(model: EditorModel, kind: Kind, at: XY): { model: EditorModel; id: string } {
+export function addTask(kinds: Kinds, model: EditorModel, kind: Kind, at: XY): { model: EditorModel; id: string } {
   const id = freshId();
-  const task = newTask(kind, uniqueTaskName(model.spec, kind));
+  const task = newTask(kinds, kind, uniqueTaskName(model.spec, kind));
   return {
     id,
     model: {

@@ -1,11 +1,12 @@
 // Which form fields the console shows for a spec, by spec path. The task form renders the
 // same structure (src/components/TaskForm.tsx); these lists let validation errors be
 // placed at their field before the form is even open (badges on canvas nodes), and let a
-// test check that every key of every example spec has a field.
+// test check that every key of every example spec has a field. Which task-level fields a
+// task has comes from its kind's descriptor (lib/kinds.ts, GET /api/v1/kinds).
 
+import { isElastic, kindOf, takesField, type Kinds } from './kinds';
 import { formatPath, join, parsePath } from './path';
 import type { Container, JobSpec, TaskSpec, Words } from './spec';
-import { effectiveMode, isFramework } from './spec';
 
 export interface SpecError {
   path: string;
@@ -53,54 +54,55 @@ export function containerFieldPaths(p: string, c: Container | undefined): string
 
 export const ADVANCED_FIELDS = ['retries', 'maxLifetime', 'retention', 'cleanup'];
 export const ELASTIC_FIELDS = ['backend', 'metric', 'target', 'minReplicas', 'maxReplicas', 'scaleTimeout'];
-export const CONTAINER_JOB_FIELDS = ['completions', 'parallelism', 'timeout', 'retries', 'restartPolicy'];
 
 // Whether the role form shows `replicas`: not in elastic mode, unless the spec has one
 // (then it is shown so the error "not used in elastic mode" can be fixed where it is).
-export function showsReplicas(task: TaskSpec, role: string): boolean {
-  return effectiveMode(task) !== 'elastic' || task.roles?.[role]?.replicas !== undefined;
+export function showsReplicas(kinds: Kinds, task: TaskSpec, role: string): boolean {
+  return !isElastic(kinds, task) || task.roles?.[role]?.replicas !== undefined;
 }
 
-export function showsElastic(task: TaskSpec): boolean {
-  return effectiveMode(task) === 'elastic' || task.elastic !== undefined;
+// The elastic section: for a kind that takes it, in an elastic mode or when the spec has one.
+export function showsElastic(kinds: Kinds, task: TaskSpec): boolean {
+  return takesField(kinds, task, 'elastic') && (isElastic(kinds, task) || task.elastic !== undefined);
 }
 
-export function taskFieldPaths(task: TaskSpec, i: number): string[] {
+// The task-level fields the form shows for a task, in the descriptor's order (`advanced`
+// last for a framework kind that does not list it).
+export function taskFields(kinds: Kinds, task: TaskSpec): string[] {
+  const k = kindOf(kinds, task.kind);
+  if (!k) return [];
+  const out = k.fields.filter((f) => f !== 'elastic' || showsElastic(kinds, task));
+  if (k.framework && !out.includes('advanced')) out.push('advanced');
+  return out;
+}
+
+export function taskFieldPaths(kinds: Kinds, task: TaskSpec, i: number): string[] {
   const b = `tasks[${i}]`;
   const out = [b, join(b, 'name'), join(b, 'kind'), join(b, 'dependsOn')];
   (task.dependsOn ?? []).forEach((_, j) => out.push(`${b}.dependsOn[${j}]`));
-  if (task.kind === 'container-job') {
-    for (const f of CONTAINER_JOB_FIELDS) out.push(join(b, f));
-    out.push(...containerFieldPaths(join(b, 'container'), task.container));
-    return out;
-  }
-  if (!isFramework(task)) return out;
-  if (task.kind === 'pytorch' || task.kind === 'paddle') out.push(join(b, 'mode'));
-  if (task.kind === 'pytorch') out.push(join(b, 'nprocPerNode'));
-  if (task.kind === 'openmpi') out.push(join(b, 'slotsPerWorker'));
-  if (task.kind === 'tensorflow') out.push(join(b, 'evaluatorInCluster'));
-  const roles = join(b, 'roles');
-  out.push(roles);
-  for (const [name, role] of Object.entries(task.roles ?? {})) {
-    const rp = join(roles, name);
-    out.push(rp);
-    if (showsReplicas(task, name)) out.push(join(rp, 'replicas'));
-    out.push(...containerFieldPaths(join(rp, 'container'), role?.container));
-  }
-  const adv = join(b, 'advanced');
-  out.push(adv, ...ADVANCED_FIELDS.map((f) => join(adv, f)));
-  if (showsElastic(task)) {
-    const el = join(b, 'elastic');
-    out.push(el, ...ELASTIC_FIELDS.map((f) => join(el, f)));
+  for (const f of taskFields(kinds, task)) {
+    const p = join(b, f);
+    if (f === 'container') out.push(...containerFieldPaths(p, task.container));
+    else if (f === 'advanced') out.push(p, ...ADVANCED_FIELDS.map((x) => join(p, x)));
+    else if (f === 'elastic') out.push(p, ...ELASTIC_FIELDS.map((x) => join(p, x)));
+    else if (f === 'roles') {
+      out.push(p);
+      for (const [name, role] of Object.entries(task.roles ?? {})) {
+        const rp = join(p, name);
+        out.push(rp);
+        if (showsReplicas(kinds, task, name)) out.push(join(rp, 'replicas'));
+        out.push(...containerFieldPaths(join(rp, 'container'), role?.container));
+      }
+    } else out.push(p);
   }
   return out;
 }
 
 export const JOB_FIELDS = ['name', 'type', 'queue', 'priority', 'array', 'array.count', 'array.range', 'array.maxRunning', 'tasks'];
 
-export function specFieldPaths(spec: JobSpec): Set<string> {
+export function specFieldPaths(kinds: Kinds, spec: JobSpec): Set<string> {
   const out = new Set<string>(JOB_FIELDS);
-  spec.tasks.forEach((t, i) => taskFieldPaths(t, i).forEach((p) => out.add(p)));
+  spec.tasks.forEach((t, i) => taskFieldPaths(kinds, t, i).forEach((p) => out.add(p)));
   return out;
 }
 

@@ -3,6 +3,8 @@
 // sent to /api/v1/validate and /api/v1/jobs are the same object. Keys the form does not
 // know (say a typo from an imported file) are kept, so the validator can name them.
 
+import { defaultMode, isElastic, kindOf, roleRules, startReplicas, type Kinds } from './kinds';
+
 export type Scalar = string | number;
 export type Words = string | string[];
 
@@ -93,69 +95,8 @@ export interface JobSpec {
   tasks: TaskSpec[];
 }
 
-export type Kind = 'container-job' | 'pytorch' | 'tensorflow' | 'paddle' | 'openmpi';
-
-export interface KindInfo {
-  kind: Kind;
-  label: string;
-  modes: string[]; // empty: the kind has no mode
-}
-
-// The five kinds of the palette, with the labels the product uses.
-export const KINDS: KindInfo[] = [
-  { kind: 'openmpi', label: 'OpenMPI', modes: [] },
-  { kind: 'tensorflow', label: 'TensorFlow', modes: [] },
-  { kind: 'pytorch', label: 'PyTorch', modes: ['master-worker', 'elastic'] },
-  { kind: 'paddle', label: 'PaddlePaddle', modes: ['ps', 'collective', 'elastic'] },
-  { kind: 'container-job', label: 'Container-Job', modes: [] },
-];
-
-export function kindInfo(kind: string | undefined): KindInfo | undefined {
-  return KINDS.find((k) => k.kind === kind);
-}
-
-export const FRAMEWORK_KINDS = ['pytorch', 'tensorflow', 'paddle', 'openmpi'];
-
-export function isFramework(task: TaskSpec): boolean {
-  return FRAMEWORK_KINDS.includes(task.kind ?? '');
-}
-
-// The mode the loader uses when the spec gives none (docs/spec.md, "Defaults").
-export function effectiveMode(task: TaskSpec): string {
-  if (task.mode) return task.mode;
-  if (task.kind === 'pytorch') return 'master-worker';
-  if (task.kind === 'paddle') return task.roles && 'server' in task.roles ? 'ps' : 'collective';
-  return '';
-}
-
-export function isElastic(task: TaskSpec): boolean {
-  return effectiveMode(task) === 'elastic';
-}
-
-export interface RoleRules {
-  allowed: string[]; // in the order the form offers them
-  required: string[];
-}
-
-// Which roles a kind and mode take (docs/design.md §2, "Task kinds and roles").
-export function roleRules(kind: string | undefined, mode: string): RoleRules {
-  switch (kind) {
-    case 'pytorch':
-      return mode === 'elastic'
-        ? { allowed: ['worker'], required: ['worker'] }
-        : { allowed: ['master', 'worker'], required: ['master'] };
-    case 'tensorflow':
-      return { allowed: ['ps', 'chief', 'worker', 'evaluator'], required: ['worker'] };
-    case 'paddle':
-      return mode === 'ps'
-        ? { allowed: ['server', 'trainer'], required: ['server', 'trainer'] }
-        : { allowed: ['trainer'], required: ['trainer'] };
-    case 'openmpi':
-      return { allowed: ['launcher', 'worker'], required: ['launcher', 'worker'] };
-    default:
-      return { allowed: [], required: [] };
-  }
-}
+// A kind's name as the master's descriptors give it (lib/kinds.ts).
+export type Kind = string;
 
 export function defaultContainer(): Container {
   return {
@@ -165,40 +106,53 @@ export function defaultContainer(): Container {
   };
 }
 
-function defaultRole(replicas: number | undefined): Role {
-  const role: Role = {};
-  if (replicas !== undefined) role.replicas = replicas;
-  role.container = defaultContainer();
-  return role;
-}
-
 export function defaultElastic(kind: string | undefined): Elastic {
   return { backend: kind === 'paddle' ? 'etcd' : 'c10d', minReplicas: 1, maxReplicas: 2 };
 }
 
-// A new task of `kind` that passes validation as it is (the palette's drop).
-export function newTask(kind: Kind, name: string): TaskSpec {
-  switch (kind) {
-    case 'container-job':
-      return { name, kind, completions: 1, parallelism: 1, restartPolicy: 'OnFailure', container: defaultContainer() };
-    case 'pytorch':
-      return { name, kind, mode: 'master-worker', roles: { master: defaultRole(1), worker: defaultRole(1) } };
-    case 'tensorflow':
-      return { name, kind, roles: { worker: defaultRole(1) } };
-    case 'paddle':
-      return { name, kind, mode: 'collective', roles: { trainer: defaultRole(1) } };
-    case 'openmpi':
-      return {
-        name,
-        kind,
-        slotsPerWorker: 1,
-        roles: {
-          launcher: { replicas: 1, container: { ...defaultContainer(), command: 'mpirun hostname' } },
-          worker: { replicas: 1, container: { ...defaultContainer(), command: 'sleep infinity' } },
-        },
-        advanced: { cleanup: 'running' },
-      };
+// What a new task starts with beyond what its kind's descriptor requires: the console's
+// choice of starting content (never a rule), so that each kind's palette task runs as
+// dropped. A kind without a preset gets its required roles with the default container.
+interface Preset {
+  task?: Partial<TaskSpec>; // after name, kind and mode
+  roles?: string[]; // optional roles it starts with too
+  commands?: Record<string, Words>; // per role
+  after?: Partial<TaskSpec>; // after the roles
+}
+const PRESETS: Record<string, Preset> = {
+  'container-job': { task: { completions: 1, parallelism: 1, restartPolicy: 'OnFailure' } },
+  pytorch: { roles: ['worker'] },
+  openmpi: {
+    task: { slotsPerWorker: 1 },
+    commands: { launcher: 'mpirun hostname', worker: 'sleep infinity' },
+    after: { advanced: { cleanup: 'running' } },
+  },
+};
+
+// A new task of `kind` that passes validation as it is (the palette's drop): the kind's
+// default mode and the roles it requires.
+export function newTask(kinds: Kinds, kind: Kind, name: string): TaskSpec {
+  const k = kindOf(kinds, kind);
+  const t: TaskSpec = { name, kind };
+  if (!k) return t;
+  const mode = defaultMode(k);
+  if (mode?.mode) t.mode = mode.mode;
+  const preset = PRESETS[kind] ?? {};
+  Object.assign(t, clone(preset.task ?? {}));
+  if (k.fields.includes('container')) t.container = defaultContainer();
+  const roles = (mode?.roles ?? []).filter((r) => r.required || preset.roles?.includes(r.role));
+  if (roles.length) {
+    t.roles = {};
+    for (const r of roles) {
+      const role: Role = mode?.elastic ? {} : { replicas: startReplicas(r) };
+      role.container = defaultContainer();
+      const command = preset.commands?.[r.role];
+      if (command !== undefined) role.container.command = command;
+      t.roles[r.role] = role;
+    }
   }
+  Object.assign(t, clone(preset.after ?? {}));
+  return t;
 }
 
 // The first container of a task, used to seed a role that is added.
@@ -210,31 +164,32 @@ function firstContainer(task: TaskSpec): Container {
 // Reshapes a framework task for a new mode: roles the mode does not take are dropped, the
 // roles it requires are added (seeded from an existing container), `replicas` and `elastic`
 // follow the elastic rule ("not used in elastic mode").
-export function withMode(task: TaskSpec, mode: string): TaskSpec {
+export function withMode(kinds: Kinds, task: TaskSpec, mode: string): TaskSpec {
   const t: TaskSpec = clone(task);
   t.mode = mode;
-  const rules = roleRules(t.kind, mode);
+  const rules = roleRules(kinds, t.kind, mode);
+  const elastic = isElastic(kinds, t);
   const seed = firstContainer(t);
   const roles: Record<string, Role> = {};
   for (const [name, role] of Object.entries(t.roles ?? {})) if (rules.allowed.includes(name)) roles[name] = role;
   for (const name of rules.required) if (!roles[name]) roles[name] = { container: clone(seed) };
   for (const [name, role] of Object.entries(roles)) {
-    if (mode === 'elastic') delete role.replicas;
-    else if (role.replicas === undefined) role.replicas = 1;
+    if (elastic) delete role.replicas;
+    else if (role.replicas === undefined) role.replicas = startReplicas(rules.rules.find((r) => r.role === name));
     roles[name] = role;
   }
   // keep the allowed order
   t.roles = {};
   for (const name of rules.allowed) if (roles[name]) t.roles[name] = roles[name];
-  if (mode === 'elastic') t.elastic = t.elastic ?? defaultElastic(t.kind);
+  if (elastic) t.elastic = t.elastic ?? defaultElastic(t.kind);
   else delete t.elastic;
   return t;
 }
 
 // Changes a task's kind, keeping its name, dependencies and first container.
-export function withKind(task: TaskSpec, kind: Kind): TaskSpec {
+export function withKind(kinds: Kinds, task: TaskSpec, kind: Kind): TaskSpec {
   const seed = task.container ?? firstContainer(task);
-  const t = newTask(kind, task.name ?? '');
+  const t = newTask(kinds, kind, task.name ?? '');
   if (task.dependsOn) t.dependsOn = [...task.dependsOn];
   if (t.container) t.container = clone(seed);
   for (const r of Object.values(t.roles ?? {})) if (r) r.container = clone(seed);

@@ -1,9 +1,9 @@
-import type { DatasetJson } from '../api/types';
-import { usePoll } from '../components/usePoll';
+import { errorText, useDatasets } from '../api/queries';
 import { timeText } from '../lib/format';
 
 export function DatasetsPage() {
-  const { data, error } = usePoll<{ items: DatasetJson[] }>('/datasets', 30000);
+  const { data: items, error: err } = useDatasets(30000);
+  const error = errorText(err);
   return (
     <div className="page">
       <div className="page-head">
@@ -21,7 +21,7 @@ export function DatasetsPage() {
           </tr>
         </thead>
         <tbody>
-          {data?.items.map((d) => (
+          {items?.map((d) => (
             <tr key={d.name} data-testid={`dataset-row-${d.name}`}>
               <td>{d.name}</td>
               <td>
@@ -32,7 +32,7 @@ export function DatasetsPage() {
               <td>{timeText(d.createdAt)}</td>
             </tr>
           ))}
-          {data && data.items.length === 0 && (
+          {items && items.length === 0 && (
             <tr>
               <td colSpan={5} className="empty">
                 No datasets. An admin registers one with yardctl dataset create NAME --path PATH.

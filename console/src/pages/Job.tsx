@@ -1,10 +1,13 @@
 // One job: its DAG with live task states, the selected task's panel, the job's events, and
-// cancel/delete. Live through the job-scoped event stream: a `task` event updates its node
-// at once; `job`/`task` events also schedule a re-fetch of the detail (debounced), which
-// brings replicas and reasons.
+// cancel/delete. The detail and the events are queries of the cache (api/queries.ts), kept
+// live by the job-scoped event stream: a `task` event updates its node at once; `job`/`task`
+// events also invalidate the detail (one re-fetch per burst), which brings replicas and
+// reasons; `event`s are appended to the cached list.
 
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { useCallback, useLayoutEffect, useMemo, useState } from 'react';
 import { api, ApiError, enc } from '../api/client';
+import { errorText, invalidateSoon, keys, queryClient } from '../api/queries';
 import { useEventStream } from '../api/sse';
 import type { EventJson, JobDetail, JobSummary, TaskEventJson } from '../api/types';
 import { Confirm } from '../components/Confirm';
@@ -20,10 +23,6 @@ import { Link, navigate } from '../router';
 const REFETCH_MS = 400;
 
 export function JobPage({ name }: { name: string }) {
-  const [detail, setDetail] = useState<JobDetail | null>(null);
-  const [events, setEvents] = useState<EventJson[]>([]);
-  const [error, setError] = useState('');
-  const [notFound, setNotFound] = useState(false);
   const [gone, setGone] = useState(false);
   const [selected, setSelected] = useState<string | null>(null);
   const [confirm, setConfirm] = useState<'cancel' | 'delete' | null>(null);
@@ -32,50 +31,36 @@ export function JobPage({ name }: { name: string }) {
   const store = useMemo(() => new TaskStore(), []);
   const base = `/jobs/${enc(name)}`;
 
-  const applyDetail = useCallback(
-    (d: JobDetail) => {
-      for (const t of d.tasks) store.set(t.name, { state: t.state, reason: t.reason, attempt: t.attempt });
-      setDetail(d);
-    },
-    [store],
-  );
+  const detailQ = useQuery({
+    queryKey: keys.jobDetail(name),
+    queryFn: ({ signal }) => api<JobDetail>(base, { signal }),
+  });
+  const eventsQ = useQuery({
+    queryKey: keys.jobEvents(name),
+    queryFn: ({ signal }) => api<{ items: EventJson[] }>(`${base}/events`, { signal }).then((r) => r.items),
+  });
+  const detail = detailQ.data ?? null;
+  const events = eventsQ.data ?? [];
+  const is404 = detailQ.error instanceof ApiError && detailQ.error.status === 404;
+  // a 404 before anything was shown: no such job; after: it was deleted meanwhile
+  const notFound = is404 && !detail;
+  const error = is404 ? '' : errorText(detailQ.error ?? eventsQ.error);
 
-  const load = useCallback(async () => {
-    try {
-      const [d, ev] = await Promise.all([api<JobDetail>(base), api<{ items: EventJson[] }>(`${base}/events`)]);
-      applyDetail(d);
-      setEvents(ev.items);
-      setError('');
-    } catch (e) {
-      if (e instanceof ApiError && e.status === 404) setNotFound(true);
-      else setError((e as Error).message);
-    }
-  }, [base, applyDetail]);
+  // the live states of the nodes follow each detail read, before it is painted
+  useLayoutEffect(() => {
+    for (const t of detail?.tasks ?? []) store.set(t.name, { state: t.state, reason: t.reason, attempt: t.attempt });
+  }, [detail, store]);
 
-  useEffect(() => {
-    void load();
-  }, [load]);
-
-  // a burst of events becomes one re-fetch
-  const timer = useRef<ReturnType<typeof setTimeout>>();
-  const refetch = useCallback(() => {
-    if (timer.current) return;
-    timer.current = setTimeout(async () => {
-      timer.current = undefined;
-      try {
-        applyDetail(await api<JobDetail>(base));
-      } catch (e) {
-        if (e instanceof ApiError && e.status === 404) setGone(true);
-      }
-    }, REFETCH_MS);
-  }, [base, applyDetail]);
-  useEffect(() => () => timer.current && clearTimeout(timer.current), []);
+  // a burst of events becomes one re-fetch of the detail
+  const refetch = useCallback(() => invalidateSoon(keys.jobDetail(name), REFETCH_MS), [name]);
+  const load = () => void queryClient.invalidateQueries({ queryKey: keys.job(name) });
 
   const status = useEventStream(`/api/v1/events/stream?job=${enc(name)}`, {
     job: (d) => {
       const s = d as JobSummary;
       if (s.name !== name) return;
-      setDetail((cur) => (cur ? { ...cur, job: { ...cur.job, ...s } } : cur));
+      queryClient.setQueryData<JobDetail>(keys.jobDetail(name), (cur) => (cur ? { ...cur, job: { ...cur.job, ...s } } : cur));
+      invalidateSoon(keys.queues, 1000, true); // its queue's counts changed
       refetch();
     },
     task: (d) => {
@@ -87,13 +72,13 @@ export function JobPage({ name }: { name: string }) {
     event: (d) => {
       const e = d as EventJson;
       if (e.job && e.job !== name) return;
-      setEvents((list) => [...list, e]);
+      queryClient.setQueryData<EventJson[]>(keys.jobEvents(name), (list) => [...(list ?? []), e]);
     },
     deleted: (d) => (d as { job: string }).job === name && setGone(true),
     // the stream is open: what changed between the first fetch and now is fetched again (a
     // short job may have finished in that moment); `reset`: what was missed is gone
-    hello: () => void load(),
-    reset: () => void load(),
+    hello: load,
+    reset: load,
   });
 
   const act = async (what: 'cancel' | 'delete') => {
@@ -101,8 +86,11 @@ export function JobPage({ name }: { name: string }) {
     try {
       const r = await api<{ result: string }>(what === 'cancel' ? `${base}/cancel` : base, { method: what === 'cancel' ? 'POST' : 'DELETE' });
       setResult(r?.result ?? (what === 'cancel' ? 'cancelled' : 'deleted'));
-      if (what === 'delete') navigate('/jobs');
-      else refetch();
+      if (what === 'delete') {
+        queryClient.removeQueries({ queryKey: keys.job(name) });
+        void queryClient.invalidateQueries({ queryKey: keys.jobs, refetchType: 'none' });
+        navigate('/jobs');
+      } else refetch();
     } catch (e) {
       setResult(`${what} failed: ${(e as Error).message}`);
     }
@@ -132,10 +120,10 @@ export function JobPage({ name }: { name: string }) {
         <button data-testid="job-events-toggle" onClick={() => setShowEvents((v) => !v)}>
           {showEvents ? 'Hide events' : `Events (${events.length})`}
         </button>
-        <button data-testid="job-cancel" disabled={!job || finished || job.state === 'Cancelling' || gone} onClick={() => setConfirm('cancel')}>
+        <button data-testid="job-cancel" disabled={!job || finished || job.state === 'Cancelling' || gone || is404} onClick={() => setConfirm('cancel')}>
           Cancel job
         </button>
-        <button className="danger" data-testid="job-delete" disabled={!job || gone} onClick={() => setConfirm('delete')}>
+        <button className="danger" data-testid="job-delete" disabled={!job || gone || is404} onClick={() => setConfirm('delete')}>
           Delete
         </button>
       </div>
@@ -156,7 +144,7 @@ export function JobPage({ name }: { name: string }) {
           {job.reason && <span data-testid="job-reason">{job.reason}</span>}
         </div>
       )}
-      {gone && (
+      {(gone || (is404 && detail)) && (
         <div className="error-banner" data-testid="job-gone">
           This job was deleted.
         </div>

@@ -3,10 +3,12 @@
 // the first page is shown is announced rather than pushed in, so rows do not jump under the
 // pointer.
 
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { api, query } from '../api/client';
+import { errorText, invalidateSoon, keys, queryClient, useQueues } from '../api/queries';
 import { useEventStream } from '../api/sse';
-import type { JobList, JobSummary, QueueJson, User } from '../api/types';
+import type { JobList, JobSummary, User } from '../api/types';
 import { StateBadge } from '../components/StateIcon';
 import { LiveStatus } from '../components/LiveStatus';
 import { ageText } from '../lib/format';
@@ -77,12 +79,9 @@ export function JobsPage({ user }: { user: User }) {
   const [pages, setPages] = useState<{ key: string; cursors: (string | null)[] }>({ key: filtersKey, cursors: [null] });
   const cursors = pages.key === filtersKey ? pages.cursors : [null];
   const setCursors = (f: (c: (string | null)[]) => (string | null)[]) => setPages({ key: filtersKey, cursors: f(cursors) });
-  const [list, setList] = useState<JobList | null>(null);
-  const [error, setError] = useState('');
   const [fresh, setFresh] = useState(0);
   const [deleted, setDeleted] = useState<Set<string>>(new Set());
-  const [queues, setQueues] = useState<string[]>([]);
-  const [reload, setReload] = useState(0);
+  const queues = useQueues().data?.map((q) => q.name) ?? [];
   const now = useNow(10000);
   const page = cursors.length - 1;
 
@@ -101,59 +100,54 @@ export function JobsPage({ user }: { user: User }) {
     return () => clearTimeout(t);
   }, [nameDraft, filters.q, setFilter]);
 
-  useEffect(() => {
-    api<{ items: QueueJson[] }>('/queues')
-      .then((r) => setQueues(r.items.map((q) => q.name)))
-      .catch(() => undefined);
-  }, []);
-
   const cursor = cursors[cursors.length - 1];
+  const params = { state: filters.state, queue: filters.queue, q: filters.q, all: filters.all ? 'true' : undefined, limit: PAGE, cursor };
+  const key = [...keys.jobs, params];
   // what the stream said while a page was being fetched: applied to the page when it comes
   const recent = useRef<Map<string, JobSummary> | null>(null);
-  useEffect(() => {
-    const ctl = new AbortController();
-    recent.current = new Map();
-    api<JobList>(
-      `/jobs${query({ state: filters.state, queue: filters.queue, q: filters.q, all: filters.all ? 'true' : undefined, limit: PAGE, cursor })}`,
-      { signal: ctl.signal },
-    )
-      .then((l) => {
-        const seen = recent.current ?? new Map<string, JobSummary>();
-        recent.current = null;
-        setList(seen.size ? { ...l, items: l.items.map((j) => (seen.has(j.name) ? { ...j, ...seen.get(j.name) } : j)) } : l);
-        setError('');
-        setFresh(0);
-        setDeleted(new Set());
-      })
-      .catch((e: Error) => e.name !== 'AbortError' && setError(e.message));
-    return () => ctl.abort();
-  }, [filters, cursor, reload]);
+  const jobs = useQuery({
+    queryKey: key,
+    queryFn: async ({ signal }) => {
+      recent.current = new Map();
+      const l = await api<JobList>(`/jobs${query(params)}`, { signal });
+      const seen = recent.current ?? new Map<string, JobSummary>();
+      recent.current = null;
+      setFresh(0);
+      setDeleted(new Set());
+      return seen.size ? { ...l, items: l.items.map((j) => (seen.has(j.name) ? { ...j, ...seen.get(j.name) } : j)) } : l;
+    },
+    placeholderData: keepPreviousData, // a new page or filter shows the old rows until it comes
+  });
+  const list = jobs.data ?? null;
+  const error = errorText(jobs.error);
+  const reload = () => void queryClient.invalidateQueries({ queryKey: key });
 
-  const listRef = useRef(list);
-  listRef.current = list;
   const status = useEventStream('/api/v1/events/stream', {
     job: (d) => {
       const s = d as JobSummary;
       recent.current?.set(s.name, s);
-      const cur = listRef.current;
-      if (!cur) return;
-      const i = cur.items.findIndex((j) => j.name === s.name);
-      if (i >= 0) {
+      // a job's change touches its page and its queue's counts, wherever they are cached
+      invalidateSoon(keys.job(s.name), 400, true);
+      invalidateSoon(keys.queues, 1000, true);
+      const cur = queryClient.getQueryData<JobList>(key);
+      const i = cur ? cur.items.findIndex((j) => j.name === s.name) : -1;
+      if (cur && i >= 0) {
         const items = [...cur.items];
         items[i] = { ...items[i], ...s };
-        setList({ ...cur, items });
-      } else if (page === 0 && s.state === 'Queued' && matches(s, filters, user)) {
+        queryClient.setQueryData<JobList>(key, { ...cur, items });
+      } else if (cur && page === 0 && s.state === 'Queued' && matches(s, filters, user)) {
         setFresh((n) => n + 1);
       }
     },
     deleted: (d) => {
       const name = (d as { job: string }).job;
+      queryClient.removeQueries({ queryKey: keys.job(name) });
       setDeleted((s) => new Set(s).add(name));
     },
     // the stream is open: the page is read again, so nothing that changed between the first
     // read and the stream's start is missed; `reset`: what was missed is gone
-    hello: () => setReload((n) => n + 1),
-    reset: () => setReload((n) => n + 1),
+    hello: reload,
+    reset: reload,
   });
 
   const start = page * PAGE;
@@ -202,7 +196,7 @@ export function JobsPage({ user }: { user: User }) {
         </div>
       )}
       {fresh > 0 && (
-        <button className="notice" data-testid="jobs-new" onClick={() => setReload((n) => n + 1)}>
+        <button className="notice" data-testid="jobs-new" onClick={reload}>
           {fresh} new {fresh === 1 ? 'job' : 'jobs'}: show
         </button>
       )}

@@ -1,13 +1,13 @@
-import type { NodeJson } from '../api/types';
-import { usePoll } from '../components/usePoll';
+import { errorText, useNodes } from '../api/queries';
 import { ageText, cpuText, memText } from '../lib/format';
 import { useEffect, useState } from 'react';
 import { UsedOf } from './Queues';
 
 export function NodesPage() {
-  const { data, error } = usePoll<{ items: NodeJson[] }>('/nodes', 5000);
+  const { data: items, error: err } = useNodes(5000);
+  const error = errorText(err);
   const [now, setNow] = useState(Date.now());
-  useEffect(() => setNow(Date.now()), [data]);
+  useEffect(() => setNow(Date.now()), [items]);
   return (
     <div className="page">
       <div className="page-head">
@@ -28,7 +28,7 @@ export function NodesPage() {
           </tr>
         </thead>
         <tbody>
-          {data?.items.map((n) => (
+          {items?.map((n) => (
             <tr key={n.name} data-testid={`node-row-${n.name}`}>
               <td>
                 {n.name}

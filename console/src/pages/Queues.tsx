@@ -1,5 +1,5 @@
-import type { QueueJson, ResourcesJson } from '../api/types';
-import { usePoll } from '../components/usePoll';
+import type { ResourcesJson } from '../api/types';
+import { errorText, useQueues } from '../api/queries';
 import { countText, cpuText, memText, UNLIMITED } from '../lib/format';
 import { Link } from '../router';
 
@@ -30,7 +30,8 @@ export function UsedOf({ used, total }: { used: ResourcesJson; total: ResourcesJ
 }
 
 export function QueuesPage() {
-  const { data, error } = usePoll<{ items: QueueJson[] }>('/queues');
+  const { data: items, error: err } = useQueues(10000);
+  const error = errorText(err);
   return (
     <div className="page">
       <div className="page-head">
@@ -50,7 +51,7 @@ export function QueuesPage() {
           </tr>
         </thead>
         <tbody>
-          {data?.items.map((q) => (
+          {items?.map((q) => (
             <tr key={q.name} data-testid={`queue-row-${q.name}`}>
               <td>
                 <Link to={`/jobs?queue=${encodeURIComponent(q.name)}`}>{q.name}</Link>
