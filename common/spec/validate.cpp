@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/spec/kinds.h"
 #include "common/spec/quantity.h"
 #include "common/util/capnp_text.h"
 
@@ -91,7 +92,8 @@ void Validator::job(schema::Job::Reader job) {
 
 void Validator::task(schema::Task::Reader t, const std::string& path) {
   name(path + ".name", str(t.getName()), 4, 32);
-  if (t.getKind() == schema::TaskKind::CONTAINER_JOB) {
+  const KindDescriptor* kind = findKind(t.getKind());
+  if (kind && !kind->framework) {
     auto cj = t.getContainerJob();
     atLeast(path + ".completions", cj.getCompletions(), 1);
     atLeast(path + ".parallelism", cj.getParallelism(), 1);
@@ -104,8 +106,8 @@ void Validator::task(schema::Task::Reader t, const std::string& path) {
   atLeast(path + ".advanced.retries", adv.getRetries(), 0);
   atLeast(path + ".advanced.maxLifetime", adv.getMaxLifetime(), 0);
   atLeast(path + ".advanced.retention", adv.getRetention(), 0);
-  if (t.getKind() == schema::TaskKind::OPENMPI) atLeast(path + ".slotsPerWorker", t.getSlotsPerWorker(), 1);
-  if (t.getKind() == schema::TaskKind::PYTORCH) atLeast(path + ".nprocPerNode", t.getNprocPerNode(), 1);
+  if (kind && kind->takes("slotsPerWorker")) atLeast(path + ".slotsPerWorker", t.getSlotsPerWorker(), 1);
+  if (kind && kind->takes("nprocPerNode")) atLeast(path + ".nprocPerNode", t.getNprocPerNode(), 1);
   elastic(t, path);
   roles(t, path);
 }
@@ -138,25 +140,13 @@ void Validator::elastic(schema::Task::Reader t, const std::string& path) {
   atLeast(epath + ".scaleTimeout", e.getScaleTimeout(), 0);
 }
 
+// The roles' rules are the kind's descriptor (kinds.h) for the task's mode. A kind value
+// outside the schema (only a peer writing capnp can send one) takes no roles.
 void Validator::roles(schema::Task::Reader t, const std::string& path) {
-  std::vector<std::string> allowed;
-  std::string combos;
-  switch (t.getKind()) {
-    case schema::TaskKind::PYTORCH:
-      allowed = t.getMode() == schema::TaskMode::ELASTIC ? std::vector<std::string>{"worker"}
-                                                         : std::vector<std::string>{"master", "worker"};
-      break;
-    case schema::TaskKind::TENSORFLOW:
-      allowed = {"ps", "chief", "worker", "evaluator"};
-      combos = "worker[+evaluator], ps+worker[+evaluator], ps+chief+worker[+evaluator]";
-      break;
-    case schema::TaskKind::PADDLE:
-      allowed = t.getMode() == schema::TaskMode::PS ? std::vector<std::string>{"server", "trainer"}
-                                                    : std::vector<std::string>{"trainer"};
-      break;
-    case schema::TaskKind::OPENMPI: allowed = {"launcher", "worker"}; break;
-    case schema::TaskKind::CONTAINER_JOB: break;
-  }
+  const KindDescriptor* kind = findKind(t.getKind());
+  const ModeDescriptor* rules = kind ? &kind->rulesFor(t.getMode()) : nullptr;
+  static const std::vector<RoleRule> kNoRoles;
+  const std::vector<RoleRule>& allowed = rules ? rules->roles : kNoRoles;
   std::string context = std::string(kindName(t.getKind()));
   if (t.getMode() != schema::TaskMode::NONE) context += " mode " + std::string(modeName(t.getMode()));
 
@@ -166,53 +156,47 @@ void Validator::roles(schema::Task::Reader t, const std::string& path) {
     auto r = roles[i];
     std::string n = str(r.getName());
     std::string rpath = path + ".roles." + n;
-    if (std::find(allowed.begin(), allowed.end(), n) == allowed.end()) {
+    const RoleRule* rule = rules ? rules->role(n) : nullptr;
+    if (!rule) {
       std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + std::string(a.name);
       error(rpath, quoted(n) + " is not a role of " + context + " (allowed: " + list + ")");
       continue;
     }
-    bool zeroOk = t.getKind() == schema::TaskKind::PYTORCH && n == "worker";
-    if (r.getReplicas() < (zeroOk ? 0 : 1))
-      error(rpath + ".replicas", std::to_string(r.getReplicas()) + " must be at least " + (zeroOk ? "0" : "1"));
+    // In an elastic mode a role's replicas are elastic.minReplicas (the loader sets them),
+    // whose own rule reports a bad count.
+    if (!rules->elastic && r.getReplicas() < rule->min)
+      error(rpath + ".replicas", std::to_string(r.getReplicas()) + " must be at least " + std::to_string(rule->min));
     count[n] = r.getReplicas();
     container(r.getContainer(), rpath + ".container");
   }
-  auto has = [&](const char* role) { return count.count(role) > 0; };
-  auto exactlyOne = [&](const char* role) {
-    std::string rpath = path + ".roles." + role;
-    if (!has(role))
-      error(path + ".roles", std::string("a ") + context + " task needs exactly one " + role + " role replica (none given)");
-    else if (count[role] > 1)
-      error(rpath + ".replicas", std::to_string(count[role]) + " must be exactly 1 (one " + role + " per task)");
-  };
-  auto required = [&](const char* role) {
-    if (!has(role))
-      error(path + ".roles", std::string("a ") + context + " task needs a " + role + " role");
-  };
-  switch (t.getKind()) {
-    case schema::TaskKind::PYTORCH:
-      if (t.getMode() == schema::TaskMode::ELASTIC) required("worker");
-      else exactlyOne("master");
-      break;
-    case schema::TaskKind::TENSORFLOW:
-      required("worker");
-      if (has("chief") && count["chief"] > 1)
-        error(path + ".roles.chief.replicas", std::to_string(count["chief"]) + " must be at most 1");
-      if (has("evaluator") && count["evaluator"] > 1)
-        error(path + ".roles.evaluator.replicas", std::to_string(count["evaluator"]) + " must be at most 1");
-      if (has("chief") && !has("ps"))
-        error(path + ".roles", "chief without ps is not a supported combination (allowed: " + combos + ")");
-      break;
-    case schema::TaskKind::PADDLE:
-      if (t.getMode() == schema::TaskMode::PS) required("server");
-      required("trainer");
-      break;
-    case schema::TaskKind::OPENMPI:
-      exactlyOne("launcher");
-      required("worker");
-      break;
-    case schema::TaskKind::CONTAINER_JOB: break;
+  if (!rules) return;
+  auto has = [&](const std::string& role) { return count.count(role) > 0; };
+  // Required roles first, then the bounds of optional ones, then combinations: each in the
+  // descriptor's order.
+  for (const auto& rule : allowed) {
+    if (!rule.required) continue;
+    std::string role = rule.name;
+    if (!has(role)) {
+      error(path + ".roles", "a " + context + " task needs " +
+                                 (rule.exactlyOne() ? "exactly one " + role + " role replica (none given)"
+                                                    : "a " + role + " role"));
+    } else if (rule.max != kUnbounded && count[role] > rule.max) {
+      error(path + ".roles." + role + ".replicas",
+            std::to_string(count[role]) + (rule.exactlyOne() ? " must be exactly 1 (one " + role + " per task)"
+                                                             : " must be at most " + std::to_string(rule.max)));
+    }
+  }
+  for (const auto& rule : allowed) {
+    std::string role = rule.name;
+    if (!rule.required && rule.max != kUnbounded && has(role) && count[role] > rule.max)
+      error(path + ".roles." + role + ".replicas",
+            std::to_string(count[role]) + " must be at most " + std::to_string(rule.max));
+  }
+  for (const auto& rule : allowed) {
+    if (*rule.needs != '\0' && has(rule.name) && !has(rule.needs))
+      error(path + ".roles", std::string(rule.name) + " without " + rule.needs +
+                                 " is not a supported combination (allowed: " + rules->combinations + ")");
   }
 }
 
@@ -538,14 +522,8 @@ int64_t gangReplicas(schema::Task::Reader task) {
 }
 
 const char* kindName(schema::TaskKind kind) {
-  switch (kind) {
-    case schema::TaskKind::CONTAINER_JOB: return "container-job";
-    case schema::TaskKind::PYTORCH: return "pytorch";
-    case schema::TaskKind::TENSORFLOW: return "tensorflow";
-    case schema::TaskKind::PADDLE: return "paddle";
-    case schema::TaskKind::OPENMPI: return "openmpi";
-  }
-  return "unknown";
+  const KindDescriptor* k = findKind(kind);
+  return k ? k->name : "unknown";
 }
 
 const char* modeName(schema::TaskMode mode) {
