@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "master/lifecycle/model.h"
-#include "master/wiring.h"
+#include "master/frameworks/wiring.h"
 
 namespace yard::master::frameworks {
 

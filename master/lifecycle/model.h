@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/util/capnp_text.h"
-#include "master/store/store.h"
+#include "master/store/records.h"
 #include "schema/job.capnp.h"
 
 namespace yard::master {

@@ -5,7 +5,7 @@
 
 #include "master/frameworks/framework.h"
 #include "master/lifecycle/elastic.h"
-#include "master/wiring.h"
+#include "master/frameworks/wiring.h"
 
 namespace yard::master::lifecycle {
 namespace {

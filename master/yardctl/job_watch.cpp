@@ -7,7 +7,7 @@
 
 #include "common/util/json.h"
 #include "master/yardctl/client.h"
-#include "master/yardctl/job_output.h"
+#include "common/api_json/job_output.h"
 #include "master/yardctl/report.h"
 #include "master/yardctl/table.h"
 

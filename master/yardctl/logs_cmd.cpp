@@ -8,9 +8,9 @@
 #include "common/util/json.h"
 #include "master/yardctl/cli.h"
 #include "master/yardctl/client.h"
-#include "master/yardctl/output.h"
+#include "common/api_json/output.h"
 #include "master/yardctl/report.h"
-#include "master/yardctl/resource_output.h"
+#include "common/api_json/resource_output.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 

@@ -3,7 +3,7 @@
 // check GPU discovery on a GPU machine against nvidia-smi's own answer.
 #include <iostream>
 
-#include "agent/capacity.h"
+#include "agent/node/capacity.h"
 #include "common/util/json.h"
 
 int main() {

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "agent/agent_server.h"
-#include "agent/capacity.h"
-#include "agent/config.h"
+#include "agent/link/agent_server.h"
+#include "agent/node/capacity.h"
+#include "agent/node/config.h"
 
 using namespace yard::agent;
 

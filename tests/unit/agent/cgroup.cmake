@@ -2,4 +2,4 @@
 # a warning when not root or when no usable cgroup controllers are mounted).
 add_executable(yard_cgroup_tests ${CMAKE_CURRENT_LIST_DIR}/cgroup_test.cpp)
 target_link_libraries(yard_cgroup_tests PRIVATE yard_agent_cgroup yard_test_main)
-catch_discover_tests(yard_cgroup_tests)
+catch_discover_tests(yard_cgroup_tests PROPERTIES LABELS unit)

@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "agent/containerd/client.h"
-#include "agent/containerd_driver.h"
-#include "agent/oci_spec.h"
+#include "agent/drivers/containerd/containerd_driver.h"
+#include "agent/drivers/containerd/oci_spec.h"
 
 using namespace yard;
 

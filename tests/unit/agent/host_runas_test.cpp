@@ -16,8 +16,8 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/host_driver.h"
-#include "agent/runner.h"
+#include "agent/drivers/host/host_driver.h"
+#include "agent/runner/runner.h"
 
 using namespace yard::agent;
 

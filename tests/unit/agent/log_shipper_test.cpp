@@ -2,7 +2,7 @@
 // maxBytes after a marker line that says how much was dropped.
 #include <catch2/catch.hpp>
 
-#include "agent/log_shipper.h"
+#include "agent/link/log_shipper.h"
 
 using namespace yard::agent;
 

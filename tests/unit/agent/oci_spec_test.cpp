@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/oci_spec.h"
+#include "agent/drivers/containerd/oci_spec.h"
 
 using namespace yard;
 using namespace yard::agent;

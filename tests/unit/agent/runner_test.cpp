@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "agent/runner.h"
+#include "agent/runner/runner.h"
 
 using namespace yard::agent;
 using yard::Result;

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "agent/worker_restarts.h"
+#include "agent/runner/worker_restarts.h"
 
 using yard::agent::WorkerRestartCounter;
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <set>
 
-#include "master/access.h"
+#include "master/access/access.h"
 #include "tests/unit/master/node_harness.h"
 
 using namespace yard;

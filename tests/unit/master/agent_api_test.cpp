@@ -25,10 +25,10 @@
 #include "common/tls/pki.h"
 #include "common/wire/client.h"
 #include "common/wire/server.h"
-#include "master/access.h"
-#include "master/agent_api.h"
-#include "master/catalog.h"
-#include "master/jobs.h"
+#include "master/access/access.h"
+#include "master/api/agent/agent_api.h"
+#include "master/catalog/catalog.h"
+#include "master/jobs/registry.h"
 #include "schema/agent.capnp.h"
 #include "tests/unit/master/node_harness.h"
 #include "tests/unit/wire/test_tls.h"
@@ -45,12 +45,18 @@ namespace {
 // replicas on the registered nodes and hears their reports.
 class ApiHarness {
  public:
-  explicit ApiHarness(const std::string& token, bool withJobs = false) : api_(token, *nodes.reg) {
-    api_.setCertificateAuthority(yard::testing::testCa());
-    api_.setLog([this](const std::string& line) {
+  explicit ApiHarness(const std::string& token, bool withJobs = false) {
+    master::AgentApi::Parts parts;
+    parts.ca = yard::testing::testCa();
+    parts.log = [this](const std::string& line) {
       std::lock_guard<std::mutex> lock(logMu_);
       logs_.push_back(line);
-    });
+    };
+    // Join-token objects once withAccess() made an Access, the configured token before.
+    parts.checkJoin = [this, token](const std::string& secret, const std::string& node, auto done) {
+      if (access_) return access_->redeemJoinToken(secret, node, std::move(done));
+      master::AgentApi::checkConfiguredToken(token, secret, done);
+    };
     if (withJobs) {
       auto state = nodes.db->loadAll();
       REQUIRE(state);
@@ -60,12 +66,13 @@ class ApiHarness {
                                                     [this] { return nodes.now.load(); });
       REQUIRE(jobs_->load(state.value()));
       jobs_->setNodeSource([this] { return nodes.reg->schedulerView(); });
-      api_.setJobs(jobs_.get());
+      parts.jobs = jobs_.get();
     }
+    api_ = std::make_unique<master::AgentApi>(token, *nodes.reg, std::move(parts));
     auto s = wire::FrameServer::listen(
         nodes.io, "127.0.0.1:0", yard::testing::testServerTls(), wire::Limits{},
         [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
-          api_.handle(conn, std::move(frame));
+          api_->handle(conn, std::move(frame));
         },
         [](const std::string&) {});
     REQUIRE(s);
@@ -116,13 +123,11 @@ class ApiHarness {
   master::Access& withAccess() {
     auto state = nodes.db->loadAll();
     REQUIRE(state);
-    access_ = std::make_unique<master::Access>(nodes.io, *nodes.db, [this] { return nodes.now.load(); },
-                                               [](const std::string&) {});
-    REQUIRE(access_->load(state.value(), nodes.dir.path()));
-    onIo([this] {
-      api_.setJoinTokenCheck([this](const std::string& secret, const std::string& node, auto done) {
-        access_->redeemJoinToken(secret, node, std::move(done));
-      });
+    auto access = std::make_unique<master::Access>(nodes.io, *nodes.db, [this] { return nodes.now.load(); },
+                                                   [](const std::string&) {});
+    REQUIRE(access->load(state.value(), nodes.dir.path()));
+    onIo([this, &access] {  // joins are checked on the io thread
+      access_ = std::move(access);
       return 0;
     });
     return *access_;
@@ -173,11 +178,11 @@ class ApiHarness {
   test::NodeHarness nodes{30};
 
  private:
-  master::AgentApi api_;
   master::MasterConfig config_;
   std::unique_ptr<master::Catalog> catalog_;
   std::unique_ptr<master::JobRegistry> jobs_;
   std::unique_ptr<master::Access> access_;
+  std::unique_ptr<master::AgentApi> api_;
   std::unique_ptr<wire::FrameServer> server_;
   std::thread thread_;
   std::mutex logMu_;

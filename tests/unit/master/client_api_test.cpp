@@ -16,7 +16,7 @@
 #include "common/wire/client.h"
 #include "tests/unit/wire/test_tls.h"
 #include "common/wire/server.h"
-#include "master/client_api.h"
+#include "master/api/client/client_api.h"
 #include "schema/api.capnp.h"
 #include "tests/unit/master/node_harness.h"
 
@@ -48,6 +48,7 @@ class ClientHarness {
     REQUIRE(adminToken.size() == 57);
     token = adminToken;
     api_ = std::make_unique<master::ClientApi>(config_, *catalog_, *jobs_, *nodes.db, *nodes.reg, *access_,
+                                               master::ClientApi::Parts{},
                                                [] { return test::NodeHarness::kStart; });
     auto s = wire::FrameServer::listen(
         nodes.io, "127.0.0.1:0", yard::testing::testServerTls(), wire::Limits{},

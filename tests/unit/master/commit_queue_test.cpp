@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "master/commit_queue.h"
+#include "master/commit/commit_queue.h"
 #include "tests/unit/master/node_harness.h"
 
 using namespace yard;

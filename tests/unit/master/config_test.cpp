@@ -1,8 +1,12 @@
-#include "master/config.h"
+#include "master/config/config.h"
+#include "master/server/flags.h"
 
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
 
 using namespace yard::master;
 
@@ -62,4 +66,51 @@ TEST_CASE("fencing timing: derived from heartbeat_timeout, given values checked 
   MasterConfig dev = parseMasterConfig("fence_timeout = 20", "m.toml").value();
   dev.heartbeatTimeoutSeconds = 6;
   CHECK_THAT(fenceTiming(dev).error(), Catch::StartsWith("fence_timeout (20s) + fence_grace (1s) + margin (1s"));
+}
+
+namespace {
+// argv as main gets it.
+ParsedFlags parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "yard-master");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return parseMasterFlags(static_cast<int>(argv.size()), argv.data());
+}
+}  // namespace
+
+TEST_CASE("master flags override the config file and --dev's defaults", "[config]") {
+  auto file = std::string(YARD_SOURCE_DIR) + "/configs/master.toml";
+  auto p = parse({"--config", file, "--listen", "127.0.0.1:9000", "--dataset-root", "/srv/data", "--metrics-listen", ""});
+  REQUIRE(p.flags);
+  auto c = mergeMasterConfig(*p.flags, [] { return std::string("fresh"); });
+  INFO((c ? "" : c.error()));
+  REQUIRE(c);
+  CHECK(c.value().listen == "127.0.0.1:9000");                                   // the flag
+  CHECK(c.value().heartbeatTimeoutSeconds == 30);                                // the file
+  CHECK(c.value().datasetRoots == std::vector<std::string>{"/srv/data"});
+  CHECK(c.value().metricsListen == std::optional<std::string>(""));              // "" = off, kept
+  CHECK_FALSE(c.value().httpListen.has_value());                                 // not given: unset
+
+  auto dev = parse({"--dev", "--data-dir", "/tmp/d"});
+  REQUIRE(dev.flags);
+  auto d = mergeMasterConfig(*dev.flags, [] { return std::string("fresh"); });
+  REQUIRE(d);
+  CHECK(d.value().dataDir == "/tmp/d");  // the flag after --dev's ./yard-dev
+  CHECK(d.value().agentListen == "127.0.0.1:0");
+  CHECK(d.value().joinToken == "fresh");
+  CHECK(d.value().heartbeatTimeoutSeconds == 6);
+  CHECK(d.value().datasetRoots == std::vector<std::string>{"/"});
+}
+
+TEST_CASE("bad master flags name the flag and the rule", "[config]") {
+  auto merged = [](std::vector<std::string> args) {
+    auto p = parse(std::move(args));
+    REQUIRE(p.flags);
+    return mergeMasterConfig(*p.flags, [] { return std::string("t"); });
+  };
+  CHECK_THAT(merged({"--dataset-root", "relative/dir"}).error(), Catch::StartsWith("--dataset-root: \"relative/dir\""));
+  CHECK_THAT(merged({"--metrics-listen", "nowhere"}).error(), Catch::StartsWith("--metrics-listen: "));
+  CHECK_THAT(merged({"--http-listen", "x:y"}).error(), Catch::StartsWith("--http-listen: "));
+  CHECK(parse({"--no-such-flag"}).exitCode == 2);
+  CHECK_FALSE(parse({"--no-such-flag"}).flags);
 }

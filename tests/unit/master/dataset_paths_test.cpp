@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "master/config.h"
-#include "master/dataset_paths.h"
+#include "master/config/config.h"
+#include "master/catalog/dataset_paths.h"
 
 using namespace yard::master;
 

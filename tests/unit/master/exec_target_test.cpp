@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/spec/loader.h"
-#include "master/exec_target.h"
+#include "master/frameworks/exec_target.h"
 
 using namespace yard;
 using namespace yard::master;

@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "common/spec/loader.h"
-#include "master/config.h"
-#include "master/http/http_api.h"
+#include "master/config/config.h"
+#include "master/api/http/http_api.h"
 
 using namespace yard;
 using namespace yard::master;

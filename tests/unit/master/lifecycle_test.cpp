@@ -11,8 +11,8 @@
 #include <set>
 
 #include "common/spec/loader.h"
-#include "master/catalog.h"
-#include "master/jobs.h"
+#include "master/catalog/catalog.h"
+#include "master/jobs/registry.h"
 #include "tests/unit/master/node_harness.h"
 
 using namespace yard;

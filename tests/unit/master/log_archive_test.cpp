@@ -7,8 +7,8 @@
 #include <fstream>
 #include <thread>
 
-#include "master/config.h"
-#include "master/log_archive.h"
+#include "master/config/config.h"
+#include "master/logs/log_archive.h"
 
 namespace fs = std::filesystem;
 using namespace yard;

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "master/nodes.h"
+#include "master/nodes/nodes.h"
 
 namespace yard::test {
 

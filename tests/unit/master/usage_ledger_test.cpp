@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "master/store/store.h"
-#include "master/usage_ledger.h"
+#include "master/access/usage_ledger.h"
 
 using namespace yard::master;
 using yard::store::UsageRecord;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/spec/loader.h"
-#include "master/wiring.h"
+#include "master/frameworks/wiring.h"
 
 using namespace yard;
 using master::Env;

@@ -7,9 +7,10 @@
 #include <filesystem>
 #include <map>
 
-#include "agent/gpu_stats.h"
-#include "agent/metrics.h"
-#include "agent/runner.h"
+#include "agent/node/gpu_stats.h"
+#include "agent/node/metrics.h"
+#include "agent/daemon/collectors.h"
+#include "agent/runner/runner.h"
 #include "common/metrics/exposition.h"
 
 using namespace yard;

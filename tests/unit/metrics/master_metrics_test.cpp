@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/metrics/exposition.h"
-#include "master/metrics.h"
+#include "master/metrics/metrics.h"
 
 using namespace yard;
 using namespace yard::master;

@@ -2,9 +2,9 @@
 // errors naming the key, the rule and the value.
 #include <catch2/catch.hpp>
 
-#include "agent/config.h"
+#include "agent/node/config.h"
 #include "common/http/server.h"
-#include "master/config.h"
+#include "master/config/config.h"
 
 using namespace yard;
 

@@ -1,0 +1,185 @@
+// yardctl queue and dataset: answered from the catalog, changes once committed.
+#include "master/api/client/client_api.h"
+#include "master/catalog/dataset_paths.h"
+
+#include <cassert>
+
+#include "schema/api.capnp.h"
+
+namespace yard::master {
+namespace {
+
+const char* stateName(api::QueueState s) {
+  switch (s) {
+    case api::QueueState::RUNNING: return "running";
+    case api::QueueState::CLOSED: return "closed";
+    case api::QueueState::STOPPED: return "stopped";
+  }
+  return "unknown";
+}
+
+api::QueueState queueState(const std::string& s) {
+  if (s == "closed") return api::QueueState::CLOSED;
+  if (s == "stopped") return api::QueueState::STOPPED;
+  return api::QueueState::RUNNING;
+}
+
+store::QueueRecord queueFrom(api::Queue::Reader q) {
+  store::QueueRecord r;
+  r.name = q.getName();
+  r.state = stateName(q.getState());
+  r.cpuMillis = q.getQuota().getCpuMillis();
+  r.memoryBytes = q.getQuota().getMemoryBytes();
+  r.gpu = q.getQuota().getGpu();
+  r.maxRunningJobs = q.getMaxRunningJobs();
+  r.weight = q.getWeight();
+  r.placement = q.getPlacement() == api::Placement::SPREAD ? "spread" : "binpack";
+  r.allowHostTasks = q.getAllowHostTasks();
+  return r;
+}
+
+void fillDataset(api::Dataset::Builder out, const store::DatasetRecord& d, const Access& access) {
+  out.setName(d.name);
+  out.setPath(d.path);
+  out.setReadOnly(d.readOnly);
+  out.setCreatedAt(d.createdAt);
+  auto grantees = access.grantees(store::GrantTable::Dataset, d.name);
+  auto list = out.initGrants(static_cast<unsigned>(grantees.size()));
+  for (unsigned i = 0; i < list.size(); ++i) list.set(i, grantees[i]);
+}
+
+}  // namespace
+
+void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q) const {
+  out.setName(q.name);
+  out.setState(queueState(q.state));
+  setResources(out.initQuota(), q.cpuMillis, q.memoryBytes, q.gpu);
+  out.setMaxRunningJobs(q.maxRunningJobs);
+  out.setWeight(q.weight);
+  out.setPlacement(q.placement == "spread" ? api::Placement::SPREAD : api::Placement::BINPACK);
+  out.setCreatedAt(q.createdAt);
+  auto used = jobs_.queueUsage(q.name);
+  setResources(out.initUsed(), used.cpuMillis, used.memoryBytes, used.gpu);
+  out.setRunningJobs(jobs_.runningJobs(q.name));
+  out.setQueuedJobs(jobs_.queuedJobs(q.name));
+  out.setAllowHostTasks(q.allowHostTasks);
+  auto grantees = access_.grantees(store::GrantTable::Queue, q.name);
+  auto list = out.initGrants(static_cast<unsigned>(grantees.size()));
+  for (unsigned i = 0; i < list.size(); ++i) list.set(i, grantees[i]);
+}
+
+void ClientApi::handleQueue(api::Request::Reader req, const ClientAnswer& a) {
+  switch (req.which()) {
+    case api::Request::QUEUE_CREATE: {
+      store::QueueRecord q = queueFrom(req.getQueueCreate());
+      return catalog_.createQueue(q, answerQueue(a, q.name));
+    }
+    case api::Request::QUEUE_UPDATE: return updateQueue(req.getQueueUpdate(), a);
+    case api::Request::QUEUE_DELETE: {
+      std::string name = req.getQueueDelete();
+      if (jobs_.queueHasJobs(name) && name != "default")  // default: the catalog says it can never go
+        return a.error("queue " + name + " is not empty: delete its jobs first (yardctl job list --queue " + name + ")");
+      return catalog_.deleteQueue(name, afterCommit(a, [this, a, name] {
+                                    access_.forgetQueue(name);  // the store dropped its grants with it
+                                    a.resp.setDone("queue " + name + " deleted");
+                                  }));
+    }
+    case api::Request::QUEUE_LIST: {
+      auto list = a.resp.initQueues(static_cast<unsigned>(catalog_.queues().size()));
+      unsigned i = 0;
+      for (const auto& [name, q] : catalog_.queues()) fillQueue(list[i++], q);
+      return a.send();
+    }
+    case api::Request::QUEUE_SHOW: {
+      std::string name = req.getQueueShow();
+      auto it = catalog_.queues().find(name);
+      if (it == catalog_.queues().end()) return a.error("queue " + name + " does not exist");
+      fillQueue(a.resp.initQueue(), it->second);
+      return a.send();
+    }
+    default: break;
+  }
+  assert(false && "handleQueue: not a queue request");
+}
+
+// Changes only the fields the request sets; the edit runs on the record as it is when the
+// change's turn comes.
+void ClientApi::updateQueue(api::QueueUpdate::Reader u, const ClientAnswer& a) {
+  store::QueueRecord in = queueFrom(u.getValues());
+  bool cpu = u.getSetQuotaCpu(), mem = u.getSetQuotaMemory(), gpu = u.getSetQuotaGpu();
+  bool maxJobs = u.getSetMaxRunningJobs(), weight = u.getSetWeight(), placement = u.getSetPlacement(),
+       state = u.getSetState(), hostTasks = u.getSetAllowHostTasks();
+  std::string name = u.getName();
+  catalog_.updateQueue(
+      name,
+      [=](store::QueueRecord& q) -> std::string {
+        if (cpu) q.cpuMillis = in.cpuMillis;
+        if (mem) q.memoryBytes = in.memoryBytes;
+        if (gpu) q.gpu = in.gpu;
+        if (maxJobs) q.maxRunningJobs = in.maxRunningJobs;
+        if (weight) q.weight = in.weight;
+        if (placement) q.placement = in.placement;
+        if (state) q.state = in.state;
+        if (hostTasks) q.allowHostTasks = in.allowHostTasks;
+        return "";
+      },
+      answerQueue(a, name));
+}
+
+Catalog::Reply ClientApi::answerQueue(const ClientAnswer& a, const std::string& name) {
+  return afterCommit(a, [this, a, name] { fillQueue(a.resp.initQueue(), catalog_.queues().at(name)); });
+}
+
+void ClientApi::createDataset(const store::DatasetRecord& rec, const ClientAnswer& a) {
+  catalog_.createDataset(rec, afterCommit(a, [this, a, name = rec.name] {
+                           fillDataset(a.resp.initDataset(), catalog_.datasets().at(name), access_);
+                         }));
+}
+
+void ClientApi::handleDataset(api::Request::Reader req, const ClientAnswer& a) {
+  switch (req.which()) {
+    case api::Request::DATASET_CREATE: {
+      auto d = req.getDatasetCreate();
+      store::DatasetRecord rec{d.getName(), d.getPath(), d.getReadOnly(), 0};
+      if (!rec.path.starts_with('/')) return createDataset(rec, a);  // relative: the catalog's to refuse
+      // Only under the config's dataset_roots, never a system directory, and not through a
+      // symbolic link that leads elsewhere (docs/security.md); the path stored is the resolved
+      // one, which the agents mount without following links. Resolving reads the file system,
+      // which may be slow (an NFS root): on the read thread, never the io thread.
+      reads_.run([this, rec, rules = datasetPathRules(config_), a]() mutable {
+        auto real = resolveDatasetPath(rec.name, rec.path, rules);
+        asio::post(a.conn->executor(), [this, rec, real = std::move(real), a]() mutable {
+          if (!real) return a.error(real.error());
+          rec.path = real.value();
+          createDataset(rec, a);
+        });
+      });
+      return;
+    }
+    case api::Request::DATASET_DELETE: {
+      std::string name = req.getDatasetDelete();
+      if (jobs_.datasetInUse(name)) return a.error("dataset " + name + " is mounted by jobs that have not finished");
+      return catalog_.deleteDataset(name, afterCommit(a, [this, a, name] {
+                                      access_.forgetDataset(name);  // the store dropped its grants with it
+                                      a.resp.setDone("dataset " + name + " deleted");
+                                    }));
+    }
+    case api::Request::DATASET_LIST: {
+      auto list = a.resp.initDatasets(static_cast<unsigned>(catalog_.datasets().size()));
+      unsigned i = 0;
+      for (const auto& [name, d] : catalog_.datasets()) fillDataset(list[i++], d, access_);
+      return a.send();
+    }
+    case api::Request::DATASET_SHOW: {
+      std::string name = req.getDatasetShow();
+      auto it = catalog_.datasets().find(name);
+      if (it == catalog_.datasets().end()) return a.error("dataset " + name + " does not exist");
+      fillDataset(a.resp.initDataset(), it->second, access_);
+      return a.send();
+    }
+    default: break;
+  }
+  assert(false && "handleDataset: not a dataset request");
+}
+
+}  // namespace yard::master

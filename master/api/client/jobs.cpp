@@ -1,0 +1,197 @@
+// yardctl job: submit, cancel, delete and scale through the job registry (answered once committed),
+// list and show from memory, events from the store on the read thread.
+#include "master/api/client/client_api.h"
+#include "master/jobs/job_view.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "common/spec/validate.h"
+#include "master/store/columns.h"
+#include "schema/api.capnp.h"
+
+namespace yard::master {
+
+namespace {
+
+// The latest attempt's replicas, in role and index order.
+// Container-job runs restart on their own (restartPolicy OnFailure): each run's newest.
+std::vector<const store::ReplicaRecord*> shownReplicas(const TaskEntry& t, schema::Task::Reader st) {
+  std::vector<const store::ReplicaRecord*> reps;
+  bool runs = st.getKind() == schema::TaskKind::CONTAINER_JOB;
+  for (const auto& r : t.replicas) {
+    if (!runs && r.attempt != t.rec.attempt) continue;
+    auto same = std::find_if(reps.begin(), reps.end(), [&](auto* o) { return o->role == r.role && o->index == r.index; });
+    if (same == reps.end()) reps.push_back(&r);
+    else if ((*same)->attempt < r.attempt) *same = &r;
+  }
+  return reps;
+}
+
+void fillReplica(api::ReplicaInfo::Builder out, const store::ReplicaRecord& r, schema::Task::Reader st) {
+  out.setRole(r.role);
+  out.setIndex(r.index);
+  out.setAttempt(r.attempt);
+  out.setState(std::string(toText(r.state)));
+  out.setNode(r.node);
+  out.setPort(r.port);
+  out.setDeclaredPorts(store::declaredPortsText(r.declaredPorts));
+  out.setGpus(store::gpusText(r.gpus));
+  out.setExitCode(r.exitCode);
+  out.setRestarts(r.workerRestarts);
+  out.setReason(r.reason);
+  Env env = replicaEnv(r, containerOf(st, r.role));
+  auto envOut = out.initEnv(static_cast<unsigned>(env.size()));
+  for (unsigned e = 0; e < envOut.size(); ++e) {
+    envOut[e].setName(env[e].first);
+    // The exec token is the launcher's credential; nobody else needs to see it.
+    envOut[e].setValue(env[e].first == "YARD_EXEC_TOKEN" ? "(secret)" : env[e].second);
+  }
+}
+
+// What the autoscaler holds of elastic task `ti`, when it is one.
+void fillElastic(api::TaskInfo::Builder out, const JobRegistry& jobs, const JobEntry& job, size_t ti) {
+  auto v = jobs.elasticOf(job, ti);
+  if (!v) return;
+  out.setHasElastic(true);
+  auto e = out.initElastic();
+  e.setCurrent(v->current);
+  e.setDesired(v->desired);
+  e.setMin(v->min);
+  e.setMax(v->max);
+  e.setTargetPercent(v->targetPercent);
+  e.setHasUtilisation(v->utilisation.has_value());
+  e.setUtilisationPercent(v->utilisation.value_or(0));
+  e.setLastDecision(v->lastDecision);
+  e.setLastDecisionAt(v->lastDecisionAt);
+  e.setNextDecisionAt(v->nextDecisionAt);
+  e.setPending(v->pending);
+}
+
+void fillJobDetail(api::JobDetail::Builder out, const JobRegistry& jobs, const JobEntry& job, int64_t now) {
+  // The master's clock goes with the answer: yardctl says "12s ago" from it, so a client
+  // whose clock is off still reads the autoscaler's times right.
+  out.setAnsweredAt(now);
+  fillJobSummary(out.initSummary(), job);
+  auto specTasks = job.spec->tasks();
+  auto tasks = out.initTasks(static_cast<unsigned>(job.tasks.size()));
+  for (unsigned i = 0; i < tasks.size(); ++i) {
+    const TaskEntry& t = job.tasks[i];
+    auto st = specTasks[i];
+    auto ti = tasks[i];
+    ti.setName(t.rec.name);
+    ti.setKind(spec::kindName(st.getKind()));
+    if (st.getMode() != schema::TaskMode::NONE) ti.setMode(spec::modeName(st.getMode()));
+    ti.setState(std::string(toText(t.rec.state)));
+    ti.setReason(t.rec.reason);
+    ti.setAttempt(t.rec.attempt);
+    auto deps = ti.initDependsOn(st.getDependsOn().size());
+    for (unsigned d = 0; d < deps.size(); ++d) deps.set(d, st.getDependsOn()[d]);
+    auto reps = shownReplicas(t, st);
+    auto out2 = ti.initReplicas(static_cast<unsigned>(reps.size()));
+    for (unsigned k = 0; k < reps.size(); ++k) fillReplica(out2[k], *reps[k], st);
+    fillElastic(ti, jobs, job, i);
+  }
+}
+
+// Runs on the read thread: reads the job's events and writes them, or why they could not
+// be read, into the answer.
+void readEvents(store::Store& store, int64_t jobId, const ClientAnswer& a) {
+  auto events = store.events(jobId, 0);
+  if (!events) return a.setError("cannot read events: " + events.error());
+  auto out = a.resp.initEvents(static_cast<unsigned>(events.value().size()));
+  for (unsigned i = 0; i < out.size(); ++i) {
+    const auto& e = events.value()[i];
+    out[i].setAt(e.at);
+    out[i].setTask(e.task);
+    out[i].setReplica(e.replica);
+    out[i].setAttempt(e.attempt);
+    out[i].setType(e.type);
+    out[i].setReason(e.reason);
+  }
+}
+
+}  // namespace
+
+void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
+  // Submit, cancel, delete and scale answer with one confirmation line once committed.
+  auto confirm = [a](Result<std::string> r) {
+    if (!r) return a.error(r.error());
+    a.resp.setDone(r.value());
+    a.send();
+  };
+  // The caller owns what it submits; host replicas run as its uid/gid (docs/security.md).
+  JobOwner owner{a.caller->user, a.caller->uid, a.caller->gid};
+  switch (req.which()) {
+    case api::Request::JOB_SUBMIT: return jobs_.submit(req.getJobSubmit(), confirm, owner);
+    case api::Request::JOB_SUBMIT_ALL: {
+      auto list = req.getJobSubmitAll();
+      if (list.size() == 0) return a.error("job submit: no specs");
+      std::vector<std::shared_ptr<JobSpec>> specs;
+      for (auto spec : list) specs.push_back(std::make_shared<JobSpec>(specBytes(spec)));
+      return jobs_.submitAll(str(list[0].getName()), std::move(specs), confirm, owner);
+    }
+    case api::Request::JOB_CANCEL: return jobs_.cancel(req.getJobCancel(), confirm);
+    case api::Request::JOB_DELETE: return jobs_.remove(req.getJobDelete(), confirm);
+    case api::Request::JOB_SCALE: {
+      auto s = req.getJobScale();
+      return jobs_.scale(s.getJob(), s.getTask(), s.getReplicas(), confirm);
+    }
+    case api::Request::JOB_LIST: return listJobs(req.getJobList(), a);
+    case api::Request::JOB_SHOW: {
+      const JobEntry* job = jobs_.find(req.getJobShow());
+      if (!job) {
+        std::string name = req.getJobShow();
+        if (auto n = jobs_.arrayMembers(name).size())
+          return a.error(name + " is a job array of " + std::to_string(n) + (n == 1 ? " job" : " jobs") +
+                         ", not a job: yardctl job list --array " + name + " lists them; each is " + name + "-<index>");
+        return a.error("job " + name + " does not exist");
+      }
+      fillJobDetail(a.resp.initJob(), jobs_, *job, now_());
+      return a.send();
+    }
+    case api::Request::JOB_EVENTS: return events(req.getJobEvents(), a);
+    default: break;
+  }
+  assert(false && "handleJob: not a job request");
+}
+
+void ClientApi::listJobs(api::JobFilter::Reader filter, const ClientAnswer& a) {
+  std::string queue = filter.getQueue(), state = filter.getState(), array = filter.getArray();
+  // The caller's own jobs unless --all or --owner (admins; authorize() checked).
+  std::string owner = filter.getOwner();
+  if (owner.empty() && !filter.getAll()) owner = a.caller->user;
+  std::vector<const JobEntry*> list;
+  for (const auto& [name, job] : jobs_.jobs())
+    if ((owner.empty() || job.rec.owner == owner) && (queue.empty() || job.rec.queue == queue) &&
+        (state.empty() || toText(job.rec.state) == state) &&
+        (array.empty() || job.spec->job().getArray().getMember().getArray() == array) &&
+        (!filter.hasNameContains() || name.find(filter.getNameContains().cStr()) != std::string::npos))
+      list.push_back(&job);
+  bool newest = filter.getNewestFirst();
+  std::sort(list.begin(), list.end(),
+            [newest](const JobEntry* x, const JobEntry* y) { return newest ? x->rec.id > y->rec.id : x->rec.id < y->rec.id; });
+  // Only the page is filled: a browser's page of 50 out of 10,000 jobs costs 50 summaries.
+  size_t from = std::min<size_t>(list.size(), static_cast<size_t>(std::max<int64_t>(filter.getOffset(), 0)));
+  size_t count = list.size() - from;
+  if (filter.getLimit() > 0) count = std::min<size_t>(count, static_cast<size_t>(filter.getLimit()));
+  a.resp.setTotal(static_cast<int64_t>(list.size()));
+  auto out = a.resp.initJobs(static_cast<unsigned>(count));
+  for (unsigned i = 0; i < count; ++i) fillJobSummary(out[i], *list[from + i]);
+  a.send();
+}
+
+// The events live only in SQLite, and a read there can be slow (a long history, a busy
+// disk): it runs on the read thread so that heartbeats and other answers never wait for it.
+// The job is looked up here, on the io thread; the read takes only its id. The answer
+// holds the connection, so one that closed meanwhile just drops it.
+void ClientApi::events(const std::string& jobName, ClientAnswer a) {
+  const JobEntry* job = jobs_.find(jobName);
+  if (!job) return a.error("job " + jobName + " does not exist");
+  reads_.run([&store = store_, jobId = job->rec.id, a = std::move(a)]() mutable {
+    readEvents(store, jobId, a);
+    std::move(a).post();
+  });
+}
+
+}  // namespace yard::master

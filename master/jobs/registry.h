@@ -1,0 +1,271 @@
+#pragma once
+// Jobs, their tasks and replica attempts, orchestrated: submission, cancel and delete, the
+// agents' reports and the timers, and the scheduling pass that turns queued gangs into
+// placed replicas through the pure scheduler. What the rules *are* lives elsewhere: the
+// task and DAG policy in master/lifecycle (pure), each framework kind's rules in
+// master/frameworks, the checks of a submission in master/submission.h. This class keeps
+// the working copy and commits every change through one CommitQueue: a change is
+// computed on a copy of the job, committed, and applied here only once durable.
+//
+// REQUIRES: every method runs on the io thread.
+
+#include <asio.hpp>
+#include <kj/exception.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "master/catalog/catalog.h"
+#include "master/commit/commit_queue.h"
+#include "master/config/config.h"
+#include "master/lifecycle/autoscale.h"
+#include "master/lifecycle/model.h"
+#include "master/lifecycle/policy.h"
+#include "master/scheduler/scheduler.h"
+#include "master/store/store.h"
+#include "master/jobs/replica_usage.h"
+#include "master/access/usage_ledger.h"
+#include "master/frameworks/wiring.h"
+
+namespace yard::master {
+
+class MasterMetrics;
+
+// Who submits a job (docs/security.md): its owner, and the uid/gid its host replicas run as
+// (the owner's mapping at submission; -1 = not mapped). The default is the built-in admin,
+// which runs host tasks as root: what in-process callers and tests submit as.
+struct JobOwner {
+  std::string name = "admin";
+  int64_t uid = 0, gid = 0;
+};
+
+class JobRegistry {
+ public:
+  using Reply = std::function<void(Result<std::string>)>;  // ok: a one-line confirmation
+  using Clock = std::function<int64_t()>;                  // unix ms
+  // The nodes as the scheduler sees them before this registry's allocations are added.
+  using NodeSource = std::function<std::vector<sched::NodeView>()>;
+  using ReplicaReport = lifecycle::ReplicaReport;
+
+  JobRegistry(asio::io_context& io, store::Store& store, const MasterConfig& config, Catalog& catalog,
+              Clock now);
+  // A job whose stored rows cannot be read is quarantined (Failed, reason stored, logged
+  // through `log`, which must be set first), not fatal. REQUIRES: before the io loop runs.
+  Result<bool> load(const store::State& state);
+
+  // `spec` is the normalised job a client sent. Refusals are one line each.
+  void submit(schema::Job::Reader spec, Reply reply, JobOwner owner = {});
+  // Several specs (yardctl job submit A B ...; arrays among them), all stored in one write or
+  // none; ordered behind other operations on `key`. The reply has one line per spec.
+  void submitAll(const std::string& key, std::vector<std::shared_ptr<JobSpec>> specs, Reply reply, JobOwner owner = {});
+  // Requests on one job wait for the change to it in flight (a submission, another cancel,
+  // a scheduling pass): never "try again".
+  void cancel(const std::string& name, Reply reply);
+  // Cancels what still runs, then deletes once its replicas are gone (at once when nothing
+  // runs); the name becomes free again then.
+  void remove(const std::string& name, Reply reply);
+  // cancel and remove take the name of a job array too: they act on every member.
+  // The members of job array `array` (their names, in index order); empty when none.
+  std::vector<std::string> arrayMembers(const std::string& array) const;
+
+  const std::map<std::string, JobEntry>& jobs() const { return jobs_; }
+  const JobEntry* find(const std::string& name) const;
+  // The owner of a deleted job (whose logs the archive may still hold); "" when unknown.
+  std::string deletedJobOwner(int64_t jobId) const;
+  // Resources held by live replicas, per queue and per node.
+  sched::Resources queueUsage(const std::string& queue) const;
+  // Resources and count of the live replicas placed on `node`.
+  std::pair<sched::Resources, int32_t> nodeUsage(const std::string& node) const;
+  int64_t runningJobs(const std::string& queue) const;
+  int64_t queuedJobs(const std::string& queue) const;
+  bool queueHasJobs(const std::string& queue) const;
+  bool datasetInUse(const std::string& dataset) const;
+
+  // Applies reports from `node` (lifecycle::applyReports) and commits what changed. Reports
+  // are level-triggered: a job with a change in flight is skipped and heard next beat.
+  void reportReplicas(const std::string& node, const std::vector<ReplicaReport>& reports);
+  // The ids of every replica placed on `node`, in any state: what that node may report about
+  // (docs/security.md, per-node authorization).
+  std::set<int64_t> replicaIdsOn(const std::string& node) const;
+  // Of `ids`, those placed on some node, with that node (a scan of every job: call it only for
+  // the rare report that is not about the reporter's own replicas).
+  std::map<int64_t, std::string> nodesOf(const std::set<int64_t>& ids) const;
+  // The replica attempts `node` should run: live (Placed, Starting, Running) ones placed there.
+  std::vector<std::pair<int64_t, int32_t>> desiredFor(const std::string& node) const;
+  // Every replica attempt `node` should know about (the agent's desired state): live ones
+  // that their kind's launch gate lets start, which it runs (`run`), and finished ones whose
+  // logs it keeps for the task's retention (`run` false). An attempt not visited is one the
+  // agent removes.
+  using DesiredVisitor = std::function<void(const JobEntry&, size_t task, const store::ReplicaRecord&, bool run)>;
+  void forEachDesired(const std::string& node, const DesiredVisitor& visit) const;
+
+  // Usage as agents last reported it, per live replica.
+  using UsageSample = ReplicaUsage::Sample;
+  const UsageSample* usageOf(int64_t replicaId) const { return usage_.of(replicaId); }
+  sched::Resources nodeUsed(const std::string& node) const;
+
+  // Time-driven rules, run every second (lifecycle::applyTime), with the nodes now down; then
+  // the elastic autoscaler.
+  void tick(const std::set<std::string>& downNodes);
+
+  // Sets the worker count of elastic task `task` (yardctl job scale); the autoscaler goes on
+  // from there. Refused for a task that is not elastic or not running, or outside [min, max].
+  void scale(const std::string& name, const std::string& task, int32_t replicas, Reply reply);
+  // What job show says of an elastic task (nullopt for other tasks).
+  struct ElasticView {
+    int32_t current = 0, desired = 0, min = 0, max = 0;
+    double targetPercent = 0;
+    std::optional<double> utilisation;  // the last measurement, percent of the request
+    std::string lastDecision;           // "1 -> 2: cpu 92% above target 80%", or why none
+    int64_t lastDecisionAt = 0, nextDecisionAt = 0;  // unix ms; 0 = none yet
+    bool pending = false;                            // a scale-out has not finished
+  };
+  std::optional<ElasticView> elasticOf(const JobEntry& job, size_t task) const;
+  void setNodeWiring(NodeWiringLookup lookup) { nodeWiring_ = std::move(lookup); }
+  // The client API address replicas reach the exec channel at (YARD_EXEC_MASTER).
+  void setExecEndpoint(std::string hostPort) { execEndpoint_ = std::move(hostPort); }
+  void setExecCa(std::string fingerprint) { execCa_ = std::move(fingerprint); }
+  // Called after a committed change with the nodes whose desired replicas it changed, so
+  // their agents can be told at once instead of at their next heartbeat.
+  std::function<void(const std::set<std::string>&)> onNodesChanged;
+  // Called after every committed change to a job, with the job before (null: just
+  // submitted), after (its record says deleted when it is gone) and the events committed with
+  // it: the HTTP API's event stream (master/http/event_feed.h).
+  std::function<void(const JobEntry* before, const JobEntry& after, const lifecycle::Events& events)> onJobChanged;
+
+  // Runs one scheduling pass now unless one is committing; coalesces requests.
+  void requestPass();
+  void setNodeSource(NodeSource nodes) { nodes_ = std::move(nodes); }
+  // Called after every committed pass that placed something (tests, metrics).
+  std::function<void(size_t placed)> onPlaced;
+  // Times scheduling passes and this registry's commits, counts submissions and autoscaler
+  // decisions (master/metrics.h); without it nothing is measured.
+  void setMetrics(MasterMetrics* metrics);
+  std::function<void(const std::string&)> log;
+
+  // The resources of one replica of `container`: its own, or its flavor's.
+  sched::Resources replicaResources(schema::Container::Reader container) const;
+
+ private:
+  static int64_t stoppingReplicas(const JobEntry& job);
+  // The jobs `spec` stands for (one, or an array's members, docs/spec.md "Job arrays"), each
+  // with its tasks and first events, appended to `out` and `events`; "" or the refusal.
+  // `names`: those taken earlier in the same submission (it adds its own).
+  std::string expand(const std::shared_ptr<JobSpec>& spec, const JobOwner& owner, int64_t now,
+                     std::set<std::string>& names, std::vector<JobEntry>& out,
+                     std::vector<lifecycle::Events>& events) const;
+  // The confirmation line for the jobs of `spec`, jobs[first..].
+  std::string submittedText(const JobSpec& spec, const std::vector<JobEntry>& jobs, size_t first) const;
+  // Runs `each` (cancel, remove) on every member of `array`; one reply for all of them.
+  void forEachMember(const std::string& array, const char* verb, void (JobRegistry::*each)(const std::string&, Reply),
+                     Reply reply);
+  // "" or a note for the submitter: the job needs more GPUs on one node than any node has.
+  std::string gpuNote(const JobEntry& job) const;
+  // Ends a job whose data cannot be read (`reason` says why, e.g. "quarantined at load: ..."):
+  // Failed in memory at once (no tasks, an empty spec: nothing reads the damaged data again)
+  // and in the store behind any change in flight, its live replicas ended so that their
+  // agents stop them. One bad job must not take the master down.
+  void quarantine(JobEntry& job, const std::string& reason);
+  // Runs `fn` (work on one job); a kj::Exception or std::exception from it is confined to
+  // that job: returns what went wrong (the caller quarantines the job once it is no longer
+  // iterating), "" when all went well.
+  template <typename F>
+  static std::string confined(const char* what, F&& fn);
+  // Quarantines each job of `failed` (name -> what went wrong), unless a change to it is in
+  // flight (that job is tried again next time).
+  void quarantineFailed(const std::map<std::string, std::string>& failed);
+  // Whether time can change `job` (lifecycle::applyTime, the autoscaler): it has a live
+  // replica, or an unfinished task that has started (maxLifetime, timeouts, elastic).
+  static bool needsTime(const JobEntry& job);
+  // Keeps timed_ in step with jobs_[name] (present or not). Called after every change to jobs_.
+  void indexTime(const std::string& name);
+  struct PendingGang {
+    std::string job;
+    size_t task = 0;
+    sched::GangRequest request;
+  };
+  void runPass();
+  // Job names -> why they may not start: members of a job array held back by maxRunning.
+  using Held = std::map<std::string, std::string>;
+  // The gangs waiting for a placement; a job whose data fails to read is left out and named
+  // in `failed` (with why) for quarantine.
+  std::vector<PendingGang> pendingGangs(Held& held, std::map<std::string, std::string>& failed) const;
+  void pendingGangsOf(const std::string& name, const JobEntry& job, std::vector<PendingGang>& out) const;
+  Held heldArrayMembers() const;
+  sched::Snapshot snapshot(std::vector<sched::GangRequest> pending) const;
+  // The plan's placements and reasons applied to copies of the jobs they touch.
+  std::map<std::string, JobEntry> placeGangs(const sched::Plan& plan, std::vector<PendingGang>& gangs, const Held& held,
+                                             lifecycle::Events& events) const;
+  void commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs, const Held& held);
+  // Commits the changed copy `job` (deleted when job->rec.deleted) with `events` in `slot`;
+  // once durable it replaces (or removes) the live entry and replies `done`.
+  void commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr<JobEntry> job,
+                       std::shared_ptr<lifecycle::Events> events, std::string done, Reply reply);
+  // Commits a change computed from a level-triggered input (reports, time), if the job is
+  // free now; dropped otherwise (the input comes again).
+  void commitIfFree(const std::string& name, JobEntry changed, lifecycle::Events events, const char* what);
+  void notifyNodes(const JobEntry* before, const JobEntry& after);
+  // Usage accounting (jobs_usage.cpp, docs/security.md): charges the running replicas of
+  // `reports` to their jobs; hands the ledger's due rows to the store (every tick).
+  void accountUsage(const std::vector<ReplicaReport>& reports, int64_t now);
+  void flushUsage(int64_t now);
+  void autoscale(int64_t now);
+
+  asio::io_context& io_;
+  const MasterConfig& config_;
+  Catalog& catalog_;
+  Clock now_;
+  CommitQueue commits_;
+  NodeSource nodes_;
+  NodeWiringLookup nodeWiring_;
+  std::string execEndpoint_;
+  std::string execCa_;
+  ReplicaUsage usage_;
+  UsageLedger ledger_;
+  // Replicas a launch gate let start: they stay in their node's desired state for good
+  // (an agent that started one must not see it vanish). forEachDesired is const to
+  // callers; this is its memory.
+  mutable std::set<int64_t> released_;
+  std::map<std::string, JobEntry> jobs_;  // not deleted, by name
+  // The jobs time can change (needsTime): what tick and the autoscaler visit, so that queued
+  // and finished jobs cost nothing per second however many there are.
+  std::set<std::string> timed_;
+  std::map<int64_t, std::string> deletedOwners_;  // deleted jobs' owners, by id
+  // The autoscaler's memory per elastic task (by task id): recent recommendations and the
+  // last decision. Lost on restart, which only means the windows are observed afresh.
+  struct ElasticStatus {
+    lifecycle::ScaleHistory history;
+    std::optional<double> utilisation;
+    std::string lastDecision;
+    int64_t lastDecisionAt = 0;
+  };
+  std::map<int64_t, ElasticStatus> elastic_;
+  bool passQueued_ = false;
+  // Passes run at most every kMinPassInterval: a pass reads every active job, so one per
+  // submission would make a submission storm quadratic.
+  static constexpr std::chrono::milliseconds kMinPassInterval{100};
+  std::chrono::steady_clock::time_point lastPass_{};
+  asio::steady_timer passTimer_{io_};
+  bool passAgain_ = false;
+  MasterMetrics* metrics_ = nullptr;
+};
+
+template <typename F>
+std::string JobRegistry::confined(const char* what, F&& fn) {
+  try {
+    fn();
+    return "";
+  } catch (const kj::Exception& e) {
+    return std::string(what) + " failed: " + e.getDescription().cStr();
+  } catch (const std::exception& e) {
+    return std::string(what) + " failed: " + e.what();
+  }
+}
+
+}  // namespace yard::master

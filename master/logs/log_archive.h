@@ -1,0 +1,142 @@
+#pragma once
+// The master's log archive (docs/master.md, "Log archive"): the output of ended replica
+// attempts, shipped by agents (schema/agent.capnp ArchiveLog), kept after the replica and
+// its node, and after its job was deleted, for `log_retention`.
+//
+// On disk, under the master's data directory:
+//   logs/<job-id>/job                             the job's name
+//   logs/<job-id>/<replica-id>-<attempt>.meta     task, role, index, node
+//   logs/<job-id>/<replica-id>-<attempt>.part     a log being received (served as incomplete)
+//   logs/<job-id>/<replica-id>-<attempt>.log      a complete log
+// A log is complete only once its last piece has been written, fsynced and renamed from
+// `.part` to `.log`, so a crash never leaves a half-written file that is served as complete.
+//
+// LogArchive is the files (synchronous; one thread at a time). LogArchiveService is what the
+// io thread uses: the files on their own thread, who may ship which log, the sweep timer.
+
+#include <asio.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/util/result.h"
+#include "common/util/text_tail.h"
+#include "master/commit/read_thread.h"
+#include "master/lifecycle/model.h"
+#include "schema/agent.capnp.h"
+
+namespace yard::master {
+
+class JobRegistry;
+
+// Which replica attempt a log belongs to.
+struct ArchivedLogMeta {
+  int64_t jobId = 0;
+  std::string job;
+  std::string task, role;
+  int32_t index = 0;
+  int64_t replicaId = 0;
+  int32_t attempt = 0;
+  std::string node;  // where it ran (the node allowed to ship it)
+  // task/role/index, as yardctl labels a replica.
+  std::string label() const { return task + "/" + role + "/" + std::to_string(index); }
+};
+
+class LogArchive {
+ public:
+  using Clock = std::function<int64_t()>;  // unix ms
+  struct Options {
+    std::string dir;                        // <data-dir>/logs
+    uint64_t maxBytes = 10u << 20;          // per log: agents send the last maxBytes, after a marker line
+    int64_t retentionMs = 30LL * 86400000;  // log_retention
+  };
+  // Room for the "[… N bytes dropped …]" line above maxBytes.
+  static constexpr uint64_t kMarkerRoom = 256;
+  static constexpr size_t kMaxPieceBytes = 1u << 20;
+
+  LogArchive(Options options, Clock now);
+  uint64_t maxBytes() const { return options_.maxBytes; }
+
+  // Stores one piece of the log of `meta`'s attempt: offset 0 starts it afresh (and writes
+  // its meta), any other offset must continue what is held. `last` completes it. Returns the
+  // bytes held; errors name the field, the rule and the value.
+  Result<uint64_t> write(const ArchivedLogMeta& meta, uint64_t offset, std::string_view data, bool last);
+
+  struct Entry {
+    ArchivedLogMeta meta;
+    bool complete = false;  // false: a `.part` (still arriving, or its node was lost)
+    uint64_t bytes = 0;
+  };
+  std::optional<Entry> find(int64_t jobId, int64_t replicaId, int32_t attempt) const;
+  // Every log of the newest job named `job` (deleted jobs included); empty when none.
+  std::vector<Entry> jobLogs(const std::string& job) const;
+  // The log's text, or its last `tailLines` lines (-1 = all).
+  Result<std::string> read(const Entry& entry, int64_t tailLines) const;
+  // Removes logs (complete or not) last written more than the retention ago, their meta,
+  // and job directories left empty. Returns how many logs it removed.
+  size_t sweep();
+
+ private:
+  std::string jobDir(int64_t jobId) const;
+  std::string base(int64_t jobId, int64_t replicaId, int32_t attempt) const;
+
+  Options options_;
+  Clock now_;
+  mutable std::map<int64_t, std::string> names_;  // job id -> name, as read from disk
+};
+
+using ::yard::tailOffset;  // common/util/text_tail.h: where `--tail N` starts
+
+// REQUIRES: every method runs on the io thread; callbacks run there too.
+class LogArchiveService {
+ public:
+  using Log = std::function<void(const std::string&)>;
+  LogArchiveService(asio::io_context& io, LogArchive::Options options, LogArchive::Clock now, Log log);
+  ~LogArchiveService() { stop(); }
+  uint64_t maxBytes() const { return archive_.maxBytes(); }
+
+  // Remembers that `rec` of `job` is placed on `node` (each heartbeat's desired replicas), so
+  // that its log can still be archived after the job is deleted. Forgotten an hour after it
+  // was last seen, and when the master restarts.
+  void notePlacement(const std::string& node, const JobEntry& job, size_t task, const store::ReplicaRecord& rec);
+  // One archiveLog request: stored on the archive's thread once the attempt is known to have
+  // been placed on the requesting node (its job, else notePlacement). `done`: the bytes held.
+  void receive(agentapi::ArchiveLog::Reader req, const JobRegistry* jobs, std::function<void(Result<uint64_t>)> done);
+
+  struct Text {
+    LogArchive::Entry entry;
+    std::string text;
+  };
+  // The archived log of one attempt (nullopt: none), read on the archive's thread.
+  void read(int64_t jobId, int64_t replicaId, int32_t attempt, int64_t tailLines,
+            std::function<void(std::optional<Text>)> done);
+  void read(const LogArchive::Entry& entry, int64_t tailLines, std::function<void(std::optional<Text>)> done);
+  // The logs of the newest job named `job` (a deleted one), read on the archive's thread.
+  void jobLogs(const std::string& job, std::function<void(std::vector<LogArchive::Entry>)> done);
+
+  // Sweeps every `every` (the first one now), and forgets old placements.
+  void startSweeps(std::chrono::milliseconds every = std::chrono::minutes(10));
+  // Ends the sweeps and joins the archive's thread (work not started is dropped).
+  void stop();
+
+ private:
+  asio::io_context& io_;
+  LogArchive::Clock now_;
+  Log log_;
+  LogArchive archive_;  // used on thread_ only
+  struct Placement {
+    ArchivedLogMeta meta;
+    int64_t seenMs = 0;
+  };
+  std::map<std::pair<int64_t, int32_t>, Placement> placed_;
+  asio::steady_timer sweepTimer_{io_};
+  std::chrono::milliseconds sweepEvery_{0};
+  ReadThread thread_;  // last: joined before what its work uses is destroyed
+};
+
+}  // namespace yard::master

@@ -1,0 +1,91 @@
+#include "master/server/flags.h"
+
+#include <CLI/CLI.hpp>
+
+#include "common/http/metrics_endpoint.h"
+#include "master/catalog/dataset_paths.h"
+#include "yard/version.h"
+
+namespace yard::master {
+
+ParsedFlags parseMasterFlags(int argc, char** argv) {
+  CLI::App app{"yard-master: the Yard cluster master (queues, quotas, jobs, scheduler)"};
+  app.set_version_flag("--version", std::string("yard-master ") + kVersion);
+  MasterFlags f;
+  std::string metricsListen, httpListen;
+  app.add_option("--config", f.configPath, "TOML config file (see configs/master.toml)")->check(CLI::ExistingFile);
+  app.add_option("--data-dir", f.dataDir, "Data directory (state.db, lock); overrides data_dir");
+  app.add_option("--listen", f.listen, "Client API address HOST:PORT; overrides listen");
+  app.add_option("--agent-listen", f.agentListen, "Agent API address HOST:PORT; overrides agent_listen");
+  app.add_option("--join-token", f.joinToken, "Token agents must present; overrides join_token");
+  app.add_option("--advertise", f.advertise,
+                 "Client API address nodes reach (yard-rsh, OpenMPI); overrides advertise; default: as bound");
+  app.add_option("--etcd-endpoint", f.etcdEndpoints,
+                 "etcd HOST:PORT for elastic rendezvous (repeatable); overrides etcd_endpoints");
+  app.add_option("--dataset-root", f.datasetRoots,
+                 "A directory datasets may be created under (repeatable); overrides dataset_roots");
+  auto* metricsFlag = app.add_option("--metrics-listen", metricsListen,
+                                     "Address of /metrics (Prometheus) HOST:PORT, \"\" = off; overrides metrics_listen; "
+                                     "default " + std::string(kDefaultMetricsListen));
+  auto* httpFlag = app.add_option("--http-listen", httpListen,
+                                  "Address of the HTTP API and web console (HTTPS) HOST:PORT, \"\" = off; overrides "
+                                  "http_listen; default off, " + std::string(kDevHttpListen) + " with --dev");
+  app.add_option("--console-dir", f.consoleDir, "The built web console (default: build/console or /usr/share/yard/console)");
+  app.add_flag("--dev", f.dev,
+               "Embedded dev cluster: this master plus a yard-agent child (host tasks allowed) on loopback, "
+               "state under --data-dir (default ./yard-dev)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return {std::nullopt, rc == 0 ? 0 : 2};
+  }
+  if (metricsFlag->count() > 0) f.metricsListen = metricsListen;
+  if (httpFlag->count() > 0) f.httpListen = httpListen;
+  return {std::move(f), 0};
+}
+
+Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function<std::string()>& newToken) {
+  using R = Result<MasterConfig>;
+  MasterConfig config;
+  if (!f.configPath.empty()) {
+    auto loaded = loadMasterConfig(f.configPath);
+    if (!loaded) return R::fail(loaded.error());
+    config = std::move(loaded).value();
+  }
+  if (f.dev) {
+    // Loopback only; a fresh token per start unless one is given; short heartbeats so a
+    // laptop-sized cluster reacts quickly.
+    config.dataDir = "./yard-dev";
+    config.agentListen = "127.0.0.1:0";
+    if (config.joinToken.empty()) config.joinToken = newToken();
+    config.heartbeatTimeoutSeconds = 6;
+  }
+  if (!f.dataDir.empty()) config.dataDir = f.dataDir;
+  if (!f.listen.empty()) config.listen = f.listen;
+  if (!f.agentListen.empty()) config.agentListen = f.agentListen;
+  if (!f.joinToken.empty()) config.joinToken = f.joinToken;
+  if (!f.advertise.empty()) config.advertise = f.advertise;
+  if (!f.etcdEndpoints.empty()) config.etcdEndpoints = f.etcdEndpoints;
+  for (const auto& root : f.datasetRoots)
+    if (auto bad = checkDatasetRoot(root); !bad.empty()) return R::fail("--dataset-root: " + bad);
+  if (!f.datasetRoots.empty()) config.datasetRoots = f.datasetRoots;
+  // A dev cluster is one person's machine: any path not forbidden (master/catalog/dataset_paths.h).
+  if (f.dev && config.datasetRoots.empty()) config.datasetRoots = {"/"};
+  if (f.metricsListen) {
+    if (auto bad = http::checkListenSetting(*f.metricsListen, kDefaultMetricsListen); !bad.empty())
+      return R::fail("--metrics-listen: " + bad);
+    config.metricsListen = *f.metricsListen;
+  }
+  if (f.httpListen) {
+    if (auto bad = http::checkListenSetting(*f.httpListen, kDevHttpListen); !bad.empty())
+      return R::fail("--http-listen: " + bad);
+    config.httpListen = *f.httpListen;
+  }
+  if (!f.consoleDir.empty()) config.consoleDir = f.consoleDir;
+  // After --dev and the flags: heartbeat_timeout is final here.
+  if (auto fence = fenceTiming(config); !fence) return R::fail(fence.error());
+  return R::ok(std::move(config));
+}
+
+}  // namespace yard::master

@@ -1,0 +1,410 @@
+#include "master/server/master.h"
+
+#include <asio.hpp>
+
+#include <chrono>
+#include <iostream>
+#include <set>
+
+#include "common/http/metrics_endpoint.h"
+#include "common/metrics/exposition.h"
+#include "common/metrics/process.h"
+#include "common/spec/loader.h"
+#include "common/tls/pki.h"
+#include "common/wire/server.h"
+#include "master/access/access.h"
+#include "master/api/agent/agent_api.h"
+#include "master/api/agent/agent_calls.h"
+#include "master/api/client/client_api.h"
+#include "master/api/http/event_feed.h"
+#include "master/api/http/gateway.h"
+#include "master/api/http/http_api.h"
+#include "master/catalog/catalog.h"
+#include "master/jobs/registry.h"
+#include "master/logs/log_archive.h"
+#include "master/metrics/metrics.h"
+#include "master/nodes/nodes.h"
+#include "master/server/cert_names.h"
+#include "master/server/collectors.h"
+#include "master/server/data_dir.h"
+#include "master/server/dev_agent.h"
+#include "yard/version.h"
+
+namespace yard::master {
+namespace {
+
+int64_t wallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What a peer may make the master hold (docs/reliability.md, "Bounded resources per peer").
+wire::Limits agentLimits() {
+  // Agents: 64 KiB frames until a request carried the join token; one persistent connection
+  // per node, so the listener's cap follows the largest cluster.
+  wire::Limits limits;
+  limits.maxConnections = 16384;
+  return limits;
+}
+
+wire::Limits clientLimits() {
+  // Clients: no authentication yet, so every frame may be as large as the largest spec; a
+  // larger one is answered with an error naming both sizes.
+  wire::Limits limits;
+  limits.maxFrameBytes = limits.maxFrameBytesBeforeAuth = spec::kMaxNormalisedSpecBytes + (64u << 10);
+  // Reads per request: what the largest request needs (its lists checked, authorized, the
+  // spec copied: about three passes over it), not the default's 16 MiB, so that a list of
+  // zero-sized elements (free to send) buys a peer as little as possible.
+  limits.traversalLimitWords = 4 * (limits.maxFrameBytes / sizeof(capnp::word));
+  limits.sizeRefusal = [](const std::string& why) {
+    return wire::refusalFrame<api::Response, ClientApiError>(
+        "request refused: " + why + " (a job spec may be at most " +
+        std::to_string(spec::kMaxNormalisedSpecBytes >> 20) + " MiB once normalised)");
+  };
+  return limits;
+}
+
+}  // namespace
+
+// Every part, in the order they are built; they are destroyed in the reverse order.
+struct Master::Parts {
+  MasterConfig config;
+  MasterOptions options;
+  std::function<void(const std::string&)> log;
+  std::unique_ptr<ServiceNotifier> systemd;
+  std::unique_ptr<DataDirLock> lock;
+  tls::MasterPki pki;
+  std::optional<wire::ServerTls> clientTls, agentTls, httpTls;
+  std::optional<wire::ClientTls> gatewayTls, callTls;
+  std::unique_ptr<store::Store> db;
+  // Before io and everything that counts into it: they all end before it.
+  metrics::Registry registry;
+  std::unique_ptr<MasterMetrics> masterMetrics;
+  asio::io_context io;
+  std::unique_ptr<Catalog> catalog;
+  std::unique_ptr<JobRegistry> jobs;
+  std::unique_ptr<NodeRegistry> nodes;
+  std::unique_ptr<Access> access;
+  std::unique_ptr<AgentCalls> calls;
+  std::unique_ptr<LogArchiveService> archive;
+  std::unique_ptr<ClientApi> api;
+  std::unique_ptr<AgentApi> agentApi;
+  std::unique_ptr<wire::FrameServer> agentServer;
+  std::unique_ptr<asio::steady_timer> passTimer;
+  int ticks = 0;
+  std::unique_ptr<wire::FrameServer> server;
+  EventFeed feed;
+  std::unique_ptr<Gateway> gateway;
+  std::unique_ptr<HttpApi> httpApi;
+  std::unique_ptr<http::Server> metricsServer;
+  std::unique_ptr<DevAgent> devAgent;
+  std::unique_ptr<asio::steady_timer> watchdogTimer;
+  std::unique_ptr<asio::signal_set> signals;
+
+  // Once a second: deadlines and lost nodes; every other second a safety-net pass (a pass
+  // runs on every change; this one also retries failed commits).
+  void tick() {
+    std::set<std::string> down;
+    for (const auto& [name, n] : nodes->nodes())
+      if (n.record.state == "down") down.insert(name);
+    jobs->tick(down);
+    if (++ticks % 2 == 0) jobs->requestPass();
+    passTimer->expires_after(std::chrono::seconds(1));
+    passTimer->async_wait([this](asio::error_code ec) {
+      if (!ec) tick();
+    });
+  }
+};
+
+namespace {
+
+using Made = Result<std::unique_ptr<Master>>;
+
+// The data directory, its lock and the cluster's certificates (docs/security.md).
+std::optional<std::string> openDataDir(Master::Parts& p);
+// The store, and the registries loaded from it.
+std::optional<std::string> loadState(Master::Parts& p);
+// The APIs, their listeners, the HTTP API and /metrics; prints the bound addresses.
+std::optional<std::string> listen(Master::Parts& p);
+
+}  // namespace
+
+Made Master::create(MasterConfig config, MasterOptions options) {
+  auto p = std::make_unique<Parts>();
+  p->log = options.log;
+  p->systemd = std::make_unique<ServiceNotifier>(options.systemd, p->log);
+  p->config = std::move(config);
+  p->options = std::move(options);
+  if (p->config.joinToken.empty())
+    p->log("warning: no join token (join_token in the config, or --join-token): no agent can join this master");
+  if (auto e = openDataDir(*p)) return Made::fail(*e);
+  if (auto e = loadState(*p)) return Made::fail(*e);
+  if (auto e = listen(*p)) return Made::fail(*e);
+  return Made::ok(std::unique_ptr<Master>(new Master(std::move(p))));
+}
+
+Master::Master(std::unique_ptr<Parts> parts) : p_(std::move(parts)) {}
+
+Master::~Master() = default;
+
+namespace {
+
+std::optional<std::string> openDataDir(Master::Parts& p) {
+  const MasterConfig& config = p.config;
+  auto lock = lockDataDir(config.dataDir, p.options.dev, p.log);
+  if (!lock) return lock.error();
+  p.lock = std::move(lock).value();
+  // The cluster CA and this master's certificate: created on the first start, the certificate
+  // re-issued at every start for the addresses configured now.
+  auto pki = tls::ensureMasterPki(config.dataDir, certificateAddresses(config), certificateNames());
+  if (!pki) return pki.error();
+  p.pki = std::move(pki).value();
+  p.log("cluster CA " + config.dataDir + "/ca.pem, fingerprint " + p.pki.caFingerprint + " (agents join with --ca-fingerprint " +
+        p.pki.caFingerprint + " or --ca " + config.dataDir + "/ca.pem)");
+  // The CA goes with the certificate: an agent pinning the CA by fingerprint finds it there.
+  wire::TlsIdentity identity{p.pki.certPem + p.pki.ca.certPem, p.pki.keyPem};
+  // The client API asks for a client certificate without requiring one: yardctl sends none,
+  // the HTTP API's gateway sends the master's own (master/api/http/gateway.h). Browsers are
+  // asked for no certificate (one that has some would prompt its user to pick).
+  auto clientTls = wire::makeServerTls(identity, p.pki.ca.certPem);
+  auto agentTls = wire::makeServerTls(identity, p.pki.ca.certPem);
+  auto httpTls = wire::makeServerTls(identity, "");
+  auto gatewayTls = wire::makeClientTls(p.pki.ca.certPem, &identity, tls::kMasterName);
+  auto callTls = wire::makeClientTls(p.pki.ca.certPem, &identity, "");
+  for (const auto* r : {&clientTls, &agentTls, &httpTls})
+    if (!*r) return "TLS: " + r->error();
+  for (const auto* r : {&gatewayTls, &callTls})
+    if (!*r) return "TLS: " + r->error();
+  p.clientTls = clientTls.value();
+  p.agentTls = agentTls.value();
+  p.httpTls = httpTls.value();
+  p.gatewayTls = gatewayTls.value();
+  p.callTls = callTls.value();
+  return std::nullopt;
+}
+
+std::optional<std::string> loadState(Master::Parts& p) {
+  const MasterConfig& config = p.config;
+  std::string dbPath = config.dataDir + "/state.db";
+  auto opened = store::Store::open(dbPath);
+  if (!opened) return opened.error();
+  p.db = std::move(opened).value();
+  auto state = p.db->loadAll();
+  if (!state) return state.error();
+  p.masterMetrics = std::make_unique<MasterMetrics>(p.registry);
+  if (auto files = wire::raiseOpenFileLimit(); files)
+    p.log("open-file limit " + std::to_string(files.value()) + " (each connection holds one)");
+  else
+    p.log(files.error());
+
+  p.catalog = std::make_unique<Catalog>(p.io, *p.db);
+  if (auto loaded = p.catalog->load(state.value()); !loaded) return loaded.error();
+  p.jobs = std::make_unique<JobRegistry>(p.io, *p.db, config, *p.catalog, wallClockMs);
+  p.jobs->log = p.log;  // before load: it reports the jobs it quarantines
+  if (auto loaded = p.jobs->load(state.value()); !loaded) return dbPath + ": " + loaded.error();
+  p.nodes = std::make_unique<NodeRegistry>(p.io, *p.db, config.heartbeatTimeoutSeconds, wallClockMs, p.log);
+  if (auto loaded = p.nodes->load(state.value()); !loaded) return dbPath + ": " + loaded.error();
+  // Users, tokens and grants (docs/security.md); the first start writes <data-dir>/admin.token.
+  p.access = std::make_unique<Access>(p.io, *p.db, wallClockMs, p.log);
+  if (auto loaded = p.access->load(state.value(), config.dataDir); !loaded) return loaded.error();
+  p.access->setStaticJoinToken(config.joinToken);
+
+  // Jobs are placed on the nodes' view; any change to a node asks for a pass.
+  JobRegistry& jobs = *p.jobs;
+  NodeRegistry& nodes = *p.nodes;
+  jobs.setNodeSource([&nodes] { return nodes.schedulerView(); });
+  nodes.setOnChange([&jobs] { jobs.requestPass(); });
+  auto fence = fenceTiming(config);  // checked when the config was merged
+  nodes.setFencing(fence.value().timeoutMs, fence.value().graceMs);
+  p.log("fencing: agents stop their replicas after " + std::to_string(fence.value().timeoutMs) +
+        " ms without an answer (SIGKILL within " + std::to_string(fence.value().graceMs) + " ms); nodes are down after " +
+        std::to_string(config.heartbeatTimeoutSeconds * 1000) + " ms; heartbeats every " +
+        std::to_string(nodes.heartbeatIntervalMs()) + " ms");
+  nodes.start();
+  jobs.setNodeWiring([&nodes](const std::string& name) {
+    NodeWiring w;
+    auto it = nodes.nodes().find(name);
+    if (it == nodes.nodes().end()) return w;
+    w.address = it->second.record.address;
+    for (const auto& g : it->second.gpus) w.gpuUuid[g.index] = g.uuid;
+    return w;
+  });
+
+  // /metrics: events counted where they happen, state read from the registries when scraped.
+  MasterMetrics& metrics = *p.masterMetrics;
+  jobs.setMetrics(&metrics);
+  jobs.onPlaced = [&metrics](size_t placed) { metrics.placedGangs.inc(double(placed)); };
+  nodes.timeCommits(&metrics.commitLatency.with({"nodes"}));
+  addMasterCollectors(p.registry, jobs, nodes, *p.catalog, *p.db, wallClockMs);
+  metrics::addProcessCollector(p.registry, kVersion);
+
+  // Calls to agents go to the node registered at that address, and only to it.
+  p.calls = std::make_unique<AgentCalls>(p.io, *p.callTls, [&nodes](const std::string& hostPort) {
+    for (const auto& [name, n] : nodes.nodes())
+      if (n.record.agentPort > 0 && n.record.address + ":" + std::to_string(n.record.agentPort) == hostPort) return name;
+    return std::string();
+  }, p.log);
+  // Agents hear of new work at once rather than at their next heartbeat.
+  AgentCalls& calls = *p.calls;
+  jobs.onNodesChanged = [&nodes, &calls](const std::set<std::string>& changed) {
+    for (const auto& name : changed) {
+      auto it = nodes.nodes().find(name);
+      if (it != nodes.nodes().end() && it->second.record.agentPort > 0)
+        calls.wake(it->second.record.address + ":" + std::to_string(it->second.record.agentPort));
+    }
+  };
+  // Ended replicas' output, shipped by agents; deleted after log_retention.
+  p.archive = std::make_unique<LogArchiveService>(
+      p.io,
+      LogArchive::Options{config.dataDir + "/logs", static_cast<uint64_t>(config.logArchiveMaxBytes),
+                          config.logRetentionSeconds * 1000},
+      wallClockMs, p.log);
+  p.archive->startSweeps();
+
+  p.api = std::make_unique<ClientApi>(config, *p.catalog, jobs, *p.db, nodes, *p.access,
+                                      ClientApi::Parts{p.calls.get(), p.archive.get(), p.masterMetrics.get()});
+  AgentApi::Parts agentParts;
+  agentParts.jobs = &jobs;
+  agentParts.catalog = p.catalog.get();
+  agentParts.archive = p.archive.get();
+  agentParts.ca = p.pki.ca;
+  // Joins redeem the config's join_token or a join-token object (yardctl token create).
+  Access& access = *p.access;
+  agentParts.checkJoin = [&access](const std::string& secret, const std::string& node, auto done) {
+    access.redeemJoinToken(secret, node, std::move(done));
+  };
+  agentParts.stopGraceMs = static_cast<uint32_t>(config.stopGraceSeconds * 1000);
+  agentParts.log = p.log;
+  p.agentApi = std::make_unique<AgentApi>(config.joinToken, nodes, std::move(agentParts));
+  EventFeed& feed = p.feed;
+  jobs.onJobChanged = [&feed](const JobEntry* before, const JobEntry& after, const lifecycle::Events& events) {
+    feed.jobChanged(before, after, events);
+  };
+  return std::nullopt;
+}
+
+std::optional<std::string> listen(Master::Parts& p) {
+  const MasterConfig& config = p.config;
+  AgentApi& agentApi = *p.agentApi;
+  auto agentServer = wire::FrameServer::listen(
+      p.io, config.agentListen, *p.agentTls, agentLimits(),
+      [&agentApi](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+        agentApi.handle(conn, std::move(frame));
+      },
+      p.log);
+  if (!agentServer) return agentServer.error();
+  p.agentServer = std::move(agentServer).value();
+  p.passTimer = std::make_unique<asio::steady_timer>(p.io);
+  p.tick();
+  ClientApi& api = *p.api;
+  auto server = wire::FrameServer::listen(
+      p.io, config.listen, *p.clientTls, clientLimits(),
+      [&api](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+        api.handle(conn, std::move(frame));
+      },
+      p.log);
+  if (!server) return server.error();
+  p.server = std::move(server).value();
+  std::string bound = p.server->address();
+  p.jobs->setExecEndpoint(config.advertise.empty() ? bound : config.advertise);
+  p.jobs->setExecCa(p.pki.caFingerprint);
+  if (config.advertise.empty() &&
+      (bound.rfind("0.0.0.0:", 0) == 0 || bound.rfind("[::]:", 0) == 0 || bound.rfind(":::", 0) == 0))
+    p.log("the client API listens on every address; set advertise (or --advertise) to the address nodes "
+          "should use, or OpenMPI launchers cannot reach it");
+  p.log("version " + std::string(kVersion) + ", data " + config.dataDir + ", client API on " + bound);
+  // Tests and scripts read the bound address from here (useful with port 0).
+  p.log("agent API on " + p.agentServer->address());
+
+  // The HTTP API and the web console (docs/http_api.md), on by default in --dev. When it takes
+  // the address /metrics would have by default (--dev), it serves /metrics there too.
+  std::string httpAddress = config.httpListen.value_or(p.options.dev ? kDevHttpListen : "");
+  bool metricsOnHttp =
+      !httpAddress.empty() && !config.metricsListen.has_value() && httpAddress == kDefaultMetricsListen;
+  p.gateway = std::make_unique<Gateway>(p.io, bound, *p.gatewayTls, p.log);
+  if (!httpAddress.empty()) {
+    HttpApiOptions o;
+    o.listen = httpAddress;
+    o.consoleDir = consoleDirectory(config.consoleDir, p.options.argv0.c_str());
+    o.serveMetrics = metricsOnHttp;
+    metrics::Registry& registry = p.registry;
+    o.metricsText = [&registry] { return metrics::render(registry.collect(nullptr)); };
+    p.httpApi = std::make_unique<HttpApi>(p.io, *p.gateway, p.feed, o, p.log);
+    if (auto started = p.httpApi->start(*p.httpTls); !started) {
+      if (config.httpListen.has_value()) return started.error();
+      // --dev's default address taken (another dev master): the rest works without it.
+      p.log(started.error() + "; the HTTP API is off (set --http-listen to serve it elsewhere)");
+      p.httpApi.reset();
+      metricsOnHttp = false;
+    } else {
+      p.log("HTTP API and web console on https://" + p.httpApi->address() + "/" +
+            (o.consoleDir.empty() ? " (console not built: scripts/build.sh)" : " (console from " + o.consoleDir + ")") +
+            (metricsOnHttp ? "; /metrics there too" : ""));
+    }
+  }
+  if (!metricsOnHttp) {
+    auto metricsServer = http::serveMetrics(p.io, p.registry, config.metricsListen.value_or(kDefaultMetricsListen),
+                                            config.metricsListen.has_value(), p.log);
+    if (!metricsServer) return "/metrics: " + metricsServer.error();
+    p.metricsServer = std::move(metricsServer).value();
+  }
+  if (p.metricsServer) p.log("metrics on http://" + p.metricsServer->address() + "/metrics");
+  std::cout << "listening " << bound << std::endl;
+  std::cout << "agents " << p.agentServer->address() << std::endl;
+  if (p.metricsServer) std::cout << "metrics " << p.metricsServer->address() << std::endl;
+  if (p.httpApi) std::cout << "http " << p.httpApi->address() << std::endl;
+  if (p.options.dev) {
+    auto started = DevAgent::start(p.agentServer->address(), config.joinToken, config.dataDir + "/ca.pem",
+                                   config.dataDir + "/agent", p.options.startedUmask);
+    if (!started) return started.error();
+    p.devAgent = std::move(started).value();
+    p.log("dev cluster: agent pid " + std::to_string(p.devAgent->pid()) + ", node \"dev\", state in " + config.dataDir +
+          "/agent");
+    // What yardctl needs for this master (docs/yardctl.md, "Connecting"): its entry in the
+    // local user's client config, so the README's commands work with only YARD_MASTER set.
+    p.log(writeDevClientEntry(bound, config.dataDir));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int Master::run() {
+  Parts& p = *p_;
+  // READY once the loop runs: state is loaded and both listeners accept. The watchdog pings
+  // come from this loop, so a wedged loop gets the master restarted.
+  p.watchdogTimer = std::make_unique<asio::steady_timer>(p.io);
+  asio::post(p.io, [&p] {
+    p.systemd->ready("client API on " + p.server->address() + ", agent API on " + p.agentServer->address());
+    p.systemd->startWatchdog(*p.watchdogTimer);
+  });
+  p.signals = std::make_unique<asio::signal_set>(p.io, SIGTERM, SIGINT);
+  p.signals->async_wait([&p](asio::error_code, int sig) {
+    p.log(std::string("shutting down on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+    p.systemd->stopping("shutting down");
+    p.watchdogTimer->cancel();
+    p.server->stop();
+    p.agentServer->stop();
+    if (p.metricsServer) p.metricsServer->stop();
+    if (p.httpApi) p.httpApi->stop();
+    p.nodes->stop();
+    p.passTimer->cancel();
+    if (p.devAgent) {
+      // A dev cluster is ephemeral: nothing it ran outlives it (the agent runs --stop-replicas-on-exit).
+      p.log("dev cluster: stopping the dev agent, which first stops its replicas (preStop, SIGTERM, grace, SIGKILL)");
+      p.devAgent->stop();
+    }
+    p.io.stop();
+  });
+  p.io.run();
+  p.jobs->onJobChanged = nullptr;  // the feed goes before the registry
+  p.api->stop();  // its read thread reads the store (job events): joined before the store closes
+  p.archive->stop();
+  // Finish queued writes while the io_context and everything their completions post to
+  // still exist (they are posted, not run: the loop has stopped).
+  p.db.reset();
+  p.log("stopped");
+  return 0;
+}
+
+}  // namespace yard::master
