@@ -111,6 +111,15 @@ class ContainerdDriver : public Driver {
   // The start worker: pull when missing, the image's config, the spec, the container, its
   // snapshot, its task. "" when it runs, else why not ("ImagePullFailed: ..." and the like).
   StartFailure startWorker(ReplicaKey key, ReplicaSpec spec, std::string dir, const std::atomic<bool>& cancel);
+  // Its steps, in this order, each filling in more of the Launch (containerd_internal.h) and
+  // returning why the start failed, or none(): the image, found or pulled (image_pull.cpp);
+  // the OCI spec and exec-base written; the container and its snapshot; its task started
+  // and guarded (container_start.cpp).
+  struct Launch;
+  StartFailure findImage(Launch& l);
+  StartFailure writeSpec(Launch& l);
+  StartFailure createContainer(Launch& l);
+  StartFailure startTask(Launch& l);
   // Pulls `ref` unless it is in the store (always when `force`); kills ctr when cancelled.
   Result<bool> pull(const std::string& ref, const std::string& dir, const std::atomic<bool>& cancel, bool force);
   std::string hostsDir();

@@ -104,13 +104,22 @@ class HttpApi {
   struct Server;  // RESTinio, in http_server.cpp
 
  private:
+  // The routes, one file per resource (http_api_internal.h lists them).
   struct Ctx;
   void route(const Ctx& c);
   void apiRoute(const Ctx& c, const std::vector<std::string>& seg);
   void staticFile(const HttpRequest& req, const std::shared_ptr<Exchange>& ex);
   // One client API request; `ok` turns its answer into the reply.
   void unary(const Ctx& c, Gateway::Fill fill, std::function<void(api::Response::Reader)> ok);
+  // GET of a list (`seg` is /api/v1/<what>) or of one of its items (/api/v1/<what>/<name>),
+  // answered with toJson(answer, whether it is the list).
+  void listOrShow(const Ctx& c, const std::vector<std::string>& seg, Gateway::Fill list,
+                  std::function<void(api::Request::Builder, const std::string&)> show,
+                  std::function<Json(api::Response::Reader, bool)> toJson);
   void login(const Ctx& c);
+  void queues(const Ctx& c, const std::vector<std::string>& seg);
+  void datasets(const Ctx& c, const std::vector<std::string>& seg);
+  void nodes(const Ctx& c, const std::vector<std::string>& seg);
   void listJobs(const Ctx& c);
   void submit(const Ctx& c);
   void validate(const Ctx& c);
