@@ -1,6 +1,7 @@
-// What agents report and are told, and what time does: reports and timers go through the
-// lifecycle policy and are committed per job; the desired replicas of a node (with launch
-// gates and log retention); usage samples.
+// What agents report and are told, and what time does: reports, timers and the autoscaler's
+// decisions go through the lifecycle policy and are committed per job; the desired replicas
+// of a node (desired_state.h), usage (usage_accounting.h) and the elastic controller
+// (elastic_controller.h) are asked, and their results committed, here.
 #include <algorithm>
 
 #include "master/frameworks/framework.h"
@@ -9,28 +10,17 @@
 namespace yard::master {
 namespace {
 
-constexpr int64_t kContainerJobRetentionSeconds = 86400;  // docs/design.md §2 default
+using R = Result<std::string>;
 
 }  // namespace
 
-// TODO(perf): desiredFor and reportReplicas scan every job on each heartbeat; an index of
-// live replicas by node keeps them proportional to what the node runs once clusters beat
-// at scale (1,000 nodes every 10 s over 10,000 jobs is ~1e8 replica visits a minute).
 std::vector<std::pair<int64_t, int32_t>> JobRegistry::desiredFor(const std::string& node) const {
-  std::vector<std::pair<int64_t, int32_t>> out;
-  for (const auto& [name, job] : jobs_)
-    for (const auto& t : job.tasks)
-      for (const auto& r : t.replicas)
-        if (r.node == node && isActive(r.state)) out.emplace_back(r.id, r.attempt);
-  return out;
+  return DesiredState::liveOn(jobs_, node);
 }
 
 void JobRegistry::reportReplicas(const std::string& node, const std::vector<ReplicaReport>& reports) {
   int64_t now = now_();
-  for (const auto& r : reports)
-    if (r.state == ReplicaState::Running) usage_.record(r.replicaId, {r.cpuMillisUsed, r.memoryBytesUsed, now});
-    else usage_.forget(r.replicaId);
-  accountUsage(reports, now);
+  usage_.report(jobs_, reports, now);
   // Even an empty report matters: a Stopping attempt its node no longer holds is gone.
   if (commits_.exclusiveBusy()) return;  // the agent reports again next beat
   std::map<int64_t, const ReplicaReport*> byId;
@@ -52,49 +42,10 @@ void JobRegistry::reportReplicas(const std::string& node, const std::vector<Repl
 }
 
 void JobRegistry::forEachDesired(const std::string& node, const DesiredVisitor& visit) const {
-  int64_t now = now_();
-  for (const auto& [name, job] : jobs_) {
-    if (job.tasks.empty()) continue;  // quarantined
-    auto specTasks = job.spec->tasks();
-    for (size_t ti = 0; ti < job.tasks.size(); ++ti) {
-      const TaskEntry& t = job.tasks[ti];
-      auto st = specTasks[static_cast<unsigned>(ti)];
-      const auto& kind = frameworks::frameworkFor(st.getKind());
-      bool framework = st.getKind() != schema::TaskKind::CONTAINER_JOB;
-      int64_t retentionMs = 1000 * (framework ? st.getAdvanced().getRetention() : kContainerJobRetentionSeconds);
-      bool removeAll = framework && isFinal(t.rec.state) && st.getAdvanced().getCleanup() == schema::Cleanup::ALL;
-      for (const auto& r : t.replicas) {
-        if (r.node != node) continue;
-        if (r.state == ReplicaState::Stopping) {
-          visit(job, ti, r, false);  // the agent stops it; it is over once the agent no longer lists it
-        } else if (isLive(r.state)) {
-          // The kind's launch gate (an OpenMPI launcher waits for its workers). Once released
-          // it stays released: an agent that started it must not see it vanish.
-          if (r.state == ReplicaState::Placed && !released_.count(r.id)) {
-            if (!kind.mayStart(t, r)) continue;
-            released_.insert(r.id);
-          }
-          visit(job, ti, r, true);
-        } else if (!removeAll && r.finishedAt + retentionMs > now) {
-          visit(job, ti, r, false);
-        }
-      }
-    }
-  }
+  desired_.forEach(jobs_, node, now_(), visit);
 }
 
-sched::Resources JobRegistry::nodeUsed(const std::string& node) const {
-  sched::Resources used;
-  for (const auto& [name, job] : jobs_)
-    for (const auto& t : job.tasks)
-      for (const auto& r : t.replicas)
-        if (r.node == node && isLive(r.state))
-          if (const auto* u = usageOf(r.id)) {
-            used.cpuMillis += u->cpuMillis;
-            used.memoryBytes += u->memoryBytes;
-          }
-  return used;
-}
+sched::Resources JobRegistry::nodeUsed(const std::string& node) const { return usage_.nodeUsed(jobs_, node); }
 
 void JobRegistry::tick(const std::set<std::string>& downNodes) {
   if (commits_.exclusiveBusy()) return;  // next second
@@ -112,8 +63,8 @@ void JobRegistry::tick(const std::set<std::string>& downNodes) {
     }
   usage_.keepOnly(liveIds);
   flushUsage(now);
-  std::erase_if(elastic_, [&](const auto& e) { return !taskIds.count(e.first); });
-  std::erase_if(released_, [&](int64_t id) { return !liveIds.count(id); });
+  elastic_.keepOnly(taskIds);
+  desired_.keepOnly(liveIds);
   std::map<std::string, std::string> failed;
   for (const auto& name : std::vector<std::string>(timed_.begin(), timed_.end())) {
     auto it = jobs_.find(name);
@@ -152,21 +103,55 @@ void JobRegistry::notifyNodes(const JobEntry* before, const JobEntry& after) {
 }
 
 std::map<int64_t, std::string> JobRegistry::nodesOf(const std::set<int64_t>& ids) const {
-  std::map<int64_t, std::string> out;
-  for (const auto& [name, job] : jobs_)
-    for (const auto& t : job.tasks)
-      for (const auto& r : t.replicas)
-        if (ids.count(r.id)) out[r.id] = r.node;
-  return out;
+  return DesiredState::nodesOf(jobs_, ids);
 }
 
 std::set<int64_t> JobRegistry::replicaIdsOn(const std::string& node) const {
-  std::set<int64_t> out;
-  for (const auto& [name, job] : jobs_)
-    for (const auto& t : job.tasks)
-      for (const auto& r : t.replicas)
-        if (r.node == node) out.insert(r.id);
-  return out;
+  return DesiredState::replicaIdsOn(jobs_, node);
+}
+
+void JobRegistry::flushUsage(int64_t now) {
+  std::vector<store::UsageRecord> rows = usage_.due(jobs_, now);
+  if (rows.empty()) return;
+  // Its own commit key ("usage:" is no job name): it waits for nothing but an exclusive pass.
+  commits_.run("usage:", [this, rows = std::move(rows)](CommitQueue::Slot slot) {
+    slot.commit([rows](store::Tx& tx) {
+      for (const auto& r : rows) tx.addUsage(r);
+    }, [this, rows](Result<bool> stored) {
+      if (stored) return;
+      usage_.putBack(rows);  // the next tick tries again
+      if (log) log("usage accounting: " + stored.error() + " (kept; retried)");
+    });
+  });
+}
+
+void JobRegistry::autoscale(int64_t now) {
+  // A running elastic task has started and is unfinished: its job is in timed_.
+  for (const auto& name : std::vector<std::string>(timed_.begin(), timed_.end())) {
+    auto it = jobs_.find(name);
+    if (it == jobs_.end() || isFinal(it->second.rec.state) || commits_.busy(name)) continue;
+    if (auto change = elastic_.evaluate(it->second, now))
+      commitIfFree(name, std::move(change->job), std::move(change->events), "scale change");
+  }
+}
+
+void JobRegistry::scale(const std::string& name, const std::string& task, int32_t replicas, Reply reply) {
+  commits_.run(name, [this, name, task, replicas, reply](CommitQueue::Slot slot) {
+    auto it = jobs_.find(name);
+    auto change = it == jobs_.end() ? Result<ElasticController::Change>::fail("job " + name + " does not exist")
+                                    : elastic_.scale(it->second, task, replicas, now_());
+    if (!change || !change.value().changed) {
+      slot.done();
+      return reply(change ? R::ok(change.value().done) : R::fail(change.error()));
+    }
+    auto job = std::make_shared<JobEntry>(std::move(change.value().job));
+    auto events = std::make_shared<lifecycle::Events>(std::move(change.value().events));
+    commitJobChange(slot, job, events, change.value().done, reply);
+  });
+}
+
+std::optional<ElasticView> JobRegistry::elasticOf(const JobEntry& job, size_t task) const {
+  return elastic_.view(job, task);
 }
 
 }  // namespace yard::master

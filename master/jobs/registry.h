@@ -29,9 +29,10 @@
 #include "master/lifecycle/policy.h"
 #include "master/scheduler/scheduler.h"
 #include "master/store/store.h"
-#include "master/jobs/replica_usage.h"
-#include "master/access/usage_ledger.h"
 #include "master/frameworks/wiring.h"
+#include "master/jobs/desired_state.h"
+#include "master/jobs/elastic_controller.h"
+#include "master/jobs/usage_accounting.h"
 
 namespace yard::master {
 
@@ -118,14 +119,7 @@ class JobRegistry {
   // from there. Refused for a task that is not elastic or not running, or outside [min, max].
   void scale(const std::string& name, const std::string& task, int32_t replicas, Reply reply);
   // What job show says of an elastic task (nullopt for other tasks).
-  struct ElasticView {
-    int32_t current = 0, desired = 0, min = 0, max = 0;
-    double targetPercent = 0;
-    std::optional<double> utilisation;  // the last measurement, percent of the request
-    std::string lastDecision;           // "1 -> 2: cpu 92% above target 80%", or why none
-    int64_t lastDecisionAt = 0, nextDecisionAt = 0;  // unix ms; 0 = none yet
-    bool pending = false;                            // a scale-out has not finished
-  };
+  using ElasticView = master::ElasticView;
   std::optional<ElasticView> elasticOf(const JobEntry& job, size_t task) const;
   void setNodeWiring(NodeWiringLookup lookup) { nodeWiring_ = std::move(lookup); }
   // The client API address replicas reach the exec channel at (YARD_EXEC_MASTER).
@@ -211,9 +205,7 @@ class JobRegistry {
   // free now; dropped otherwise (the input comes again).
   void commitIfFree(const std::string& name, JobEntry changed, lifecycle::Events events, const char* what);
   void notifyNodes(const JobEntry* before, const JobEntry& after);
-  // Usage accounting (jobs_usage.cpp, docs/security.md): charges the running replicas of
-  // `reports` to their jobs; hands the ledger's due rows to the store (every tick).
-  void accountUsage(const std::vector<ReplicaReport>& reports, int64_t now);
+  // Hands the usage ledger's due rows to the store (every tick; usage_accounting.h).
   void flushUsage(int64_t now);
   void autoscale(int64_t now);
 
@@ -226,26 +218,16 @@ class JobRegistry {
   NodeWiringLookup nodeWiring_;
   std::string execEndpoint_;
   std::string execCa_;
-  ReplicaUsage usage_;
-  UsageLedger ledger_;
-  // Replicas a launch gate let start: they stay in their node's desired state for good
-  // (an agent that started one must not see it vanish). forEachDesired is const to
-  // callers; this is its memory.
-  mutable std::set<int64_t> released_;
+  UsageAccounting usage_;
+  // Replicas a launch gate let start stay in their node's desired state for good;
+  // forEachDesired is const to callers, and this is its memory.
+  mutable DesiredState desired_;
   std::map<std::string, JobEntry> jobs_;  // not deleted, by name
   // The jobs time can change (needsTime): what tick and the autoscaler visit, so that queued
   // and finished jobs cost nothing per second however many there are.
   std::set<std::string> timed_;
   std::map<int64_t, std::string> deletedOwners_;  // deleted jobs' owners, by id
-  // The autoscaler's memory per elastic task (by task id): recent recommendations and the
-  // last decision. Lost on restart, which only means the windows are observed afresh.
-  struct ElasticStatus {
-    lifecycle::ScaleHistory history;
-    std::optional<double> utilisation;
-    std::string lastDecision;
-    int64_t lastDecisionAt = 0;
-  };
-  std::map<int64_t, ElasticStatus> elastic_;
+  ElasticController elastic_{config_.autoscaler, usage_.samples()};
   bool passQueued_ = false;
   // Passes run at most every kMinPassInterval: a pass reads every active job, so one per
   // submission would make a submission storm quadratic.

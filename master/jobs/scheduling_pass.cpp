@@ -34,6 +34,7 @@ std::vector<store::DeclaredPort> declaredPorts(schema::Container::Reader c) {
 
 void JobRegistry::setMetrics(MasterMetrics* metrics) {
   metrics_ = metrics;
+  elastic_.setMetrics(metrics);
   commits_.timeCommits(metrics ? &metrics->commitLatency.with({"jobs"}) : nullptr);
 }
 

@@ -1,19 +1,21 @@
-// Usage accounting (docs/security.md, "Usage accounting"): what agents report of their
-// running replicas is charged to the replicas' jobs (master/usage_ledger.h), and the ledger's
-// rows are added to the store at most every 30 s per job, and once when the job ends.
-#include "master/jobs/registry.h"
+#include "master/jobs/usage_accounting.h"
 
 namespace yard::master {
 
-void JobRegistry::accountUsage(const std::vector<ReplicaReport>& reports, int64_t now) {
-  std::map<int64_t, const ReplicaReport*> running;
+void UsageAccounting::report(const Jobs& jobs, const std::vector<lifecycle::ReplicaReport>& reports, int64_t now) {
+  std::map<int64_t, const lifecycle::ReplicaReport*> running;
   for (const auto& r : reports) {
-    if (r.state == ReplicaState::Running) running[r.replicaId] = &r;
-    else ledger_.stopped(r.replicaId);
+    if (r.state == ReplicaState::Running) {
+      samples_.record(r.replicaId, {r.cpuMillisUsed, r.memoryBytesUsed, now});
+      running[r.replicaId] = &r;
+    } else {
+      samples_.forget(r.replicaId);
+      ledger_.stopped(r.replicaId);
+    }
   }
   if (running.empty()) return;
   // TODO(perf): like reportReplicas, a scan of every job per heartbeat (see desiredFor).
-  for (const auto& [name, job] : jobs_) {
+  for (const auto& [name, job] : jobs) {
     UsageLedger::Job key;
     bool keyed = false;
     for (const auto& t : job.tasks)
@@ -29,27 +31,29 @@ void JobRegistry::accountUsage(const std::vector<ReplicaReport>& reports, int64_
   }
 }
 
-void JobRegistry::flushUsage(int64_t now) {
+std::vector<store::UsageRecord> UsageAccounting::due(const Jobs& jobs, int64_t now) {
   for (const auto& [id, name] : ledger_.jobs()) {
-    auto it = jobs_.find(name);
-    if (it == jobs_.end() || it->second.rec.id != id) {
+    auto it = jobs.find(name);
+    if (it == jobs.end() || it->second.rec.id != id) {
       ledger_.ended(id, now);  // deleted meanwhile
     } else if (isFinal(it->second.rec.state)) {
       ledger_.ended(id, it->second.rec.finishedAt > 0 ? it->second.rec.finishedAt : now);
     }
   }
-  std::vector<store::UsageRecord> rows = ledger_.take(now);
-  if (rows.empty()) return;
-  // Its own commit key ("usage:" is no job name): it waits for nothing but an exclusive pass.
-  commits_.run("usage:", [this, rows = std::move(rows)](CommitQueue::Slot slot) {
-    slot.commit([rows](store::Tx& tx) {
-      for (const auto& r : rows) tx.addUsage(r);
-    }, [this, rows](Result<bool> stored) {
-      if (stored) return;
-      ledger_.putBack(rows);  // the next tick tries again
-      if (log) log("usage accounting: " + stored.error() + " (kept; retried)");
-    });
-  });
+  return ledger_.take(now);
+}
+
+sched::Resources UsageAccounting::nodeUsed(const Jobs& jobs, const std::string& node) const {
+  sched::Resources used;
+  for (const auto& [name, job] : jobs)
+    for (const auto& t : job.tasks)
+      for (const auto& r : t.replicas)
+        if (r.node == node && isLive(r.state))
+          if (const auto* u = samples_.of(r.id)) {
+            used.cpuMillis += u->cpuMillis;
+            used.memoryBytes += u->memoryBytes;
+          }
+  return used;
 }
 
 }  // namespace yard::master

@@ -320,6 +320,16 @@ check(s == 200 and j["items"] == [], f"datasets: {j}")
 s, j, _, _ = call("GET", "/api/v1/queues/nope")
 check(s == 404, f"unknown queue: {s}")
 
+# --- the task kinds' rules (what the console's palette and forms read)
+s, j, _, _ = call("GET", "/api/v1/kinds")
+check(s == 200 and [k["kind"] for k in j["kinds"]] == ["openmpi", "tensorflow", "pytorch", "paddle", "container-job"],
+      f"kinds: {s} {j}")
+pt = next(k for k in j["kinds"] if k["kind"] == "pytorch")
+mw = next(m for m in pt["modes"] if m["mode"] == "master-worker")
+check(mw["default"] and {"role": "master", "required": True, "min": 1, "max": 1} in mw["roles"], f"pytorch: {pt}")
+check(call("GET", "/api/v1/kinds", token="yard_nope")[0] == 401, "kinds without a good token")
+check(call("POST", "/api/v1/kinds", body="{}")[0] == 405, "kinds is GET only")
+
 # --- the console's files
 s, _, r, data = call("GET", "/", token=None)
 check(s == 200 and b"<div id=root>" in data and "text/html" in r.getheader("Content-Type"), f"/: {s}")

@@ -8,6 +8,7 @@
 #include <capnp/message.h>
 
 #include "common/api_json/resource_output.h"
+#include "common/spec/kinds_json.h"
 #include "master/api/http/http_api_internal.h"
 
 namespace yard::master {
@@ -180,6 +181,12 @@ void HttpApi::apiRoute(const Ctx& c, const std::vector<std::string>& seg) {
     return c.error(401, "not authenticated: log in (POST /api/v1/login) or send Authorization: Bearer <token>");
   if (what == "whoami" && n == 3) {
     if (only(get, "GET")) unary(c, [](auto r) { r.setWhoami(); }, [c](auto resp) { c.json(200, ctl::userJson(resp.getUser())); });
+    return;
+  }
+  // The task kinds' rules (common/spec/kinds.h), which the console's palette and forms read.
+  // Static, but answered only to a token the client API accepts, like every other GET.
+  if (what == "kinds" && n == 3) {
+    if (only(get, "GET")) unary(c, [](auto r) { r.setWhoami(); }, [c](auto) { c.json(200, spec::kindsJson()); });
     return;
   }
   if (what == "validate" && n == 3) {
