@@ -5,33 +5,10 @@
 #include <ctime>
 
 #include "common/api_json/output.h"
-#include "master/yardctl/table.h"
 
-namespace yard::ctl {
-
-std::string timeText(int64_t ms) {
-  if (ms <= 0) return "-";
-  std::time_t t = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string orDash(const std::string& s) { return s.empty() ? "-" : s; }
+namespace yard::api_json {
 
 namespace {
-
-std::string percentText(double p) { return std::to_string(std::llround(p)) + "%"; }
-
-// "12s", "4m10s", "2h5m": a span a person reads at a glance.
-std::string spanText(int64_t ms) {
-  int64_t s = std::max<int64_t>(ms, 0) / 1000;
-  if (s < 60) return std::to_string(s) + "s";
-  if (s < 3600) return std::to_string(s / 60) + "m" + (s % 60 ? std::to_string(s % 60) + "s" : "");
-  return std::to_string(s / 3600) + "h" + (s % 3600 / 60 ? std::to_string(s % 3600 / 60) + "m" : "");
-}
 
 Json elasticJson(api::ElasticInfo::Reader e) {
   return {{"current", e.getCurrent()},
@@ -44,36 +21,6 @@ Json elasticJson(api::ElasticInfo::Reader e) {
           {"lastDecisionAt", e.getLastDecisionAt()},
           {"nextDecisionAt", e.getNextDecisionAt()},
           {"pending", e.getPending()}};
-}
-
-// One line per elastic task: the counts, what was measured against what, the last decision
-// and when the next may come (only a running task is decided on). Times are relative to the
-// master's clock (`now`). A finished task: the workers it ended with and its last scale
-// change.
-std::string elasticText(const std::string& task, api::ElasticInfo::Reader e, const std::string& state, int64_t now) {
-  bool running = state == "Running";
-  if (state == "Succeeded" || state == "Failed" || state == "Cancelled" || state == "Skipped") {
-    std::string line = "Elastic " + task + ": ended with " + std::to_string(e.getCurrent()) +
-                       (e.getCurrent() == 1 ? " worker" : " workers") + " (min " + std::to_string(e.getMin()) +
-                       ", max " + std::to_string(e.getMax()) + "), last: " +
-                       (e.getLastDecision().size() ? std::string(e.getLastDecision().cStr()) : "no scale change");
-    if (e.getLastDecisionAt() > 0) line += " (" + spanText(now - e.getLastDecisionAt()) + " ago)";
-    return line;
-  }
-  std::string line = "Elastic " + task + ": " + std::to_string(e.getCurrent()) +
-                     (e.getCurrent() == 1 ? " worker" : " workers") + " (desired " + std::to_string(e.getDesired()) +
-                     ", min " + std::to_string(e.getMin()) + ", max " + std::to_string(e.getMax()) +
-                     (e.getPending() ? ", scale-out pending" : "") + "), ";
-  std::string target = "target " + percentText(e.getTargetPercent());
-  line += e.getHasUtilisation() ? "cpu " + percentText(e.getUtilisationPercent()) + " of " + target
-                                : "cpu not measured yet (" + target + ")";
-  line += ", last: " + (e.getLastDecision().size() ? std::string(e.getLastDecision().cStr()) : "none yet");
-  if (e.getLastDecisionAt() > 0) line += " (" + spanText(now - e.getLastDecisionAt()) + " ago)";
-  // Rounded up: "in 0s" would read as "now" while it is still to come.
-  if (running && e.getNextDecisionAt() > 0)
-    line += e.getNextDecisionAt() > now ? ", next decision in " + spanText(e.getNextDecisionAt() - now + 999)
-                                        : ", next decision due now";
-  return line;
 }
 
 }  // namespace
@@ -140,73 +87,6 @@ Json detailJson(api::JobDetail::Reader d, bool showEnv) {
   return {{"job", summaryJson(d.getSummary())}, {"tasks", std::move(tasks)}};
 }
 
-void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
-  auto j = d.getSummary();
-  out << "Name:       " << j.getName().cStr() << "\n"
-      << "Queue:      " << j.getQueue().cStr() << "\n"
-      << "Owner:      " << j.getOwner().cStr() << "\n"
-      << "State:      " << j.getState().cStr() << (j.getReason().size() ? " (" + std::string(j.getReason().cStr()) + ")" : "") << "\n"
-      << "Priority:   " << j.getPriority() << "\n"
-      << "Submitted:  " << timeText(j.getSubmittedAt()) << "\n"
-      << "Started:    " << timeText(j.getStartedAt()) << "\n"
-      << "Finished:   " << timeText(j.getFinishedAt()) << "\n\nTasks:\n";
-  Table tasks({"TASK", "KIND", "STATE", "ATTEMPT", "AFTER", "REASON"});
-  for (auto t : d.getTasks()) {
-    std::string deps;
-    for (auto dep : t.getDependsOn()) deps += (deps.empty() ? "" : ",") + std::string(dep.cStr());
-    std::string kind = t.getKind().cStr();
-    if (t.getMode().size()) kind += "/" + std::string(t.getMode().cStr());
-    tasks.row({t.getName().cStr(), kind, t.getState().cStr(), std::to_string(t.getAttempt()), orDash(deps), orDash(t.getReason().cStr())});
-  }
-  tasks.print(out);
-  bool firstElastic = true;
-  for (auto t : d.getTasks()) {
-    if (!t.getHasElastic()) continue;
-    out << (firstElastic ? "\n" : "")
-        << elasticText(t.getName().cStr(), t.getElastic(), t.getState().cStr(), d.getAnsweredAt()) << "\n";
-    firstElastic = false;
-  }
-  bool any = false;
-  Table reps({"REPLICA", "ATTEMPT", "STATE", "NODE", "PORT", "DECLARED", "GPUS", "EXIT", "RESTARTS", "REASON"});
-  for (auto t : d.getTasks())
-    for (auto r : t.getReplicas()) {
-      any = true;
-      reps.row({std::string(t.getName().cStr()) + "/" + r.getRole().cStr() + "/" + std::to_string(r.getIndex()),
-                std::to_string(r.getAttempt()), r.getState().cStr(), orDash(r.getNode().cStr()),
-                r.getPort() ? std::to_string(r.getPort()) : "-", orDash(r.getDeclaredPorts().cStr()),
-                orDash(r.getGpus().cStr()),
-                (r.getState() == "Exited" ? std::to_string(r.getExitCode()) : "-"), std::to_string(r.getRestarts()),
-                orDash(r.getReason().cStr())});
-    }
-  if (any) {
-    out << "\nReplicas:\n";
-    reps.print(out);
-  }
-  // A finished job whose replicas still hold their nodes (cleanup: none, or still stopping).
-  std::string state = j.getState().cStr();
-  if (state == "Succeeded" || state == "Failed" || state == "Cancelled") {
-    int running = 0, stopping = 0;
-    for (auto t : d.getTasks())
-      for (auto r : t.getReplicas()) {
-        running += r.getState() == "Placed" || r.getState() == "Starting" || r.getState() == "Running";
-        stopping += r.getState() == "Stopping";
-      }
-    if (running)
-      out << "\nThe job has finished but " << running << (running == 1 ? " replica is" : " replicas are")
-          << " still running (cleanup: none); `yardctl job cancel " << j.getName().cStr() << "` stops "
-          << (running == 1 ? "it" : "them") << ".\n";
-    if (stopping) out << "\n" << stopping << (stopping == 1 ? " replica is" : " replicas are") << " still stopping.\n";
-  }
-  if (!showEnv) return;
-  for (auto t : d.getTasks())
-    for (auto r : t.getReplicas()) {
-      out << "\nEnvironment of " << t.getName().cStr() << "/" << r.getRole().cStr() << "/" << r.getIndex()
-          << " (attempt " << r.getAttempt() << "):\n";
-      for (auto e : r.getEnv()) out << "  " << e.getName().cStr() << "=" << e.getValue().cStr() << "\n";
-    }
-}
-
-
 Json eventJson(api::Event::Reader e) {
   return {{"at", e.getAt()},
           {"task", e.getTask().cStr()},
@@ -216,20 +96,4 @@ Json eventJson(api::Event::Reader e) {
           {"reason", e.getReason().cStr()}};
 }
 
-// OWNER last: scripts that read the first columns by position keep working.
-std::vector<std::string> jobHeaders() { return {"NAME", "QUEUE", "STATE", "TASKS", "PRIORITY", "SUBMITTED", "OWNER"}; }
-
-std::vector<std::string> jobRow(api::JobSummary::Reader j) {
-  return {j.getName().cStr(), j.getQueue().cStr(), j.getState().cStr(),
-          std::to_string(j.getTasksDone()) + "/" + std::to_string(j.getTasksTotal()), std::to_string(j.getPriority()),
-          timeText(j.getSubmittedAt()), orDash(j.getOwner().cStr())};
-}
-
-std::vector<std::string> eventHeaders() { return {"TIME", "TASK", "REPLICA", "ATTEMPT", "EVENT", "REASON"}; }
-
-std::vector<std::string> eventRow(api::Event::Reader e) {
-  return {timeText(e.getAt()), orDash(e.getTask().cStr()), orDash(e.getReplica().cStr()),
-          std::to_string(e.getAttempt()), e.getType().cStr(), orDash(e.getReason().cStr())};
-}
-
-}  // namespace yard::ctl
+}  // namespace yard::api_json

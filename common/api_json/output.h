@@ -9,7 +9,7 @@
 #include "common/util/json.h"
 #include "schema/common.capnp.h"
 
-namespace yard::ctl {
+namespace yard::api_json {
 
 // A quota, capacity, allocation or request: {"cpuMillis", "memoryBytes", "gpu"}.
 inline Json resourcesJson(schema::Resources::Reader r) {
@@ -33,4 +33,4 @@ void printItems(Json& out, bool json, bool single, const std::vector<Item>& item
   if (single && out.size() == 1) out = Json(out.at(0));
 }
 
-}  // namespace yard::ctl
+}  // namespace yard::api_json

@@ -6,7 +6,7 @@
 
 #include "common/api_json/output.h"
 
-namespace yard::ctl {
+namespace yard::api_json {
 
 const char* stateText(api::QueueState s) {
   switch (s) {
@@ -96,4 +96,4 @@ Json replicaUsageJson(api::ReplicaUsage::Reader u) {
           {"cpuPercentOfRequest", percent ? percentJson(*percent) : Json(nullptr)}};
 }
 
-}  // namespace yard::ctl
+}  // namespace yard::api_json

@@ -8,7 +8,7 @@
 #include "common/util/json.h"
 #include "schema/api.capnp.h"
 
-namespace yard::ctl {
+namespace yard::api_json {
 
 const char* stateText(api::QueueState s);  // "running", "closed", "stopped"
 // A whole weight prints as an integer (2, not 2.0).
@@ -23,4 +23,4 @@ Json userJson(api::UserInfo::Reader u);
 std::optional<double> cpuPercentOfRequest(api::ReplicaUsage::Reader u);
 Json replicaUsageJson(api::ReplicaUsage::Reader u);
 
-}  // namespace yard::ctl
+}  // namespace yard::api_json

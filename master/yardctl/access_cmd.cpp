@@ -14,10 +14,14 @@
 #include "master/yardctl/report.h"
 #include "common/api_json/resource_output.h"
 #include "master/yardctl/time_flag.h"
+#include "master/yardctl/job_text.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
 namespace yard::ctl {
+
+using namespace yard::api_json;  // the shapes -o json shares with the HTTP API (common/api_json)
+
 namespace {
 
 int64_t nowMs() {

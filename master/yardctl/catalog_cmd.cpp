@@ -13,6 +13,9 @@
 #include "master/yardctl/table.h"
 
 namespace yard::ctl {
+
+using namespace yard::api_json;  // the shapes -o json shares with the HTTP API (common/api_json)
+
 namespace {
 
 constexpr int64_t kUnlimited = int64_t{1} << 60;  // the master's "no quota" value

@@ -8,10 +8,14 @@
 #include "common/util/json.h"
 #include "master/yardctl/client.h"
 #include "common/api_json/job_output.h"
+#include "master/yardctl/job_text.h"
 #include "master/yardctl/report.h"
 #include "master/yardctl/table.h"
 
 namespace yard::ctl {
+
+using namespace yard::api_json;  // the shapes -o json shares with the HTTP API (common/api_json)
+
 namespace {
 
 bool isFinal(const std::string& state) { return state == "Succeeded" || state == "Failed" || state == "Cancelled"; }

@@ -15,6 +15,9 @@
 #include "master/yardctl/table.h"
 
 namespace yard::ctl {
+
+using namespace yard::api_json;  // the shapes -o json shares with the HTTP API (common/api_json)
+
 namespace {
 
 struct LogsOptions {

@@ -29,7 +29,7 @@ void EventFeed::jobChanged(const JobEntry* before, const JobEntry& after, const 
     capnp::MallocMessageBuilder m;
     auto s = m.initRoot<api::JobSummary>();
     fillJobSummary(s, after);
-    publish(name, owner, "job", jsonLine(ctl::summaryJson(s.asReader())));
+    publish(name, owner, "job", jsonLine(api_json::summaryJson(s.asReader())));
   }
   for (size_t i = 0; i < after.tasks.size(); ++i) {
     const auto& t = after.tasks[i].rec;

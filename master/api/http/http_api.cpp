@@ -180,7 +180,7 @@ void HttpApi::apiRoute(const Ctx& c, const std::vector<std::string>& seg) {
   if (c.token.empty())
     return c.error(401, "not authenticated: log in (POST /api/v1/login) or send Authorization: Bearer <token>");
   if (what == "whoami" && n == 3) {
-    if (only(get, "GET")) unary(c, [](auto r) { r.setWhoami(); }, [c](auto resp) { c.json(200, ctl::userJson(resp.getUser())); });
+    if (only(get, "GET")) unary(c, [](auto r) { r.setWhoami(); }, [c](auto resp) { c.json(200, api_json::userJson(resp.getUser())); });
     return;
   }
   // The task kinds' rules (common/spec/kinds.h), which the console's palette and forms read.
@@ -259,7 +259,7 @@ void HttpApi::login(const Ctx& c) {
   unary(withToken, [](auto r) { r.setWhoami(); }, [c, token](api::Response::Reader r) {
     // The token itself is the session: each request re-checks it, so revoking it logs the
     // browser out at once, and a restart of the master does not.
-    c.reply(HttpReply{200, "application/json", jsonLine(ctl::userJson(r.getUser())),
+    c.reply(HttpReply{200, "application/json", jsonLine(api_json::userJson(r.getUser())),
                       {{"Set-Cookie", std::string(kCookie) + "=" + token +
                                           "; Path=/; Max-Age=43200; HttpOnly; Secure; SameSite=Strict"}}});
   });

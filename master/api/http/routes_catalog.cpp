@@ -11,8 +11,8 @@ void HttpApi::queues(const Ctx& c, const std::vector<std::string>& seg) {
   listOrShow(c, seg, [](api::Request::Builder r) { r.setQueueList(); },
              [](api::Request::Builder r, const std::string& q) { r.setQueueShow(q); },
              [](api::Response::Reader r, bool list) -> Json {
-               if (!list) return ctl::queueJson(r.getQueue());
-               return itemsOf(r.getQueues(), ctl::queueJson);
+               if (!list) return api_json::queueJson(r.getQueue());
+               return itemsOf(r.getQueues(), api_json::queueJson);
              });
 }
 
@@ -20,8 +20,8 @@ void HttpApi::datasets(const Ctx& c, const std::vector<std::string>& seg) {
   listOrShow(c, seg, [](api::Request::Builder r) { r.setDatasetList(); },
              [](api::Request::Builder r, const std::string& d) { r.setDatasetShow(d); },
              [](api::Response::Reader r, bool list) -> Json {
-               if (!list) return ctl::datasetJson(r.getDataset());
-               return itemsOf(r.getDatasets(), ctl::datasetJson);
+               if (!list) return api_json::datasetJson(r.getDataset());
+               return itemsOf(r.getDatasets(), api_json::datasetJson);
              });
 }
 

@@ -47,7 +47,7 @@ void HttpApi::listJobs(const Ctx& c) {
         [c, end = offset.value() + limit.value()](api::Response::Reader r) {
           // Newest first, one page: the client API fills only the page's summaries.
           Json items = Json::array();
-          for (auto j : r.getJobs()) items.push_back(ctl::summaryJson(j));
+          for (auto j : r.getJobs()) items.push_back(api_json::summaryJson(j));
           Json next = end < r.getTotal() ? Json(std::to_string(end)) : Json(nullptr);
           c.json(200, Json{{"items", std::move(items)}, {"total", r.getTotal()}, {"nextCursor", next}});
         });
@@ -99,7 +99,7 @@ void HttpApi::jobPart(const Ctx& c, const std::string& job, const std::vector<st
     if (!get) return notAllowed("GET, DELETE");
     bool env = param(c.req, "env") == "true";
     return unary(c, [job](auto r) { r.setJobShow(job); },
-                 [c, env](api::Response::Reader r) { c.json(200, ctl::detailJson(r.getJob(), env)); });
+                 [c, env](api::Response::Reader r) { c.json(200, api_json::detailJson(r.getJob(), env)); });
   }
   const std::string& part = rest[0];
   if (part == "cancel" && rest.size() == 1) {
@@ -111,16 +111,16 @@ void HttpApi::jobPart(const Ctx& c, const std::string& job, const std::vector<st
   if (!get) return notAllowed("GET");
   if (part == "events" && rest.size() == 1)
     return unary(c, [job](auto r) { r.setJobEvents(job); },
-                 [c](api::Response::Reader r) { c.json(200, itemsOf(r.getEvents(), ctl::eventJson)); });
+                 [c](api::Response::Reader r) { c.json(200, itemsOf(r.getEvents(), api_json::eventJson)); });
   if (part == "top" && rest.size() == 1)
     return unary(c, [job](auto r) { r.setJobTop(job); },
-                 [c](api::Response::Reader r) { c.json(200, itemsOf(r.getUsage(), ctl::replicaUsageJson)); });
+                 [c](api::Response::Reader r) { c.json(200, itemsOf(r.getUsage(), api_json::replicaUsageJson)); });
   if (part == "tasks" && rest.size() <= 3) {
     std::string task = rest.size() > 1 ? rest[1] : "";
     if (rest.size() == 3 && rest[2] != "replicas") return c.error(404, "no such API: " + c.req.path);
     bool replicas = rest.size() == 3;
     return unary(c, [job](auto r) { r.setJobShow(job); }, [c, job, task, replicas](api::Response::Reader r) {
-      Json detail = ctl::detailJson(r.getJob(), false);
+      Json detail = api_json::detailJson(r.getJob(), false);
       if (task.empty()) return c.json(200, Json{{"items", detail["tasks"]}});
       for (auto& t : detail["tasks"])
         if (t["name"] == task) return c.json(200, replicas ? Json{{"items", t["replicas"]}} : t);
