@@ -1,6 +1,7 @@
 # yard-shim tests: option parsing in-process, everything else against the real binary (daemonizing,
 # mount namespaces and cgroups only mean something in a real process).
-add_executable(yard_shim_tests shim_test.cpp no_follow_test.cpp)
+add_executable(yard_shim_tests shim_run_test.cpp shim_mounts_test.cpp shim_lease_test.cpp shim_exec_test.cpp
+               shim_guard_test.cpp shim_options_test.cpp no_follow_test.cpp)
 target_include_directories(yard_shim_tests PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(yard_shim_tests PRIVATE yard_shim_core yard_test_main)
 target_compile_definitions(yard_shim_tests PRIVATE YARD_SHIM="$<TARGET_FILE:yard-shim>")

@@ -1,0 +1,270 @@
+# The chaos suite's checks (tests/chaos/chaos.py) of the promises of docs/reliability.md: the
+# monitor sampling while the faults run (3: no node over-committed, no port given twice), and
+# after them 1: every acknowledged job final, 2: no two processes of one rank alive at once,
+# 4: nothing left behind; plus the times to re-place the ranks of a lost node.
+import os, statistics, threading, time
+
+import cluster
+from cluster import AGENT_CPU, AGENT_MEM, DRAIN_S, TAG, alive, ctr, fail, records, say, tmp, yardctl, yjson
+
+# ---------------------------------------------------------------------------------------------
+# The monitor: no node over-committed, no port given twice, sampled while the faults run
+
+class Monitor:
+    def __init__(self, workload):
+        self.workload = workload
+        self.stop = threading.Event()
+        self.samples = 0
+        self.port_samples = 0
+        self.violations = []
+        self.peak = {}  # node -> (cpu, mem)
+
+    def cgroup_use(self, n):
+        cpu = mem = 0.0
+        base = "yard/%s-%d" % (TAG, n)
+        groups = set()
+        for ctl in ("cpu", "memory"):
+            d = os.path.join("/sys/fs/cgroup", ctl, base)
+            try:
+                groups |= set(x for x in os.listdir(d) if os.path.isdir(os.path.join(d, x)))
+            except OSError:
+                pass
+        for g in groups:
+            cg = os.path.join("/sys/fs/cgroup/cpu", base, g)
+            mg = os.path.join("/sys/fs/cgroup/memory", base, g)
+            if not self.has_procs(cg) and not self.has_procs(mg):
+                continue
+            try:
+                q = int(open(cg + "/cpu.cfs_quota_us").read())
+                p = int(open(cg + "/cpu.cfs_period_us").read())
+                if q > 0:
+                    cpu += q / p
+            except (OSError, ValueError):
+                pass
+            try:
+                m = int(open(mg + "/memory.limit_in_bytes").read())
+                if m < (1 << 50):
+                    mem += m
+            except (OSError, ValueError):
+                pass
+        return cpu, mem
+
+    def has_procs(self, d):
+        for root, _, files in os.walk(d):
+            try:
+                if "cgroup.procs" in files and open(os.path.join(root, "cgroup.procs")).read().strip():
+                    return True
+            except OSError:
+                pass
+        return False
+
+    @staticmethod
+    def live_ports(names):
+        """(node, port) -> [who] of the live replicas of these jobs, one `job show` each."""
+        live = {}
+        for name in names:
+            j = yjson("job", "show", name)
+            if not j or j["job"]["state"] in ("Succeeded", "Failed", "Cancelled"):
+                continue
+            for t in j["tasks"]:
+                for r in t["replicas"]:
+                    if r["state"] in ("Placed", "Starting", "Running", "Stopping") and r.get("port"):
+                        who = "%s/%s/%s/%d#%d %s" % (name, t["name"], r["role"], r["index"], r["attempt"], r["state"])
+                        live.setdefault((r["node"], r["port"]), []).append(who)
+        return live
+
+    def check_ports(self):
+        # The jobs are read one after another, so a port freed and given again between two
+        # reads looks doubled: a collision counts only if a second read of both jobs shows it.
+        for key, whos in self.live_ports(list(self.workload.acked)).items():
+            if len(whos) < 2:
+                continue
+            again = self.live_ports(sorted(set(w.split("/")[0] for w in whos))).get(key, [])
+            if len(again) >= 2:
+                self.violations.append("port %d on %s given to %s at once" % (key[1], key[0], " and ".join(again)))
+        self.port_samples += 1
+
+    def run(self):
+        last_ports = 0
+        while not self.stop.is_set():
+            for n in (1, 2, 3):
+                cpu, mem = self.cgroup_use(n)
+                pc, pm = self.peak.get(n, (0, 0))
+                self.peak[n] = (max(pc, cpu), max(pm, mem))
+                if cpu > AGENT_CPU + 1e-6 or mem > AGENT_MEM:
+                    self.violations.append("node-%d over-committed: cpu %.2f of %.1f, memory %d MiB of %d MiB"
+                                           % (n, cpu, AGENT_CPU, mem / 2**20, AGENT_MEM / 2**20))
+            self.samples += 1
+            if time.monotonic() - last_ports >= 1.0:
+                last_ports = time.monotonic()
+                try:
+                    self.check_ports()
+                except Exception as e:  # a yardctl answer mid-restart; the next sample retries
+                    say("port sample: %r" % e)
+            self.stop.wait(0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# The invariants
+
+FINAL = ("Succeeded", "Failed", "Cancelled")
+
+
+def check_final(workload):
+    """1: every acknowledged job reaches a final state (or is gone after a delete), explained by an event."""
+    deadline = time.monotonic() + DRAIN_S
+    state = {}
+    while time.monotonic() < deadline:
+        open_jobs = []
+        for name, w in workload.acked.items():
+            j = yjson("job", "show", name)
+            if j is None:
+                r = yardctl("job", "show", name)
+                gone = r.returncode != 0 and "does not exist" in r.stderr + r.stdout
+                state[name] = "gone" if gone else "?"
+                if not gone or not w["deleted"]:
+                    open_jobs.append(name)
+            else:
+                state[name] = j["job"]["state"]
+                if state[name] not in FINAL:
+                    open_jobs.append(name)
+        if not open_jobs:
+            break
+        time.sleep(1)
+    took = DRAIN_S - (deadline - time.monotonic())
+    say("drain: %d jobs final after %.0fs: %s" % (len(state), took, " ".join(
+        "%s=%d" % (s, list(state.values()).count(s)) for s in sorted(set(state.values())))))
+    for name, w in workload.acked.items():
+        s = state.get(name)
+        if s == "gone":
+            if not w["deleted"]:
+                fail("job %s was acknowledged and is gone though nobody deleted it" % name)
+            continue
+        if s not in FINAL:
+            fail("job %s is %s %ds after the faults stopped: %s" % (name, s, DRAIN_S, yardctl("job", "show", name).stdout[-1500:]))
+            continue
+        ev = yjson("job", "events", name) or []
+        job_ev = [e for e in ev if e["task"] == "" and e["replica"] == ""]
+        if not job_ev or job_ev[-1]["type"] != s:  # the job's last event is its final state
+            fail("job %s is %s but its last job event is %s: %s" % (
+                name, s, job_ev[-1]["type"] if job_ev else "none", [(e["task"], e["type"], e["reason"]) for e in ev][-8:]))
+    return state
+
+
+def read_records():
+    recs = []
+    for fn in os.listdir(records):
+        try:
+            lines = open(os.path.join(records, fn)).read().split("\n")
+        except OSError:
+            continue
+        head = lines[0].split()
+        if len(head) != 9 or head[0] != "start":
+            continue
+        times = [int(l.split()[1]) for l in lines[1:] if l.startswith(("hb ", "end ")) and len(l.split()) >= 2]
+        start_t = int(head[8])
+        recs.append({"rank": tuple(head[1:5]), "attempt": head[5], "pid": head[6], "node": head[7],
+                     "start": start_t, "last": max([start_t] + times), "ended": any(l.startswith("end ") for l in lines)})
+    return recs
+
+
+def overlaps(recs):
+    """Pairs of processes of one rank alive at once, beyond the clocks' noise: (worst ms, pairs)."""
+    by_rank = {}
+    for r in recs:
+        by_rank.setdefault(r["rank"], []).append(r)
+    worst, bad = 0, []
+    for rank, rs in by_rank.items():
+        for i in range(len(rs)):
+            for k in range(i + 1, len(rs)):
+                a, b = rs[i], rs[k]
+                ov = min(a["last"], b["last"]) - max(a["start"], b["start"])
+                noise = 20 if a["pid"].startswith("c") or b["pid"].startswith("c") else 5
+                if ov > noise:
+                    bad.append((ov, rank, a, b))
+                worst = max(worst, ov if ov > noise else 0)
+    return worst, bad, by_rank
+
+
+def selftest():
+    """The overlap check can fail: two copies of a rank 100 ms together are caught, a gap is not."""
+    a = {"rank": ("j", "t", "r", "0"), "attempt": "0", "pid": "1", "node": "n1", "start": 1000, "last": 2000}
+    assert overlaps([a, dict(a, attempt="1", pid="2", start=1900, last=3000)])[0] == 100
+    assert overlaps([a, dict(a, attempt="1", pid="2", start=2003, last=3000)])[0] == 0
+
+
+def check_overlaps(recs):
+    """2: no two processes of one rank alive at once."""
+    worst, bad, by_rank = overlaps(recs)
+    for ov, rank, a, b in sorted(bad, key=lambda x: x[0], reverse=True)[:10]:
+        fail("rank %s ran twice for %d ms: attempt %s pid %s on %s [%d, %d] and attempt %s pid %s on %s [%d, %d]" % (
+            "/".join(rank), ov, a["attempt"], a["pid"], a["node"], a["start"], a["last"],
+            b["attempt"], b["pid"], b["node"], b["start"], b["last"]))
+    if cluster.use_containers and not any(r["pid"].startswith("c") for r in recs):
+        fail("no container rank left a record (containers were on)")
+    say("invariant 2: %d processes (%d in containers) of %d ranks recorded; worst overlap %d ms%s" % (
+        len(recs), sum(r["pid"].startswith("c") for r in recs), len(by_rank), worst, " (%d overlapping pairs)" % len(bad) if bad else ""))
+    return worst
+
+
+def replacement_times(recs, faults):
+    """For each long agent kill or cut: the time from it to its ranks running elsewhere."""
+    out = []
+    for node, at, what in faults.kills:
+        if not what:
+            continue
+        delays = []
+        for r in recs:
+            if r["node"] != "node-%d" % node or not (r["start"] <= at <= r["last"] + 150):
+                continue
+            later = [x["start"] for x in recs if x["rank"] == r["rank"] and x["start"] > at and x["node"] != r["node"]]
+            if later:
+                delays.append(min(later) - at)
+        if delays:
+            out.append((what, at, delays))
+            say("%s of node-%d: %d ranks ran elsewhere after %d..%d ms (median %d)" % (
+                what, node, len(delays), min(delays), max(delays), statistics.median(delays)))
+    return out
+
+
+def check_leftovers(recs):
+    """4: nothing left once everything is stopped."""
+    for name in [j["name"] for j in (yjson("job", "list") or [])]:
+        yardctl("job", "delete", name)
+    left = []
+    for _ in range(60):
+        left = []
+        if (yjson("job", "list") or []) != []:
+            left.append("jobs still listed")
+        for r in recs:
+            if not r["pid"].startswith("c") and alive(int(r["pid"])):
+                with open("/proc/%s/cmdline" % r["pid"], "rb") as f:
+                    if b"rank.py" in f.read():
+                        left.append("replica process %s (%s) alive" % (r["pid"], "/".join(r["rank"])))
+        for n in (1, 2, 3):
+            for ctl in ("cpu", "memory", "pids"):
+                d = "/sys/fs/cgroup/%s/yard/%s-%d" % (ctl, TAG, n)
+                if os.path.isdir(d):
+                    left += ["cgroup %s/%s" % (d, x) for x in os.listdir(d) if os.path.isdir(os.path.join(d, x))]
+            rd = os.path.join(tmp, "agent%d" % n, "replicas")
+            for x in os.listdir(rd) if os.path.isdir(rd) else []:
+                try:
+                    spid = int(open(os.path.join(rd, x, "shim.pid")).read())
+                    if alive(spid):
+                        left.append("shim %d of replica %s on node-%d alive" % (spid, x, n))
+                except (OSError, ValueError):
+                    pass
+        if cluster.use_containers:
+            t = ctr("tasks", "ls", "-q").stdout.split()
+            if t:
+                left.append("containers running: %s" % " ".join(t))
+        mounts = [l.split()[1] for l in open("/proc/mounts") if "/agent" in l.split()[1] and l.split()[1].startswith(tmp)]
+        left += ["mount %s" % m for m in mounts]
+        if not left:
+            break
+        time.sleep(1)
+    for x in left[:20]:
+        fail("left behind after every job was deleted: " + x)
+    if not left:
+        say("invariant 4: no processes, cgroups, shims, containers or mounts left")
+
