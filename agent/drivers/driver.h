@@ -2,8 +2,9 @@
 // The narrow interface every way of running a replica implements (Nomad's DriverPlugin):
 // start, inspect (non-blocking), signal, stopAt, exec, stats, destroy and recover. The runner
 // drives it from one thread; no call blocks for long. Besides the per-replica calls, the
-// agent's main calls two driver-wide ones on that same thread, each once: recoverAll()
-// after the runner has recovered what it found on disk, and shutdown() when the agent stops.
+// Agent object (agent/daemon/agent.h) calls two driver-wide ones on that same thread, each
+// once: recoverAll() after the runner has recovered what it found on disk, and shutdown()
+// when the agent stops.
 
 #include <sys/types.h>
 

@@ -224,7 +224,7 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
       return beat();
     }
     case agentapi::AgentResponse::ARCHIVED: break;  // answers the log shipper, on its own connection
-    case agentapi::AgentResponse::JOINED: break;    // answers agent/bootstrap.cpp, before the link exists
+    case agentapi::AgentResponse::JOINED: break;    // answers agent/link/bootstrap.cpp, before the link exists
     case agentapi::AgentResponse::DESIRED: {
       std::vector<DesiredReplica> desired;
       for (auto d : resp.getDesired().getReplicas()) {

@@ -37,7 +37,7 @@ class MasterLink {
   void beatSoon();
   // Set once the agent API is listening (0 = none), before start().
   void setAgentPort(uint16_t port) { agentPort_ = port; }
-  // The node's certificate and the cluster CA (agent/bootstrap.h), before start().
+  // The node's certificate and the cluster CA (agent/link/bootstrap.h), before start().
   void setTls(wire::ClientTls tls) { tls_ = std::move(tls); }
   // The previous agent process stopped on a signal (a planned restart): the first
   // registration says so, so the master does not count it as a lost connection.

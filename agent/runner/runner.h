@@ -100,7 +100,7 @@ class Runner {
   };
   std::optional<ExecTarget> execTarget(const ReplicaKey& key) const;
 
-  // What /metrics shows of each replica attempt held (agent/metrics.h).
+  // What /metrics shows of each replica attempt held (agent/node/metrics.h).
   struct View {
     ReplicaKey key;
     std::string job, task, role;
@@ -113,14 +113,14 @@ class Runner {
     int64_t memoryLimitBytes = 0;        // its spec's memory
   };
   std::vector<View> view() const;
-  // Counts starts, their latency and OOM kills (agent/metrics.h); null = not counted.
+  // Counts starts, their latency and OOM kills (agent/node/metrics.h); null = not counted.
   AgentMetrics* metrics = nullptr;
 
   // Called when a report changed (so the agent heartbeats soon).
   std::function<void()> onChange;
   // Called once an attempt has ended (also for ended ones recover() finds), with its
   // directory; and asked before a directory is removed: true keeps it for now (its output
-  // is still being shipped to the master's log archive; agent/log_shipper.h).
+  // is still being shipped to the master's log archive; agent/link/log_shipper.h).
   std::function<void(const ReplicaKey&, const std::string& dir, const ReplicaSpec&)> onEnded;
   std::function<bool(const ReplicaKey&)> holdRemoval;
 

@@ -14,7 +14,7 @@
 //
 // The rules themselves (who may do what) are the small pure functions in namespace `rules`
 // below, tested by tables (tests/unit/master/access_test.cpp); the client API applies them
-// (master/client_api_access.cpp).
+// (master/api/client/access.cpp).
 //
 // REQUIRES: every method runs on the io thread, except where noted. Completions are posted
 // back to it. The io_context and the store outlive Access.

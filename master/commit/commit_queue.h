@@ -91,7 +91,7 @@ class CommitQueue {
   std::shared_ptr<Lifeline> lifeline_ = std::make_shared<Lifeline>();
   std::map<std::string, int> inFlight_;  // keys with an operation running (always 1)
   bool exclusive_ = false;
-  metrics::Histogram* commitTime_ = nullptr;  // outlives the queue (master/metrics.h)
+  metrics::Histogram* commitTime_ = nullptr;  // outlives the queue (master/metrics/metrics.h)
   // Operations waiting, in arrival order; each runs once its key (and the exclusive slot)
   // is free. Order is kept per key.
   std::deque<std::pair<std::string, Op>> waiting_;

@@ -3,7 +3,7 @@
 // agents' reports and the timers, and the scheduling pass that turns queued gangs into
 // placed replicas through the pure scheduler. What the rules *are* lives elsewhere: the
 // task and DAG policy in master/lifecycle (pure), each framework kind's rules in
-// master/frameworks, the checks of a submission in master/submission.h. This class keeps
+// master/frameworks, the checks of a submission in master/jobs/submission.h. This class keeps
 // the working copy and commits every change through one CommitQueue: a change is
 // computed on a copy of the job, committed, and applied here only once durable.
 //
@@ -130,7 +130,7 @@ class JobRegistry {
   std::function<void(const std::set<std::string>&)> onNodesChanged;
   // Called after every committed change to a job, with the job before (null: just
   // submitted), after (its record says deleted when it is gone) and the events committed with
-  // it: the HTTP API's event stream (master/http/event_feed.h).
+  // it: the HTTP API's event stream (master/api/http/event_feed.h).
   std::function<void(const JobEntry* before, const JobEntry& after, const lifecycle::Events& events)> onJobChanged;
 
   // Runs one scheduling pass now unless one is committing; coalesces requests.
@@ -139,7 +139,7 @@ class JobRegistry {
   // Called after every committed pass that placed something (tests, metrics).
   std::function<void(size_t placed)> onPlaced;
   // Times scheduling passes and this registry's commits, counts submissions and autoscaler
-  // decisions (master/metrics.h); without it nothing is measured.
+  // decisions (master/metrics/metrics.h); without it nothing is measured.
   void setMetrics(MasterMetrics* metrics);
   std::function<void(const std::string&)> log;
 

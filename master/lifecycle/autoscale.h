@@ -1,7 +1,7 @@
 #pragma once
 // The elastic autoscaler's decision, pure: given a task's workers, their measured CPU, the
 // clock and the task's recent recommendations, how many workers it should have. Applied by
-// the job registry (master/jobs_elastic.cpp); decided here once and tested by tables.
+// the job registry (master/jobs/elastic_controller.cpp); decided here once and tested by tables.
 //
 // The rule (docs/master.md, "Elastic scaling"):
 //   - utilisation = mean over Running, settled workers of cpu used / cpu requested; a worker

@@ -1,7 +1,8 @@
 #pragma once
 // Elastic tasks (mode: elastic) change their worker count while they run. These pure
 // functions apply a scale change to a copy of the job, like the rest of the policy; the
-// decision itself is autoscale.h's, the orchestration the registry's (jobs_elastic.cpp).
+// decision itself is autoscale.h's, the orchestration the elastic controller's
+// (master/jobs/elastic_controller.h).
 //
 //   scale-out: desired = N and scaleSince = now (event ScaleOutRequested); the scheduling
 //              pass places the missing workers as one gang (ScaleOutPending while it cannot,

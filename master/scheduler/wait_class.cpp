@@ -41,7 +41,7 @@ WaitClass classifyWait(std::string_view r) {
     if (endsWith(r, " stopped") || endsWith(r, " does not exist")) return WaitClass::Queue;
     return WaitClass::Other;
   }
-  // A job array's members held back by its maxRunning (master/jobs_dispatch.cpp): a limit on
+  // A job array's members held back by its maxRunning (master/jobs/scheduling_pass.cpp): a limit on
   // running jobs, like a queue's.
   if (startsWith(r, "job array ") && has(r, "(maxRunning ")) return WaitClass::Quota;
   if (startsWith(r, "behind ")) return WaitClass::Behind;

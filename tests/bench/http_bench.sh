@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The HTTP API's costs (docs/benchmarks.md, "HTTP API and console"), on masters with no agents
+# The HTTP API's costs (docs/benchmarks.md, "HTTP API: a page of 10,000 jobs, and 50 open event streams"), on masters with no agents
 # (jobs stay queued, so the numbers are the API's, not the workload's):
 #  - GET /api/v1/jobs?limit=50 with 10,000 jobs in the master: median latency, against
 #    GET /api/v1/whoami (a request that does nothing) in the same run;

@@ -12,7 +12,7 @@
 namespace yard::fuzz {
 namespace {
 
-// What the master's submission check (master/submission.cpp) runs on a spec from the wire
+// What the master's submission check (master/jobs/submission.cpp) runs on a spec from the wire
 // before anything else looks at it: the size and NUL limits, then the validator.
 void checkSubmittedSpec(schema::Job::Reader job) {
   if (spec::checkSpecLimits(job).empty()) (void)spec::validateJob(job);

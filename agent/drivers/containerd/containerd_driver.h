@@ -56,7 +56,7 @@ struct ContainerdOptions {
   // it has no stdin and no console (docs/exec.md, "Containers").
   std::string runc = "/usr/sbin/runc";
   std::string runcRoot;  // "" = /run/containerd/runc/<ns>, the runc shim's default
-  AgentMetrics* metrics = nullptr;  // times image pulls (agent/metrics.h); may stay null
+  AgentMetrics* metrics = nullptr;  // times image pulls (agent/node/metrics.h); may stay null
 };
 
 // "busybox" -> "docker.io/library/busybox:latest"; "127.0.0.1:5000/a/b" -> "...:latest";

@@ -68,7 +68,7 @@ std::string pullFailure(const std::string& ctr, const std::string& logPath, int 
   return why;
 }
 
-// Reports one pull to the metrics (agent/metrics.h) when it goes out of scope: "failed"
+// Reports one pull to the metrics (agent/node/metrics.h) when it goes out of scope: "failed"
 // unless the pull set another outcome.
 struct PullTimer {
   AgentMetrics* metrics;

@@ -1,4 +1,4 @@
-// Who may make each client request (the rules in master/access.h applied to requests), the
+// Who may make each client request (the rules in master/access/access.h applied to requests), the
 // audit trail, and yardctl user, token, grant, node delete, audit and whoami.
 #include <cassert>
 

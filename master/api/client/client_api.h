@@ -4,13 +4,13 @@
 // read on the read thread is done). Runs on the io thread.
 //
 // handle() only dispatches: one handler per resource, each in its own file —
-// client_api_catalog.cpp (queues, datasets), client_api_jobs.cpp (jobs and their events),
-// client_api_nodes.cpp (nodes), client_api_logs.cpp (logs, top), client_api_exec.cpp (the
-// exec channel and yardctl exec), client_api_access.cpp (users, tokens, grants, audit, and
+// catalog.cpp (queues, datasets), jobs.cpp (jobs and their events),
+// nodes.cpp (nodes), logs.cpp (logs, top), exec.cpp (the
+// exec channel and yardctl exec), access.cpp (users, tokens, grants, audit, and
 // who may make each request).
 //
 // Every request but `ping` (and the exec channel, which has its own per-job token) carries an
-// API token: handle() authenticates it, authorizes the request (rules in master/access.h) and
+// API token: handle() authenticates it, authorizes the request (rules in master/access/access.h) and
 // records refusals and changes in the audit trail before answering (docs/security.md).
 
 #include <chrono>
@@ -143,7 +143,7 @@ class ClientApi {
   // Every second while following a job: adds its newly started replicas, ends when it has.
   void watchLogs(const std::shared_ptr<Relay>& relay);
 
-  // Authentication, authorization and audit (client_api_access.cpp). The request's name in
+  // Authentication, authorization and audit (access.cpp). The request's name in
   // the audit trail ("job.submit"), whether it changes anything, and what it names.
   struct RequestInfo {
     const char* name;
@@ -163,7 +163,7 @@ class ClientApi {
   void fillUser(api::UserInfo::Builder out, const store::UserRecord& u) const;
   void auditQuery(api::AuditQuery::Reader q, ClientAnswer a);
   void deleteNode(const std::string& name, const ClientAnswer& a);
-  // yardctl usage (client_api_usage.cpp): per-job usage rows from the store, on the read thread.
+  // yardctl usage (usage.cpp): per-job usage rows from the store, on the read thread.
   void usage(api::UsageQuery::Reader query, ClientAnswer a);
 
   // One handler per resource. REQUIRES: `req` is a request about that resource.
@@ -187,7 +187,7 @@ class ClientApi {
   void startNextLog(const std::shared_ptr<Relay>& relay);
   void top(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& job);
   void exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::ExecRequest::Reader request);
-  // yardctl exec (client_api_exec.cpp, docs/exec.md): sessions by connection and request id,
+  // yardctl exec (exec.cpp, docs/exec.md): sessions by connection and request id,
   // for the execInput frames that name them.
   struct UserExec;
   void userExec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::UserExecRequest::Reader request,

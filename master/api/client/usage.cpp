@@ -1,5 +1,5 @@
 // yardctl usage (docs/security.md, "Usage accounting"): the per-job rows the job registry
-// stores (master/usage_ledger.h), read on the read thread and summed by user, queue or job.
+// stores (master/access/usage_ledger.h), read on the read thread and summed by user, queue or job.
 // Users see their own jobs' rows only; admins everyone's (or one user's).
 #include <map>
 

@@ -92,7 +92,7 @@ TEST_CASE("agent config: bad values name the key, the rule and the value") {
   c.name = "bad name";
   CHECK(checkAgentConfig(c) == "name: \"bad name\" must be 1-63 characters of [A-Za-z0-9._-]");
   c.name = "ok";
-  // No token is fine: a node with its certificate needs none (agent/bootstrap.h).
+  // No token is fine: a node with its certificate needs none (agent/link/bootstrap.h).
   c.token = "";
   CHECK(checkAgentConfig(c) == "");
 }

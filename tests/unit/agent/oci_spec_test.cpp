@@ -1,4 +1,4 @@
-// The container replica's OCI spec (agent/oci_spec.h): what runs, with what environment and
+// The container replica's OCI spec (agent/drivers/containerd/oci_spec.h): what runs, with what environment and
 // identity, and the safe defaults every container gets. The spec is checked as JSON text;
 // runc itself runs it in tests/e2e/containers_test.sh.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// torchrun's worker-group restarts counted from a replica's output (agent/worker_restarts.h):
+// torchrun's worker-group restarts counted from a replica's output (agent/runner/worker_restarts.h):
 // the lines of torch 1.13's elastic agent, at the default log level and at INFO, in pieces;
 // the workers' own teed output never counts.
 #include <catch2/catch.hpp>

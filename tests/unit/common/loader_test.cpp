@@ -205,7 +205,7 @@ TEST_CASE("a NUL inside a value is an error naming the field and the position", 
              Catch::Contains("must not contain a NUL character (found at byte 2 of the key, line 2, column 1)"));
 }
 
-// The same limits bind the loader and the master (master/submission.cpp): a normalised spec
+// The same limits bind the loader and the master (master/jobs/submission.cpp): a normalised spec
 // over kMaxNormalisedSpecBytes, and a NUL in a text that no loader produced.
 TEST_CASE("limits on the normalised spec", "[loader]") {
   auto ok = loadJobSpec(cjob(kC));

@@ -1,4 +1,4 @@
-// Users, tokens and grants (master/access.h): the rules by table, the token format, and
+// Users, tokens and grants (master/access/access.h): the rules by table, the token format, and
 // Access over a real store in a temp dir (what survives a restart, the admin's first token,
 // what a user's deletion takes with it).
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// The commit-then-apply rule (master/commit_queue.h) decided once: operations on one key run
+// The commit-then-apply rule (master/commit/commit_queue.h) decided once: operations on one key run
 // one at a time in arrival order, each after the previous one's write is applied; keys
 // overlap; an exclusive operation holds every key while it commits; tryRun drops work on a
 // busy key; completions after the queue is gone touch nothing. A real store underneath.
@@ -38,7 +38,7 @@ struct Fixture {
       log.push_back("start " + name);
       store::QueueRecord q;
       q.name = name;
-      q.state = "running";
+      q.state = QueueState::Running;
       q.placement = "binpack";
       slot.commit([q](store::Tx& tx) { tx.upsertQueue(q); }, [name, &log](Result<bool> r) {
         log.push_back("apply " + name + (r ? "" : " failed"));

@@ -1,4 +1,4 @@
-// Where datasets may live (master/dataset_paths.h): the pure rule, by table.
+// Where datasets may live (master/catalog/dataset_paths.h): the pure rule, by table.
 #include <catch2/catch.hpp>
 
 #include <stdlib.h>

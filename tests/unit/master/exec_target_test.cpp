@@ -1,4 +1,4 @@
-// Which replica yardctl exec runs in (master/exec_target.h), as a table: a job built from a
+// Which replica yardctl exec runs in (master/frameworks/exec_target.h), as a table: a job built from a
 // spec, its replicas placed and moved to states by hand, and the query's answer (the chosen
 // replica, or the message for the person at the terminal).
 #include <catch2/catch.hpp>

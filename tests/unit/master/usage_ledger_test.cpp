@@ -1,4 +1,4 @@
-// Usage accounting (master/usage_ledger.h): what samples add up to, when rows go out, and the
+// Usage accounting (master/access/usage_ledger.h): what samples add up to, when rows go out, and the
 // store's rows, which only grow and outlive their jobs.
 #include <catch2/catch.hpp>
 

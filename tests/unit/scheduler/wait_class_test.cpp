@@ -119,7 +119,7 @@ TEST_CASE("wait class names are the label values the docs list", "[wait_class]")
   for (WaitClass c : kWaitClasses) names.push_back(waitClassName(c));
   CHECK(names == std::vector<std::string>{"quota", "capacity", "gpus", "ports", "queue", "behind", "dependencies", "other"});
   CHECK(classifyWait("waiting for the scheduler") == WaitClass::Other);
-  // Written by the job registry (master/jobs_dispatch.cpp), not the scheduler.
+  // Written by the job registry (master/jobs/scheduling_pass.cpp), not the scheduler.
   CHECK(classifyWait("job array sweep has 2 of its jobs running (maxRunning 2)") == WaitClass::Quota);
   CHECK(classifyWait("restarting as attempt 2 after replica worker-0 exited 1") == WaitClass::Other);
 }
