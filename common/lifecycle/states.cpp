@@ -15,6 +15,9 @@ constexpr std::array<std::string_view, 11> kCause = {"",           "Exited",    
                                                      "AgentFailure", "NodeLost",       "StoppedByUser",
                                                      "StoppedByPolicy", "RestartLimitExceeded"};
 
+constexpr std::array<std::string_view, 3> kNode = {"ready", "draining", "down"};
+constexpr std::array<std::string_view, 3> kQueue = {"running", "closed", "stopped"};
+
 template <typename E, size_t N>
 std::optional<E> parse(const std::array<std::string_view, N>& names, std::string_view s) {
   for (size_t i = 0; i < N; ++i)
@@ -48,9 +51,13 @@ std::string_view toText(ReplicaState s) { return kReplica.at(static_cast<size_t>
 std::string_view toText(TaskState s) { return kTask.at(static_cast<size_t>(s)); }
 std::string_view toText(JobState s) { return kJob.at(static_cast<size_t>(s)); }
 std::string_view toText(EndCause c) { return kCause.at(static_cast<size_t>(c)); }
+std::string_view toText(NodeState s) { return kNode.at(static_cast<size_t>(s)); }
+std::string_view toText(QueueState s) { return kQueue.at(static_cast<size_t>(s)); }
 std::optional<ReplicaState> parseReplicaState(std::string_view s) { return parse<ReplicaState>(kReplica, s); }
 std::optional<TaskState> parseTaskState(std::string_view s) { return parse<TaskState>(kTask, s); }
 std::optional<JobState> parseJobState(std::string_view s) { return parse<JobState>(kJob, s); }
 std::optional<EndCause> parseEndCause(std::string_view s) { return parse<EndCause>(kCause, s); }
+std::optional<NodeState> parseNodeState(std::string_view s) { return parse<NodeState>(kNode, s); }
+std::optional<QueueState> parseQueueState(std::string_view s) { return parse<QueueState>(kQueue, s); }
 
 }  // namespace yard

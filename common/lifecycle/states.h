@@ -19,6 +19,15 @@
 //
 // Stopping and Cancelling exist only on the master; they are appended so the wire's order
 // (schema/lifecycle.capnp) stays the same as the first seven replica states.
+//
+//   node:             Ready <-> Draining (the admin's drain flag); Ready/Draining -> Down (no
+//                     heartbeat); Down -> Ready | Draining (it beats again). "unstable" is no
+//                     state: it is how a Ready node whose agent keeps registering is shown.
+//   queue:            Running | Closed | Stopped, set by the admin, any to any.
+//
+// Node and queue states are written in lower case ("ready", "closed"): the store's columns,
+// the CLI and the client API have always spelt them so. The scheduler uses these same enums
+// (master/scheduler/scheduler.h); it includes this header and links nothing for it.
 
 #include <cstdint>
 #include <optional>
@@ -29,6 +38,10 @@ namespace yard {
 enum class ReplicaState : uint8_t { Placed, Starting, Running, Exited, Killed, OOMKilled, Lost, Stopping };
 enum class TaskState : uint8_t { Waiting, Queued, Starting, Running, Succeeded, Failed, Cancelled, Skipped, Stopping };
 enum class JobState : uint8_t { Queued, Running, Succeeded, Failed, Cancelled, Cancelling };
+enum class NodeState : uint8_t { Ready, Draining, Down };
+// Running: accepts and dispatches; Closed: rejects new jobs, dispatches what it has;
+// Stopped: rejects new jobs and dispatches nothing (running work continues in both).
+enum class QueueState : uint8_t { Running, Closed, Stopped };
 
 // Why a replica attempt ended (None while it lives). Who decided is part of the cause:
 // the process itself (Exited, Signal, OOMKilled), its node (AgentFailure, ImagePullFailed,
@@ -60,9 +73,13 @@ std::string_view toText(ReplicaState s);
 std::string_view toText(TaskState s);
 std::string_view toText(JobState s);
 std::string_view toText(EndCause c);  // "" for None
+std::string_view toText(NodeState s);   // ready | draining | down
+std::string_view toText(QueueState s);  // running | closed | stopped
 std::optional<ReplicaState> parseReplicaState(std::string_view s);
 std::optional<TaskState> parseTaskState(std::string_view s);
 std::optional<JobState> parseJobState(std::string_view s);
 std::optional<EndCause> parseEndCause(std::string_view s);
+std::optional<NodeState> parseNodeState(std::string_view s);
+std::optional<QueueState> parseQueueState(std::string_view s);
 
 }  // namespace yard

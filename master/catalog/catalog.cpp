@@ -29,8 +29,6 @@ std::string Catalog::checkQueue(const store::QueueRecord& q) {
     w << q.weight;
     return "--weight: " + w.str() + (q.weight > 1e6 ? " must be at most 1000000" : " must be greater than 0");
   }
-  if (q.state != "running" && q.state != "closed" && q.state != "stopped")
-    return "state: \"" + q.state + "\" must be running, closed or stopped";
   if (q.placement != "binpack" && q.placement != "spread")
     return "--placement: \"" + q.placement + "\" must be binpack or spread";
   return "";
@@ -40,7 +38,7 @@ Result<bool> Catalog::load(const store::State& state) {
   for (const auto& q : state.queues) queues_[q.name] = q;
   for (const auto& d : state.datasets) datasets_[d.name] = d;
   if (queues_.count("default")) return Result<bool>::ok(true);
-  store::QueueRecord def{"default", "running", kUnlimited, kUnlimited, kUnlimited, 0, 1.0, "binpack", nowMs()};
+  store::QueueRecord def{"default", QueueState::Running, kUnlimited, kUnlimited, kUnlimited, 0, 1.0, "binpack", nowMs()};
   auto r = store_.writeSync([def](store::Tx& tx) { tx.upsertQueue(def); });
   if (!r) return Result<bool>::fail("cannot create the default queue: " + r.error());
   queues_["default"] = def;

@@ -161,9 +161,7 @@ sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) c
   for (const auto& [name, q] : catalog_.queues()) {
     sched::QueueView v;
     v.name = name;
-    v.state = q.state == "stopped" ? sched::QueueState::Stopped
-              : q.state == "closed" ? sched::QueueState::Closed
-                                    : sched::QueueState::Running;
+    v.state = q.state;
     v.quota = {q.cpuMillis, q.memoryBytes, q.gpu};
     v.maxRunningJobs = q.maxRunningJobs;
     v.weight = q.weight;

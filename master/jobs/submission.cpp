@@ -34,8 +34,8 @@ std::string checkSubmission(schema::Job::Reader spec, const std::map<std::string
            "); delete it or pick another name";
   auto q = catalog.queues().find(queue);
   if (q == catalog.queues().end()) return "queue " + queue + " does not exist (yardctl queue list)";
-  if (q->second.state != "running")
-    return "queue " + queue + " is " + q->second.state + ": it accepts no new jobs";
+  if (q->second.state != QueueState::Running)
+    return "queue " + queue + " is " + std::string(toText(q->second.state)) + ": it accepts no new jobs";
   auto tasks = spec.getTasks();
   for (unsigned i = 0; i < tasks.size(); ++i) {
     auto t = tasks[i];

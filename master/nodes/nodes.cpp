@@ -133,7 +133,7 @@ std::string describe(const NodeInfo& n) {
   const auto& r = n.record;
   return r.address + ", cpu " + spec::formatCpuMillis(r.cpuMillis) + ", memory " + spec::formatMemoryBytes(r.memoryBytes) +
          ", " + std::to_string(r.gpu) + " GPUs, ports " + std::to_string(r.portLo) + "-" + std::to_string(r.portHi) +
-         ", drivers " + r.drivers + ", agent " + (r.agentVersion.empty() ? "?" : r.agentVersion) + "; " + r.state;
+         ", drivers " + r.drivers + ", agent " + (r.agentVersion.empty() ? "?" : r.agentVersion) + "; " + std::string(toText(r.state));
 }
 
 }  // namespace
@@ -183,10 +183,8 @@ std::vector<sched::NodeView> NodeRegistry::schedulerView() const {
     sched::NodeView v;
     v.name = name;
     // An unstable node is treated as draining: what it runs stays, nothing new goes there.
-    bool unstable = r.state == "ready" && NodeStability::unstable(info, now_());
-    v.state = r.state == "ready" && !unstable                  ? sched::NodeState::Ready
-              : r.state == "draining" || r.state == "ready" ? sched::NodeState::Draining
-                                                               : sched::NodeState::Down;
+    bool unstable = r.state == NodeState::Ready && NodeStability::unstable(info, now_());
+    v.state = unstable ? NodeState::Draining : r.state;
     v.capacity = sched::Resources{r.cpuMillis, r.memoryBytes, r.gpu};
     for (const auto& g : info.gpus) v.gpuIndexes.push_back(g.index);
     v.portLo = static_cast<uint16_t>(r.portLo);  // 1-65535, checked at registration
@@ -199,7 +197,8 @@ std::vector<sched::NodeView> NodeRegistry::schedulerView() const {
 }
 
 std::string NodeRegistry::shownState(const NodeInfo& n) const {
-  return n.record.state == "ready" && NodeStability::unstable(n, now_()) ? "unstable" : n.record.state;
+  if (n.record.state == NodeState::Ready && NodeStability::unstable(n, now_())) return "unstable";
+  return std::string(toText(n.record.state));
 }
 
 void NodeRegistry::say(const std::string& line) const {
@@ -209,8 +208,6 @@ void NodeRegistry::say(const std::string& line) const {
 Result<bool> NodeRegistry::load(const store::State& state) {
   loadedAt_ = now_();
   for (const auto& rec : state.nodes) {
-    if (rec.state != "ready" && rec.state != "draining" && rec.state != "down")
-      return refuse("node " + rec.name + ": stored state " + shown(rec.state) + " is not ready, draining or down");
     NodeInfo info;
     info.record = rec;
     info.drivers = splitDrivers(rec.drivers);
@@ -312,7 +309,7 @@ void NodeRegistry::doRegister(const CommitQueue::Slot& slot, const NodeRegistrat
   next.drivers = reg.drivers;
   r.drivers = joinDrivers(next.drivers);
   r.drained = known && old->second.record.drained;
-  r.state = r.drained ? "draining" : "ready";
+  r.state = r.drained ? NodeState::Draining : NodeState::Ready;
   r.registeredAt = r.lastHeartbeat = now_();
   if (known) next.registrations = old->second.registrations;
   std::erase_if(next.registrations, [&](int64_t at) { return r.registeredAt - at >= kUnstableWindowMs; });
@@ -320,7 +317,7 @@ void NodeRegistry::doRegister(const CommitQueue::Slot& slot, const NodeRegistrat
   if (NodeStability::unstable(next, r.registeredAt) && !(known && NodeStability::unstable(old->second, r.registeredAt)))
     say("node " + r.name + " is unstable: its agent registered " + std::to_string(next.registrations.size()) +
         " times within " + std::to_string(kUnstableWindowMs / 1000) + "s (it keeps losing its connection); no new replicas go there until it is steady");
-  std::string what = "node " + r.name + (known ? " registered again (was " + old->second.record.state + "): "
+  std::string what = "node " + r.name + (known ?  " registered again (was " + std::string(toText(old->second.record.state)) + "): "
                                                : " registered: ") + describe(next);
   commitNode(slot, std::move(next), true, std::move(what), reply);
 }
@@ -333,7 +330,7 @@ void NodeRegistry::heartbeat(const std::string& name, Reply reply) {
   info.record.lastHeartbeat = std::max(info.record.lastHeartbeat, now);
   // A change in flight may be a timeout about to mark the node down: answer once it has
   // landed, reviving the node if so, instead of letting it sit down for a beat.
-  if (info.record.state == "down" || commits_.busy(name))
+  if (info.record.state == NodeState::Down || commits_.busy(name))
     return commits_.run(name, [this, name, reply](CommitQueue::Slot slot) { revive(slot, name, reply); });
   reply(done());
   if (now - persistedBeat_[name] >= kPersistHeartbeatEveryMs)
@@ -342,13 +339,13 @@ void NodeRegistry::heartbeat(const std::string& name, Reply reply) {
 
 void NodeRegistry::revive(const CommitQueue::Slot& slot, const std::string& name, const Reply& reply) {
   auto it = nodes_.find(name);
-  if (it == nodes_.end() || it->second.record.state != "down") {
+  if (it == nodes_.end() || it->second.record.state != NodeState::Down) {
     reply(it == nodes_.end() ? refuse("node " + nameShown(name) + " is not registered") : done());
     return slot.done();
   }
   NodeInfo next = it->second;
-  next.record.state = next.record.drained ? "draining" : "ready";
-  std::string what = "node " + name + " is back after being down: " + next.record.state;
+  next.record.state = next.record.drained ? NodeState::Draining : NodeState::Ready;
+  std::string what = "node " + name + " is back after being down: " + std::string(toText(next.record.state));
   commitNode(slot, std::move(next), true, std::move(what), reply);
 }
 
@@ -362,7 +359,7 @@ void NodeRegistry::checkTimeouts() {
   int64_t now = now_();
   std::vector<std::string> due;
   for (const auto& [name, info] : nodes_) {
-    if (info.record.state == "down" || commits_.busy(name)) continue;
+    if (info.record.state == NodeState::Down || commits_.busy(name)) continue;
     if (now - std::max(info.record.lastHeartbeat, loadedAt_) >= timeoutMs_) due.push_back(name);
   }
   for (const auto& name : due)
@@ -372,11 +369,11 @@ void NodeRegistry::checkTimeouts() {
 void NodeRegistry::markDown(const CommitQueue::Slot& slot, const std::string& name) {
   auto it = nodes_.find(name);
   int64_t now = now_();
-  if (it == nodes_.end() || it->second.record.state == "down" ||
+  if (it == nodes_.end() || it->second.record.state == NodeState::Down ||
       now - std::max(it->second.record.lastHeartbeat, loadedAt_) < timeoutMs_)
     return slot.done();
   NodeInfo next = it->second;
-  next.record.state = "down";
+  next.record.state = NodeState::Down;
   int64_t silentMs = now - std::max(next.record.lastHeartbeat, loadedAt_);
   commitNode(slot, std::move(next), true,
              "node " + name + " is down: no heartbeat for " + std::to_string(silentMs / 1000) + "s (timeout " +
@@ -402,8 +399,8 @@ void NodeRegistry::setDrained(const CommitQueue::Slot& slot, const std::string& 
   }
   NodeInfo next = it->second;
   next.record.drained = drained;
-  if (next.record.state != "down") next.record.state = drained ? "draining" : "ready";
-  std::string what = "node " + name + (drained ? " drained" : " undrained") + ": " + next.record.state;
+  if (next.record.state != NodeState::Down) next.record.state = drained ? NodeState::Draining : NodeState::Ready;
+  std::string what = "node " + name + (drained ? " drained" : " undrained") + ": " + std::string(toText(next.record.state));
   commitNode(slot, std::move(next), true, std::move(what), reply);
 }
 
@@ -413,8 +410,8 @@ void NodeRegistry::remove(const std::string& name, std::function<int64_t()> live
     auto it = nodes_.find(name);
     std::string why;
     if (it == nodes_.end()) why = "node " + nameShown(name) + " does not exist";
-    else if (it->second.record.state != "down" && !it->second.record.drained)
-      why = "node " + name + " is " + it->second.record.state + ": drain it first (yardctl node drain " + name +
+    else if (it->second.record.state != NodeState::Down && !it->second.record.drained)
+      why = "node " + name + " is " + std::string(toText(it->second.record.state)) + ": drain it first (yardctl node drain " + name +
             "), or stop its agent so that it goes down";
     else if (int64_t n = liveReplicas(); n > 0)
       why = "node " + name + " still has " + std::to_string(n) + (n == 1 ? " replica" : " replicas") +

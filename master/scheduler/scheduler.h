@@ -66,6 +66,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/lifecycle/states.h"  // the enums only: the scheduler links nothing for them
+
 namespace yard::sched {
 
 struct Resources {
@@ -96,7 +98,8 @@ struct Resources {
   }
 };
 
-enum class NodeState { Ready, Draining, Down };
+// The master's node and queue states (common/lifecycle/states.h), one enum each.
+using NodeState = yard::NodeState;
 
 struct PortUse {
   uint16_t port = 0;
@@ -142,7 +145,7 @@ struct GangRequest {
   Resources total() const;
 };
 
-enum class QueueState { Running, Closed, Stopped };
+using QueueState = yard::QueueState;
 enum class Placement { Binpack, Spread };
 
 struct QueueView {

@@ -23,7 +23,7 @@ constexpr JobState kJobStates[] = {JobState::Queued,    JobState::Running,   Job
 constexpr TaskState kTaskStates[] = {TaskState::Waiting,   TaskState::Queued,    TaskState::Starting,
                                      TaskState::Running,   TaskState::Succeeded, TaskState::Failed,
                                      TaskState::Cancelled, TaskState::Skipped,   TaskState::Stopping};
-const char* const kNodeStates[] = {"ready", "draining", "down", "unstable"};
+constexpr NodeState kNodeStates[] = {NodeState::Ready, NodeState::Draining, NodeState::Down};
 
 struct QueueFacts {
   std::map<JobState, int64_t> jobs;
@@ -113,7 +113,8 @@ void nodeFamilies(const NodeRegistry& nodes, int64_t now, std::vector<Family>& o
   Family state = gauge("yard_node_state", "1 for each node, labelled with its state", {"node", "state"});
   Family age = gauge("yard_node_heartbeat_age_seconds", "Time since the node's last heartbeat, in seconds", {"node"});
   std::map<std::string, int64_t> counts;
-  for (const char* s : kNodeStates) counts[s] = 0;
+  for (NodeState s : kNodeStates) counts[std::string(toText(s))] = 0;
+  counts["unstable"] = 0;  // no state: how NodeRegistry::shownState shows a ready node that keeps re-registering
   for (const auto& [name, n] : nodes.nodes()) {
     std::string shown = nodes.shownState(n);
     counts[shown] += 1;

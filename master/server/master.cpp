@@ -106,7 +106,7 @@ struct Master::Parts {
   void tick() {
     std::set<std::string> down;
     for (const auto& [name, n] : nodes->nodes())
-      if (n.record.state == "down") down.insert(name);
+      if (n.record.state == NodeState::Down) down.insert(name);
     jobs->tick(down);
     if (++ticks % 2 == 0) jobs->requestPass();
     passTimer->expires_after(std::chrono::seconds(1));

@@ -96,5 +96,15 @@ std::optional<TaskState> parseTaskEndingColumn(std::string_view t) {
 }
 ReplicaState parseReplicaStateColumn(std::string_view t) { return known(parseReplicaState(t), "replica state", t); }
 EndCause parseEndCauseColumn(std::string_view t) { return known(parseEndCause(t), "end cause", t); }
+NodeState parseNodeStateColumn(const std::string& node, std::string_view t) {
+  auto s = parseNodeState(t);
+  if (!s) throw ColumnError("node \"" + node + "\": unknown node state \"" + std::string(t) + "\" (ready, draining or down)");
+  return *s;
+}
+QueueState parseQueueStateColumn(const std::string& queue, std::string_view t) {
+  auto s = parseQueueState(t);
+  if (!s) throw ColumnError("queue \"" + queue + "\": unknown queue state \"" + std::string(t) + "\" (running, closed or stopped)");
+  return *s;
+}
 
 }  // namespace yard::store

@@ -33,5 +33,8 @@ TaskState parseTaskStateColumn(std::string_view text);
 std::optional<TaskState> parseTaskEndingColumn(std::string_view text);  // tasks.ending: "" = none
 ReplicaState parseReplicaStateColumn(std::string_view text);
 EndCause parseEndCauseColumn(std::string_view text);
+// nodes.state and queues.state; `name` (the row's node or queue) is named in errors.
+NodeState parseNodeStateColumn(const std::string& node, std::string_view text);
+QueueState parseQueueStateColumn(const std::string& queue, std::string_view text);
 
 }  // namespace yard::store

@@ -10,7 +10,7 @@ namespace {
 QueueRecord queueRow(const sql::Stmt& s) {
   QueueRecord q;
   q.name = s.text(0);
-  q.state = s.text(1);
+  q.state = parseQueueStateColumn(q.name, s.text(1));
   q.cpuMillis = s.i64(2);
   q.memoryBytes = s.i64(3);
   q.gpu = s.i64(4);
@@ -43,7 +43,7 @@ NodeRecord nodeRow(const sql::Stmt& s) {
   n.labels = parseLabels(n.name, s.text(7));
   n.drivers = s.text(8);
   n.vmRuntime = s.text(9);
-  n.state = s.text(10);
+  n.state = parseNodeStateColumn(n.name, s.text(10));
   n.drained = s.flag(11);
   n.registeredAt = s.i64(12);
   n.lastHeartbeat = s.i64(13);

@@ -21,7 +21,7 @@ namespace yard::store {
 
 struct QueueRecord {
   std::string name;
-  std::string state;  // running | closed | stopped
+  QueueState state = QueueState::Running;
   int64_t cpuMillis = 0, memoryBytes = 0, gpu = 0;
   int64_t maxRunningJobs = 0;  // 0 = no limit
   double weight = 1.0;
@@ -47,7 +47,7 @@ struct NodeRecord {
   std::map<std::string, std::string> labels;  // column: a JSON object of strings
   std::string drivers;  // comma list
   std::string vmRuntime;
-  std::string state;     // ready | draining | down
+  NodeState state = NodeState::Ready;
   bool drained = false;  // admin drain flag
   int64_t registeredAt = 0, lastHeartbeat = 0;
   std::string agentVersion;

@@ -56,7 +56,7 @@ Result<bool> Tx::upsertQueue(const QueueRecord& q) {
         max_running_jobs = excluded.max_running_jobs, weight = excluded.weight,
         placement = excluded.placement, created_at = excluded.created_at,
         allow_host_tasks = excluded.allow_host_tasks)sql",
-      q.name, q.state, q.cpuMillis, q.memoryBytes, q.gpu, q.maxRunningJobs, q.weight,
+      q.name, toText(q.state), q.cpuMillis, q.memoryBytes, q.gpu, q.maxRunningJobs, q.weight,
       q.placement, q.createdAt, q.allowHostTasks), "storing queue " + inQuotes(q.name));
   });
 }
@@ -114,7 +114,7 @@ Result<bool> Tx::upsertNode(const NodeRecord& n) {
         registered_at = excluded.registered_at, last_heartbeat = excluded.last_heartbeat,
         agent_version = excluded.agent_version, agent_port = excluded.agent_port)sql",
       n.name, n.address, n.cpuMillis, n.memoryBytes, n.gpu, n.portLo, n.portHi, labelsText(n.labels),
-      n.drivers, n.vmRuntime, n.state, n.drained, n.registeredAt, n.lastHeartbeat,
+      n.drivers, n.vmRuntime, toText(n.state), n.drained, n.registeredAt, n.lastHeartbeat,
       n.agentVersion, n.agentPort), "storing node " + inQuotes(n.name));
   });
 }

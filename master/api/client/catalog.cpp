@@ -9,25 +9,39 @@
 namespace yard::master {
 namespace {
 
-const char* stateName(api::QueueState s) {
+// A queue's state on the wire (schema/api.capnp) and in the master. A value this build
+// does not know (a newer client) reads as nullopt.
+std::optional<QueueState> queueState(api::QueueState s) {
   switch (s) {
-    case api::QueueState::RUNNING: return "running";
-    case api::QueueState::CLOSED: return "closed";
-    case api::QueueState::STOPPED: return "stopped";
+    case api::QueueState::RUNNING: return QueueState::Running;
+    case api::QueueState::CLOSED: return QueueState::Closed;
+    case api::QueueState::STOPPED: return QueueState::Stopped;
   }
-  return "unknown";
+  return std::nullopt;
 }
 
-api::QueueState queueState(const std::string& s) {
-  if (s == "closed") return api::QueueState::CLOSED;
-  if (s == "stopped") return api::QueueState::STOPPED;
+api::QueueState wireState(QueueState s) {
+  switch (s) {
+    case QueueState::Running: return api::QueueState::RUNNING;
+    case QueueState::Closed: return api::QueueState::CLOSED;
+    case QueueState::Stopped: return api::QueueState::STOPPED;
+  }
+  assert(false && "wireState: not a queue state");
   return api::QueueState::RUNNING;
 }
 
+// The refusal of a state the request carries that is none of the three; "" when it is one.
+std::string checkState(api::Queue::Reader q) {
+  if (queueState(q.getState())) return "";
+  return "state: " + std::to_string(static_cast<unsigned>(q.getState())) + " must be running, closed or stopped";
+}
+
+// The queue a request describes; its state is Running where the request's is unknown
+// (checkState refuses those).
 store::QueueRecord queueFrom(api::Queue::Reader q) {
   store::QueueRecord r;
   r.name = q.getName();
-  r.state = stateName(q.getState());
+  r.state = queueState(q.getState()).value_or(QueueState::Running);
   r.cpuMillis = q.getQuota().getCpuMillis();
   r.memoryBytes = q.getQuota().getMemoryBytes();
   r.gpu = q.getQuota().getGpu();
@@ -52,7 +66,7 @@ void fillDataset(api::Dataset::Builder out, const store::DatasetRecord& d, const
 
 void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q) const {
   out.setName(q.name);
-  out.setState(queueState(q.state));
+  out.setState(wireState(q.state));
   setResources(out.initQuota(), q.cpuMillis, q.memoryBytes, q.gpu);
   out.setMaxRunningJobs(q.maxRunningJobs);
   out.setWeight(q.weight);
@@ -71,6 +85,7 @@ void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q) 
 void ClientApi::handleQueue(api::Request::Reader req, const ClientAnswer& a) {
   switch (req.which()) {
     case api::Request::QUEUE_CREATE: {
+      if (std::string why = checkState(req.getQueueCreate()); !why.empty()) return a.error(why);
       store::QueueRecord q = queueFrom(req.getQueueCreate());
       return catalog_.createQueue(q, answerQueue(a, q.name));
     }
@@ -105,6 +120,7 @@ void ClientApi::handleQueue(api::Request::Reader req, const ClientAnswer& a) {
 // Changes only the fields the request sets; the edit runs on the record as it is when the
 // change's turn comes.
 void ClientApi::updateQueue(api::QueueUpdate::Reader u, const ClientAnswer& a) {
+  if (std::string why = checkState(u.getValues()); u.getSetState() && !why.empty()) return a.error(why);
   store::QueueRecord in = queueFrom(u.getValues());
   bool cpu = u.getSetQuotaCpu(), mem = u.getSetQuotaMemory(), gpu = u.getSetQuotaGpu();
   bool maxJobs = u.getSetMaxRunningJobs(), weight = u.getSetWeight(), placement = u.getSetPlacement(),

@@ -113,7 +113,7 @@ void ClientApi::userExec(const std::shared_ptr<wire::Connection>& conn, uint64_t
   if (!choice) return fail(choice.error());
   const ExecChoice& c = choice.value();
   auto n = nodes_.nodes().find(c.replica->node);
-  if (n == nodes_.nodes().end() || n->second.record.agentPort == 0 || n->second.record.state == "down")
+  if (n == nodes_.nodes().end() || n->second.record.agentPort == 0 || n->second.record.state == NodeState::Down)
     return fail(c.label + " runs on node " + c.replica->node + ", whose agent cannot be reached now");
   if (!calls_) return fail("exec: this master cannot reach agents");
   if (userExecs_.count({conn.get(), id})) return fail("exec: request id " + std::to_string(id) + " is already in use");

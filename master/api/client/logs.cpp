@@ -184,7 +184,7 @@ void ClientApi::logTargets(const JobEntry& job, const LogFilter& f, std::vector<
     for (const auto* r : selectReplicas(t, f, everyAttempt)) {
       std::string label = t.rec.name + "/" + r->role + "/" + std::to_string(r->index);
       auto n = nodes_.nodes().find(r->node);
-      bool reachable = n != nodes_.nodes().end() && n->second.record.agentPort != 0 && n->second.record.state != "down";
+      bool reachable = n != nodes_.nodes().end() && n->second.record.agentPort != 0 && n->second.record.state != NodeState::Down;
       if (!reachable && !archive_) {
         problems += (problems.empty() ? "" : "; ") + label + ": node " + r->node + " has no agent API";
         continue;

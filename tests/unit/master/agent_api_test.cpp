@@ -383,7 +383,7 @@ TEST_CASE("a join with the right token returns a node certificate for the CSR's 
   REQUIRE(node);
   REQUIRE(registerAs(*node.value(), goodNode("gpu-01"))->root<agentapi::AgentResponse>().isRegistered());
   CHECK(heartbeatAs(*node.value(), "gpu-01", 0)->root<agentapi::AgentResponse>().isDesired());
-  CHECK(h.record("gpu-01").state == "ready");
+  CHECK(h.record("gpu-01").state == NodeState::Ready);
 }
 
 TEST_CASE("a join for a name already registered or not fit for one is refused", "[agent-api][join]") {
@@ -546,7 +546,7 @@ TEST_CASE("agents register and beat through the agent API", "[agent-api]") {
   CHECK(std::string(r.getRegistered().getNode().cStr()) == "gpu-01");
   CHECK(r.getRegistered().getHeartbeatIntervalMs() == 10'000);
   auto rec = h.record("gpu-01");
-  CHECK(rec.state == "ready");
+  CHECK(rec.state == NodeState::Ready);
   CHECK(rec.gpu == 2);
   CHECK(rec.labels == std::map<std::string, std::string>{{"yard.dev/rack", "r12"}, {"zone", "a"}});
   CHECK(h.nodes.stored("gpu-01") == rec);
@@ -696,7 +696,7 @@ TEST_CASE("yard-synthetic-nodes joins, registers N nodes and keeps them beating"
   INFO(tool.errors());
   REQUIRE(h.nodeCount() == 70);
   auto n3 = h.onIo([&h] { return h.nodes.reg->nodes().at("node-3"); });
-  CHECK(n3.record.state == "ready");
+  CHECK(n3.record.state == NodeState::Ready);
   CHECK(n3.record.address == "127.0.0.3");
   CHECK(n3.record.cpuMillis == 8000);
   CHECK(n3.record.memoryBytes == int64_t{64} << 30);
@@ -727,7 +727,7 @@ TEST_CASE("yard-synthetic-nodes joins, registers N nodes and keeps them beating"
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(allBeat());
   h.onIo([&h] { h.nodes.reg->checkTimeouts(); });
-  CHECK(h.record("node-70").state == "ready");
+  CHECK(h.record("node-70").state == NodeState::Ready);
   CHECK(tool.wait(SIGTERM) == 0);
   CHECK(tool.errors().find("stopped after ") != std::string::npos);
 }

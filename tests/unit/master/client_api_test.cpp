@@ -270,6 +270,38 @@ TEST_CASE("each resource's handler answers with the texts it always had", "[clie
   CHECK(std::string(removed->root<api::Response>().getDone()) == "dataset imagenet deleted");
 }
 
+TEST_CASE("a queue's state is set through the API's enum and decides what the queue accepts", "[client_api]") {
+  ClientHarness h;
+  REQUIRE(h.call([](auto req) { req.initQueueCreate().setName("team-b"); })->root<api::Response>().isQueue());
+  auto closed = h.call([](auto req) {
+    auto u = req.initQueueUpdate();
+    u.setName("team-b");
+    u.initValues().setState(api::QueueState::CLOSED);
+    u.setSetState(true);
+  });
+  REQUIRE(closed->root<api::Response>().isQueue());
+  CHECK(closed->root<api::Response>().getQueue().getState() == api::QueueState::CLOSED);
+  auto loaded = spec::loadJobSpec(std::string(kJob) + "queue: team-b\n");
+  REQUIRE(loaded.ok());
+  CHECK_THAT(h.refusal([&](auto req) { req.setJobSubmit(loaded.job()); }),
+             Catch::Contains("queue team-b is closed: it accepts no new jobs"));
+
+  // A state this master does not know (a newer client's) is refused, naming the field.
+  CHECK(h.refusal([](auto req) {
+    auto u = req.initQueueUpdate();
+    u.setName("team-b");
+    u.initValues().setState(static_cast<api::QueueState>(7));
+    u.setSetState(true);
+  }) == "state: 7 must be running, closed or stopped");
+  CHECK(h.refusal([](auto req) {
+    auto q = req.initQueueCreate();
+    q.setName("team-c");
+    q.setState(static_cast<api::QueueState>(3));
+  }) == "state: 3 must be running, closed or stopped");
+  auto shown = h.call([](auto req) { req.setQueueShow("team-b"); });
+  CHECK(shown->root<api::Response>().getQueue().getState() == api::QueueState::CLOSED);  // unchanged
+}
+
 TEST_CASE("the read thread runs reads in order, off the caller's thread", "[client_api]") {
   std::mutex mu;
   std::vector<int> order;  // guarded by mu

@@ -38,7 +38,7 @@ struct Fixture {
       log.push_back("start " + name);
       store::QueueRecord q;
       q.name = name;
-      q.state = "running";
+      q.state = QueueState::Running;
       q.placement = "binpack";
       slot.commit([q](store::Tx& tx) { tx.upsertQueue(q); }, [name, &log](Result<bool> r) {
         log.push_back("apply " + name + (r ? "" : " failed"));

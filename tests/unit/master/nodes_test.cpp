@@ -86,7 +86,7 @@ TEST_CASE("registration stores the node ready, with its GPUs, labels and drivers
   NodeHarness h;
   REQUIRE(h.registerNode(goodNode("gpu-01")));
   const auto& n = h.node("gpu-01");
-  CHECK(n.record.state == "ready");
+  CHECK(n.record.state == NodeState::Ready);
   CHECK_FALSE(n.record.drained);
   CHECK(n.record.address == "10.0.0.1");
   CHECK(n.record.registeredAt == NodeHarness::kStart);
@@ -121,7 +121,7 @@ TEST_CASE("re-registration updates address and capacity and keeps the drain flag
   CHECK(n.record.cpuMillis == 32000);
   CHECK(n.record.gpu == 1);
   CHECK(n.record.drained);
-  CHECK(n.record.state == "draining");
+  CHECK(n.record.state == NodeState::Draining);
   CHECK(n.record.registeredAt == NodeHarness::kStart + 5000);
   CHECK(h.stored("gpu-01") == n.record);
 }
@@ -136,20 +136,20 @@ TEST_CASE("a silent node goes down after the timeout and a heartbeat brings it b
   REQUIRE(h.heartbeat("gpu-02"));
   h.reg->checkTimeouts();
   h.settle();
-  CHECK(h.node("gpu-01").record.state == "ready");
+  CHECK(h.node("gpu-01").record.state == NodeState::Ready);
 
   h.now += 1;  // gpu-01: 30 s without a beat; gpu-02 beat 1 ms ago
   h.reg->checkTimeouts();
   h.settle();
-  CHECK(h.node("gpu-01").record.state == "down");
-  CHECK(h.stored("gpu-01").state == "down");
-  CHECK(h.node("gpu-02").record.state == "ready");
+  CHECK(h.node("gpu-01").record.state == NodeState::Down);
+  CHECK(h.stored("gpu-01").state == NodeState::Down);
+  CHECK(h.node("gpu-02").record.state == NodeState::Ready);
   CHECK(h.changes == before + 1);
 
   h.now += 10'000;
   REQUIRE(h.heartbeat("gpu-01"));
-  CHECK(h.node("gpu-01").record.state == "ready");
-  CHECK(h.stored("gpu-01").state == "ready");
+  CHECK(h.node("gpu-01").record.state == NodeState::Ready);
+  CHECK(h.stored("gpu-01").state == NodeState::Ready);
   CHECK(h.stored("gpu-01").lastHeartbeat == h.now.load());
   CHECK(h.changes == before + 2);
 }
@@ -161,10 +161,10 @@ TEST_CASE("a drained node that was down comes back draining", "[nodes]") {
   h.now += 30'000;
   h.reg->checkTimeouts();
   h.settle();
-  CHECK(h.node("gpu-01").record.state == "down");
+  CHECK(h.node("gpu-01").record.state == NodeState::Down);
   REQUIRE(h.heartbeat("gpu-01"));
-  CHECK(h.node("gpu-01").record.state == "draining");
-  CHECK(h.stored("gpu-01").state == "draining");
+  CHECK(h.node("gpu-01").record.state == NodeState::Draining);
+  CHECK(h.stored("gpu-01").state == NodeState::Draining);
 }
 
 TEST_CASE("a heartbeat from an unknown node is refused", "[nodes]") {
@@ -198,21 +198,21 @@ TEST_CASE("drain and undrain set the flag and the state durably", "[nodes]") {
   NodeHarness h(30);
   REQUIRE(h.registerNode(goodNode("gpu-01")));
   REQUIRE(h.drain("gpu-01"));
-  CHECK(h.node("gpu-01").record.state == "draining");
+  CHECK(h.node("gpu-01").record.state == NodeState::Draining);
   CHECK(h.stored("gpu-01").drained);
   REQUIRE(h.drain("gpu-01"));  // idempotent
   REQUIRE(h.undrain("gpu-01"));
-  CHECK(h.node("gpu-01").record.state == "ready");
+  CHECK(h.node("gpu-01").record.state == NodeState::Ready);
   CHECK_FALSE(h.stored("gpu-01").drained);
 
   h.now += 30'000;
   h.reg->checkTimeouts();
   h.settle();
   REQUIRE(h.drain("gpu-01"));
-  CHECK(h.node("gpu-01").record.state == "down");  // drain does not revive a down node
+  CHECK(h.node("gpu-01").record.state == NodeState::Down);  // drain does not revive a down node
   CHECK(h.stored("gpu-01").drained);
   REQUIRE(h.undrain("gpu-01"));
-  CHECK(h.node("gpu-01").record.state == "down");
+  CHECK(h.node("gpu-01").record.state == NodeState::Down);
   CHECK_FALSE(h.stored("gpu-01").drained);
 
   auto missing = h.drain("ghost");
@@ -235,7 +235,7 @@ TEST_CASE("a drain racing a timeout keeps both", "[nodes]") {
   h.settle();
   REQUIRE(drained);
   REQUIRE(*drained);
-  CHECK(h.node("gpu-01").record.state == "down");
+  CHECK(h.node("gpu-01").record.state == NodeState::Down);
   CHECK(h.node("gpu-01").record.drained);
   CHECK(h.stored("gpu-01") == h.node("gpu-01").record);
 }
@@ -251,8 +251,8 @@ TEST_CASE("a heartbeat racing a timeout leaves the node up", "[nodes]") {
   h.settle();
   REQUIRE(beat);
   REQUIRE(*beat);
-  CHECK(h.node("gpu-01").record.state == "ready");
-  CHECK(h.stored("gpu-01").state == "ready");
+  CHECK(h.node("gpu-01").record.state == NodeState::Ready);
+  CHECK(h.stored("gpu-01").state == NodeState::Ready);
 }
 
 TEST_CASE("after a restart the same nodes load, each with one timeout of grace", "[nodes]") {
@@ -271,9 +271,9 @@ TEST_CASE("after a restart the same nodes load, each with one timeout of grace",
   h.reopen();
   REQUIRE(h.reg->nodes().size() == 3);
   for (const auto& [name, rec] : before) CHECK(h.node(name).record == rec);
-  CHECK(h.node("gpu-01").record.state == "ready");
-  CHECK(h.node("gpu-02").record.state == "draining");
-  CHECK(h.node("gpu-03").record.state == "down");
+  CHECK(h.node("gpu-01").record.state == NodeState::Ready);
+  CHECK(h.node("gpu-02").record.state == NodeState::Draining);
+  CHECK(h.node("gpu-03").record.state == NodeState::Down);
   const auto& gpus = h.node("gpu-01").gpus;  // the store keeps the count only
   REQUIRE(gpus.size() == 2);
   CHECK(gpus[1].index == 1);
@@ -284,17 +284,17 @@ TEST_CASE("after a restart the same nodes load, each with one timeout of grace",
 
   h.reg->checkTimeouts();
   h.settle();
-  CHECK(h.node("gpu-01").record.state == "ready");  // grace: not down for the master's absence
+  CHECK(h.node("gpu-01").record.state == NodeState::Ready);  // grace: not down for the master's absence
   h.now += 29'999;
   REQUIRE(h.heartbeat("gpu-01"));
   h.now += 1;
   h.reg->checkTimeouts();
   h.settle();
-  CHECK(h.node("gpu-01").record.state == "ready");
-  CHECK(h.node("gpu-02").record.state == "down");  // grace over, no beat
+  CHECK(h.node("gpu-01").record.state == NodeState::Ready);
+  CHECK(h.node("gpu-02").record.state == NodeState::Down);  // grace over, no beat
   CHECK(h.node("gpu-02").record.drained);
   REQUIRE(h.registerNode(goodNode("gpu-03")));
-  CHECK(h.node("gpu-03").record.state == "ready");
+  CHECK(h.node("gpu-03").record.state == NodeState::Ready);
   CHECK(h.node("gpu-03").gpusReported);
   CHECK(h.node("gpu-03").gpus[1].uuid == "GPU-gpu-03-1");
 }
@@ -305,14 +305,14 @@ TEST_CASE("the registry's own timer marks silent nodes down", "[nodes]") {
   h.now += 1000;
   h.reg->start();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (h.node("gpu-01").record.state != "down" && std::chrono::steady_clock::now() < deadline) {
+  while (h.node("gpu-01").record.state != NodeState::Down && std::chrono::steady_clock::now() < deadline) {
     h.io.restart();
     h.io.run_for(std::chrono::milliseconds(50));
   }
   h.reg->stop();
   h.settle();
-  CHECK(h.node("gpu-01").record.state == "down");
-  CHECK(h.stored("gpu-01").state == "down");
+  CHECK(h.node("gpu-01").record.state == NodeState::Down);
+  CHECK(h.stored("gpu-01").state == NodeState::Down);
   CHECK(h.reg->heartbeatIntervalMs() == 333);
 }
 
@@ -353,7 +353,7 @@ TEST_CASE("a node whose agent keeps registering again is unstable and takes noth
   CHECK(h.reg->schedulerView()[0].state == sched::NodeState::Ready);
   REQUIRE(h.registerNode(goodNode("gpu-01")));  // the fifth within a minute: a connection loop
   CHECK(h.reg->shownState(h.node("gpu-01")) == "unstable");
-  CHECK(h.node("gpu-01").record.state == "ready");  // nothing stored: it is a condition
+  CHECK(h.node("gpu-01").record.state == NodeState::Ready);  // nothing stored: it is a condition
   CHECK(h.reg->schedulerView()[0].state == sched::NodeState::Draining);
   h.now += master::kUnstableWindowMs;  // steady for a minute
   CHECK(h.reg->shownState(h.node("gpu-01")) == "ready");

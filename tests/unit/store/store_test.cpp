@@ -129,10 +129,10 @@ void requireRefused(const std::string& path, const std::string& expected) {
 TEST_CASE("store: every record type round-trips through close and reopen", "[store]") {
   TempDir dir;
   std::string path = dir.file("state.db");
-  QueueRecord q{"team-a", "running", 64000, int64_t{256} << 30, 8, 10, 2.5, "spread", 11};
+  QueueRecord q{"team-a", QueueState::Running, 64000, int64_t{256} << 30, 8, 10, 2.5, "spread", 11};
   DatasetRecord d{"imagenet", "/mnt/nfs/imagenet", true, 12};
   NodeRecord n{"gpu-01", "10.0.0.1", 96000, int64_t{512} << 30, 8, 30000, 31000,
-               {{"zone", "a"}, {"ü", "ß"}}, "containerd,host", "kata", "ready", true, 13, 14,
+               {{"zone", "a"}, {"ü", "ß"}}, "containerd,host", "kata", NodeState::Ready, true, 13, 14,
                "0.1.0"};
   JobRecord j = job("resnet-train");
   j.startedAt = 15;
@@ -184,11 +184,11 @@ TEST_CASE("store: updates, upserts, deletes and purges are durable", "[store]") 
   {
     auto store = openStore(path);
     writeOk(*store, [&](Tx& tx) {
-      tx.upsertQueue({"team-a", "running", 1000, 1000, 0, 0, 1.0, "binpack", 1});
+      tx.upsertQueue({"team-a", QueueState::Running, 1000, 1000, 0, 0, 1.0, "binpack", 1});
       tx.upsertDataset({"imagenet", "/data", false, 1});
       NodeRecord n;
       n.name = "n1";
-      n.state = "ready";
+      n.state = NodeState::Ready;
       tx.upsertNode(n);
       tx.insertJob(j);
       tx.insertJob(other);
@@ -213,7 +213,7 @@ TEST_CASE("store: updates, upserts, deletes and purges are durable", "[store]") 
       tx.updateJob(j);
       tx.updateTask(t);
       tx.updateReplica(r);
-      tx.upsertQueue({"team-a", "closed", 2000, 3000, 4, 1, 3.0, "spread", 1});
+      tx.upsertQueue({"team-a", QueueState::Closed, 2000, 3000, 4, 1, 3.0, "spread", 1});
       tx.deleteDataset("imagenet");
       tx.deleteNode("n1");
       tx.purgeJob(purged.id);
@@ -222,7 +222,7 @@ TEST_CASE("store: updates, upserts, deletes and purges are durable", "[store]") 
   auto store = openStore(path);
   State st = load(*store);
   REQUIRE(st.queues.size() == 1);
-  CHECK(st.queues[0].state == "closed");
+  CHECK(st.queues[0].state == QueueState::Closed);
   CHECK(st.queues[0].weight == 3.0);
   CHECK(st.datasets.empty());
   CHECK(st.nodes.empty());
@@ -666,7 +666,7 @@ TEST_CASE("store: node labels are a JSON object in their column; another text is
     auto store = openStore(path);
     NodeRecord n;
     n.name = "gpu-01";
-    n.state = "ready";
+    n.state = NodeState::Ready;
     n.labels = {{"zone", "a"}, {"yard.dev/rack", "r12"}, {"ü", "ß"}};
     writeOk(*store, [&](Tx& tx) { tx.upsertNode(n); });
     n.name = "gpu-02";
@@ -685,6 +685,53 @@ TEST_CASE("store: node labels are a JSON object in their column; another text is
   auto st = store->loadAll();
   REQUIRE_FALSE(st.isOk());
   CHECK_THAT(st.error(), Catch::Contains("node \"gpu-01\": labels {\"zone\":1} must be a JSON object of strings"));
+}
+
+TEST_CASE("store: node and queue states are stored by name and another text is a load error", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("state.db");
+  {
+    auto store = openStore(path);
+    NodeRecord n;
+    n.name = "gpu-01";
+    n.state = NodeState::Draining;
+    writeOk(*store, [&](Tx& tx) { tx.upsertNode(n); });
+    n.name = "gpu-02";
+    n.state = NodeState::Down;
+    writeOk(*store, [&](Tx& tx) { tx.upsertNode(n); });
+    QueueRecord q{"team-a", QueueState::Stopped, 1000, 1000, 0, 0, 1.0, "binpack", 1};
+    writeOk(*store, [&](Tx& tx) { tx.upsertQueue(q); });
+    auto st = store->loadAll();
+    REQUIRE(st.isOk());
+    REQUIRE(st.value().nodes.size() == 2);
+    CHECK(st.value().nodes[0].state == NodeState::Draining);
+    CHECK(st.value().nodes[1].state == NodeState::Down);
+    REQUIRE(st.value().queues.size() == 1);
+    CHECK(st.value().queues[0].state == QueueState::Stopped);
+  }
+  {
+    auto conn = sql::Connection::open(path, true);
+    REQUIRE(conn.isOk());
+    // The text the columns have always held, which older masters read back.
+    CHECK(conn.value()->queryText("SELECT state FROM nodes ORDER BY name").value() == "draining; down");
+    CHECK(conn.value()->queryText("SELECT state FROM queues").value() == "stopped");
+  }
+  SECTION("a node's") {
+    REQUIRE(sql::Connection::open(path).value()->exec("UPDATE nodes SET state = 'Ready' WHERE name = 'gpu-02'").isOk());
+    auto st = openStore(path)->loadAll();
+    REQUIRE_FALSE(st.isOk());
+    CHECK_THAT(st.error(), Catch::Contains("row 2 of \"SELECT name, address,"));
+    CHECK_THAT(st.error(), Catch::Contains("FROM nodes ORDER BY id\": node \"gpu-02\": unknown node state \"Ready\" "
+                                           "(ready, draining or down)"));
+  }
+  SECTION("a queue's") {
+    REQUIRE(sql::Connection::open(path).value()->exec("UPDATE queues SET state = 'paused'").isOk());
+    auto st = openStore(path)->loadAll();
+    REQUIRE_FALSE(st.isOk());
+    CHECK_THAT(st.error(), Catch::Contains("row 1 of \"SELECT name, state,"));
+    CHECK_THAT(st.error(), Catch::Contains("FROM queues ORDER BY id\": queue \"team-a\": unknown queue state \"paused\" "
+                                           "(running, closed or stopped)"));
+  }
 }
 
 TEST_CASE("store: version 7 gives every stored job the built-in admin as owner, and access tables round-trip", "[store]") {
