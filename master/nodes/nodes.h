@@ -9,7 +9,7 @@
 // becomes ready, or draining when the flag is set. The flag survives re-registration, down
 // and master restarts; only undrain clears it.
 //
-// Changes to one node are serialised (master/commit_queue.h): each waits for the previous
+// Changes to one node are serialised (master/commit/commit_queue.h): each waits for the previous
 // one's commit, and each is computed from the state the previous one left, so a drain and a
 // timeout racing each other never store a record that loses one of them.
 //
@@ -166,12 +166,12 @@ class NodeRegistry {
   // What Registered tells agents (docs/reliability.md, "Fencing"): with no answer for
   // `timeoutMs` an agent stops its replicas, SIGKILL at most `graceMs` after SIGTERM. The
   // caller guarantees timeoutMs + graceMs + a margin <= the heartbeat timeout (fenceTiming() in
-  // master/config.h), so a node's replicas are stopped before it is marked down. 0 = no fencing.
+  // master/config/config.h), so a node's replicas are stopped before it is marked down. 0 = no fencing.
   void setFencing(int64_t timeoutMs, int64_t graceMs) {
     fenceTimeoutMs_ = timeoutMs;
     fenceGraceMs_ = graceMs;
   }
-  // Observes each of this registry's store writes (master/metrics.h); null = not timed.
+  // Observes each of this registry's store writes (master/metrics/metrics.h); null = not timed.
   void timeCommits(metrics::Histogram* histogram) { commits_.timeCommits(histogram); }
   uint32_t fenceTimeoutMs() const { return static_cast<uint32_t>(fenceTimeoutMs_); }
   uint32_t fenceGraceMs() const { return static_cast<uint32_t>(fenceGraceMs_); }

@@ -1,4 +1,4 @@
-// Tx: users, tokens, grants and the audit trail (master/access.h). Like tx.cpp, each is a
+// Tx: users, tokens, grants and the audit trail (master/access/access.h). Like tx.cpp, each is a
 // statement or two on the writer connection inside the write's savepoint.
 
 #include <sqlite3.h>

@@ -116,7 +116,7 @@ struct ReplicaRecord {
   std::vector<uint32_t> gpus;  // the node's GPU indexes assigned to it
   int32_t port = 0;
   std::vector<DeclaredPort> declaredPorts;
-  std::string env;  // NAME=value lines: the injected env, fixed at placement (master/wiring.h)
+  std::string env;  // NAME=value lines: the injected env, fixed at placement (master/frameworks/wiring.h)
   int32_t exitCode = 0;
   EndCause cause = EndCause::None;  // why it ended; None while live
   int32_t signal = 0;               // cause Signal: which one
@@ -141,7 +141,7 @@ struct EventRecord {
   bool operator==(const EventRecord&) const = default;
 };
 
-// Users and tokens (master/access.h, docs/security.md).
+// Users and tokens (master/access/access.h, docs/security.md).
 struct UserRecord {
   std::string name;
   bool admin = false;
@@ -232,7 +232,7 @@ struct State {
   // Jobs with a row (theirs, a task's, a replica's) holding text the store never writes (a
   // damaged file), by job id, with what could not be read. Such a job row still loads, with
   // its state left Queued; such task and replica rows are left out. The master quarantines
-  // these jobs (master/jobs.cpp, JobRegistry::load).
+  // these jobs (master/jobs/registry.cpp, JobRegistry::load).
   std::map<int64_t, std::string> unreadableJobs;
 };
 

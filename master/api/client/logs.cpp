@@ -1,6 +1,6 @@
 // yardctl logs and top: log streams relayed from the agents that hold them, and the usage
 // agents report. Each frame of a stream is its own ClientAnswer with the request's id.
-// (Exec sessions: client_api_exec.cpp.)
+// (Exec sessions: exec.cpp.)
 #include "master/api/client/client_api.h"
 #include "schema/api.capnp.h"
 

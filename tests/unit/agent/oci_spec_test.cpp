@@ -32,7 +32,7 @@ bool has(const std::string& json, const std::string& part) { return json.find(pa
 
 }  // namespace
 
-TEST_CASE("oci: the task's command replaces the image's; env merges by name, the replica's last") {
+TEST_CASE("oci: the task's command replaces the image's - env merges by name, the replica's last") {
   ImageDefaults image;
   image.env = {"PATH=/usr/bin", "LANG=C.UTF-8", "RANK=9"};
   image.entrypoint = {"/entry"};

@@ -176,7 +176,7 @@ TEST_CASE("runner: a preStop that overruns the grace period does not delay SIGTE
   CHECK(f.driver.called("signal 1-0 15"));
 }
 
-TEST_CASE("runner: a failing postStart fails the replica; Running only after postStart succeeds") {
+TEST_CASE("runner: a failing postStart fails the replica - Running only after postStart succeeds") {
   Fixture f;
   ReplicaKey ok{1, 0}, bad{2, 0};
   auto s = Fixture::spec();
@@ -246,7 +246,7 @@ TEST_CASE("runner: a restarted agent re-adopts what runs and remembers what it w
   CHECK_FALSE(f.driver.called("start 1-0"));
 }
 
-TEST_CASE("runner: the driver carries the stop out; preStop and SIGTERM share the grace, SIGKILL is the backstop") {
+TEST_CASE("runner: the driver carries the stop out - preStop and SIGTERM share the grace, SIGKILL is the backstop") {
   Fixture f;
   f.driver.carriesStops = true;
   ReplicaKey k{1, 0};
@@ -330,7 +330,7 @@ TEST_CASE("runner: a restarted agent knows the leases from disk and fences what 
   CHECK_THAT(f.report(k).reason, Catch::StartsWith("fenced: no answer from the master"));
 }
 
-TEST_CASE("runner: a replica its shim fenced is Killed (NodeLost); an empty lease removes the lease files") {
+TEST_CASE("runner: a replica its shim fenced is Killed (NodeLost) - an empty lease removes the lease files") {
   Fixture f;
   ReplicaKey k{1, 0}, other{2, 0};
   f.runner->renewLeases({9000, 500, 2000});
@@ -356,7 +356,7 @@ TEST_CASE("runner: a replica its shim fenced is Killed (NodeLost); an empty leas
   CHECK(f.state(other) == "Running");
 }
 
-TEST_CASE("runner: stopAll stops every replica; anyLive says when all have ended") {
+TEST_CASE("runner: stopAll stops every replica - anyLive says when all have ended") {
   Fixture f;
   ReplicaKey a{1, 0}, b{2, 0};
   f.want({run(a), run(b)});

@@ -131,7 +131,7 @@ TEST_CASE("guard: exits when the process ends on its own, signalling nothing") {
   CHECK_THAT(readFile(log), !Catch::Contains("got-term"));
 }
 
-TEST_CASE("guard: refuses a pid that has ended or is not in the replica's cgroups; usage errors") {
+TEST_CASE("guard: refuses a pid that has ended or is not in the replica's cgroups - usage errors") {
   Replica r;
   Watched done("exit 0");
   REQUIRE(eventually([&] { return processGone(done.pid); }));

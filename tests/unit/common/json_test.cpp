@@ -17,7 +17,7 @@ TEST_CASE("json on one line: keys in the order set, escapes, empty containers", 
   CHECK(yard::jsonLine(j) == R"({"name":"a\"b\\c\n","n":-3,"ok":true,"list":["x",7,{}],"empty":[],"nothing":null})");
 }
 
-TEST_CASE("json control characters are escaped as \\u00xx; other bytes pass as they are", "[json]") {
+TEST_CASE("json control characters are escaped as u00xx sequences - other bytes pass as they are", "[json]") {
   CHECK(yard::jsonLine(std::string("\x01z\t\x7f\xc3\xa9", 6)) == "\"\\u0001z\\t\x7f\xc3\xa9\"");
 }
 

@@ -189,7 +189,7 @@ TEST_CASE("access: the first start creates admin and admin.token (0600), once", 
   CHECK(state.value().tokens[0].secretSha256 == tokens::sha256Hex(secret));
 }
 
-TEST_CASE("access: users, tokens and grants survive a restart; deleting a user takes its tokens and grants", "[access]") {
+TEST_CASE("access: users, tokens and grants survive a restart - deleting a user takes its tokens and grants", "[access]") {
   AccessHarness h;
   CHECK(h.call([&](auto r) { h.access->createUser({"bob", false, 1001, 1002, 0}, r); }));
   CHECK(h.call([&](auto r) { h.access->createUser({"bob", false, -1, -1, 0}, r); }).error() == "user bob already exists");

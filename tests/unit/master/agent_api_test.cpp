@@ -119,7 +119,7 @@ class ApiHarness {
       return it == nodes.reg->nodes().end() ? store::NodeRecord{} : it->second.record;
     });
   }
-  // Joins redeem join-token objects through a real Access (master/access.h), as yard-master's do.
+  // Joins redeem join-token objects through a real Access (master/access/access.h), as yard-master's do.
   master::Access& withAccess() {
     auto state = nodes.db->loadAll();
     REQUIRE(state);

@@ -574,7 +574,7 @@ TEST_CASE("the audit trail records changes and refusals with their outcome, neve
   CHECK(bobs->root<api::Response>().getAuditRecords().size() == 1);
 }
 
-TEST_CASE("a join token with one use admits one agent; the static token any", "[client_api][access]") {
+TEST_CASE("a join token with one use admits one agent - the static token any", "[client_api][access]") {
   ClientHarness h;
   auto issued = h.call([](auto req) {
     auto t = req.initJoinTokenCreate();

@@ -67,7 +67,7 @@ TEST_CASE("operations on one key wait for the change in flight, in order", "[com
   CHECK(!f.queue->busy("k"));
 }
 
-TEST_CASE("different keys overlap; tryRun drops work on a busy key", "[commit]") {
+TEST_CASE("different keys overlap - tryRun drops work on a busy key", "[commit]") {
   Fixture f;
   std::vector<std::string> log;
   f.queue->run("k1", f.op("a", log));

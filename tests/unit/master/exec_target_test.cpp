@@ -109,7 +109,7 @@ TEST_CASE("exec picks the replica like kubectl picks a container", "[exec]") {
   }
 }
 
-TEST_CASE("exec into a job's only task needs no --task; an unplaced replica says why it waits", "[exec]") {
+TEST_CASE("exec into a job's only task needs no --task - an unplaced replica says why it waits", "[exec]") {
   JobEntry job = makeJob(R"(name: solo
 tasks:
   - name: only

@@ -460,7 +460,7 @@ TEST_CASE("store: a truncated database is refused", "[store]") {
 
 // A 0-byte state.db (a failed restore, a full disk) used to open as a new store, and the
 // master then started a new cluster over it: a new admin token, every node orphaned.
-TEST_CASE("store: an existing empty file is refused untouched; only a missing one is new", "[store]") {
+TEST_CASE("store: an existing empty file is refused untouched - only a missing one is new", "[store]") {
   TempDir dir;
   std::string path = dir.file("state.db");
   makeStore(path, 1);
@@ -659,7 +659,7 @@ TEST_CASE("store: every acknowledged job survives kill -9 whole", "[store]") {
   }
 }
 
-TEST_CASE("store: node labels are a JSON object in their column; another text is refused at load", "[store]") {
+TEST_CASE("store: node labels are a JSON object in their column - another text is refused at load", "[store]") {
   TempDir dir;
   std::string path = dir.file("state.db");
   {

@@ -283,7 +283,7 @@ TEST_CASE("a frame announcing 8 MiB and trickling bytes is cut at the deadline",
   CHECK(server.logged("a frame took longer than 500 ms to arrive"));
 }
 
-TEST_CASE("an idle connection is closed; one waiting for an answer or streaming is not", "[wire][limits]") {
+TEST_CASE("an idle connection is closed - one waiting for an answer or streaming is not", "[wire][limits]") {
   wire::Limits limits;
   limits.idleTimeout = 300ms;
   Server server(limits);

@@ -53,7 +53,7 @@ TEST_CASE("a field error keeps its path: in JSON as path, in text before the mes
   CHECK(text.err.str() == "yardctl: tasks[0].container.mounts[0].dataset: dataset x does not exist\n");
 }
 
-TEST_CASE("an invalid spec lists every error; error is the first of them", "[yardctl]") {
+TEST_CASE("an invalid spec lists every error - error is the first of them", "[yardctl]") {
   yard::spec::SpecErrors errors = {{"name", "\"ab\" must be 4-25 characters"}, {"", "line 3: bad YAML"}};
   yard::Json j = invalidSpecJson("bad.yaml", errors);
   CHECK(j["error"] == yard::Json{{"message", "\"ab\" must be 4-25 characters"}, {"path", "name"}});
