@@ -32,6 +32,8 @@
 #include "master/frameworks/wiring.h"
 #include "master/jobs/desired_state.h"
 #include "master/jobs/elastic_controller.h"
+#include "master/jobs/confined.h"
+#include "master/jobs/scheduling_pass.h"
 #include "master/jobs/usage_accounting.h"
 
 namespace yard::master {
@@ -166,11 +168,6 @@ class JobRegistry {
   // and in the store behind any change in flight, its live replicas ended so that their
   // agents stop them. One bad job must not take the master down.
   void quarantine(JobEntry& job, const std::string& reason);
-  // Runs `fn` (work on one job); a kj::Exception or std::exception from it is confined to
-  // that job: returns what went wrong (the caller quarantines the job once it is no longer
-  // iterating), "" when all went well.
-  template <typename F>
-  static std::string confined(const char* what, F&& fn);
   // Quarantines each job of `failed` (name -> what went wrong), unless a change to it is in
   // flight (that job is tried again next time).
   void quarantineFailed(const std::map<std::string, std::string>& failed);
@@ -179,24 +176,9 @@ class JobRegistry {
   static bool needsTime(const JobEntry& job);
   // Keeps timed_ in step with jobs_[name] (present or not). Called after every change to jobs_.
   void indexTime(const std::string& name);
-  struct PendingGang {
-    std::string job;
-    size_t task = 0;
-    sched::GangRequest request;
-  };
+  // Runs a scheduling pass (scheduling_pass.h) and commits what it decided (registry_pass.cpp).
   void runPass();
-  // Job names -> why they may not start: members of a job array held back by maxRunning.
-  using Held = std::map<std::string, std::string>;
-  // The gangs waiting for a placement; a job whose data fails to read is left out and named
-  // in `failed` (with why) for quarantine.
-  std::vector<PendingGang> pendingGangs(Held& held, std::map<std::string, std::string>& failed) const;
-  void pendingGangsOf(const std::string& name, const JobEntry& job, std::vector<PendingGang>& out) const;
-  Held heldArrayMembers() const;
-  sched::Snapshot snapshot(std::vector<sched::GangRequest> pending) const;
-  // The plan's placements and reasons applied to copies of the jobs they touch.
-  std::map<std::string, JobEntry> placeGangs(const sched::Plan& plan, std::vector<PendingGang>& gangs, const Held& held,
-                                             lifecycle::Events& events) const;
-  void commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs, const Held& held);
+  void commitPass(SchedulingPass::Outcome outcome);
   // Commits the changed copy `job` (deleted when job->rec.deleted) with `events` in `slot`;
   // once durable it replaces (or removes) the live entry and replies `done`.
   void commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr<JobEntry> job,
@@ -237,17 +219,5 @@ class JobRegistry {
   bool passAgain_ = false;
   MasterMetrics* metrics_ = nullptr;
 };
-
-template <typename F>
-std::string JobRegistry::confined(const char* what, F&& fn) {
-  try {
-    fn();
-    return "";
-  } catch (const kj::Exception& e) {
-    return std::string(what) + " failed: " + e.getDescription().cStr();
-  } catch (const std::exception& e) {
-    return std::string(what) + " failed: " + e.what();
-  }
-}
 
 }  // namespace yard::master

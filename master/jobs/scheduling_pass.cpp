@@ -1,27 +1,16 @@
-// The scheduling pass: queued gangs + nodes + queues -> the pure scheduler -> a plan,
-// re-checked and committed in one store write, then applied in memory. One pass commits at
-// a time; requests that arrive meanwhile run one more pass afterwards.
+// The scheduling pass (scheduling_pass.h): pending gangs, a snapshot, the pure scheduler's
+// plan re-checked by the single applier, and the plan applied to copies of the jobs.
+#include "master/jobs/scheduling_pass.h"
+
 #include <algorithm>
 
 #include "master/frameworks/framework.h"
-#include "master/jobs/registry.h"
+#include "master/jobs/confined.h"
+#include "master/jobs/submission.h"
 #include "master/lifecycle/elastic.h"
-#include "master/metrics/metrics.h"
 
 namespace yard::master {
 namespace {
-
-sched::ReplicaRequest replicaRequest(const JobRegistry& reg, const std::string& role, int32_t index,
-                                     schema::Container::Reader c) {
-  sched::ReplicaRequest r;
-  r.role = role;
-  r.index = index;
-  r.resources = reg.replicaResources(c);
-  r.hostImage = c.getImage() == "host";
-  for (auto p : c.getPorts())
-    r.declaredPorts.push_back({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
-  return r;
-}
 
 std::vector<store::DeclaredPort> declaredPorts(schema::Container::Reader c) {
   std::vector<store::DeclaredPort> out;
@@ -32,30 +21,52 @@ std::vector<store::DeclaredPort> declaredPorts(schema::Container::Reader c) {
 
 }  // namespace
 
-void JobRegistry::setMetrics(MasterMetrics* metrics) {
-  metrics_ = metrics;
-  elastic_.setMetrics(metrics);
-  commits_.timeCommits(metrics ? &metrics->commitLatency.with({"jobs"}) : nullptr);
-}
-
-void JobRegistry::requestPass() {
-  if (commits_.exclusiveBusy()) {
-    passAgain_ = true;
-    return;
+SchedulingPass::Outcome SchedulingPass::run() const {
+  Outcome out;
+  Held held = heldArrayMembers();
+  std::vector<PendingGang> gangs = pendingGangs(held, out.failed);
+  if (gangs.empty() && held.empty()) {
+    out.idle = true;
+    return out;
   }
-  if (passQueued_) return;
-  passQueued_ = true;
-  auto wait = lastPass_ + kMinPassInterval - std::chrono::steady_clock::now();
-  passTimer_.expires_after(std::max<std::chrono::steady_clock::duration>(wait, std::chrono::milliseconds(0)));
-  passTimer_.async_wait([this](asio::error_code ec) {
-    passQueued_ = false;
-    if (ec) return;
-    lastPass_ = std::chrono::steady_clock::now();
-    runPass();
-  });
+  std::vector<sched::GangRequest> requests;
+  for (const auto& g : gangs) requests.push_back(g.request);
+  sched::Snapshot snap = snapshot(std::move(requests));
+  sched::Plan plan = accepted(snap, sched::schedule(snap));
+  out.placed = plan.placements.size();
+  out.changed = placeGangs(plan, gangs, held, out.events);
+  return out;
 }
 
-JobRegistry::Held JobRegistry::heldArrayMembers() const {
+sched::Plan SchedulingPass::accepted(sched::Snapshot& snap, const sched::Plan& plan) {
+  sched::SnapshotIndex index(snap);
+  sched::Plan ok;
+  ok.reasons = plan.reasons;
+  for (const auto& p : plan.placements) {
+    const sched::GangRequest& req = snap.pending[static_cast<size_t>(p.taskId)];
+    if (auto why = sched::checkPlacement(snap, index, req, p)) {
+      ok.reasons[p.taskId] = *why;
+      continue;
+    }
+    sched::applyPlacement(snap, index, req, p);
+    ok.placements.push_back(p);
+  }
+  return ok;
+}
+
+sched::ReplicaRequest SchedulingPass::replicaRequest(const std::string& role, int32_t index,
+                                                     schema::Container::Reader c) const {
+  sched::ReplicaRequest r;
+  r.role = role;
+  r.index = index;
+  r.resources = replicaResources(in_.config, c);
+  r.hostImage = c.getImage() == "host";
+  for (auto p : c.getPorts())
+    r.declaredPorts.push_back({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
+  return r;
+}
+
+SchedulingPass::Held SchedulingPass::heldArrayMembers() const {
   // Slurm's `--array=...%N`: of an array with maxRunning N, at most N members are active
   // (started and not finished); queued members start in index order as others finish.
   struct Array {
@@ -82,11 +93,11 @@ JobRegistry::Held JobRegistry::heldArrayMembers() const {
   return held;
 }
 
-std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs(Held& held, std::map<std::string, std::string>& failed) const {
+std::vector<SchedulingPass::PendingGang> SchedulingPass::pendingGangs(const Held& held,
+                                                                    std::map<std::string, std::string>& failed) const {
   std::vector<PendingGang> out;
-  held = heldArrayMembers();
   for (const auto& [name, job] : jobs_) {
-    if (isFinal(job.rec.state) || commits_.busy(name)) continue;  // busy: a cancel is committing
+    if (isFinal(job.rec.state) || (in_.busy && in_.busy(name))) continue;  // busy: a cancel is committing
     if (held.count(name)) continue;
     size_t before = out.size();
     std::string why = confined("reading its pending gangs", [&] { pendingGangsOf(name, job, out); });
@@ -99,7 +110,7 @@ std::vector<JobRegistry::PendingGang> JobRegistry::pendingGangs(Held& held, std:
   return out;
 }
 
-void JobRegistry::pendingGangsOf(const std::string& name, const JobEntry& job, std::vector<PendingGang>& out) const {
+void SchedulingPass::pendingGangsOf(const std::string& name, const JobEntry& job, std::vector<PendingGang>& out) const {
   auto specTasks = job.spec->tasks();
   for (size_t i = 0; i < job.tasks.size(); ++i) {
     const TaskEntry& t = job.tasks[i];
@@ -123,7 +134,7 @@ void JobRegistry::pendingGangsOf(const std::string& name, const JobEntry& job, s
       for (int32_t index : lifecycle::runsToStart(cj.getCompletions(), t)) {
         if (room-- <= 0) break;
         PendingGang g = base;
-        g.request.replicas.push_back(replicaRequest(*this, "run", index, cj.getContainer()));
+        g.request.replicas.push_back(replicaRequest("run", index, cj.getContainer()));
         out.push_back(std::move(g));
       }
       continue;
@@ -135,7 +146,7 @@ void JobRegistry::pendingGangsOf(const std::string& name, const JobEntry& job, s
       std::string role = str(st.getRoles()[0].getName());
       int32_t next = lifecycle::nextWorkerIndex(t);
       for (int32_t k = 0; k < missing; ++k)
-        base.request.replicas.push_back(replicaRequest(*this, role, next + k, containerOf(st, role)));
+        base.request.replicas.push_back(replicaRequest(role, next + k, containerOf(st, role)));
       if (missing > 0) out.push_back(std::move(base));
       continue;
     }
@@ -146,19 +157,19 @@ void JobRegistry::pendingGangsOf(const std::string& name, const JobEntry& job, s
     if (std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == ReplicaState::Stopping; }))
       continue;
     for (const auto& slot : frameworks::frameworkFor(st.getKind()).gang(st))
-      base.request.replicas.push_back(replicaRequest(*this, slot.role, slot.index, containerOf(st, slot.role)));
+      base.request.replicas.push_back(replicaRequest(slot.role, slot.index, containerOf(st, slot.role)));
     out.push_back(std::move(base));
   }
 }
 
-sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) const {
+sched::Snapshot SchedulingPass::snapshot(std::vector<sched::GangRequest> pending) const {
   sched::Snapshot s;
-  s.now = now_();
-  if (nodes_) s.nodes = nodes_();
+  s.now = in_.now;
+  if (in_.nodes) s.nodes = in_.nodes();
   std::map<std::string, size_t> nodeIndex;
   for (size_t i = 0; i < s.nodes.size(); ++i) nodeIndex[s.nodes[i].name] = i;
   std::map<std::string, sched::QueueView> queues;
-  for (const auto& [name, q] : catalog_.queues()) {
+  for (const auto& [name, q] : in_.catalog.queues()) {
     sched::QueueView v;
     v.name = name;
     v.state = q.state;
@@ -200,43 +211,9 @@ sched::Snapshot JobRegistry::snapshot(std::vector<sched::GangRequest> pending) c
   return s;
 }
 
-void JobRegistry::runPass() {
-  if (commits_.exclusiveBusy()) {
-    passAgain_ = true;
-    return;
-  }
-  auto started = std::chrono::steady_clock::now();
-  Held held;
-  std::map<std::string, std::string> failed;
-  std::vector<PendingGang> gangs = pendingGangs(held, failed);
-  quarantineFailed(failed);
-  if (gangs.empty() && held.empty()) return;
-  std::vector<sched::GangRequest> requests;
-  for (const auto& g : gangs) requests.push_back(g.request);
-  sched::Snapshot snap = snapshot(std::move(requests));
-  sched::Plan plan = sched::schedule(snap);
-
-  // The single applier: re-check each placement against the state as it stands with the
-  // placements before it applied, and drop any that no longer fit.
-  sched::SnapshotIndex index(snap);
-  sched::Plan accepted;
-  accepted.reasons = plan.reasons;
-  for (const auto& p : plan.placements) {
-    const sched::GangRequest& req = snap.pending[static_cast<size_t>(p.taskId)];
-    if (auto why = sched::checkPlacement(snap, index, req, p)) {
-      accepted.reasons[p.taskId] = *why;
-      continue;
-    }
-    sched::applyPlacement(snap, index, req, p);
-    accepted.placements.push_back(p);
-  }
-  if (metrics_) metrics_->schedulerPass.observe(MasterMetrics::since(started));
-  commitPlan(accepted, gangs, held);
-}
-
-std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan, std::vector<PendingGang>& gangs,
-                                                        const Held& held, lifecycle::Events& events) const {
-  int64_t now = now_();
+SchedulingPass::Jobs SchedulingPass::placeGangs(const sched::Plan& plan, const std::vector<PendingGang>& gangs,
+                                                const Held& held, lifecycle::Events& events) const {
+  int64_t now = in_.now;
   std::map<std::string, JobEntry> changed;  // copies of the entries this pass changes
   auto entry = [&](const std::string& name) -> JobEntry& {
     auto it = changed.find(name);
@@ -244,7 +221,7 @@ std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan,
     return it->second;
   };
   for (const auto& p : plan.placements) {
-    PendingGang& g = gangs[static_cast<size_t>(p.taskId)];
+    const PendingGang& g = gangs[static_cast<size_t>(p.taskId)];
     JobEntry& job = entry(g.job);
     TaskEntry& task = job.tasks[g.task];
     auto st = job.specTask(g.task);
@@ -281,7 +258,8 @@ std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan,
           gang.push_back(&task.replicas[k]);
     size_t existing = gang.size();
     for (size_t k = first; k < task.replicas.size(); ++k) gang.push_back(&task.replicas[k]);
-    std::vector<Env> envs = gangEnv(job.rec.name, st, gang, nodeWiring_, config_.etcdEndpoints, execEndpoint_, execCa_);
+    std::vector<Env> envs =
+        gangEnv(job.rec.name, st, gang, in_.wiring, in_.config.etcdEndpoints, in_.execEndpoint, in_.execCa);
     if (auto member = job.spec->job().getArray().getMember(); member.getArray().size() != 0)
       for (auto& env : envs) {  // a job array's member (Slurm's SLURM_ARRAY_TASK_ID and _COUNT)
         setEnv(env, "YARD_ARRAY", str(member.getArray()));
@@ -323,51 +301,6 @@ std::map<std::string, JobEntry> JobRegistry::placeGangs(const sched::Plan& plan,
       if (live.tasks[i].rec.state == TaskState::Queued && live.tasks[i].rec.reason != why) entry(name).tasks[i].rec.reason = why;
   }
   return changed;
-}
-
-void JobRegistry::commitPlan(const sched::Plan& plan, std::vector<PendingGang>& gangs, const Held& held) {
-  auto events = std::make_shared<lifecycle::Events>();
-  auto changed = std::make_shared<std::map<std::string, JobEntry>>(placeGangs(plan, gangs, held, *events));
-  if (changed->empty()) return;
-  size_t placed = plan.placements.size();
-  // The pass writes many jobs at once: it holds them all while it commits, so a cancel or
-  // delete that arrives meanwhile runs after it and sees its placements.
-  commits_.tryRunExclusive([this, changed, events, placed](CommitQueue::Slot slot) {
-    slot.commit(
-        [changed, events](store::Tx& tx) {
-          for (auto& [name, job] : *changed) {
-            tx.updateJob(job.rec);
-            for (auto& t : job.tasks) {
-              tx.updateTask(t.rec);
-              for (auto& r : t.replicas)
-                if (r.id == 0) tx.insertReplica(r);
-            }
-          }
-          for (auto& e : *events) tx.appendEvent(e);
-        },
-        [this, changed, events, placed](Result<bool> r) {
-          if (!r && log) log("scheduling pass not committed: " + r.error());
-          if (r) {
-            for (auto& [name, job] : *changed)
-              if (auto it = jobs_.find(name); it != jobs_.end()) {
-                notifyNodes(&it->second, job);
-                if (onJobChanged) {
-                  lifecycle::Events own;
-                  for (const auto& e : *events)
-                    if (e.jobId == job.rec.id) own.push_back(e);
-                  onJobChanged(&it->second, job, own);
-                }
-                it->second = std::move(job);
-                indexTime(name);
-              }
-            if (placed > 0 && onPlaced) onPlaced(placed);
-          }
-          if (passAgain_ || (r && placed > 0)) {
-            passAgain_ = false;
-            requestPass();
-          }
-        });
-  });
 }
 
 }  // namespace yard::master

@@ -1,0 +1,92 @@
+// The registry's side of the scheduling pass (scheduling_pass.h): when a pass runs (on every
+// change, at most every kMinPassInterval, one committing at a time), and committing what it
+// decided in one store write, then applying it in memory.
+#include "master/jobs/registry.h"
+#include "master/metrics/metrics.h"
+
+namespace yard::master {
+
+void JobRegistry::setMetrics(MasterMetrics* metrics) {
+  metrics_ = metrics;
+  elastic_.setMetrics(metrics);
+  commits_.timeCommits(metrics ? &metrics->commitLatency.with({"jobs"}) : nullptr);
+}
+
+void JobRegistry::requestPass() {
+  if (commits_.exclusiveBusy()) {
+    passAgain_ = true;
+    return;
+  }
+  if (passQueued_) return;
+  passQueued_ = true;
+  auto wait = lastPass_ + kMinPassInterval - std::chrono::steady_clock::now();
+  passTimer_.expires_after(std::max<std::chrono::steady_clock::duration>(wait, std::chrono::milliseconds(0)));
+  passTimer_.async_wait([this](asio::error_code ec) {
+    passQueued_ = false;
+    if (ec) return;
+    lastPass_ = std::chrono::steady_clock::now();
+    runPass();
+  });
+}
+
+void JobRegistry::runPass() {
+  if (commits_.exclusiveBusy()) {
+    passAgain_ = true;
+    return;
+  }
+  auto started = std::chrono::steady_clock::now();
+  SchedulingPass::Inputs in{catalog_, config_, now_(), [this](const std::string& name) { return commits_.busy(name); },
+                            nodes_, nodeWiring_, execEndpoint_, execCa_};
+  SchedulingPass::Outcome outcome = SchedulingPass(jobs_, std::move(in)).run();
+  quarantineFailed(outcome.failed);
+  if (outcome.idle) return;
+  if (metrics_) metrics_->schedulerPass.observe(MasterMetrics::since(started));
+  commitPass(std::move(outcome));
+}
+
+void JobRegistry::commitPass(SchedulingPass::Outcome outcome) {
+  auto events = std::make_shared<lifecycle::Events>(std::move(outcome.events));
+  auto changed = std::make_shared<std::map<std::string, JobEntry>>(std::move(outcome.changed));
+  if (changed->empty()) return;
+  size_t placed = outcome.placed;
+  // The pass writes many jobs at once: it holds them all while it commits, so a cancel or
+  // delete that arrives meanwhile runs after it and sees its placements.
+  commits_.tryRunExclusive([this, changed, events, placed](CommitQueue::Slot slot) {
+    slot.commit(
+        [changed, events](store::Tx& tx) {
+          for (auto& [name, job] : *changed) {
+            tx.updateJob(job.rec);
+            for (auto& t : job.tasks) {
+              tx.updateTask(t.rec);
+              for (auto& r : t.replicas)
+                if (r.id == 0) tx.insertReplica(r);
+            }
+          }
+          for (auto& e : *events) tx.appendEvent(e);
+        },
+        [this, changed, events, placed](Result<bool> r) {
+          if (!r && log) log("scheduling pass not committed: " + r.error());
+          if (r) {
+            for (auto& [name, job] : *changed)
+              if (auto it = jobs_.find(name); it != jobs_.end()) {
+                notifyNodes(&it->second, job);
+                if (onJobChanged) {
+                  lifecycle::Events own;
+                  for (const auto& e : *events)
+                    if (e.jobId == job.rec.id) own.push_back(e);
+                  onJobChanged(&it->second, job, own);
+                }
+                it->second = std::move(job);
+                indexTime(name);
+              }
+            if (placed > 0 && onPlaced) onPlaced(placed);
+          }
+          if (passAgain_ || (r && placed > 0)) {
+            passAgain_ = false;
+            requestPass();
+          }
+        });
+  });
+}
+
+}  // namespace yard::master
