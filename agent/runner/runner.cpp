@@ -27,6 +27,9 @@ constexpr const char* kFencedFile = "agent-fenced";
 // How long after the SIGKILL time the runner sends SIGKILL itself when the driver carries the
 // stop out (the shim acts at that time; this is the backstop).
 constexpr int64_t kBackstopMs = 1000;
+// How long a postStart hook killed by a signal waits for its workload's own end to be
+// recorded before the hook counts as failed (see Phase::PostStart).
+constexpr int64_t kHookSweepGraceMs = 1000;
 
 std::string leaseLine(int64_t expiresAt, int64_t grace) {
   return std::to_string(expiresAt) + " " + std::to_string(grace) + "\n";
@@ -414,14 +417,23 @@ void Runner::advance(Replica& r, int64_t now) {
       return setState(r, ReplicaState::Running);
     case Phase::PostStart: {
       if (r.stop) return beginStop(r, now);
-      auto code = r.hook->poll();
-      if (!code && now < r.deadline) return;
-      r.hook.reset();
+      if (r.hook) {
+        auto polled = r.hook->poll();
+        if (!polled && now < r.deadline) return;
+        r.hook.reset();
+        r.hookResult = polled;
+        r.hookEndedAt = now;
+      }
+      auto code = r.hookResult;
       if (code && *code == 0) {
         r.phase = Phase::Running;
         writeFileAtomic(r.dir + "/" + kStartedFile, "");
         return setState(r, ReplicaState::Running);
       }
+      // A hook killed by a signal may be yard-shim sweeping the processes of a workload that
+      // just ended on its own (the hook runs among them): then the workload's end decides,
+      // which advance() reads first, if it is recorded within kHookSweepGraceMs.
+      if (code && *code > 128 && now - r.hookEndedAt < kHookSweepGraceMs) return;
       // A failing postStart fails the replica (Kubernetes' rule).
       r.failure = code ? "agent: postStart hook exited " + std::to_string(*code) : "agent: postStart hook timed out";
       r.driver->signal(r.key, r.dir, SIGKILL);

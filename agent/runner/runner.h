@@ -146,6 +146,9 @@ class Runner {
     int64_t killAt = 0;       // while stopping: when SIGKILL is due
     bool shimStops = false;   // the driver carries the stop out (stopAt); the runner is the backstop
     std::unique_ptr<ExecHandle> hook;
+    // postStart's end: its exit code (nullopt: timed out) and when it was seen.
+    std::optional<int> hookResult;
+    int64_t hookEndedAt = 0;
     int64_t deadline = 0;
     int64_t cpuMillis = 0, memoryBytes = 0, lastCpuNanos = -1, lastSampleMs = 0;
     int64_t startedAtMs = 0;  // when this agent started it, until it runs (0: re-adopted)

@@ -197,6 +197,38 @@ TEST_CASE("runner: a failing postStart fails the replica - Running only after po
   CHECK(f.report(bad).reason == "agent: postStart hook exited 4");
 }
 
+TEST_CASE("runner: a postStart killed as its workload ends on its own leaves the workload's end to decide") {
+  Fixture f;
+  ReplicaKey quick{1, 0}, stuck{2, 0};
+  auto s = Fixture::spec();
+  s.postStart = {"true"};
+  f.want({run(quick, s), run(stuck, s)});
+  f.driver.set(quick, DriverStatus::Phase::Running);
+  f.driver.set(stuck, DriverStatus::Phase::Running);
+  f.runner->tick();
+  // yard-shim swept the workload's processes, the hook among them: SIGKILL, 128 + 9.
+  f.driver.execs[0]->result = 137;
+  f.driver.execs[1]->result = 137;
+  f.runner->tick();
+  CHECK_FALSE(f.driver.called("signal 1-0 9"));
+  CHECK_FALSE(f.driver.called("signal 2-0 9"));
+  // The workload's own exit is recorded a moment later: it decides.
+  f.driver.set(quick, DriverStatus::Phase::Exited, 0);
+  f.now += 200;
+  f.runner->tick();
+  CHECK(f.state(quick) == "Exited");
+  CHECK(f.report(quick).exitCode == 0);
+  CHECK(f.report(quick).reason.empty());
+  // A workload still running a second later: the hook failed.
+  f.now += 1000;
+  f.runner->tick();
+  CHECK(f.driver.called("signal 2-0 9"));
+  f.driver.set(stuck, DriverStatus::Phase::Exited, 137);
+  f.runner->tick();
+  CHECK(f.state(stuck) == "Killed");
+  CHECK(f.report(stuck).reason == "agent: postStart hook exited 137");
+}
+
 TEST_CASE("runner: OOM, lost processes and refused host tasks are reported as such") {
   Fixture f;
   ReplicaKey oom{1, 0}, lost{2, 0};
