@@ -441,10 +441,19 @@ void Access::forgetDataset(const std::string& name) {
   std::erase_if(datasetGrants_, [&](const store::GrantRecord& g) { return g.object == name; });
 }
 
-void Access::record(store::AuditRecord rec, std::function<void()> then) {
+std::string Access::cut(const std::string& message) {
+  return message.size() > 2000 ? message.substr(0, 2000) + "..." : message;
+}
+
+store::AuditRecord Access::prepared(store::AuditRecord rec) const {
   if (rec.at == 0) rec.at = now_();
-  if (rec.message.size() > 2000) rec.message = rec.message.substr(0, 2000) + "...";
+  rec.message = cut(rec.message);
   if (rec.target.size() > 500) rec.target = rec.target.substr(0, 500) + "...";
+  return rec;
+}
+
+void Access::record(store::AuditRecord rec, std::function<void()> then) {
+  rec = prepared(std::move(rec));
   // The completion runs on the store's writer thread, maybe after Access is gone: it holds
   // only what it was given.
   store_.write([rec](store::Tx& tx) mutable { tx.appendAudit(rec); },

@@ -156,6 +156,11 @@ class Access {
   // Audit: stores `record` (its `at` set now when 0), then runs `then` on the io thread,
   // whether or not the record could be stored (a failure is logged).
   void record(store::AuditRecord record, std::function<void()> then);
+  // The same record made ready to be written by the caller, in the transaction of the change
+  // it describes (one commit per request): its `at` set now when 0, long fields cut.
+  store::AuditRecord prepared(store::AuditRecord record) const;
+  // An audit message as stored: at most 2,000 bytes, then "...".
+  static std::string cut(const std::string& message);
 
  private:
   void change(const std::string& key, std::function<std::string()> check, store::Store::Write write,

@@ -86,7 +86,7 @@ Result<bool> JobRegistry::load(const store::State& state) {
     auto it = byId.find(id);
     if (it != byId.end()) quarantine(jobs_[it->second], "quarantined at load: " + why);
   }
-  for (const auto& [name, job] : jobs_) indexTime(name);
+  for (const auto& [name, job] : jobs_) indexJob(name);
   return Result<bool>::ok(true);
 }
 
@@ -97,6 +97,18 @@ bool JobRegistry::needsTime(const JobEntry& job) {
       if (isLive(r.state)) return true;
   }
   return false;
+}
+
+void JobRegistry::indexJob(const std::string& name) {
+  indexTime(name);
+  std::string why = pending_.update(name);
+  if (!why.empty()) unreadable_[name] = why;
+  else unreadable_.erase(name);
+}
+
+std::string JobRegistry::taskReason(const JobEntry& job, size_t task) const {
+  std::string why = pending_.reasonOf(job, task);
+  return why.empty() ? job.tasks[task].rec.reason : why;
 }
 
 void JobRegistry::indexTime(const std::string& name) {
@@ -147,7 +159,7 @@ void JobRegistry::quarantine(JobEntry& job, const std::string& reason) {
   job.rec = ended->rec;
   job.spec = std::make_shared<JobSpec>(specBytes(spec.asReader()));
   job.tasks.clear();
-  indexTime(job.rec.name);
+  indexJob(job.rec.name);
   if (onNodesChanged) {  // their agents stop what the job ran at once
     std::set<std::string> nodes;
     for (const auto& t : ended->tasks)
@@ -234,20 +246,21 @@ bool insertNewJob(store::Tx& tx, JobEntry& job, lifecycle::Events& events) {
 
 }  // namespace
 
-void JobRegistry::submit(schema::Job::Reader spec, Reply reply, JobOwner owner) {
+void JobRegistry::submit(schema::Job::Reader spec, Reply reply, JobOwner owner, InTx alsoWrite) {
   std::vector<std::shared_ptr<JobSpec>> specs = {std::make_shared<JobSpec>(specBytes(spec))};
   // Keyed by the job's (or array's) name: two submissions of one name run one after the other.
-  submitAll(str(spec.getName()), std::move(specs), std::move(reply), std::move(owner));
+  submitAll(str(spec.getName()), std::move(specs), std::move(reply), std::move(owner), std::move(alsoWrite));
 }
 
 void JobRegistry::submitAll(const std::string& key, std::vector<std::shared_ptr<JobSpec>> specs, Reply reply,
-                            JobOwner owner) {
+                            JobOwner owner, InTx alsoWrite) {
   if (metrics_) reply = metrics_->countSubmission(std::move(reply));
   // The specs are copied: the request's frame is gone by the time a queued submission runs.
   // All or none: every job is checked, then all are stored in one write. A name taken
   // meanwhile by a submission under another key is caught by the store (the write fails
   // and is rolled back whole).
-  commits_.run(key, [this, specs = std::move(specs), reply, owner = std::move(owner)](CommitQueue::Slot slot) {
+  commits_.run(key, [this, specs = std::move(specs), reply, owner = std::move(owner),
+                     alsoWrite = std::move(alsoWrite)](CommitQueue::Slot slot) {
     auto jobs = std::make_shared<std::vector<JobEntry>>();
     auto events = std::make_shared<std::vector<lifecycle::Events>>();
     std::set<std::string> names;
@@ -265,22 +278,23 @@ void JobRegistry::submitAll(const std::string& key, std::vector<std::shared_ptr<
       }
       summaries.push_back(submittedText(*specs[i], *jobs, before));
     }
+    std::string msg;
+    for (const auto& line : summaries) msg += (msg.empty() ? "" : "\n") + line;
     slot.commit(
-        [jobs, events](store::Tx& tx) {
+        [jobs, events, alsoWrite, msg](store::Tx& tx) {
           for (size_t i = 0; i < jobs->size(); ++i)
             if (!insertNewJob(tx, (*jobs)[i], (*events)[i])) return;
+          if (alsoWrite) alsoWrite(tx, msg);
         },
-        [this, jobs, events, summaries, reply](Result<bool> r) {
+        [this, jobs, events, msg, reply](Result<bool> r) {
           if (!r) return reply(R::fail(r.error() + (jobs->size() > 1 ? "; nothing was submitted" : "")));
           for (size_t i = 0; i < jobs->size(); ++i) {
             auto& job = (*jobs)[i];
             if (onJobChanged) onJobChanged(nullptr, job, (*events)[i]);
             std::string n = job.rec.name;
             jobs_[n] = std::move(job);
-            indexTime(n);
+            indexJob(n);
           }
-          std::string msg;
-          for (const auto& line : summaries) msg += (msg.empty() ? "" : "\n") + line;
           reply(R::ok(msg));
           requestPass();
         });
@@ -397,7 +411,7 @@ void JobRegistry::commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr
           jobs_.erase(name);
         }
         else jobs_[name] = std::move(*job);
-        indexTime(name);
+        indexJob(name);
         reply(R::ok(done));
         requestPass();  // freed resources may let others start
       });

@@ -33,6 +33,7 @@
 #include "master/jobs/desired_state.h"
 #include "master/jobs/elastic_controller.h"
 #include "master/jobs/confined.h"
+#include "master/jobs/pending_index.h"
 #include "master/jobs/scheduling_pass.h"
 #include "master/jobs/usage_accounting.h"
 
@@ -62,11 +63,16 @@ class JobRegistry {
   // through `log`, which must be set first), not fatal. REQUIRES: before the io loop runs.
   Result<bool> load(const store::State& state);
 
+  // Writes what the request that made a change did (its audit record, docs/security.md) in
+  // that change's own transaction, given the confirmation it answers with: one durable
+  // commit per request. Runs on the store's writer thread; not called when nothing is written.
+  using InTx = std::function<void(store::Tx&, const std::string& confirmation)>;
   // `spec` is the normalised job a client sent. Refusals are one line each.
-  void submit(schema::Job::Reader spec, Reply reply, JobOwner owner = {});
+  void submit(schema::Job::Reader spec, Reply reply, JobOwner owner = {}, InTx alsoWrite = {});
   // Several specs (yardctl job submit A B ...; arrays among them), all stored in one write or
   // none; ordered behind other operations on `key`. The reply has one line per spec.
-  void submitAll(const std::string& key, std::vector<std::shared_ptr<JobSpec>> specs, Reply reply, JobOwner owner = {});
+  void submitAll(const std::string& key, std::vector<std::shared_ptr<JobSpec>> specs, Reply reply, JobOwner owner = {},
+                 InTx alsoWrite = {});
   // Requests on one job wait for the change to it in flight (a submission, another cancel,
   // a scheduling pass): never "try again".
   void cancel(const std::string& name, Reply reply);
@@ -135,8 +141,13 @@ class JobRegistry {
   // it: the HTTP API's event stream (master/api/http/event_feed.h).
   std::function<void(const JobEntry* before, const JobEntry& after, const lifecycle::Events& events)> onJobChanged;
 
-  // Runs one scheduling pass now unless one is committing; coalesces requests.
-  void requestPass();
+  // Runs one scheduling pass now unless one is committing; coalesces requests. A pass is
+  // incremental (master/scheduler/backlog.h); `full` makes the next one examine every
+  // pending gang (on start, and now and then as a safety net).
+  void requestPass(bool full = false);
+  // Why queued task `task` of `job` waits now (the pending index's answer, else the stored
+  // reason); what job show, the API and the metrics say.
+  std::string taskReason(const JobEntry& job, size_t task) const;
   void setNodeSource(NodeSource nodes) { nodes_ = std::move(nodes); }
   // Called after every committed pass that placed something (tests, metrics).
   std::function<void(size_t placed)> onPlaced;
@@ -174,7 +185,9 @@ class JobRegistry {
   // Whether time can change `job` (lifecycle::applyTime, the autoscaler): it has a live
   // replica, or an unfinished task that has started (maxLifetime, timeouts, elastic).
   static bool needsTime(const JobEntry& job);
-  // Keeps timed_ in step with jobs_[name] (present or not). Called after every change to jobs_.
+  // Keeps timed_ and the pending index in step with jobs_[name] (present or not). Called
+  // after every change to jobs_.
+  void indexJob(const std::string& name);
   void indexTime(const std::string& name);
   // Runs a scheduling pass (scheduling_pass.h) and commits what it decided (registry_pass.cpp).
   void runPass();
@@ -205,15 +218,18 @@ class JobRegistry {
   // forEachDesired is const to callers, and this is its memory.
   mutable DesiredState desired_;
   std::map<std::string, JobEntry> jobs_;  // not deleted, by name
+  PendingIndex pending_{jobs_, config_};
+  std::map<std::string, std::string> unreadable_;  // jobs whose gangs failed to read: quarantine them
   // The jobs time can change (needsTime): what tick and the autoscaler visit, so that queued
   // and finished jobs cost nothing per second however many there are.
   std::set<std::string> timed_;
   std::map<int64_t, std::string> deletedOwners_;  // deleted jobs' owners, by id
   ElasticController elastic_{config_.autoscaler, usage_.samples()};
   bool passQueued_ = false;
-  // Passes run at most every kMinPassInterval: a pass reads every active job, so one per
-  // submission would make a submission storm quadratic.
-  static constexpr std::chrono::milliseconds kMinPassInterval{100};
+  bool fullPass_ = true;  // the first pass after load examines everything
+  // Passes run at most every kMinPassInterval: a pass reads the nodes and the active jobs, so
+  // a storm of submissions shares passes instead of paying one each.
+  static constexpr std::chrono::milliseconds kMinPassInterval{5};
   std::chrono::steady_clock::time_point lastPass_{};
   asio::steady_timer passTimer_{io_};
   bool passAgain_ = false;

@@ -12,7 +12,8 @@ void JobRegistry::setMetrics(MasterMetrics* metrics) {
   commits_.timeCommits(metrics ? &metrics->commitLatency.with({"jobs"}) : nullptr);
 }
 
-void JobRegistry::requestPass() {
+void JobRegistry::requestPass(bool full) {
+  fullPass_ = fullPass_ || full;
   if (commits_.exclusiveBusy()) {
     passAgain_ = true;
     return;
@@ -37,8 +38,10 @@ void JobRegistry::runPass() {
   auto started = std::chrono::steady_clock::now();
   SchedulingPass::Inputs in{catalog_, config_, now_(), [this](const std::string& name) { return commits_.busy(name); },
                             nodes_, nodeWiring_, execEndpoint_, execCa_};
-  SchedulingPass::Outcome outcome = SchedulingPass(jobs_, std::move(in)).run();
-  quarantineFailed(outcome.failed);
+  if (!unreadable_.empty()) quarantineFailed(std::exchange(unreadable_, {}));
+  if (fullPass_) pending_.backlog().wakeAll();
+  fullPass_ = false;
+  SchedulingPass::Outcome outcome = SchedulingPass(jobs_, pending_, std::move(in)).run();
   if (outcome.idle) return;
   if (metrics_) metrics_->schedulerPass.observe(MasterMetrics::since(started));
   commitPass(std::move(outcome));
@@ -77,7 +80,7 @@ void JobRegistry::commitPass(SchedulingPass::Outcome outcome) {
                   onJobChanged(&it->second, job, own);
                 }
                 it->second = std::move(job);
-                indexTime(name);
+                indexJob(name);
               }
             if (placed > 0 && onPlaced) onPlaced(placed);
           }

@@ -23,29 +23,28 @@ std::vector<store::DeclaredPort> declaredPorts(schema::Container::Reader c) {
 
 SchedulingPass::Outcome SchedulingPass::run() const {
   Outcome out;
-  Held held = heldArrayMembers();
-  std::vector<PendingGang> gangs = pendingGangs(held, out.failed);
-  if (gangs.empty() && held.empty()) {
+  sched::Backlog& backlog = pending_.backlog();
+  if (backlog.size() == 0) {
     out.idle = true;
     return out;
   }
-  std::vector<sched::GangRequest> requests;
-  for (const auto& g : gangs) requests.push_back(g.request);
-  sched::Snapshot snap = snapshot(std::move(requests));
-  sched::Plan plan = accepted(snap, sched::schedule(snap));
+  sched::Snapshot snap = snapshot();
+  sched::Plan plan = backlog.pass(snap.nodes, snap.queues, [this](const sched::GangRequest& g) {
+    return in_.busy && in_.busy(g.job);  // a cancel is committing
+  });
+  plan = accepted(snap, plan);
   out.placed = plan.placements.size();
-  out.changed = placeGangs(plan, gangs, held, out.events);
+  out.changed = placeGangs(plan, out.events);
   return out;
 }
 
-sched::Plan SchedulingPass::accepted(sched::Snapshot& snap, const sched::Plan& plan) {
+sched::Plan SchedulingPass::accepted(sched::Snapshot& snap, const sched::Plan& plan) const {
   sched::SnapshotIndex index(snap);
   sched::Plan ok;
-  ok.reasons = plan.reasons;
   for (const auto& p : plan.placements) {
-    const sched::GangRequest& req = snap.pending[static_cast<size_t>(p.taskId)];
+    const sched::GangRequest& req = *pending_.backlog().find(p.taskId);
     if (auto why = sched::checkPlacement(snap, index, req, p)) {
-      ok.reasons[p.taskId] = *why;
+      pending_.backlog().setReason(p.taskId, *why);
       continue;
     }
     sched::applyPlacement(snap, index, req, p);
@@ -54,115 +53,7 @@ sched::Plan SchedulingPass::accepted(sched::Snapshot& snap, const sched::Plan& p
   return ok;
 }
 
-sched::ReplicaRequest SchedulingPass::replicaRequest(const std::string& role, int32_t index,
-                                                     schema::Container::Reader c) const {
-  sched::ReplicaRequest r;
-  r.role = role;
-  r.index = index;
-  r.resources = replicaResources(in_.config, c);
-  r.hostImage = c.getImage() == "host";
-  for (auto p : c.getPorts())
-    r.declaredPorts.push_back({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
-  return r;
-}
-
-SchedulingPass::Held SchedulingPass::heldArrayMembers() const {
-  // Slurm's `--array=...%N`: of an array with maxRunning N, at most N members are active
-  // (started and not finished); queued members start in index order as others finish.
-  struct Array {
-    int32_t max = 0, active = 0;
-    std::vector<std::pair<int32_t, const std::string*>> queued;
-  };
-  std::map<std::string, Array> arrays;
-  for (const auto& [name, job] : jobs_) {
-    auto a = job.spec->job().getArray();
-    if (a.getMaxRunning() <= 0 || a.getMember().getArray().size() == 0 || isFinal(job.rec.state)) continue;
-    Array& arr = arrays[str(a.getMember().getArray())];
-    arr.max = a.getMaxRunning();
-    if (job.rec.state == JobState::Queued) arr.queued.emplace_back(a.getMember().getIndex(), &name);
-    else arr.active++;
-  }
-  Held held;
-  for (auto& [array, arr] : arrays) {
-    std::sort(arr.queued.begin(), arr.queued.end());
-    std::string why = "job array " + array + " has " + std::to_string(arr.active) + " of its jobs running (maxRunning " +
-                      std::to_string(arr.max) + ")";
-    for (size_t k = static_cast<size_t>(std::max(0, arr.max - arr.active)); k < arr.queued.size(); ++k)
-      held[*arr.queued[k].second] = why;
-  }
-  return held;
-}
-
-std::vector<SchedulingPass::PendingGang> SchedulingPass::pendingGangs(const Held& held,
-                                                                    std::map<std::string, std::string>& failed) const {
-  std::vector<PendingGang> out;
-  for (const auto& [name, job] : jobs_) {
-    if (isFinal(job.rec.state) || (in_.busy && in_.busy(name))) continue;  // busy: a cancel is committing
-    if (held.count(name)) continue;
-    size_t before = out.size();
-    std::string why = confined("reading its pending gangs", [&] { pendingGangsOf(name, job, out); });
-    if (!why.empty()) {
-      out.resize(before);
-      failed[name] = why;
-    }
-  }
-  for (size_t i = 0; i < out.size(); ++i) out[i].request.taskId = static_cast<int64_t>(i);
-  return out;
-}
-
-void SchedulingPass::pendingGangsOf(const std::string& name, const JobEntry& job, std::vector<PendingGang>& out) const {
-  auto specTasks = job.spec->tasks();
-  for (size_t i = 0; i < job.tasks.size(); ++i) {
-    const TaskEntry& t = job.tasks[i];
-    auto st = specTasks[static_cast<unsigned>(i)];
-    PendingGang base{name, i, {}};
-    base.request.job = name;
-    base.request.task = t.rec.name;
-    base.request.queue = job.rec.queue;
-    base.request.priority = job.rec.priority;
-    base.request.submitSeq = job.rec.id;
-    base.request.vm = job.spec->job().getType() == schema::JobType::VM;
-    if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
-      if (isFinal(t.rec.state) || t.rec.state == TaskState::Waiting || t.rec.state == TaskState::Stopping) continue;
-      // Each run is its own one-replica gang. Runs are indexed 0..completions-1 and each
-      // index must succeed once (Kubernetes' Indexed Job): the lowest indexes with neither a
-      // success nor a live run start next, up to `parallelism` live at once. A failed
-      // index runs again as its next attempt (in place under OnFailure, or placed anew).
-      auto cj = st.getContainerJob();
-      int64_t live = std::count_if(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return isLive(r.state); });
-      int64_t room = cj.getParallelism() - live;
-      for (int32_t index : lifecycle::runsToStart(cj.getCompletions(), t)) {
-        if (room-- <= 0) break;
-        PendingGang g = base;
-        g.request.replicas.push_back(replicaRequest("run", index, cj.getContainer()));
-        out.push_back(std::move(g));
-      }
-      continue;
-    }
-    if (lifecycle::isElastic(st) && t.rec.state == TaskState::Running) {
-      if (lifecycle::workersEnding(t)) continue;  // finishing: a worker that ended is not replaced
-      // A scale-out: the missing workers are one gang, so they join one rendezvous round.
-      int32_t missing = lifecycle::desiredWorkers(st, t) - static_cast<int32_t>(lifecycle::liveWorkers(t).size());
-      std::string role = str(st.getRoles()[0].getName());
-      int32_t next = lifecycle::nextWorkerIndex(t);
-      for (int32_t k = 0; k < missing; ++k)
-        base.request.replicas.push_back(replicaRequest(role, next + k, containerOf(st, role)));
-      if (missing > 0) out.push_back(std::move(base));
-      continue;
-    }
-    if (t.rec.state != TaskState::Queued) continue;
-    // A restarted gang is placed once its previous attempt's replicas are gone, so no two
-    // processes ever hold the same rank (role and index) at once, on any node (as
-    // Kubernetes' podReplacementPolicy: Failed); its reason says it is restarting.
-    if (std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == ReplicaState::Stopping; }))
-      continue;
-    for (const auto& slot : frameworks::frameworkFor(st.getKind()).gang(st))
-      base.request.replicas.push_back(replicaRequest(slot.role, slot.index, containerOf(st, slot.role)));
-    out.push_back(std::move(base));
-  }
-}
-
-sched::Snapshot SchedulingPass::snapshot(std::vector<sched::GangRequest> pending) const {
+sched::Snapshot SchedulingPass::snapshot() const {
   sched::Snapshot s;
   s.now = in_.now;
   if (in_.nodes) s.nodes = in_.nodes();
@@ -179,7 +70,8 @@ sched::Snapshot SchedulingPass::snapshot(std::vector<sched::GangRequest> pending
     v.placement = q.placement == "spread" ? sched::Placement::Spread : sched::Placement::Binpack;
     queues[name] = v;
   }
-  for (const auto& [name, job] : jobs_) {
+  for (const auto& name : pending_.active()) {
+    const JobEntry& job = jobs_.at(name);
     auto qit = queues.find(job.rec.queue);
     if (qit != queues.end() && (job.rec.state == JobState::Running || job.rec.state == JobState::Cancelling)) {
       qit->second.runningJobs++;
@@ -207,12 +99,10 @@ sched::Snapshot SchedulingPass::snapshot(std::vector<sched::GangRequest> pending
     }
   }
   for (auto& [name, v] : queues) s.queues.push_back(std::move(v));
-  s.pending = std::move(pending);
   return s;
 }
 
-SchedulingPass::Jobs SchedulingPass::placeGangs(const sched::Plan& plan, const std::vector<PendingGang>& gangs,
-                                                const Held& held, lifecycle::Events& events) const {
+SchedulingPass::Jobs SchedulingPass::placeGangs(const sched::Plan& plan, lifecycle::Events& events) const {
   int64_t now = in_.now;
   std::map<std::string, JobEntry> changed;  // copies of the entries this pass changes
   auto entry = [&](const std::string& name) -> JobEntry& {
@@ -221,7 +111,7 @@ SchedulingPass::Jobs SchedulingPass::placeGangs(const sched::Plan& plan, const s
     return it->second;
   };
   for (const auto& p : plan.placements) {
-    const PendingGang& g = gangs[static_cast<size_t>(p.taskId)];
+    const PendingGang& g = *pending_.gang(p.taskId);
     JobEntry& job = entry(g.job);
     TaskEntry& task = job.tasks[g.task];
     auto st = job.specTask(g.task);
@@ -282,23 +172,15 @@ SchedulingPass::Jobs SchedulingPass::placeGangs(const sched::Plan& plan, const s
       events.push_back({0, job.rec.id, "", "", 0, now, "Running", "first task placed"});
     }
   }
-  // Reasons for what still waits, persisted only when they change.
-  for (const auto& [gangId, why] : plan.reasons) {
-    const PendingGang& g = gangs[static_cast<size_t>(gangId)];
-    const TaskEntry& live = jobs_.at(g.job).tasks[g.task];
-    if (live.rec.state == TaskState::Running && lifecycle::isElastic(jobs_.at(g.job).specTask(g.task))) {
-      JobEntry copy = changed.count(g.job) ? changed.at(g.job) : jobs_.at(g.job);
-      if (lifecycle::scaleOutWaits(copy, g.task, why, now, events)) changed[g.job] = std::move(copy);
-      continue;
-    }
-    if (live.rec.state != TaskState::Queued || live.rec.reason == why) continue;
-    JobEntry& job = entry(g.job);
-    if (job.tasks[g.task].rec.state == TaskState::Queued) job.tasks[g.task].rec.reason = why;
-  }
-  for (const auto& [name, why] : held) {
-    const JobEntry& live = jobs_.at(name);
-    for (size_t i = 0; i < live.tasks.size(); ++i)
-      if (live.tasks[i].rec.state == TaskState::Queued && live.tasks[i].rec.reason != why) entry(name).tasks[i].rec.reason = why;
+  // What running elastic tasks' missing workers wait for (an event when it changes).
+  std::set<int64_t> placed;
+  for (const auto& p : plan.placements) placed.insert(p.taskId);
+  for (int64_t id : pending_.scaleOuts()) {
+    std::string why = pending_.backlog().reasonOf(id);
+    if (placed.count(id) || why.empty()) continue;
+    const PendingGang& g = *pending_.gang(id);
+    JobEntry copy = changed.count(g.job) ? changed.at(g.job) : jobs_.at(g.job);
+    if (lifecycle::scaleOutWaits(copy, g.task, why, now, events)) changed[g.job] = std::move(copy);
   }
   return changed;
 }

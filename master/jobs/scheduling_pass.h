@@ -1,9 +1,10 @@
 #pragma once
-// The scheduling pass (docs/design.md §3, "The scheduler"): the queued gangs, the nodes and
-// the queues -> the pure scheduler -> a plan, re-checked against the state with each
-// placement before it applied, then applied to copies of the jobs it touches (placements,
-// the injected environment, reasons for what still waits). It reads the registry's state
-// and changes nothing: the job registry commits what it returns, one pass at a time.
+// The scheduling pass (docs/design.md §3, "The scheduler"): the queued gangs (the pending
+// index's backlog), the nodes and the queues -> the incremental scheduler -> a plan,
+// re-checked against the state with each placement before it applied, then applied to copies
+// of the jobs it touches (placements, the injected environment). It changes nothing but what
+// the backlog records of the gangs it examined: the job registry commits what it returns, one
+// pass at a time. Why queued gangs wait is not written to the jobs: the pending index says.
 
 #include <cstdint>
 #include <functional>
@@ -16,6 +17,7 @@
 #include "master/frameworks/wiring.h"
 #include "master/lifecycle/model.h"
 #include "master/lifecycle/policy.h"
+#include "master/jobs/pending_index.h"
 #include "master/scheduler/scheduler.h"
 
 namespace yard::master {
@@ -23,7 +25,7 @@ namespace yard::master {
 class SchedulingPass {
  public:
   using Jobs = std::map<std::string, JobEntry>;
-  // What a pass reads besides the jobs.
+  // What a pass reads besides the jobs and what waits.
   struct Inputs {
     const Catalog& catalog;
     const MasterConfig& config;
@@ -38,36 +40,27 @@ class SchedulingPass {
     std::map<std::string, JobEntry> changed;   // copies of the jobs it changed
     lifecycle::Events events;
     size_t placed = 0;                         // gangs placed
-    std::map<std::string, std::string> failed; // jobs whose data failed to read (quarantine them)
     bool idle = false;                         // nothing waited: no scheduler run at all
   };
 
-  SchedulingPass(const Jobs& jobs, Inputs inputs) : jobs_(jobs), in_(std::move(inputs)) {}
+  // `pending` is kept in step with `jobs`; the pass runs its backlog (incremental unless the
+  // backlog was told to wake every gang) and changes nothing else.
+  SchedulingPass(const Jobs& jobs, PendingIndex& pending, Inputs inputs)
+      : jobs_(jobs), pending_(pending), in_(std::move(inputs)) {}
   Outcome run() const;
 
  private:
-  struct PendingGang {
-    std::string job;
-    size_t task = 0;
-    sched::GangRequest request;
-  };
-  // Job names -> why they may not start: members of a job array held back by maxRunning.
-  using Held = std::map<std::string, std::string>;
-  Held heldArrayMembers() const;
-  // The gangs waiting for a placement; a job whose data fails to read is left out and named
-  // in `failed` (with why).
-  std::vector<PendingGang> pendingGangs(const Held& held, std::map<std::string, std::string>& failed) const;
-  void pendingGangsOf(const std::string& name, const JobEntry& job, std::vector<PendingGang>& out) const;
-  sched::Snapshot snapshot(std::vector<sched::GangRequest> pending) const;
+  // The nodes and queues with what the active jobs hold (no pending list).
+  sched::Snapshot snapshot() const;
   // The scheduler's plan, each placement re-checked against the state with the ones before
   // it applied (the single applier); those that no longer fit get a reason instead.
-  static sched::Plan accepted(sched::Snapshot& snap, const sched::Plan& plan);
-  // The plan's placements and reasons applied to copies of the jobs they touch.
-  Jobs placeGangs(const sched::Plan& plan, const std::vector<PendingGang>& gangs, const Held& held,
-                  lifecycle::Events& events) const;
-  sched::ReplicaRequest replicaRequest(const std::string& role, int32_t index, schema::Container::Reader c) const;
+  sched::Plan accepted(sched::Snapshot& snap, const sched::Plan& plan) const;
+  // The plan's placements applied to copies of the jobs they touch, and what running
+  // elastic tasks' waiting workers now wait for.
+  Jobs placeGangs(const sched::Plan& plan, lifecycle::Events& events) const;
 
   const Jobs& jobs_;
+  PendingIndex& pending_;
   Inputs in_;
 };
 

@@ -22,16 +22,30 @@ void NodeIndex::Tree::remove(int64_t gpu, const Key& key) {
   size -= 1;
 }
 
+namespace {
+
+uint8_t classesOf(const NodeView& node) {
+  uint8_t classes = 0;
+  for (int c = 0; c < kNodeClasses; ++c) {
+    if (isEligible(node, (c & 1) != 0, (c & 2) != 0)) classes |= uint8_t(1u << c);
+  }
+  return classes;
+}
+
+}  // namespace
+
 NodeIndex::NodeIndex(const std::vector<NodeView>& nodes)
     : nodes_(nodes), entries_(nodes.size()) {
   for (size_t i = 0; i < nodes.size(); ++i) {
-    uint8_t classes = 0;
-    for (int c = 0; c < kNodeClasses; ++c) {
-      if (isEligible(nodes[i], (c & 1) != 0, (c & 2) != 0)) classes |= uint8_t(1u << c);
-    }
-    entries_[i].classes = classes;
+    entries_[i].classes = classesOf(nodes[i]);
     insert(i);
   }
+}
+
+void NodeIndex::refresh(size_t node) {
+  erase(node);
+  entries_[node].classes = classesOf(nodes_[node]);
+  insert(node);
 }
 
 bool NodeIndex::portFree(size_t node, const PortUse& port) const {

@@ -46,6 +46,8 @@ class NodeIndex {
   std::optional<size_t> find(const ReplicaRequest& replica, bool vm, Placement how);
 
   void update(size_t node);
+  // After any change to a node (its state, drivers or VM runtime too): files it afresh.
+  void refresh(size_t node);
 
   static constexpr size_t kHotAfter = 32;
 

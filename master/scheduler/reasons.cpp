@@ -67,11 +67,9 @@ std::vector<Resources> paretoFront(std::vector<Resources> shapes) {
   return front;
 }
 
-std::optional<std::string> quotaSentence(const QueueView& q, const Resources& need,
-                                         bool needAlone) {
+std::optional<std::string> quotaSentence(const QueueView& q, const Resources& need) {
   for (Dim d : kDims) {
-    int64_t base = needAlone ? 0 : get(q.used, d);
-    if (base + get(need, d) <= get(q.quota, d)) continue;
+    if (get(q.used, d) + get(need, d) <= get(q.quota, d)) continue;
     return "queue " + q.name + " quota: " + std::string(dimName(d)) + " " +
            amount(d, get(q.used, d)) + "/" + amount(d, get(q.quota, d)) +
            " in use, needs " + amount(d, get(need, d));
@@ -178,11 +176,18 @@ std::string describe(const Resources& r) {
 }
 
 std::optional<std::string> quotaShortfall(const QueueView& queue, const Resources& need) {
-  return quotaSentence(queue, need, false);
+  return quotaSentence(queue, need);
 }
 
 std::optional<std::string> quotaNeverFits(const QueueView& queue, const Resources& need) {
-  return quotaSentence(queue, need, true);
+  // Not the usage: waiting cannot help whatever is in use, and a sentence that does not
+  // change with it lets the incremental pass keep it (backlog.h).
+  for (Dim d : kDims) {
+    if (get(need, d) <= get(queue.quota, d)) continue;
+    return "queue " + queue.name + " quota: needs " + std::string(dimName(d)) + " " + amount(d, get(need, d)) +
+           ", more than the whole quota (" + amount(d, get(queue.quota, d)) + ")";
+  }
+  return std::nullopt;
 }
 
 std::string stoppedReason(const std::string& queue) { return "queue " + queue + " stopped"; }

@@ -26,12 +26,17 @@ class ClusterFacts {
   // replicas declaring the same port against the number of eligible nodes.
   std::optional<std::string> neverFits(const GangRequest& gang) const;
 
+  // Equal facts give every gang the same neverFits answer (the incremental pass's test for
+  // "the cluster changed").
+  friend bool operator==(const ClusterFacts&, const ClusterFacts&) = default;
+
  private:
   struct ClassFacts {
     size_t nodes = 0;
     Resources total;
     Resources largest;            // per dimension, over the class's nodes
     std::vector<Resources> front; // capacities no other node's capacity dominates
+    friend bool operator==(const ClassFacts&, const ClassFacts&) = default;
   };
 
   std::optional<std::string> noEligibleNode(bool hostImage, bool vm) const;
@@ -51,8 +56,9 @@ std::string describe(const Resources& r);
 // "queue team-a quota: gpu 8/8 in use, needs 4" for the first of cpu, memory, gpu where
 // used + need exceeds the quota; nullopt when the gang fits the quota now.
 std::optional<std::string> quotaShortfall(const QueueView& queue, const Resources& need);
-// The same sentence for the first dimension where need alone exceeds the quota (waiting
-// cannot help); nullopt when the gang fits an idle queue.
+// "queue team-a quota: needs gpu 4, more than the whole quota (2)" for the first dimension
+// where need alone exceeds the quota (waiting cannot help); nullopt when the gang fits an
+// idle queue.
 std::optional<std::string> quotaNeverFits(const QueueView& queue, const Resources& need);
 
 std::string stoppedReason(const std::string& queue);

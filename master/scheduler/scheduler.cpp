@@ -3,11 +3,9 @@
 #include "master/scheduler/scheduler.h"
 
 #include <algorithm>
-#include <numeric>
 #include <tuple>
 
-#include "master/scheduler/node_fit.h"
-#include "master/scheduler/node_index.h"
+#include "master/scheduler/evaluator.h"
 #include "master/scheduler/reasons.h"
 
 namespace yard::sched {
@@ -20,8 +18,8 @@ Resources GangRequest::total() const {
 
 namespace {
 
-using detail::ClusterFacts;
-using detail::NodeIndex;
+using detail::Evaluator;
+using detail::Verdict;
 
 // One queue's pending gangs in dispatch order and how far the pass got through them.
 struct QueueLine {
@@ -30,23 +28,15 @@ struct QueueLine {
   size_t next = 0;
 };
 
-enum class Outcome { Placed, Skipped, Blocked };
-
-std::vector<NodeView> workingNodes(const std::vector<NodeView>& nodes) {
-  std::vector<NodeView> copy = nodes;
-  // Lowest free GPU indexes first needs them in order.
-  for (NodeView& n : copy) std::sort(n.gpuIndexes.begin(), n.gpuIndexes.end());
-  return copy;
-}
-
 class Pass {
  public:
   Pass(const Snapshot& snapshot, const Options& options)
       : options_(options),
-        nodes_(workingNodes(snapshot.nodes)),
         queues_(snapshot.queues),
+        nodes_(detail::workingNodes(snapshot.nodes)),
         index_(nodes_),
-        facts_(nodes_) {
+        facts_(nodes_),
+        eval_(nodes_, index_, facts_) {
     buildLines(snapshot.pending);
   }
 
@@ -56,17 +46,18 @@ class Pass {
   using Turn = std::tuple<double, std::string_view, size_t>;  // (share/weight, name, line)
 
   void buildLines(const std::vector<GangRequest>& pending);
-  Turn turnOf(size_t line) const;
-  Outcome tryGang(QueueView& queue, const GangRequest& gang);
-  // Places every replica or none; returns how many fitted when it placed none.
-  std::optional<size_t> placeGang(const GangRequest& gang, Placement how);
+  Turn turnOf(size_t line) const {
+    const QueueView& q = queues_[lines_[line].queue];
+    return {eval_.turn(q), q.name, line};
+  }
   void waitAll(const QueueLine& line, size_t from, const std::string& reason);
 
   Options options_;
-  std::vector<NodeView> nodes_;    // working copy: placements of this pass applied
   std::vector<QueueView> queues_;  // working copy: used and running jobs updated
-  NodeIndex index_;
-  ClusterFacts facts_;
+  std::vector<NodeView> nodes_;    // working copy: placements of this pass applied
+  detail::NodeIndex index_;
+  detail::ClusterFacts facts_;
+  Evaluator eval_;
   std::vector<QueueLine> lines_;
   Plan plan_;
 };
@@ -92,26 +83,8 @@ void Pass::buildLines(const std::vector<GangRequest>& pending) {
   }
   for (QueueLine& line : lines_) {
     std::sort(line.gangs.begin(), line.gangs.end(),
-              [](const GangRequest* a, const GangRequest* b) {
-                return std::tuple(-a->priority, a->submitSeq, a->taskId) <
-                       std::tuple(-b->priority, b->submitSeq, b->taskId);
-              });
+              [](const GangRequest* a, const GangRequest* b) { return dispatchKey(*a) < dispatchKey(*b); });
   }
-}
-
-Pass::Turn Pass::turnOf(size_t line) const {
-  const QueueView& q = queues_[lines_[line].queue];
-  const Resources& cap = facts_.readyCapacity();
-  double share = 0;
-  auto consider = [&](int64_t used, int64_t capacity) {
-    if (capacity > 0) share = std::max(share, double(used) / double(capacity));
-  };
-  consider(q.used.cpuMillis, cap.cpuMillis);
-  consider(q.used.memoryBytes, cap.memoryBytes);
-  consider(q.used.gpu, cap.gpu);
-  // A non-positive weight is a configuration slip; serve that queue last, not never.
-  double weight = q.weight > 0 ? q.weight : 1e-9;
-  return {share / weight, q.name, line};
 }
 
 Plan Pass::run() {
@@ -129,8 +102,10 @@ Plan Pass::run() {
     QueueLine& line = lines_[l];
     const GangRequest& gang = *line.gangs[line.next];
     plan_.gangsConsidered += 1;
-    Outcome outcome = tryGang(queues_[line.queue], gang);
-    if (outcome == Outcome::Blocked) {
+    std::string reason;
+    Verdict verdict = eval_.tryGang(queues_[line.queue], gang, plan_.placements, reason);
+    if (verdict != Verdict::Placed) plan_.reasons[gang.taskId] = std::move(reason);
+    if (verdict == Verdict::BlockQuota || verdict == Verdict::BlockResources) {
       waitAll(line, line.next + 1, detail::behindReason(gang));
       line.next = line.gangs.size();
       continue;
@@ -142,64 +117,6 @@ Plan Pass::run() {
     waitAll(line, line.next, detail::notConsideredReason(options_.maxGangsPerPass));
   }
   return std::move(plan_);
-}
-
-Outcome Pass::tryGang(QueueView& queue, const GangRequest& gang) {
-  auto wait = [&](std::string reason, Outcome outcome) {
-    plan_.reasons[gang.taskId] = std::move(reason);
-    return outcome;
-  };
-  if (gang.replicas.empty()) return wait("gang has no replicas", Outcome::Skipped);
-  if (auto why = facts_.neverFits(gang)) return wait(std::move(*why), Outcome::Skipped);
-  Resources total = gang.total();
-  if (auto why = detail::quotaNeverFits(queue, total))
-    return wait(std::move(*why), Outcome::Skipped);
-  bool newJob = !queue.runningJobNames.contains(gang.job);
-  if (newJob && queue.maxRunningJobs > 0 && queue.runningJobs >= queue.maxRunningJobs)
-    return wait(detail::maxRunningReason(queue), Outcome::Skipped);
-  if (auto why = detail::quotaShortfall(queue, total))
-    return wait(std::move(*why), Outcome::Blocked);
-  if (auto fitted = placeGang(gang, queue.placement))
-    return wait(detail::waitingReason(gang, *fitted), Outcome::Blocked);
-  queue.used += total;
-  if (newJob) {
-    queue.runningJobNames.insert(gang.job);
-    queue.runningJobs += 1;
-  }
-  return Outcome::Placed;
-}
-
-std::optional<size_t> Pass::placeGang(const GangRequest& gang, Placement how) {
-  // Largest replicas first: they have the fewest candidate nodes.
-  std::vector<size_t> order(gang.replicas.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const Resources& x = gang.replicas[a].resources;
-    const Resources& y = gang.replicas[b].resources;
-    return std::tie(x.gpu, x.cpuMillis, x.memoryBytes) >
-           std::tie(y.gpu, y.cpuMillis, y.memoryBytes);
-  });
-  GangPlacement placed{gang.taskId, std::vector<ReplicaPlacement>(gang.replicas.size())};
-  std::vector<size_t> nodeOf(gang.replicas.size());
-  size_t done = 0;
-  for (; done < order.size(); ++done) {
-    size_t r = order[done];
-    auto node = index_.find(gang.replicas[r], gang.vm, how);
-    if (!node) break;
-    detail::reserve(nodes_[*node], gang.replicas[r], placed.replicas[r]);
-    index_.update(*node);
-    nodeOf[r] = *node;
-  }
-  if (done == order.size()) {
-    plan_.placements.push_back(std::move(placed));
-    return std::nullopt;
-  }
-  for (size_t i = done; i-- > 0;) {  // all or nothing: give back what this gang took
-    size_t r = order[i];
-    detail::release(nodes_[nodeOf[r]], gang.replicas[r], placed.replicas[r]);
-    index_.update(nodeOf[r]);
-  }
-  return done;
 }
 
 void Pass::waitAll(const QueueLine& line, size_t from, const std::string& reason) {

@@ -62,6 +62,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -129,6 +130,7 @@ struct ReplicaRequest {
   Resources resources;
   std::vector<PortUse> declaredPorts;
   bool hostImage = false;  // needs driver "host"; otherwise "containerd"
+  friend bool operator==(const ReplicaRequest&, const ReplicaRequest&) = default;
 };
 
 // All replicas of one task attempt; placed together or not at all.
@@ -143,7 +145,13 @@ struct GangRequest {
   std::vector<ReplicaRequest> replicas;
 
   Resources total() const;
+  friend bool operator==(const GangRequest&, const GangRequest&) = default;
 };
+
+// The order of gangs within a queue: priority descending, then submitSeq, then taskId.
+inline std::tuple<int64_t, int64_t, int64_t> dispatchKey(const GangRequest& g) {
+  return {-g.priority, g.submitSeq, g.taskId};
+}
 
 using QueueState = yard::QueueState;
 enum class Placement { Binpack, Spread };

@@ -42,10 +42,11 @@ std::map<std::string, QueueFacts> queueFacts(const JobRegistry& jobs, const Cata
     q.jobs[job.rec.state] += 1;
     if (job.rec.state == JobState::Queued && (q.oldestQueuedAt == 0 || job.rec.submittedAt < q.oldestQueuedAt))
       q.oldestQueuedAt = job.rec.submittedAt;
-    for (const auto& t : job.tasks) {
+    for (size_t i = 0; i < job.tasks.size(); ++i) {
+      const TaskEntry& t = job.tasks[i];
       q.tasks[t.rec.state] += 1;
       if (t.rec.state == TaskState::Waiting) q.pending[sched::WaitClass::Dependencies] += 1;
-      if (t.rec.state == TaskState::Queued) q.pending[sched::classifyWait(t.rec.reason)] += 1;
+      if (t.rec.state == TaskState::Queued) q.pending[sched::classifyWait(jobs.taskReason(job, i))] += 1;
       for (const auto& r : t.replicas)
         if (isLive(r.state)) q.used += sched::Resources{r.cpuMillis, r.memoryBytes, r.gpu};
     }

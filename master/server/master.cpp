@@ -92,6 +92,7 @@ struct Master::Parts {
   std::unique_ptr<wire::FrameServer> agentServer;
   std::unique_ptr<asio::steady_timer> passTimer;
   int ticks = 0;
+  static constexpr int kFullPassTicks = 30;  // even: it falls on a pass tick
   std::unique_ptr<wire::FrameServer> server;
   EventFeed feed;
   std::unique_ptr<Gateway> gateway;
@@ -101,14 +102,17 @@ struct Master::Parts {
   std::unique_ptr<asio::steady_timer> watchdogTimer;
   std::unique_ptr<asio::signal_set> signals;
 
-  // Once a second: deadlines and lost nodes; every other second a safety-net pass (a pass
-  // runs on every change; this one also retries failed commits).
+  // Once a second: deadlines and lost nodes; every other second an incremental pass (a pass
+  // runs on every change; this one also retries failed commits and sees nodes that went
+  // down), and every kFullPassTicks seconds a full one, the safety net under the
+  // incremental pass's bookkeeping (master/scheduler/backlog.h).
   void tick() {
     std::set<std::string> down;
     for (const auto& [name, n] : nodes->nodes())
       if (n.record.state == NodeState::Down) down.insert(name);
     jobs->tick(down);
-    if (++ticks % 2 == 0) jobs->requestPass();
+    ++ticks;
+    if (ticks % 2 == 0) jobs->requestPass(ticks % kFullPassTicks == 0);
     passTimer->expires_after(std::chrono::seconds(1));
     passTimer->async_wait([this](asio::error_code ec) {
       if (!ec) tick();
@@ -244,10 +248,12 @@ std::optional<std::string> loadState(Master::Parts& p) {
       if (n.record.agentPort > 0 && n.record.address + ":" + std::to_string(n.record.agentPort) == hostPort) return name;
     return std::string();
   }, p.log);
-  // Agents hear of new work at once rather than at their next heartbeat.
+  // Agents hear of new work at once rather than at their next heartbeat: on their standing
+  // channel (the connection they heartbeat on), else by a call to their own API.
   AgentCalls& calls = *p.calls;
-  jobs.onNodesChanged = [&nodes, &calls](const std::set<std::string>& changed) {
+  jobs.onNodesChanged = [&nodes, &calls, &p](const std::set<std::string>& changed) {
     for (const auto& name : changed) {
+      if (p.agentApi && p.agentApi->wake(name)) continue;
       auto it = nodes.nodes().find(name);
       if (it != nodes.nodes().end() && it->second.record.agentPort > 0)
         calls.wake(it->second.record.address + ":" + std::to_string(it->second.record.agentPort));

@@ -2,6 +2,9 @@
 // case it prints the median over N runs of the wall time of one schedule() call, the
 // placements per second and the gangs considered, and the time ratio against the baseline
 // case (the first one) measured in the same invocation, so machine noise largely cancels.
+// Then the incremental scheduler the master runs (backlog.h) on the same cases: its full pass
+// (every gang examined) against schedule(), and, once the full pass's placements are
+// committed, one pass after one more submission.
 //
 // Usage: yard_scheduler_bench [runs=5]
 
@@ -9,10 +12,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "master/scheduler/backlog.h"
 #include "master/scheduler/scheduler.h"
 
 using namespace yard::sched;
@@ -120,6 +125,60 @@ Result measure(int nodes, int pending, int runs) {
   return r;
 }
 
+template <typename F>
+double medianOf(int runs, F&& f) {
+  std::vector<double> seconds;
+  for (int i = 0; i < runs; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    f(i);
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+struct BacklogResult {
+  double fullSeconds = 0, oneSeconds = 0, idleSeconds = 0;
+  size_t placed = 0;
+  int64_t examined = 0;  // by the pass after one submission
+};
+
+BacklogResult measureBacklog(int nodes, int pending, int runs) {
+  Snapshot s;
+  s.nodes = cluster(nodes);
+  s.queues = queues();
+  std::vector<GangRequest> gangs = pendingGangs(pending, 42);
+  Backlog b;
+  for (const GangRequest& g : gangs) b.put(g);
+  BacklogResult r;
+  Plan plan;
+  r.fullSeconds = medianOf(runs, [&](int) {
+    b.wakeAll();
+    plan = b.pass(s.nodes, s.queues);
+  });
+  r.placed = plan.placements.size();
+  // Commit the full pass: its placements become allocations, the placed gangs leave.
+  std::map<int64_t, const GangRequest*> byId;
+  for (const GangRequest& g : gangs) byId[g.taskId] = &g;
+  for (const GangPlacement& p : plan.placements) {
+    applyPlacement(s, *byId[p.taskId], p);
+    b.remove(p.taskId);
+  }
+  b.pass(s.nodes, s.queues);
+  r.idleSeconds = medianOf(runs, [&](int) { b.pass(s.nodes, s.queues); });
+  int64_t nextId = pending + 1;
+  r.oneSeconds = medianOf(runs, [&](int i) {
+    GangRequest g = gangs[size_t(i) % gangs.size()];
+    g.taskId = nextId;
+    g.submitSeq = nextId++;
+    b.put(g);
+    b.pass(s.nodes, s.queues);
+    r.examined = b.lastPass().examined;
+    b.remove(g.taskId);
+  });
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,6 +196,16 @@ int main(int argc, char** argv) {
     std::printf("%7d %8d %8zu %10lld %12.1f %14.0f %10.2f\n", r.nodes, r.pending, r.placed,
                 static_cast<long long>(r.considered), r.medianSeconds * 1e3,
                 double(r.placed) / r.medianSeconds, r.medianSeconds / baseline);
+    std::fflush(stdout);
+  }
+  std::printf("\nincremental scheduler (backlog.h): its full pass, and one pass after one submission\n");
+  std::printf("%7s %8s %8s %14s %14s %10s %12s %10s\n", "nodes", "pending", "placed", "full_ms", "x_schedule()",
+              "one_ms", "one_examined", "idle_ms");
+  for (auto [nodes, pending] : cases) {
+    double reference = measure(nodes, pending, runs).medianSeconds;
+    BacklogResult r = measureBacklog(nodes, pending, runs);
+    std::printf("%7d %8d %8zu %14.1f %14.2f %10.3f %12lld %10.3f\n", nodes, pending, r.placed, r.fullSeconds * 1e3,
+                r.fullSeconds / reference, r.oneSeconds * 1e3, static_cast<long long>(r.examined), r.idleSeconds * 1e3);
     std::fflush(stdout);
   }
   return 0;

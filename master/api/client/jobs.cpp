@@ -83,7 +83,7 @@ void fillJobDetail(api::JobDetail::Builder out, const JobRegistry& jobs, const J
     ti.setKind(spec::kindName(st.getKind()));
     if (st.getMode() != schema::TaskMode::NONE) ti.setMode(spec::modeName(st.getMode()));
     ti.setState(std::string(toText(t.rec.state)));
-    ti.setReason(t.rec.reason);
+    ti.setReason(jobs.taskReason(job, i));
     ti.setAttempt(t.rec.attempt);
     auto deps = ti.initDependsOn(st.getDependsOn().size());
     for (unsigned d = 0; d < deps.size(); ++d) deps.set(d, st.getDependsOn()[d]);
@@ -122,14 +122,30 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
   };
   // The caller owns what it submits; host replicas run as its uid/gid (docs/security.md).
   JobOwner owner{a.caller->user, a.caller->uid, a.caller->gid};
+  // A submission's audit record goes in the submission's own transaction: one commit per
+  // submission. Refused or rolled back, it is recorded as failed by send(), on its own.
+  JobRegistry::InTx audited;
+  JobRegistry::Reply submitted = confirm;
+  if (a.audit) {
+    store::AuditRecord rec = access_.prepared(a.audit->record);
+    rec.outcome = "ok";
+    audited = [rec](store::Tx& tx, const std::string& confirmation) mutable {
+      rec.message = Access::cut(confirmation);
+      tx.appendAudit(rec);
+    };
+    submitted = [a, confirm](Result<std::string> r) {
+      if (r) a.audit->recorded = true;  // committed with the jobs
+      confirm(std::move(r));
+    };
+  }
   switch (req.which()) {
-    case api::Request::JOB_SUBMIT: return jobs_.submit(req.getJobSubmit(), confirm, owner);
+    case api::Request::JOB_SUBMIT: return jobs_.submit(req.getJobSubmit(), submitted, owner, audited);
     case api::Request::JOB_SUBMIT_ALL: {
       auto list = req.getJobSubmitAll();
       if (list.size() == 0) return a.error("job submit: no specs");
       std::vector<std::shared_ptr<JobSpec>> specs;
       for (auto spec : list) specs.push_back(std::make_shared<JobSpec>(specBytes(spec)));
-      return jobs_.submitAll(str(list[0].getName()), std::move(specs), confirm, owner);
+      return jobs_.submitAll(str(list[0].getName()), std::move(specs), submitted, owner, audited);
     }
     case api::Request::JOB_CANCEL: return jobs_.cancel(req.getJobCancel(), confirm);
     case api::Request::JOB_DELETE: return jobs_.remove(req.getJobDelete(), confirm);

@@ -597,3 +597,25 @@ tasks:
   jobs.tick({});
   io.run_for(std::chrono::milliseconds(300));
 }
+
+TEST_CASE("why a queued task waits is read from the backlog, and a new head costs no write", "[lifecycle]") {
+  Cluster c;
+  auto job = [](const std::string& name, const std::string& cpu) {
+    return "name: " + name + "\ntasks:\n  - name: runs\n    kind: container-job\n    container: { image: host, command: ls, "
+           "resources: { cpu: " + cpu + ", memory: 1Gi } }\n";
+  };
+  c.submit(job("big-job", "48"));
+  c.placed("big-job", 0, 1);
+  c.submit(job("head-job", "32"));
+  c.submit(job("tail-job", "1"));
+  c.jobs_->requestPass();
+  c.settle();
+  CHECK(c.jobs_->taskReason(c.job("head-job"), 0) ==
+        "waiting for resources: needs 1 replica (cpu 32, memory 1Gi, gpu 0 in total), 0 fit now");
+  CHECK(c.jobs_->taskReason(c.job("tail-job"), 0) == "behind head-job/runs in queue default");
+  // The stored reason is what submission wrote: the backlog's answer is not committed per task.
+  CHECK(c.task("tail-job", 0).rec.reason == "waiting for the scheduler");
+  c.report("big-job", 0, "run", 0, "exited", 0);
+  c.placed("head-job", 0, 1);
+  c.placed("tail-job", 0, 1);
+}

@@ -48,7 +48,7 @@ TEST_CASE("reason: quota, first short resource in order cpu, memory, gpu", "[rea
   }
   SECTION("a gang larger than the quota itself") {
     s.queue("team-a", quotaOf(cores(100, 1000, 2)));
-    CHECK(reasonFor(s, cores(1, 1, 4)) == "queue team-a quota: gpu 0/2 in use, needs 4");
+    CHECK(reasonFor(s, cores(1, 1, 4)) == "queue team-a quota: needs gpu 4, more than the whole quota (2)");
   }
 }
 

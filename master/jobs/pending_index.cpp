@@ -1,0 +1,209 @@
+// The pending index (pending_index.h): gangs, held array members and active jobs, kept in
+// step with each job as it changes.
+#include "master/jobs/pending_index.h"
+
+#include <algorithm>
+
+#include "master/frameworks/framework.h"
+#include "master/jobs/confined.h"
+#include "master/jobs/submission.h"
+#include "master/lifecycle/elastic.h"
+#include "master/lifecycle/policy.h"
+
+namespace yard::master {
+
+sched::ReplicaRequest replicaRequest(const MasterConfig& config, const std::string& role, int32_t index,
+                                     schema::Container::Reader c) {
+  sched::ReplicaRequest r;
+  r.role = role;
+  r.index = index;
+  r.resources = replicaResources(config, c);
+  r.hostImage = c.getImage() == "host";
+  for (auto p : c.getPorts())
+    r.declaredPorts.push_back({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
+  return r;
+}
+
+void pendingGangsOf(const MasterConfig& config, const std::string& name, const JobEntry& job,
+                    std::vector<PendingGang>& out) {
+  if (isFinal(job.rec.state)) return;
+  auto specTasks = job.spec->tasks();
+  for (size_t i = 0; i < job.tasks.size(); ++i) {
+    const TaskEntry& t = job.tasks[i];
+    auto st = specTasks[static_cast<unsigned>(i)];
+    PendingGang base{name, i, PendingGang::kWholeTask, {}};
+    base.request.job = name;
+    base.request.task = t.rec.name;
+    base.request.queue = job.rec.queue;
+    base.request.priority = job.rec.priority;
+    base.request.submitSeq = job.rec.id;
+    base.request.vm = job.spec->job().getType() == schema::JobType::VM;
+    if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
+      if (isFinal(t.rec.state) || t.rec.state == TaskState::Waiting || t.rec.state == TaskState::Stopping) continue;
+      // Each run is its own one-replica gang. Runs are indexed 0..completions-1 and each
+      // index must succeed once (Kubernetes' Indexed Job): the lowest indexes with neither a
+      // success nor a live run start next, up to `parallelism` live at once. A failed
+      // index runs again as its next attempt (in place under OnFailure, or placed anew).
+      auto cj = st.getContainerJob();
+      int64_t live = std::count_if(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return isLive(r.state); });
+      int64_t room = cj.getParallelism() - live;
+      for (int32_t index : lifecycle::runsToStart(cj.getCompletions(), t)) {
+        if (room-- <= 0) break;
+        PendingGang g = base;
+        g.slot = index;
+        g.request.replicas.push_back(replicaRequest(config, "run", index, cj.getContainer()));
+        out.push_back(std::move(g));
+      }
+      continue;
+    }
+    if (lifecycle::isElastic(st) && t.rec.state == TaskState::Running) {
+      if (lifecycle::workersEnding(t)) continue;  // finishing: a worker that ended is not replaced
+      // A scale-out: the missing workers are one gang, so they join one rendezvous round.
+      int32_t missing = lifecycle::desiredWorkers(st, t) - static_cast<int32_t>(lifecycle::liveWorkers(t).size());
+      std::string role = str(st.getRoles()[0].getName());
+      int32_t next = lifecycle::nextWorkerIndex(t);
+      base.slot = PendingGang::kScaleOut;
+      for (int32_t k = 0; k < missing; ++k)
+        base.request.replicas.push_back(replicaRequest(config, role, next + k, containerOf(st, role)));
+      if (missing > 0) out.push_back(std::move(base));
+      continue;
+    }
+    if (t.rec.state != TaskState::Queued) continue;
+    // A restarted gang is placed once its previous attempt's replicas are gone, so no two
+    // processes ever hold the same rank (role and index) at once, on any node (as
+    // Kubernetes' podReplacementPolicy: Failed); its reason says it is restarting.
+    if (std::any_of(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return r.state == ReplicaState::Stopping; }))
+      continue;
+    for (const auto& slot : frameworks::frameworkFor(st.getKind()).gang(st))
+      base.request.replicas.push_back(replicaRequest(config, slot.role, slot.index, containerOf(st, slot.role)));
+    out.push_back(std::move(base));
+  }
+}
+
+std::string PendingIndex::update(const std::string& name) {
+  auto flipped = updateArray(name);
+  auto it = jobs_.find(name);
+  if (it != jobs_.end()) {
+    const JobEntry& job = it->second;
+    bool active = job.rec.state == JobState::Running || job.rec.state == JobState::Cancelling;
+    for (const auto& t : job.tasks)
+      for (const auto& r : t.replicas) active = active || isLive(r.state);
+    if (active) active_.insert(name);
+    else active_.erase(name);
+  } else {
+    active_.erase(name);
+  }
+  std::string why = updateGangs(name);
+  for (const auto& other : flipped) updateGangs(other);  // their failure is found on their own change
+  return why;
+}
+
+std::vector<std::string> PendingIndex::updateArray(const std::string& name) {
+  Member now;
+  auto it = jobs_.find(name);
+  if (it != jobs_.end() && it->second.spec && !isFinal(it->second.rec.state)) {
+    auto a = it->second.spec->job().getArray();
+    if (a.getMaxRunning() > 0 && a.getMember().getArray().size() != 0) {
+      now.array = str(a.getMember().getArray());
+      now.index = a.getMember().getIndex();
+      now.state = it->second.rec.state == JobState::Queued ? 1 : 2;
+      arrays_[now.array].max = a.getMaxRunning();
+    }
+  }
+  auto old = members_.find(name);
+  if (old == members_.end() && now.state == 0) return {};
+  if (old != members_.end() && old->second.array == now.array && old->second.state == now.state &&
+      old->second.index == now.index)
+    return {};
+  std::set<std::string> touched;
+  if (old != members_.end()) {
+    Array& arr = arrays_[old->second.array];
+    if (old->second.state == 1) arr.queued.erase({old->second.index, name});
+    if (old->second.state == 2) arr.active -= 1;
+    touched.insert(old->second.array);
+    members_.erase(old);
+  }
+  if (now.state != 0) {
+    Array& arr = arrays_[now.array];
+    if (now.state == 1) arr.queued.insert({now.index, name});
+    else arr.active += 1;
+    touched.insert(now.array);
+    members_[name] = now;
+  }
+  std::vector<std::string> flipped;
+  for (const auto& array : touched) {
+    Array& arr = arrays_[array];
+    std::set<std::string> admitted;
+    size_t room = static_cast<size_t>(std::max(0, arr.max - arr.active));
+    for (auto q = arr.queued.begin(); q != arr.queued.end() && admitted.size() < room; ++q) admitted.insert(q->second);
+    for (const auto& m : admitted)
+      if (!arr.admitted.count(m) && m != name) flipped.push_back(m);
+    for (const auto& m : arr.admitted)
+      if (!admitted.count(m) && m != name && members_.count(m)) flipped.push_back(m);
+    arr.admitted = std::move(admitted);
+    if (arr.queued.empty() && arr.active == 0) arrays_.erase(array);
+  }
+  return flipped;
+}
+
+bool PendingIndex::held(const std::string& name) const {
+  auto m = members_.find(name);
+  if (m == members_.end() || m->second.state != 1) return false;
+  auto a = arrays_.find(m->second.array);
+  return a != arrays_.end() && !a->second.admitted.count(name);
+}
+
+std::string PendingIndex::updateGangs(const std::string& name) {
+  std::vector<PendingGang> now;
+  std::string why;
+  auto it = jobs_.find(name);
+  if (it != jobs_.end() && !held(name)) {
+    why = confined("reading its pending gangs", [&] { pendingGangsOf(config_, name, it->second, now); });
+    if (!why.empty()) now.clear();
+  }
+  auto& ids = byJob_[name];
+  std::map<std::pair<size_t, int32_t>, int64_t> next;
+  for (PendingGang& g : now) {
+    std::pair<size_t, int32_t> key{g.task, g.slot};
+    auto old = ids.find(key);
+    int64_t id = old != ids.end() ? old->second : nextId_++;
+    g.request.taskId = id;
+    backlog_.put(g.request);
+    next[key] = id;
+    if (g.slot == PendingGang::kScaleOut) scaleOuts_.insert(id);
+    gangs_[id] = std::move(g);
+  }
+  for (const auto& [key, id] : ids)
+    if (!next.count(key)) {
+      backlog_.remove(id);
+      gangs_.erase(id);
+      scaleOuts_.erase(id);
+    }
+  if (next.empty()) byJob_.erase(name);
+  else ids = std::move(next);
+  return why;
+}
+
+const PendingGang* PendingIndex::gang(int64_t id) const {
+  auto it = gangs_.find(id);
+  return it == gangs_.end() ? nullptr : &it->second;
+}
+
+std::string PendingIndex::reasonOf(const JobEntry& job, size_t task) const {
+  if (task >= job.tasks.size() || job.tasks[task].rec.state != TaskState::Queued) return "";
+  const std::string& name = job.rec.name;
+  if (held(name)) {
+    const Member& m = members_.at(name);
+    const Array& arr = arrays_.at(m.array);
+    return "job array " + m.array + " has " + std::to_string(arr.active) + " of its jobs running (maxRunning " +
+           std::to_string(arr.max) + ")";
+  }
+  auto ids = byJob_.find(name);
+  if (ids == byJob_.end()) return "";
+  std::string why;  // of the task's last gang, as the full pass once wrote it
+  for (const auto& [key, id] : ids->second)
+    if (key.first == task) why = backlog_.reasonOf(id);
+  return why;
+}
+
+}  // namespace yard::master

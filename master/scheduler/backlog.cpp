@@ -1,0 +1,242 @@
+#include "master/scheduler/backlog.h"
+
+#include <string_view>
+#include <tuple>
+
+#include "master/scheduler/evaluator.h"
+
+namespace yard::sched {
+
+using detail::Verdict;
+
+void Backlog::put(GangRequest gang) {
+  if (auto it = gangs_.find(gang.taskId); it != gangs_.end()) {
+    if (it->second.gang == gang) return;
+    remove(gang.taskId);
+  }
+  Key key = dispatchKey(gang);
+  lines_[gang.queue].active.insert(key);
+  int64_t id = gang.taskId;
+  gangs_.emplace(id, Entry{std::move(gang), "", Active});
+}
+
+void Backlog::remove(int64_t taskId) {
+  auto it = gangs_.find(taskId);
+  if (it == gangs_.end()) return;
+  const Entry& e = it->second;
+  auto line = lines_.find(e.gang.queue);
+  Key key = dispatchKey(e.gang);
+  Line& l = line->second;
+  if (e.park == Active) l.active.erase(key);
+  else l.parked[static_cast<size_t>(e.park)].erase(key);
+  if (l.head == key) {  // those behind it are examined afresh next pass
+    l.head.reset();
+    l.behind.clear();
+  }
+  gangs_.erase(it);
+  if (l.active.empty() && l.parked[0].empty() && l.parked[1].empty() && l.parked[2].empty()) lines_.erase(line);
+}
+
+const GangRequest* Backlog::find(int64_t taskId) const {
+  auto it = gangs_.find(taskId);
+  return it == gangs_.end() ? nullptr : &it->second.gang;
+}
+
+void Backlog::wake(Line& line, int from) {
+  for (size_t p = static_cast<size_t>(from); p < line.parked.size(); ++p) {
+    for (const Key& k : line.parked[p]) {
+      entry(k)->park = Active;
+      line.active.insert(k);
+    }
+    line.parked[p].clear();
+  }
+}
+
+std::string Backlog::reasonOf(int64_t taskId) const {
+  auto it = gangs_.find(taskId);
+  if (it == gangs_.end()) return "";
+  const GangRequest& g = it->second.gang;
+  const Line& line = lines_.find(g.queue)->second;
+  if (line.status == Line::Status::Unknown) return detail::unknownQueueReason(g.queue);
+  if (line.status == Line::Status::Stopped) return detail::stoppedReason(g.queue);
+  if (line.head && *line.head < dispatchKey(g)) return line.behind;
+  return it->second.reason;
+}
+
+void Backlog::setReason(int64_t taskId, std::string reason) {
+  if (auto it = gangs_.find(taskId); it != gangs_.end()) it->second.reason = std::move(reason);
+}
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+uint64_t mixText(uint64_t h, const std::string& s) { return mix(h, std::hash<std::string>{}(s)); }
+uint64_t mixResources(uint64_t h, const Resources& r) {
+  return mix(mix(mix(h, uint64_t(r.cpuMillis)), uint64_t(r.memoryBytes)), uint64_t(r.gpu));
+}
+
+// What of a node ClusterFacts reads, at its position.
+uint64_t shapeHash(const NodeView& n, size_t position) {
+  uint64_t h = mix(0, position);
+  h = mixText(h, n.name);
+  h = mix(h, uint64_t(n.state));
+  h = mixResources(h, n.capacity);
+  uint64_t gpus = 0;  // the order of gpuIndexes does not matter (they are used sorted)
+  for (uint32_t g : n.gpuIndexes) gpus += mix(17, g);
+  h = mix(h, gpus);
+  for (const auto& d : n.drivers) h = mixText(h, d);
+  return mixText(h, n.vmRuntime);
+}
+
+// Everything of a node a placement or a reason can read, at its position.
+uint64_t nodeHash(const NodeView& n, size_t position, uint64_t shape) {
+  uint64_t h = mixResources(shape, n.allocated);
+  for (uint32_t g : n.gpusInUse) h = mix(h, g);
+  h = mix(mix(h, n.portLo), n.portHi);
+  for (const auto& [port, udp] : n.portsInUse) h = mix(h, uint64_t(port) * 2 + udp);
+  return mix(h, position);
+}
+
+}  // namespace
+
+void Backlog::syncNodes(const std::vector<NodeView>& nodes) {
+  std::vector<uint64_t> shapes(nodes.size());
+  uint64_t factsHash = mix(0, nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) factsHash += shapes[i] = shapeHash(nodes[i], i);
+  if (!facts_ || factsHash != factsHash_) {
+    detail::ClusterFacts facts(nodes);
+    stats_.clusterChanged = !facts_ || !(*facts_ == facts);
+    facts_ = std::move(facts);
+    factsHash_ = factsHash;
+  }
+  if (!index_ || working_.size() != nodes.size()) {  // nodes added or removed: afresh
+    index_.reset();
+    working_ = detail::workingNodes(nodes);
+    index_.emplace(working_);
+    hashes_.resize(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) hashes_[i] = nodeHash(nodes[i], i, shapes[i]);
+    stats_.nodesChanged = true;
+  } else {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      uint64_t h = nodeHash(nodes[i], i, shapes[i]);
+      if (h == hashes_[i]) continue;
+      working_[i] = detail::workingNode(nodes[i]);
+      index_->refresh(i);
+      hashes_[i] = h;
+      stats_.nodesChanged = true;
+    }
+  }
+  if (stats_.nodesChanged) ++version_;
+}
+
+Plan Backlog::pass(const std::vector<NodeView>& nodes, std::vector<QueueView> work,
+                   const std::function<bool(const GangRequest&)>& skip) {
+  stats_ = {};
+  Plan plan;
+  syncNodes(nodes);
+  detail::Evaluator eval(working_, *index_, *facts_);
+  bool all = wakeAll_ || stats_.clusterChanged;
+  wakeAll_ = false;
+
+  // `work`: the queues, their usage and running jobs updated as the pass places.
+  std::unordered_map<std::string_view, QueueView*> byName;
+  for (QueueView& q : work) byName.emplace(q.name, &q);
+
+  using Turn = std::tuple<double, std::string_view, Line*, QueueView*>;
+  std::set<Turn> turns;
+  std::map<Line*, std::optional<Key>> lastHead;  // the heads the last pass left, to keep
+  for (auto& [name, line] : lines_) {
+    if (all) wake(line, ParkCluster);
+    if (!all && line.head) lastHead[&line] = line.head;
+    line.head.reset();
+    line.behind.clear();
+    auto q = byName.find(name);
+    if (q == byName.end() || q->second->state == QueueState::Stopped) {
+      line.status = q == byName.end() ? Line::Status::Unknown : Line::Status::Stopped;
+      line.seen = false;  // settings seen again are new
+      lastHead.erase(&line);
+      continue;
+    }
+    line.status = Line::Status::Open;
+    QueueView& queue = *q->second;
+    line.settingsChanged = !line.seen || line.state != queue.state || !(line.quota == queue.quota) ||
+                           line.maxRunningJobs != queue.maxRunningJobs;
+    if (line.settingsChanged) {
+      wake(line, ParkQuota);
+    } else if (!line.parked[ParkRunning].empty() &&
+               (line.runningJobs != queue.runningJobs || line.runningJobNames != queue.runningJobNames)) {
+      wake(line, ParkRunning);
+    }
+    line.seen = true;
+    line.state = queue.state;
+    line.quota = queue.quota;
+    line.maxRunningJobs = queue.maxRunningJobs;
+    line.cursor = line.active.begin();
+    if (line.cursor != line.active.end()) turns.insert({eval.turn(queue), name, &line, &queue});
+  }
+
+  while (!turns.empty()) {
+    auto [share, name, line, queue] = *turns.begin();
+    turns.erase(turns.begin());
+    auto at = line->cursor;
+    ++line->cursor;
+    Entry& e = *entry(*at);
+    if (skip && skip(e.gang)) {
+      if (line->cursor != line->active.end()) turns.insert({eval.turn(*queue), name, line, queue});
+      continue;
+    }
+    // The head the last pass left, when nothing it read has changed: it blocks again, alike.
+    if (auto last = lastHead.find(line); last != lastHead.end() && last->second == *at && !line->settingsChanged &&
+                                         line->headVersion == version_ && line->headUsed == queue->used &&
+                                         line->headRunning == queue->runningJobs &&
+                                         line->headJobRunning == queue->runningJobNames.contains(e.gang.job)) {
+      stats_.headsKept += 1;
+      line->head = *at;
+      line->behind = detail::behindReason(e.gang);
+      continue;
+    }
+    stats_.examined += 1;
+    plan.gangsConsidered += 1;
+    std::string reason;
+    bool jobRunning = queue->runningJobNames.contains(e.gang.job);
+    Resources used = queue->used;
+    int64_t running = queue->runningJobs;
+    Verdict verdict = eval.tryGang(*queue, e.gang, plan.placements, reason);
+    e.reason = std::move(reason);
+    if (verdict == Verdict::Placed) ++version_;
+    if (verdict == Verdict::BlockQuota || verdict == Verdict::BlockResources) {
+      line->head = *at;
+      line->behind = detail::behindReason(e.gang);
+      line->headVersion = version_;
+      line->headUsed = used;
+      line->headRunning = running;
+      line->headJobRunning = jobRunning;
+      continue;
+    }
+    if (detail::isSkip(verdict)) {
+      e.park = verdict == Verdict::SkipMaxRunning ? ParkRunning : verdict == Verdict::SkipQuota ? ParkQuota : ParkCluster;
+      line->parked[static_cast<size_t>(e.park)].insert(*at);
+      line->active.erase(at);
+    }
+    if (line->cursor != line->active.end()) turns.insert({eval.turn(*queue), name, line, queue});
+  }
+
+  for (auto& [name, line] : lines_) {
+    if (line.status != Line::Status::Open) continue;
+    const QueueView& queue = *byName.at(name);
+    line.runningJobs = queue.runningJobs;
+    // Compared next pass only to wake max-running parks: kept only when there are some.
+    if (line.parked[ParkRunning].empty()) line.runningJobNames.clear();
+    else line.runningJobNames = queue.runningJobNames;
+    for (const auto& p : line.parked) stats_.parked += static_cast<int64_t>(p.size());
+  }
+  // The working copy now holds this pass's placements: what the caller's nodes will be once
+  // it has committed them (a node that differs then is refreshed next pass).
+  for (size_t i : eval.touched()) hashes_[i] = nodeHash(working_[i], i, shapeHash(working_[i], i));
+  return plan;
+}
+
+}  // namespace yard::sched

@@ -1,0 +1,95 @@
+#include "master/scheduler/evaluator.h"
+
+#include <algorithm>
+#include <numeric>
+#include <tuple>
+
+#include "master/scheduler/node_fit.h"
+
+namespace yard::sched::detail {
+NodeView workingNode(const NodeView& node) {
+  NodeView copy = node;
+  std::sort(copy.gpuIndexes.begin(), copy.gpuIndexes.end());
+  return copy;
+}
+
+std::vector<NodeView> workingNodes(const std::vector<NodeView>& nodes) {
+  std::vector<NodeView> copy = nodes;
+  for (NodeView& n : copy) std::sort(n.gpuIndexes.begin(), n.gpuIndexes.end());
+  return copy;
+}
+
+double Evaluator::turn(const QueueView& q) const {
+  const Resources& cap = facts_.readyCapacity();
+  double share = 0;
+  auto consider = [&](int64_t used, int64_t capacity) {
+    if (capacity > 0) share = std::max(share, double(used) / double(capacity));
+  };
+  consider(q.used.cpuMillis, cap.cpuMillis);
+  consider(q.used.memoryBytes, cap.memoryBytes);
+  consider(q.used.gpu, cap.gpu);
+  // A non-positive weight is a configuration slip; serve that queue last, not never.
+  double weight = q.weight > 0 ? q.weight : 1e-9;
+  return share / weight;
+}
+
+Verdict Evaluator::tryGang(QueueView& queue, const GangRequest& gang,
+                           std::vector<GangPlacement>& placements, std::string& reason) {
+  auto wait = [&](std::string why, Verdict verdict) {
+    reason = std::move(why);
+    return verdict;
+  };
+  if (gang.replicas.empty()) return wait("gang has no replicas", Verdict::SkipEmpty);
+  if (auto why = facts_.neverFits(gang)) return wait(std::move(*why), Verdict::SkipCluster);
+  Resources total = gang.total();
+  if (auto why = quotaNeverFits(queue, total)) return wait(std::move(*why), Verdict::SkipQuota);
+  bool newJob = !queue.runningJobNames.contains(gang.job);
+  if (newJob && queue.maxRunningJobs > 0 && queue.runningJobs >= queue.maxRunningJobs)
+    return wait(maxRunningReason(queue), Verdict::SkipMaxRunning);
+  if (auto why = quotaShortfall(queue, total)) return wait(std::move(*why), Verdict::BlockQuota);
+  if (auto fitted = placeGang(gang, queue.placement, placements))
+    return wait(waitingReason(gang, *fitted), Verdict::BlockResources);
+  queue.used += total;
+  if (newJob) {
+    queue.runningJobNames.insert(gang.job);
+    queue.runningJobs += 1;
+  }
+  return Verdict::Placed;
+}
+
+std::optional<size_t> Evaluator::placeGang(const GangRequest& gang, Placement how,
+                                           std::vector<GangPlacement>& placements) {
+  NodeIndex& nodes = index_;
+  // Largest replicas first: they have the fewest candidate nodes.
+  std::vector<size_t> order(gang.replicas.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Resources& x = gang.replicas[a].resources;
+    const Resources& y = gang.replicas[b].resources;
+    return std::tie(x.gpu, x.cpuMillis, x.memoryBytes) > std::tie(y.gpu, y.cpuMillis, y.memoryBytes);
+  });
+  GangPlacement placed{gang.taskId, std::vector<ReplicaPlacement>(gang.replicas.size())};
+  std::vector<size_t> nodeOf(gang.replicas.size());
+  size_t done = 0;
+  for (; done < order.size(); ++done) {
+    size_t r = order[done];
+    auto node = nodes.find(gang.replicas[r], gang.vm, how);
+    if (!node) break;
+    reserve(nodes_[*node], gang.replicas[r], placed.replicas[r]);
+    nodes.update(*node);
+    nodeOf[r] = *node;
+  }
+  if (done == order.size()) {
+    touched_.insert(nodeOf.begin(), nodeOf.end());
+    placements.push_back(std::move(placed));
+    return std::nullopt;
+  }
+  for (size_t i = done; i-- > 0;) {  // all or nothing: give back what this gang took
+    size_t r = order[i];
+    release(nodes_[nodeOf[r]], gang.replicas[r], placed.replicas[r]);
+    nodes.update(nodeOf[r]);
+  }
+  return done;
+}
+
+}  // namespace yard::sched::detail

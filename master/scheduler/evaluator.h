@@ -1,0 +1,65 @@
+#pragma once
+// Internal to master/scheduler: one pass's working state (the nodes and queues with the
+// pass's placements applied) and the evaluation of one gang against it, shared by the full
+// pass (scheduler.cpp) and the incremental one (backlog.cpp) so that both decide alike.
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "master/scheduler/node_index.h"
+#include "master/scheduler/reasons.h"
+#include "master/scheduler/scheduler.h"
+
+namespace yard::sched::detail {
+
+// What evaluating a gang decided, with the check that decided it (scheduler.h, "Policy").
+// A skipped gang does not block its queue; a blocked one blocks every gang behind it.
+enum class Verdict {
+  Placed,
+  SkipEmpty,       // the gang has no replicas
+  SkipCluster,     // no Ready node set could ever hold it (ClusterFacts::neverFits)
+  SkipQuota,       // larger than its queue's quota
+  SkipMaxRunning,  // a new job while the queue is at maxRunningJobs
+  BlockQuota,      // its queue's quota is in use now
+  BlockResources,  // the nodes are too full now
+};
+inline bool isSkip(Verdict v) {
+  return v == Verdict::SkipEmpty || v == Verdict::SkipCluster || v == Verdict::SkipQuota ||
+         v == Verdict::SkipMaxRunning;
+}
+
+// A node as the pass works on it: its GPU indexes sorted (lowest free first needs them so).
+NodeView workingNode(const NodeView& node);
+std::vector<NodeView> workingNodes(const std::vector<NodeView>& nodes);
+
+class Evaluator {
+ public:
+  // `nodes` is the pass's working copy (workingNodes()), `index` indexes it, `facts` are
+  // ClusterFacts of it as the pass began; all outlive the evaluator, which applies the pass's
+  // placements to `nodes` and `index`.
+  Evaluator(std::vector<NodeView>& nodes, NodeIndex& index, const ClusterFacts& facts)
+      : nodes_(nodes), index_(index), facts_(facts) {}
+
+  const ClusterFacts& facts() const { return facts_; }
+  // The positions of the nodes this pass's placements changed.
+  const std::set<size_t>& touched() const { return touched_; }
+  // dominantShare / weight of `queue` (scheduler.h, "Across queues").
+  double turn(const QueueView& queue) const;
+  // Decides `gang` of `queue`; a placement is appended to `placements` and recorded in
+  // `queue` and the working nodes, any other verdict sets `reason`.
+  Verdict tryGang(QueueView& queue, const GangRequest& gang,
+                  std::vector<GangPlacement>& placements, std::string& reason);
+
+ private:
+  // Places every replica or none; returns how many fitted when it placed none.
+  std::optional<size_t> placeGang(const GangRequest& gang, Placement how,
+                                  std::vector<GangPlacement>& placements);
+  std::vector<NodeView>& nodes_;
+  NodeIndex& index_;
+  const ClusterFacts& facts_;
+  std::set<size_t> touched_;
+};
+
+}  // namespace yard::sched::detail

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The master's cost against what waits (issue 25; docs/benchmarks.md, "Incremental
+# scheduling"), on one master without agents (jobs stay queued, so what is measured is the
+# control plane): durable single submissions through the client API (yard-submit-storm, TLS,
+# one kept-alive connection per client), with 1 client and with 16, first with nothing
+# queued, then with QUEUED jobs queued (job arrays of 10,000); and the master's CPU while
+# idle with them queued. Medians of ROUNDS rounds; ratios against the empty master in the
+# same run.
+#   tests/bench/scale_bench.sh [BIN] [QUEUED] [ROUNDS]   (defaults build/bin 100000 3)
+set -euo pipefail
+bin=$(cd "${1:-build/bin}" && pwd)
+queued=${2:-100000}
+rounds=${3:-3}
+tmp=$(mktemp -d)
+master=
+cleanup() { [ -n "$master" ] && { kill -9 "$master"; wait "$master" || true; } 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+"$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 --metrics-listen "" \
+  >"$tmp/out" 2>"$tmp/err" &
+master=$!
+for _ in $(seq 100); do grep -q '^listening ' "$tmp/out" 2>/dev/null && break; sleep 0.1; done
+addr=$(sed -n 's/^listening //p' "$tmp/out")
+export YARD_CA="$tmp/data/ca.pem" YARD_TOKEN
+YARD_TOKEN=$(cat "$tmp/data/admin.token")
+
+n=0
+storm() {  # storm CLIENTS JOBS_EACH: jobs/s
+  n=$((n + 1))
+  "$bin/yard-submit-storm" --master "$addr" --ca "$YARD_CA" --clients "$1" --jobs "$2" --prefix "s$n-" 2>&1 >/dev/null |
+    sed -n 's/.*jobs_per_second=//p' | cut -d. -f1
+}
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$master/stat"; }
+measure() {  # measure TAG: sets one_TAG, many_TAG
+  local one=() many=()
+  for _ in $(seq "$rounds"); do
+    one+=("$(storm 1 500)")
+    many+=("$(storm 16 1000)")
+  done
+  printf -v "one_$1" %s "$(median "${one[@]}")"
+  printf -v "many_$1" %s "$(median "${many[@]}")"
+  echo "$1: 1 client ${one[*]} jobs/s; 16 clients ${many[*]} jobs/s"
+}
+
+measure empty
+arrays=$(( (queued + 9999) / 10000 ))
+t0=$(date +%s.%N)
+for i in $(seq "$arrays"); do
+  cat >"$tmp/arr.yaml" <<YAML
+name: backlog$i
+array: { count: 10000 }
+tasks:
+  - name: work
+    kind: container-job
+    container: { image: host, resources: { cpu: 100m, memory: 32Mi }, command: "true" }
+YAML
+  "$bin/yardctl" --master "$addr" job submit "$tmp/arr.yaml" >/dev/null
+done
+t1=$(date +%s.%N)
+echo "queued $((arrays * 10000)) jobs in $arrays arrays: $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s"
+sleep 3  # let the passes the arrays caused finish
+hz=$(getconf CLK_TCK)
+c0=$(cpu_ticks); t0=$(date +%s.%N)
+sleep 20
+c1=$(cpu_ticks); t1=$(date +%s.%N)
+idle=$(awk -v c="$((c1 - c0))" -v hz="$hz" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", 100 * c / hz / (b - a) }')
+echo "idle master with $((arrays * 10000)) queued: ${idle}% of one core (20 s)"
+measure backlog
+rss=$(awk '/VmRSS/ { printf "%.0f", $2 / 1024 }' "/proc/$master/status")
+echo "master RSS: ${rss} MiB"
+echo "queued=$((arrays * 10000)) one_client_empty=$one_empty one_client_queued=$one_backlog" \
+  "one_ratio=$(awk -v a="$one_backlog" -v b="$one_empty" 'BEGIN { printf "%.2f", a / b }')" \
+  "sixteen_empty=$many_empty sixteen_queued=$many_backlog idle_cpu_pct=$idle master_rss_mib=$rss"
