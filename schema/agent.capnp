@@ -102,6 +102,10 @@ struct AgentResponse {
     desired @3 :Desired;
     archived @4 :LogArchived;    # the answer to archiveLog
     joined @5 :Joined;
+    # Unsolicited, id 0, on the connection the agent registered or last heartbeat on (its
+    # standing channel): the master has a change for this node; heartbeat now. Renews nothing:
+    # only an answer to a request renews the replicas' lease.
+    wake @6 :Void;
   }
 }
 

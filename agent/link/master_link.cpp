@@ -188,6 +188,9 @@ void MasterLink::beat() {
 
 void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
   auto resp = frame->root<agentapi::AgentResponse>();
+  // The master has a change for this node (its standing channel): heartbeat now. Not an
+  // answer: the request in flight, if any, still waits for its own.
+  if (resp.isWake()) return beatSoon();
   inFlight_ = false;
   answerTimer_.cancel();
   switch (resp.which()) {
@@ -225,6 +228,7 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
     }
     case agentapi::AgentResponse::ARCHIVED: break;  // answers the log shipper, on its own connection
     case agentapi::AgentResponse::JOINED: break;    // answers agent/link/bootstrap.cpp, before the link exists
+    case agentapi::AgentResponse::WAKE: break;      // handled above
     case agentapi::AgentResponse::DESIRED: {
       std::vector<DesiredReplica> desired;
       for (auto d : resp.getDesired().getReplicas()) {

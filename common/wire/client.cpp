@@ -1,5 +1,7 @@
 #include "common/wire/client.h"
 
+#include <utility>
+
 #include "common/tls/pki.h"
 #include "common/wire/server.h"
 
@@ -19,6 +21,10 @@ Result<std::unique_ptr<FrameClient>> FrameClient::connect(const std::string& hos
   if (!tls.context) return R::fail("cannot reach the master at " + hostPort + ": no TLS settings");
   auto client = std::make_unique<FrameClient>(hostPort, tls);
   requirePeerName(client->stream_, tls.peerName);
+  if (!tls.sessionFile.empty() && tls.caPin.empty()) {
+    offerSession(client->stream_.native_handle(), tls.sessionFile);
+    client->sessionFile_ = tls.sessionFile;
+  }
   asio::error_code result = asio::error::would_block;
   client->stream_.lowest_layer().async_connect(ep.value(), [&](asio::error_code ec) { result = ec; });
   client->io_.run_for(timeout);
@@ -70,6 +76,8 @@ Result<std::unique_ptr<Frame>> FrameClient::receive() {
   auto words = kj::heapArray<capnp::word>(len.value() / sizeof(capnp::word));
   asio::read(stream_, asio::buffer(words.begin(), len.value()), ec);
   if (ec) return lost(ec);
+  // TLS 1.3 sends its session tickets after the handshake: read by now with the first answer.
+  if (!sessionFile_.empty()) keepSession(stream_.native_handle(), std::exchange(sessionFile_, ""));
   return decodeFrame(kj::mv(words), limits_);
 }
 

@@ -27,6 +27,8 @@ class FrameClient {
   Result<std::unique_ptr<Frame>> receive();
   // With ClientTls::caPin: the CA certificate (PEM) that matched the pin.
   const std::string& pinnedCaPem() const { return pinnedCaPem_; }
+  // Whether the handshake resumed a session (ClientTls::sessionFile).
+  bool resumed() { return SSL_session_reused(stream_.native_handle()) == 1; }
 
   FrameClient(std::string address, const ClientTls& tls);
 
@@ -36,6 +38,7 @@ class FrameClient {
   asio::ssl::stream<asio::ip::tcp::socket> stream_;
   std::string address_;
   std::string pinnedCaPem_;
+  std::string sessionFile_;  // ClientTls::sessionFile until the first answer stored the session
   Limits limits_;
 };
 

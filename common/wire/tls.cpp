@@ -4,6 +4,11 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
 namespace yard::wire {
 namespace {
 
@@ -80,7 +85,7 @@ Result<ClientTls> makeClientTls(const std::string& caPem, const TlsIdentity* sel
   if (self)
     if (auto ok = useIdentity(c, *self); !ok) return R::fail(ok.error());
   c.set_verify_mode(asio::ssl::verify_peer);
-  return R::ok(ClientTls{ctx.value(), peerName, ""});
+  return R::ok(ClientTls{ctx.value(), peerName, "", ""});
 }
 
 Result<ClientTls> makePinnedClientTls(const std::string& caPin, const TlsIdentity* self) {
@@ -91,7 +96,41 @@ Result<ClientTls> makePinnedClientTls(const std::string& caPin, const TlsIdentit
   if (self)
     if (auto ok = useIdentity(c, *self); !ok) return R::fail(ok.error());
   c.set_verify_mode(asio::ssl::verify_none);  // the chain is checked against the pin afterwards
-  return R::ok(ClientTls{ctx.value(), "", caPin});
+  return R::ok(ClientTls{ctx.value(), "", caPin, ""});
+}
+
+bool offerSession(SSL* ssl, const std::string& file) {
+  FILE* f = std::fopen(file.c_str(), "rb");
+  if (!f) return false;
+  unsigned char buf[16384];
+  size_t n = std::fread(buf, 1, sizeof buf, f);
+  std::fclose(f);
+  const unsigned char* p = buf;
+  SSL_SESSION* session = n > 0 && n < sizeof buf ? d2i_SSL_SESSION(nullptr, &p, static_cast<long>(n)) : nullptr;
+  if (!session) return false;
+  bool ok = SSL_SESSION_is_resumable(session) == 1 && SSL_set_session(ssl, session) == 1;
+  SSL_SESSION_free(session);
+  return ok;
+}
+
+void keepSession(SSL* ssl, const std::string& file) {
+  SSL_SESSION* session = SSL_get1_session(ssl);
+  if (!session) return;
+  if (SSL_SESSION_is_resumable(session) == 1) {
+    int n = i2d_SSL_SESSION(session, nullptr);
+    std::string der(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+    unsigned char* p = reinterpret_cast<unsigned char*>(der.data());
+    if (n > 0 && i2d_SSL_SESSION(session, &p) == n) {
+      std::string tmp = file + ".tmp" + std::to_string(::getpid());
+      int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+      if (fd >= 0) {
+        bool whole = ::write(fd, der.data(), der.size()) == static_cast<ssize_t>(der.size());
+        ::close(fd);
+        if (!whole || ::rename(tmp.c_str(), file.c_str()) != 0) ::unlink(tmp.c_str());
+      }
+    }
+  }
+  SSL_SESSION_free(session);
 }
 
 std::optional<std::string> verifiedPeerName(SSL* ssl) {

@@ -34,7 +34,18 @@ struct ClientTls {
   // Instead of a CA: the SHA-256 fingerprint ("sha256:...") of the CA the server's chain must
   // contain (an agent's first contact, as kubeadm pins). FrameClient only.
   std::string caPin;
+  // FrameClient only: a file that keeps a TLS session ticket between processes (yardctl's,
+  // under ~/.cache/yard/, mode 0600). A connection resumes the session it holds, skipping the
+  // certificate signature and its verification, and stores the ticket the server sends. The
+  // caller names one file per (server address, CA, peer name): a session is only ever
+  // offered to the server whose verified handshake made it. Empty: no resumption.
+  std::string sessionFile;
 };
+
+// Tries `file`'s session on `ssl` (before the handshake); false when there is none usable.
+bool offerSession(SSL* ssl, const std::string& file);
+// Stores `ssl`'s session in `file` (0600, replaced atomically) when it can be resumed.
+void keepSession(SSL* ssl, const std::string& file);
 
 // TLS 1.3 only. `caPem` non-empty: a client certificate is asked for and, when the client
 // sends one, verified against it (not required: the client API takes tokens, and an agent

@@ -1,5 +1,9 @@
 #include "master/yardctl/client.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
 #include "common/config/client_config.h"
 #include "common/tls/pki.h"
 
@@ -18,6 +22,30 @@ Result<MasterTarget> masterAddress(const GlobalOptions& global) {
   return R::ok(t);
 }
 
+namespace {
+
+// Where yardctl keeps the TLS session of a master (wire::ClientTls::sessionFile): one file
+// per (address, CA, name) under $XDG_CACHE_HOME/yard or ~/.cache/yard (0700), so that the
+// next yardctl resumes instead of verifying the master's certificate again. "" when there is
+// no home to keep it in.
+std::string sessionFile(const std::string& address, const std::string& caPem) {
+  std::string dir;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/yard";
+  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/yard";
+  else return "";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return "";
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a: stable across builds
+  for (char c : address + "\n" + caPem + "\n" + tls::kMasterName) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  char name[40];
+  std::snprintf(name, sizeof name, "tls-session-%016llx", static_cast<unsigned long long>(h));
+  return dir + "/" + name;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<wire::FrameClient>> connectMaster(const MasterTarget& target, std::chrono::milliseconds timeout) {
   using R = Result<std::unique_ptr<wire::FrameClient>>;
   if (target.ca.empty())
@@ -28,6 +56,7 @@ Result<std::unique_ptr<wire::FrameClient>> connectMaster(const MasterTarget& tar
   if (!pem) return R::fail("--ca: " + pem.error());
   auto settings = wire::makeClientTls(pem.value(), nullptr, tls::kMasterName);
   if (!settings) return R::fail("--ca " + target.ca + ": " + settings.error());
+  settings.value().sessionFile = sessionFile(target.address, pem.value());
   return wire::FrameClient::connect(target.address, settings.value(), timeout);
 }
 

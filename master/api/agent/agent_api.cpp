@@ -111,6 +111,22 @@ void AgentApi::fillSpec(const JobEntry& job, size_t task, const store::ReplicaRe
   }
 }
 
+bool AgentApi::wake(const std::string& node) {
+  auto it = channels_.find(node);
+  if (it == channels_.end()) return false;
+  auto conn = it->second.lock();
+  if (!conn || conn->closed()) {
+    channels_.erase(it);
+    return false;
+  }
+  capnp::MallocMessageBuilder msg;
+  auto out = msg.initRoot<agentapi::AgentResponse>();
+  out.setId(0);
+  out.setWake();
+  conn->send(msg);
+  return true;
+}
+
 void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
   auto req = frame->root<agentapi::AgentRequest>();
   Answer a(conn, req.getId());
@@ -141,6 +157,11 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
                                          ": join again with a join token");
   conn->markAuthenticated();  // its frames may now be as large as a heartbeat needs
 
+  // Register and heartbeat come on the agent's standing channel: the master's wakes go there.
+  if (req.isRegister() || req.isHeartbeat()) {
+    auto& channel = channels_[node];
+    if (channel.lock() != conn) channel = conn;
+  }
   if (req.isRegister()) {
     NodeRegistration reg = registrationFrom(req.getRegister().getNode());
     reg.afterPlannedStop = req.getRegister().getAfterPlannedStop();
@@ -262,24 +283,34 @@ void AgentApi::join(const std::shared_ptr<wire::Connection>& conn, agentapi::Joi
     tls::Issue what;
     what.commonName = tls::nodeCommonName(node);
     if (auto ep = wire::parseEndpoint(address + ":0"); ep) what.ipSans.push_back(ep.value().address().to_string());
-    auto cert = tls::issueFromCsr(*ca_, csr, what);
-    if (!cert) return refuse(conn, id, "join as node " + node + ": " + cert.error());
-    auto fp = tls::fingerprint(cert.value());
-    if (!fp) return refuse(conn, id, "join as node " + node + ": " + fp.error());
-    // Durable before the agent may use it: its requests are checked against this record.
-    registry_.recordCertificate(node, fp.value(), [this, conn, id, node, pem = cert.value()](Result<bool> r) {
-      if (!r) return refuse(conn, id, "join as node " + node + ": " + r.error());
-      if (log_) log_("node " + node + " joined from " + conn->peer() + ": issued its certificate");
-      Answer a(conn, id);
-      auto out = a.resp.initJoined();
-      out.setCertPem(pem);
-      out.setCaPem(ca_->certPem);
-      a.send();
-      conn->closeAfterWrite("");
+    // Signing takes milliseconds: on the signing thread, so that a thousand agents joining at
+    // once do not hold up every other request on the io thread.
+    asio::post(signer_, [this, conn, id, node, csr, what, ca = *ca_] {
+      auto cert = tls::issueFromCsr(ca, csr, what);
+      asio::post(conn->executor(), [this, conn, id, node, cert] { issued(conn, id, node, cert); });
     });
   };
   if (checkJoin_) return checkJoin_(secret, node, accepted);
   checkConfiguredToken(joinToken_, secret, accepted);
+}
+
+void AgentApi::issued(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& node,
+                      const Result<std::string>& cert) {
+  if (conn->closed()) return;
+  if (!cert) return refuse(conn, id, "join as node " + node + ": " + cert.error());
+  auto fp = tls::fingerprint(cert.value());
+  if (!fp) return refuse(conn, id, "join as node " + node + ": " + fp.error());
+  // Durable before the agent may use it: its requests are checked against this record.
+  registry_.recordCertificate(node, fp.value(), [this, conn, id, node, pem = cert.value()](Result<bool> r) {
+    if (!r) return refuse(conn, id, "join as node " + node + ": " + r.error());
+    if (log_) log_("node " + node + " joined from " + conn->peer() + ": issued its certificate");
+    Answer a(conn, id);
+    auto out = a.resp.initJoined();
+    out.setCertPem(pem);
+    out.setCaPem(ca_->certPem);
+    a.send();
+    conn->closeAfterWrite("");
+  });
 }
 
 void AgentApi::checkConfiguredToken(const std::string& joinToken, const std::string& secret,

@@ -9,6 +9,10 @@
 //
 // REQUIRES: handle() runs on the io thread (the FrameServer's), like the registry.
 
+#include <asio/post.hpp>
+#include <asio/thread_pool.hpp>
+
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -56,12 +60,20 @@ class AgentApi {
         stopGraceMs_(parts.stopGraceMs), archive_(parts.archive), ca_(std::move(parts.ca)),
         checkJoin_(std::move(parts.checkJoin)), log_(std::move(parts.log)) {}
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
+  // Tells `node`'s agent to heartbeat now, on the connection it last registered or heartbeat
+  // on (its standing channel; AgentResponse.wake). False when that connection is gone: the
+  // caller dials the agent instead (AgentCalls::wake).
+  bool wake(const std::string& node);
+  ~AgentApi() { signer_.join(); }  // a signing in progress finishes; its answer is dropped
   // The join check used when Parts has none: `secret` must be the configured `joinToken`.
   static void checkConfiguredToken(const std::string& joinToken, const std::string& secret,
                                    const std::function<void(std::optional<std::string>)>& done);
 
  private:
   void join(const std::shared_ptr<wire::Connection>& conn, agentapi::Join::Reader req, uint64_t id);
+  // A join's certificate, signed on the signing thread, back on the io thread.
+  void issued(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& node,
+              const Result<std::string>& cert);
   void refuse(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& why);
   void fillSpec(const JobEntry& job, size_t task, const store::ReplicaRecord& r,
                 agentapi::ReplicaSpec::Builder spec) const;
@@ -75,6 +87,9 @@ class AgentApi {
   std::optional<tls::Ca> ca_;
   JoinTokenCheck checkJoin_;
   std::function<void(const std::string&)> log_;
+  // Each node's standing channel: the connection its last register or heartbeat came on.
+  std::map<std::string, std::weak_ptr<wire::Connection>, std::less<>> channels_;
+  asio::thread_pool signer_{1};  // joins' certificate signing, off the io thread
 };
 
 }  // namespace yard::master
