@@ -56,8 +56,9 @@ Result<std::unique_ptr<wire::FrameClient>> connectMaster(const MasterTarget& tar
   if (!pem) return R::fail("--ca: " + pem.error());
   auto settings = wire::makeClientTls(pem.value(), nullptr, tls::kMasterName);
   if (!settings) return R::fail("--ca " + target.ca + ": " + settings.error());
-  settings.value().sessionFile = sessionFile(target.address, pem.value());
-  return wire::FrameClient::connect(target.address, settings.value(), timeout);
+  wire::ClientTls tls = settings.value();
+  tls.sessionFile = sessionFile(target.address, pem.value());
+  return wire::FrameClient::connect(target.address, tls, timeout);
 }
 
 Result<std::unique_ptr<wire::Frame>> sendRequest(const MasterTarget& target, capnp::MessageBuilder& message) {

@@ -44,8 +44,10 @@ measure() {  # measure PREFIX PAUSE: N jobs, PAUSE seconds between one's delete 
 import json, sys
 ev = json.load(sys.stdin)
 sub = next(e["at"] for e in ev if e["type"] == "Submitted")
+placed = next(e["at"] for e in ev if e["type"] == "Placed")
+starting = next((e["at"] for e in ev if e["type"] == "Starting" and e["replica"]), placed)
 run = next(e["at"] for e in ev if e["type"] == "Running" and e["replica"])
-print(run - sub)')")
+print("%d:%d:%d:%d" % (run - sub, placed - sub, starting - placed, run - starting))')")
   "$bin/yardctl" job delete "bench-$i" >/dev/null
   done
   echo "${lat[*]}"
@@ -72,15 +74,23 @@ done
 python3 - "$n" "$rss_idle" "$rss_after" "$spaced" "$packed" "${base[*]}" <<'PY'
 import statistics, sys
 n, idle, after = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-spaced = sorted(int(x) for x in sys.argv[4].split())
-packed = sorted(int(x) for x in sys.argv[5].split())
+def stages(arg):  # "total:placed:starting:running" per job
+    return [tuple(int(v) for v in x.split(":")) for x in arg.split()]
+spaced_stages, packed_stages = stages(sys.argv[4]), stages(sys.argv[5])
+spaced = sorted(s[0] for s in spaced_stages)
+packed = sorted(s[0] for s in packed_stages)
 base = sorted(int(x) for x in sys.argv[6].split())
 def pct(v, p): return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 b50 = statistics.median(base)
-for name, lat in (("spaced", spaced), ("back to back", packed)):
+for name, lat, st in (("spaced", spaced, spaced_stages), ("back to back", packed, packed_stages)):
     p50 = statistics.median(lat)
     print(f"submit-to-running, one-replica host job, {n} jobs {name}: p50 {p50:.0f} ms, p99 {pct(lat, 99)} ms,"
           f" max {lat[-1]} ms; ratio p50 to direct {p50 / max(b50, 1):.1f}")
+    # Where the time goes, from the master's event stamps: Submitted -> Placed (the pass and
+    # its commit), Placed -> the replica's Starting (the wake, the agent's heartbeat and
+    # the commit of its report), Starting -> Running (yard-shim starting the process).
+    med = [statistics.median(s[k] for s in st) for k in (1, 2, 3)]
+    print(f"  medians: submit->Placed {med[0]:.0f} ms, Placed->Starting {med[1]:.0f} ms, Starting->Running {med[2]:.0f} ms")
 print(f"baseline yard-shim run directly, {n} starts: p50 {b50:.0f} ms, p99 {pct(base, 99)} ms")
 print(f"agent RSS idle: {idle} KiB; after {n} jobs: {after} KiB (growth {after - idle} KiB)")
 PY

@@ -24,19 +24,17 @@ addr=$(sed -n 's/^listening //p' "$tmp/out")
 export YARD_CA="$tmp/data/ca.pem" YARD_TOKEN
 YARD_TOKEN=$(cat "$tmp/data/admin.token")
 
-n=0
-storm() {  # storm CLIENTS JOBS_EACH: jobs/s
-  n=$((n + 1))
-  "$bin/yard-submit-storm" --master "$addr" --ca "$YARD_CA" --clients "$1" --jobs "$2" --prefix "s$n-" 2>&1 >/dev/null |
+storm() {  # storm CLIENTS JOBS_EACH PREFIX: jobs/s
+  "$bin/yard-submit-storm" --master "$addr" --ca "$YARD_CA" --clients "$1" --jobs "$2" --prefix "$3" 2>&1 >/dev/null |
     sed -n 's/.*jobs_per_second=//p' | cut -d. -f1
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$master/stat"; }
 measure() {  # measure TAG: sets one_TAG, many_TAG
   local one=() many=()
-  for _ in $(seq "$rounds"); do
-    one+=("$(storm 1 500)")
-    many+=("$(storm 16 1000)")
+  for r in $(seq "$rounds"); do
+    one+=("$(storm 1 500 "$1-one$r-")")
+    many+=("$(storm 16 1000 "$1-many$r-")")
   done
   printf -v "one_$1" %s "$(median "${one[@]}")"
   printf -v "many_$1" %s "$(median "${many[@]}")"
