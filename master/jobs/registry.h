@@ -227,10 +227,13 @@ class JobRegistry {
   ElasticController elastic_{config_.autoscaler, usage_.samples()};
   bool passQueued_ = false;
   bool fullPass_ = true;  // the first pass after load examines everything
-  // Passes run at most every kMinPassInterval: a pass reads the nodes and the active jobs, so
-  // a storm of submissions shares passes instead of paying one each.
+  // Passes run at most every kMinPassInterval, and no more often than leaves the io thread
+  // three quarters of its time (the next starts at least 3x the last one's cost after it): a
+  // pass reads every node and the active jobs, so a storm of submissions shares passes
+  // instead of paying one each, however large the cluster.
   static constexpr std::chrono::milliseconds kMinPassInterval{5};
   std::chrono::steady_clock::time_point lastPass_{};
+  std::chrono::steady_clock::duration lastPassCost_{};
   asio::steady_timer passTimer_{io_};
   bool passAgain_ = false;
   MasterMetrics* metrics_ = nullptr;

@@ -20,7 +20,8 @@ void JobRegistry::requestPass(bool full) {
   }
   if (passQueued_) return;
   passQueued_ = true;
-  auto wait = lastPass_ + kMinPassInterval - std::chrono::steady_clock::now();
+  auto gap = std::max<std::chrono::steady_clock::duration>(kMinPassInterval, 3 * lastPassCost_);
+  auto wait = lastPass_ + gap - std::chrono::steady_clock::now();
   passTimer_.expires_after(std::max<std::chrono::steady_clock::duration>(wait, std::chrono::milliseconds(0)));
   passTimer_.async_wait([this](asio::error_code ec) {
     passQueued_ = false;
@@ -42,6 +43,7 @@ void JobRegistry::runPass() {
   if (fullPass_) pending_.backlog().wakeAll();
   fullPass_ = false;
   SchedulingPass::Outcome outcome = SchedulingPass(jobs_, pending_, std::move(in)).run();
+  lastPassCost_ = std::chrono::steady_clock::now() - started;
   if (outcome.idle) return;
   if (metrics_) metrics_->schedulerPass.observe(MasterMetrics::since(started));
   commitPass(std::move(outcome));

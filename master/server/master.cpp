@@ -92,7 +92,7 @@ struct Master::Parts {
   std::unique_ptr<wire::FrameServer> agentServer;
   std::unique_ptr<asio::steady_timer> passTimer;
   int ticks = 0;
-  static constexpr int kFullPassTicks = 30;  // even: it falls on a pass tick
+  static constexpr int kFullPassTicks = 60;  // even: it falls on a pass tick
   std::unique_ptr<wire::FrameServer> server;
   EventFeed feed;
   std::unique_ptr<Gateway> gateway;

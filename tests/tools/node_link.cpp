@@ -77,20 +77,29 @@ void NodeLink::call(std::string frame, std::chrono::milliseconds timeout, std::f
           self->finish();
           return done(Answer::fail(self->lost(ec)));
         }
-        asio::async_read(
-            self->stream_, asio::buffer(self->header_, wire::kHeaderBytes), [self, done](asio::error_code e, size_t) {
-              if (e) {
-                self->finish();
-                return done(Answer::fail(self->lost(e)));
-              }
-              auto length = wire::parseHeader(self->header_, self->limits_);
-              if (!length) {
-                self->finish();
-                return done(Answer::fail("bad answer from the master at " + self->address_ + ": " + length.error()));
-              }
-              self->readBody(length.value(), done);
-            });
+        self->readFrame(done);
       });
+}
+
+void NodeLink::receive(std::chrono::milliseconds timeout, std::function<void(Answer)> done) {
+  arm(timeout);
+  readFrame(std::move(done));
+}
+
+void NodeLink::readFrame(std::function<void(Answer)> done) {
+  asio::async_read(stream_, asio::buffer(header_, wire::kHeaderBytes),
+                   [self = shared_from_this(), done = std::move(done)](asio::error_code e, size_t) {
+                     if (e) {
+                       self->finish();
+                       return done(Answer::fail(self->lost(e)));
+                     }
+                     auto length = wire::parseHeader(self->header_, self->limits_);
+                     if (!length) {
+                       self->finish();
+                       return done(Answer::fail("bad answer from the master at " + self->address_ + ": " + length.error()));
+                     }
+                     self->readBody(length.value(), done);
+                   });
 }
 
 void NodeLink::readBody(uint32_t length, std::function<void(Answer)> done) {

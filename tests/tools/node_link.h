@@ -40,6 +40,9 @@ class NodeLink : public std::enable_shared_from_this<NodeLink> {
   // Sends `frame` (wire::encodeFrame's bytes) and hands `done` the next frame that arrives.
   // REQUIRES: connected, and no call in flight.
   void call(std::string frame, std::chrono::milliseconds timeout, std::function<void(Answer)> done);
+  // Hands `done` the next frame that arrives, without sending (the answer that follows the
+  // master's unsolicited wake). REQUIRES: connected, and no call in flight.
+  void receive(std::chrono::milliseconds timeout, std::function<void(Answer)> done);
   // Closes the socket; an operation in flight ends with an error. Idempotent.
   void close();
 
@@ -49,6 +52,7 @@ class NodeLink : public std::enable_shared_from_this<NodeLink> {
   bool finish();
   // Why an operation ended with `ec`, for people.
   std::string lost(const asio::error_code& ec) const;
+  void readFrame(std::function<void(Answer)> done);
   void readBody(uint32_t length, std::function<void(Answer)> done);
 
   wire::ClientTls tls_;  // its context outlives stream_

@@ -15,6 +15,14 @@
 // address of its own (127.0.0.1, .2, ... as --address-base 127.0.0. numbers them): the
 // master caps connections per source address as it would for one real host.
 //
+// With --run-ms MS each node also runs what the master places on it, in simulation: a
+// replica its heartbeat's answer (the desired state) lists is reported running from the next
+// heartbeat and exited (code 0) from the first heartbeat MS after it appeared, until the
+// master stops listing it. The master's wake on a node's connection (AgentResponse.wake)
+// brings that node's next heartbeat forward, as a real agent's does. On exit the tool prints
+// one line of what it measured on stderr: `heartbeats=H seconds=S p50_ms=X p99_ms=Y
+// placements=P ended=E` (latency: a heartbeat sent to its answer received).
+//
 // Exit status: 0 after --once or a signal, 1 when the master refuses or is lost, 2 for bad
 // arguments.
 #include <CLI/CLI.hpp>
@@ -26,6 +34,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <map>
 
 #include "common/spec/quantity.h"
 #include "common/tls/pki.h"
@@ -46,7 +55,7 @@ constexpr milliseconds kAnswerTimeout{60'000};
 struct Options {
   std::string master, token, tokenFile, caFile, prefix = "node", cpu = "64", memory = "512Gi",
       addressBase = "127.0.0.";
-  int count = 0, gpu = 8, heartbeatMs = 1000;
+  int count = 0, gpu = 8, heartbeatMs = 1000, runMs = 0;
   bool once = false;
   int64_t cpuMillis = 0, memoryBytes = 0;  // parsed from cpu, memory
 };
@@ -107,10 +116,31 @@ void fillRegister(agentapi::AgentRequest::Builder req, const Options& o, int i) 
   node.setAgentVersion(std::string("synthetic-") + kVersion);
 }
 
-void fillHeartbeat(agentapi::AgentRequest::Builder req, const Options& o, int i) {
+// A replica the master placed on a simulated node (--run-ms).
+struct SimReplica {
+  int32_t attempt = 0;
+  std::chrono::steady_clock::time_point since;
+  bool endReported = false;
+};
+
+void fillHeartbeat(agentapi::AgentRequest::Builder req, const Options& o, int i,
+                   const std::map<int64_t, SimReplica>& replicas) {
   auto beat = req.initHeartbeat();
   beat.setNode(nodeName(o, i));
-  beat.initReplicas(0);
+  auto out = beat.initReplicas(static_cast<unsigned>(replicas.size()));
+  auto now = std::chrono::steady_clock::now();
+  unsigned k = 0;
+  for (const auto& [id, r] : replicas) {
+    auto s = out[k++];
+    s.setReplicaId(id);
+    s.setAttempt(r.attempt);
+    bool ended = now - r.since >= milliseconds(o.runMs);
+    s.setState(ended ? schema::ReplicaState::EXITED : schema::ReplicaState::RUNNING);
+    if (ended) {
+      s.setCause(schema::EndCause::EXITED);
+      s.setExitCode(0);
+    }
+  }
 }
 
 // The join token: --token, else the first line of --token-file, else $YARD_JOIN_TOKEN.
@@ -144,22 +174,37 @@ class Fleet {
     registered_ = std::move(registered);
     launch();
   }
-  // Beats every node each interval until stop().
+  // Beats every node each interval until stop(), the nodes' beats spread over the interval.
   void beatEveryInterval() {
-    timer_.expires_after(milliseconds(o_.heartbeatMs));
-    timer_.async_wait([this](asio::error_code ec) {
-      if (!ec) round();
-    });
+    started_ = std::chrono::steady_clock::now();
+    for (int i = 0; i < o_.count; ++i) {
+      nodes_[static_cast<size_t>(i)].timer = std::make_unique<asio::steady_timer>(io_);
+      tick(i, milliseconds(static_cast<int64_t>(o_.heartbeatMs) * i / o_.count));
+    }
   }
   // Closes every connection; what is in flight ends quietly.
   void stop() {
     stopped_ = true;
     timer_.cancel();
+    for (auto& n : nodes_)
+      if (n.timer) n.timer->cancel();
     for (auto& l : links_)
       if (l) l->close();
   }
   int rc() const { return rc_; }
-  long rounds() const { return rounds_; }
+  long rounds() const { return o_.count ? static_cast<long>(latencies_.size()) / o_.count : 0; }
+  // What the heartbeats measured: "heartbeats=H seconds=S p50_ms=X p99_ms=Y placements=P ended=E".
+  std::string stats() {
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    std::sort(latencies_.begin(), latencies_.end());
+    auto pct = [&](double p) {
+      return latencies_.empty() ? 0.0 : latencies_[std::min(latencies_.size() - 1, size_t(p * double(latencies_.size())))];
+    };
+    char line[256];
+    std::snprintf(line, sizeof line, "heartbeats=%zu seconds=%.1f p50_ms=%.2f p99_ms=%.2f placements=%ld ended=%ld",
+                  latencies_.size(), seconds, pct(0.5), pct(0.99), placements_, ended_);
+    return line;
+  }
 
  private:
   // The source address of node i's connections: its own on a loopback master (distinct for
@@ -236,27 +281,77 @@ class Fleet {
     });
   }
 
-  // One heartbeat from every node; the next round one interval after this one began (at
-  // once when a round took longer).
-  void round() {
-    auto answered = std::make_shared<int>(0);
-    ++nextId_;
-    for (int i = 0; i < o_.count; ++i) {
-      std::string req = frame([&](auto r) { fillHeartbeat(r, o_, i); }, nextId_);
-      auto& link = *links_[static_cast<size_t>(i)];
-      link.call(std::move(req), kAnswerTimeout, [this, i, answered](tools::NodeLink::Answer a) {
-        if (!a) return fail(i, a.error());
-        auto resp = a.value()->root<agentapi::AgentResponse>();
-        if (resp.isError()) return fail(i, std::string("the master says: ") + resp.getError().cStr());
-        if (!resp.isDesired()) return fail(i, "unexpected answer from the master to a heartbeat");
-        if (++*answered < o_.count || stopped_) return;
-        ++rounds_;
-        timer_.expires_at(timer_.expiry() + milliseconds(o_.heartbeatMs));
-        timer_.async_wait([this](asio::error_code ec) {
-          if (!ec) round();
-        });
-      });
+  struct Node {
+    std::unique_ptr<asio::steady_timer> timer;
+    bool inFlight = false, again = false;
+    std::chrono::steady_clock::time_point sentAt;
+    std::map<int64_t, SimReplica> replicas;  // --run-ms: what it runs, by replica id
+  };
+
+  // Node i's beat every interval, whatever else happens.
+  void tick(int i, milliseconds delay) {
+    auto& timer = *nodes_[static_cast<size_t>(i)].timer;
+    timer.expires_after(delay);
+    timer.async_wait([this, i](asio::error_code ec) {
+      if (ec || stopped_) return;
+      beat(i);
+      tick(i, milliseconds(o_.heartbeatMs));
+    });
+  }
+
+  // One heartbeat of node i now, or right after the one in flight.
+  void beat(int i) {
+    Node& n = nodes_[static_cast<size_t>(i)];
+    if (n.inFlight) {
+      n.again = true;
+      return;
     }
+    n.inFlight = true;
+    n.sentAt = std::chrono::steady_clock::now();
+    for (auto& [id, r] : n.replicas)
+      if (!r.endReported && n.sentAt - r.since >= milliseconds(o_.runMs)) {
+        r.endReported = true;
+        ++ended_;
+      }
+    std::string req = frame([&](auto r) { fillHeartbeat(r, o_, i, n.replicas); }, ++nextId_);
+    links_[static_cast<size_t>(i)]->call(std::move(req), kAnswerTimeout, [this, i](tools::NodeLink::Answer a) { answered(i, std::move(a)); });
+  }
+
+  void answered(int i, tools::NodeLink::Answer a) {
+    if (!a) return fail(i, a.error());
+    Node& n = nodes_[static_cast<size_t>(i)];
+    auto resp = a.value()->root<agentapi::AgentResponse>();
+    // The master's wake on this connection (it has a change for this node): the answer
+    // follows; beat again right after it.
+    if (resp.isWake()) {
+      n.again = true;
+      return links_[static_cast<size_t>(i)]->receive(kAnswerTimeout, [this, i](tools::NodeLink::Answer b) { answered(i, std::move(b)); });
+    }
+    if (resp.isError()) return fail(i, std::string("the master says: ") + resp.getError().cStr());
+    if (!resp.isDesired()) return fail(i, "unexpected answer from the master to a heartbeat");
+    latencies_.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - n.sentAt).count());
+    if (o_.runMs > 0) absorb(n, resp.getDesired());
+    n.inFlight = false;
+    if (n.again && !stopped_) {
+      n.again = false;
+      beat(i);
+    }
+  }
+
+  // The desired state: new replicas start running; those no longer listed are gone.
+  void absorb(Node& n, agentapi::Desired::Reader desired) {
+    auto now = std::chrono::steady_clock::now();
+    std::map<int64_t, SimReplica> next;
+    for (auto d : desired.getReplicas()) {
+      auto it = n.replicas.find(d.getReplicaId());
+      if (it != n.replicas.end() && it->second.attempt == d.getAttempt()) {
+        next.emplace(it->first, it->second);
+      } else if (d.getRun()) {
+        next.emplace(d.getReplicaId(), SimReplica{d.getAttempt(), now, false});
+        ++placements_;
+      }
+    }
+    n.replicas = std::move(next);
   }
 
   asio::io_context& io_;
@@ -269,7 +364,10 @@ class Fleet {
   std::function<void()> registered_;
   int next_ = 0, inFlight_ = 0, done_ = 0;  // nodes started, joining or registering, registered
   uint64_t nextId_ = 2;
-  long rounds_ = 0;
+  std::vector<Node> nodes_ = std::vector<Node>(static_cast<size_t>(o_.count));
+  std::vector<double> latencies_;  // ms, a heartbeat's each
+  long placements_ = 0, ended_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   int rc_ = 0;
   bool stopped_ = false;
 };
@@ -296,6 +394,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 3600000));
   app.add_flag("--once", o.once, "Register, print, exit (no heartbeats)");
+  app.add_option("--run-ms", o.runMs, "Run what the master places, in simulation: each replica exits 0 after MS")
+      ->check(CLI::Range(0, 86400000));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -343,7 +443,9 @@ int main(int argc, char** argv) {
     fleet.beatEveryInterval();
   });
   io.run();
-  if (beating)
+  if (beating) {
     std::cerr << "yard-synthetic-nodes: stopped after " << fleet.rounds() << " heartbeat rounds" << std::endl;
+    std::cerr << "yard-synthetic-nodes: " << fleet.stats() << std::endl;
+  }
   return fleet.rc();
 }
