@@ -70,8 +70,9 @@ struct ClientAnswer {
   mutable api::Response::Builder resp = message->initRoot<api::Response>();
   std::shared_ptr<const Caller> caller;  // null only for ping and the exec channel
   std::string source;                    // the peer's address for the audit trail (set by handle())
-  // TODO(perf): the record commits after the change it describes, a second commit per mutating
-  // request (docs/benchmarks.md, "TLS and tokens"); fold it into the change's own transaction.
+  // A submission writes the record in its own transaction and marks it recorded (jobs.cpp:
+  // one commit per submission). TODO(perf): other mutating requests still commit it after the
+  // change it describes, a second commit each (docs/benchmarks.md, "TLS and tokens").
   std::shared_ptr<Audit> audit;          // null: not recorded
 };
 
