@@ -173,6 +173,28 @@ class History {
   int64_t nextGang_ = 0;
 };
 
+// One queue, "q", with room for everything.
+std::vector<QueueView> roomyQueue() {
+  std::vector<QueueView> queues(1);
+  queues[0].name = "q";
+  queues[0].quota = cores(1000, 1000, 10);
+  return queues;
+}
+
+// Gangs j0/t, j1/t, ... of one replica of 1 cpu and 1Gi each, in queue q, in that order.
+void putOneCpuGangs(Backlog& b, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    GangRequest g;
+    g.taskId = i;
+    g.job = "j" + std::to_string(i);
+    g.task = "t";
+    g.queue = "q";
+    g.submitSeq = i;
+    g.replicas.push_back({"worker", 0, cores(1, 1), {}, false});
+    b.put(g);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("backlog: the incremental pass decides as the full pass on randomized histories", "[backlog]") {
@@ -197,19 +219,9 @@ TEST_CASE("backlog: the incremental pass decides as the full pass on randomized 
 
 TEST_CASE("backlog: a pass after one submission examines that gang and the heads, not the rest", "[backlog]") {
   std::vector<NodeView> nodes;  // none: every gang is skipped as never fitting
-  std::vector<QueueView> queues(1);
-  queues[0].name = "q";
-  queues[0].quota = cores(1000, 1000, 10);
+  std::vector<QueueView> queues = roomyQueue();
   Backlog b;
-  for (int64_t i = 0; i < 1000; ++i) {
-    GangRequest g;
-    g.taskId = i;
-    g.job = "j" + std::to_string(i);
-    g.queue = "q";
-    g.submitSeq = i;
-    g.replicas.push_back({"worker", 0, cores(1, 1), {}, false});
-    b.put(g);
-  }
+  putOneCpuGangs(b, 1000);
   b.pass(nodes, queues);
   CHECK(b.lastPass().examined == 1000);
   CHECK(b.reasonOf(7) == "no ready node offers driver containerd");
@@ -234,7 +246,7 @@ TEST_CASE("backlog: a pass after one submission examines that gang and the heads
     CHECK(b.lastPass().clusterChanged);
     CHECK(p.placements.size() == 4);  // 4 cpu, one each
     CHECK(b.lastPass().examined == 5);  // the fifth blocks: the rest wait behind it
-    CHECK(b.reasonOf(900) == "behind j4/ in queue q");
+    CHECK(b.reasonOf(900) == "behind j4/t in queue q");
   }
   SECTION("equal puts keep what the last pass found; the full pass looks at everything") {
     b.put(more);
@@ -255,20 +267,9 @@ TEST_CASE("backlog: a blocked head is kept while nothing it read changes", "[bac
   n.portLo = 30000;
   n.portHi = 30100;
   std::vector<NodeView> nodes{n};
-  std::vector<QueueView> queues(1);
-  queues[0].name = "q";
-  queues[0].quota = cores(1000, 1000, 10);
+  std::vector<QueueView> queues = roomyQueue();
   Backlog b;
-  for (int64_t i = 0; i < 3; ++i) {
-    GangRequest g;
-    g.taskId = i;
-    g.job = "j" + std::to_string(i);
-    g.task = "t";
-    g.queue = "q";
-    g.submitSeq = i;
-    g.replicas.push_back({"worker", 0, cores(1, 1), {}, false});
-    b.put(g);
-  }
+  putOneCpuGangs(b, 3);
   b.pass(nodes, queues);
   CHECK(b.lastPass().examined == 1);
   CHECK(b.reasonOf(0) == "waiting for resources: needs 1 replica (cpu 1, memory 1Gi, gpu 0 in total), 0 fit now");
