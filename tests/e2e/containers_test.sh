@@ -56,6 +56,8 @@ done
 echo "$out" | grep -qx "after/run/0 | after cwd=/tmp host-os=no userns=refused" || fail "logs of after: $out"
 
 say "postStart and preStop run in the container (Tasks.Exec) and write to its log"
+# The hook prints before it lets the workload go: a workload that ends ends its hooks, so a
+# line printed after /tmp/go could be lost (as Kubernetes, Yard kills a hook with its container).
 cat >"$tmp/hooks.yaml" <<YAML
 name: c-hooks
 tasks:
@@ -65,7 +67,7 @@ tasks:
       image: $image
       resources: { cpu: 250m, memory: 32Mi }
       command: [sh, -c, 'while [ ! -f /tmp/go ]; do sleep 0.1; done; echo main saw \$(cat /tmp/go)']
-      postStart: { exec: [sh, -c, 'echo started > /tmp/go; echo poststart in \$(cat /etc/yard-image)'] }
+      postStart: { exec: [sh, -c, 'echo poststart in \$(cat /etc/yard-image); echo started > /tmp/go'] }
 YAML
 submit "$tmp/hooks.yaml"
 wait_job c-hooks Succeeded 30
