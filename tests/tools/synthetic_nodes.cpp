@@ -167,7 +167,7 @@ class Fleet {
   Fleet(asio::io_context& io, const Options& o, asio::ip::tcp::endpoint master, std::string caPem, std::string token,
         wire::ClientTls joinTls)
       : io_(io), o_(o), master_(master), caPem_(std::move(caPem)), token_(std::move(token)),
-        joinTls_(std::move(joinTls)), links_(static_cast<size_t>(o.count)), timer_(io) {}
+        joinTls_(std::move(joinTls)), links_(static_cast<size_t>(o.count)) {}
 
   // Joins and registers every node, then calls `registered`.
   void registerAll(std::function<void()> registered) {
@@ -185,7 +185,6 @@ class Fleet {
   // Closes every connection; what is in flight ends quietly.
   void stop() {
     stopped_ = true;
-    timer_.cancel();
     for (auto& n : nodes_)
       if (n.timer) n.timer->cancel();
     for (auto& l : links_)
@@ -360,7 +359,6 @@ class Fleet {
   const std::string caPem_, token_;
   const wire::ClientTls joinTls_;
   std::vector<std::shared_ptr<tools::NodeLink>> links_;  // node i's connection (join's, then its own)
-  asio::steady_timer timer_;
   std::function<void()> registered_;
   int next_ = 0, inFlight_ = 0, done_ = 0;  // nodes started, joining or registering, registered
   uint64_t nextId_ = 2;
