@@ -15,19 +15,21 @@ using R = Result<std::string>;
 }  // namespace
 
 std::vector<std::pair<int64_t, int32_t>> JobRegistry::desiredFor(const std::string& node) const {
-  return DesiredState::liveOn(jobs_, node);
+  return desired_.liveOn(jobs_, node);
 }
 
 void JobRegistry::reportReplicas(const std::string& node, const std::vector<ReplicaReport>& reports) {
   int64_t now = now_();
-  usage_.report(jobs_, reports, now);
+  // Only a job with a live replica on this node has anything its report can change.
+  std::vector<std::string> names;
+  for (const JobEntry* job : desired_.liveJobsOn(jobs_, node)) names.push_back(job->rec.name);
+  usage_.report(desired_.liveJobsOn(jobs_, node), reports, now);
   // Even an empty report matters: a Stopping attempt its node no longer holds is gone.
   if (commits_.exclusiveBusy()) return;  // the agent reports again next beat
   std::map<int64_t, const ReplicaReport*> byId;
   for (const auto& r : reports) byId[r.replicaId] = &r;
-  // Only a job with a live replica has anything a report can change (timed_ holds them all).
   std::map<std::string, std::string> failed;
-  for (const auto& name : std::vector<std::string>(timed_.begin(), timed_.end())) {
+  for (const auto& name : names) {
     auto it = jobs_.find(name);
     if (it == jobs_.end() || commits_.busy(name)) continue;
     const JobEntry& live = it->second;
@@ -45,7 +47,9 @@ void JobRegistry::forEachDesired(const std::string& node, const DesiredVisitor& 
   desired_.forEach(jobs_, node, now_(), visit);
 }
 
-sched::Resources JobRegistry::nodeUsed(const std::string& node) const { return usage_.nodeUsed(jobs_, node); }
+sched::Resources JobRegistry::nodeUsed(const std::string& node) const {
+  return usage_.nodeUsed(desired_.liveJobsOn(jobs_, node), node);
+}
 
 void JobRegistry::tick(const std::set<std::string>& downNodes) {
   if (commits_.exclusiveBusy()) return;  // next second
@@ -107,7 +111,7 @@ std::map<int64_t, std::string> JobRegistry::nodesOf(const std::set<int64_t>& ids
 }
 
 std::set<int64_t> JobRegistry::replicaIdsOn(const std::string& node) const {
-  return DesiredState::replicaIdsOn(jobs_, node);
+  return desired_.replicaIdsOn(jobs_, node);
 }
 
 void JobRegistry::flushUsage(int64_t now) {

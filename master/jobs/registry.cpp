@@ -101,6 +101,10 @@ bool JobRegistry::needsTime(const JobEntry& job) {
 
 void JobRegistry::indexJob(const std::string& name) {
   indexTime(name);
+  // What the job holds on its nodes, before and after, is read again by the next pass.
+  for (const auto& node : desired_.nodesOf(name)) passNodes_.changed(node);
+  desired_.index(jobs_, name);
+  for (const auto& node : desired_.nodesOf(name)) passNodes_.changed(node);
   std::string why = pending_.update(name);
   if (!why.empty()) unreadable_[name] = why;
   else unreadable_.erase(name);
@@ -553,8 +557,8 @@ sched::Resources JobRegistry::queueUsage(const std::string& queue) const {
 std::pair<sched::Resources, int32_t> JobRegistry::nodeUsage(const std::string& node) const {
   sched::Resources used;
   int32_t n = 0;
-  for (const auto& [name, job] : jobs_)
-    for (const auto& t : job.tasks)
+  for (const JobEntry* job : desired_.liveJobsOn(jobs_, node))
+    for (const auto& t : job->tasks)
       for (const auto& r : t.replicas)
         if (r.node == node && isLive(r.state)) {
           used += sched::Resources{r.cpuMillis, r.memoryBytes, r.gpu};

@@ -33,6 +33,7 @@
 #include "master/jobs/desired_state.h"
 #include "master/jobs/elastic_controller.h"
 #include "master/jobs/confined.h"
+#include "master/jobs/pass_nodes.h"
 #include "master/jobs/pending_index.h"
 #include "master/jobs/scheduling_pass.h"
 #include "master/jobs/usage_accounting.h"
@@ -99,8 +100,9 @@ class JobRegistry {
   // Applies reports from `node` (lifecycle::applyReports) and commits what changed. Reports
   // are level-triggered: a job with a change in flight is skipped and heard next beat.
   void reportReplicas(const std::string& node, const std::vector<ReplicaReport>& reports);
-  // The ids of every replica placed on `node`, in any state: what that node may report about
-  // (docs/security.md, per-node authorization).
+  // The ids of the replicas placed on `node` that it runs or still keeps (ended ones until
+  // their retention has passed): what that node may report about (docs/security.md,
+  // per-node authorization).
   std::set<int64_t> replicaIdsOn(const std::string& node) const;
   // Of `ids`, those placed on some node, with that node (a scan of every job: call it only for
   // the rare report that is not about the reporter's own replicas).
@@ -149,6 +151,14 @@ class JobRegistry {
   // reason); what job show, the API and the metrics say.
   std::string taskReason(const JobEntry& job, size_t task) const;
   void setNodeSource(NodeSource nodes) { nodes_ = std::move(nodes); }
+  // One node as the scheduler sees it (nullopt: not registered). With it, a pass reads again
+  // only the nodes that changed (nodeChanged, and those of every job change; pass_nodes.h);
+  // without it, every node every pass.
+  using NodeLookup = PassNodes::Lookup;
+  void setNodeLookup(NodeLookup lookup) { nodeLookup_ = std::move(lookup); }
+  // Node `name` changed as the scheduler sees it (registered, drained, down, deleted,
+  // unstable): the next pass, which this asks for, reads it again.
+  void nodeChanged(const std::string& name);
   // Called after every committed pass that placed something (tests, metrics).
   std::function<void(size_t placed)> onPlaced;
   // Times scheduling passes and this registry's commits, counts submissions and autoscaler
@@ -210,6 +220,8 @@ class JobRegistry {
   Clock now_;
   CommitQueue commits_;
   NodeSource nodes_;
+  NodeLookup nodeLookup_;
+  PassNodes passNodes_;  // the nodes as the last pass saw them
   NodeWiringLookup nodeWiring_;
   std::string execEndpoint_;
   std::string execCa_;

@@ -12,6 +12,11 @@ void JobRegistry::setMetrics(MasterMetrics* metrics) {
   commits_.timeCommits(metrics ? &metrics->commitLatency.with({"jobs"}) : nullptr);
 }
 
+void JobRegistry::nodeChanged(const std::string& name) {
+  passNodes_.changed(name);
+  requestPass();
+}
+
 void JobRegistry::requestPass(bool full) {
   fullPass_ = fullPass_ || full;
   if (commits_.exclusiveBusy()) {
@@ -37,14 +42,27 @@ void JobRegistry::runPass() {
     return;
   }
   auto started = std::chrono::steady_clock::now();
-  SchedulingPass::Inputs in{catalog_, config_, now_(), [this](const std::string& name) { return commits_.busy(name); },
-                            nodes_, nodeWiring_, execEndpoint_, execCa_};
   if (!unreadable_.empty()) quarantineFailed(std::exchange(unreadable_, {}));
-  if (fullPass_) pending_.backlog().wakeAll();
+  if (fullPass_) {
+    pending_.backlog().wakeAll();
+    passNodes_.readAll();
+  }
   fullPass_ = false;
+  SchedulingPass::Inputs in{catalog_, config_, now_(), [this](const std::string& name) { return commits_.busy(name); },
+                            nullptr, std::nullopt, nodeWiring_, execEndpoint_, execCa_};
+  if (pending_.backlog().size() > 0) {  // else nothing reads the nodes
+    in.changedNodes = passNodes_.refresh(nodes_, nodeLookup_, jobs_, pending_.active(), desired_);
+    in.nodes = &passNodes_.views();
+  }
   SchedulingPass::Outcome outcome = SchedulingPass(jobs_, pending_, std::move(in)).run();
   lastPassCost_ = std::chrono::steady_clock::now() - started;
   if (outcome.idle) return;
+  // The pass placed on its working copy of these nodes; if its commit fails, the next pass
+  // must see them as they are.
+  for (const auto& [name, job] : outcome.changed)
+    for (const auto& t : job.tasks)
+      for (const auto& r : t.replicas)
+        if (r.id == 0 && !r.node.empty()) passNodes_.changed(r.node);
   if (metrics_) metrics_->schedulerPass.observe(MasterMetrics::since(started));
   commitPass(std::move(outcome));
 }

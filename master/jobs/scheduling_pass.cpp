@@ -28,10 +28,14 @@ SchedulingPass::Outcome SchedulingPass::run() const {
     out.idle = true;
     return out;
   }
+  static const std::vector<sched::NodeView> kNone;
   sched::Snapshot snap = snapshot();
-  sched::Plan plan = backlog.pass(snap.nodes, snap.queues, [this](const sched::GangRequest& g) {
-    return in_.busy && in_.busy(g.job);  // a cancel is committing
-  });
+  sched::Plan plan = backlog.pass(
+      in_.nodes ? *in_.nodes : kNone, snap.queues,
+      [this](const sched::GangRequest& g) {
+        return in_.busy && in_.busy(g.job);  // a cancel is committing
+      },
+      in_.changedNodes ? &*in_.changedNodes : nullptr);
   plan = accepted(snap, plan);
   out.placed = plan.placements.size();
   out.changed = placeGangs(plan, out.events);
@@ -39,6 +43,14 @@ SchedulingPass::Outcome SchedulingPass::run() const {
 }
 
 sched::Plan SchedulingPass::accepted(sched::Snapshot& snap, const sched::Plan& plan) const {
+  if (plan.placements.empty()) return plan;
+  // Only the nodes the plan names: a re-check reads no other.
+  std::set<std::string> named;
+  for (const auto& p : plan.placements)
+    for (const auto& r : p.replicas) named.insert(r.node);
+  if (in_.nodes)
+    for (const auto& n : *in_.nodes)
+      if (named.count(n.name)) snap.nodes.push_back(n);
   sched::SnapshotIndex index(snap);
   sched::Plan ok;
   for (const auto& p : plan.placements) {
@@ -56,9 +68,6 @@ sched::Plan SchedulingPass::accepted(sched::Snapshot& snap, const sched::Plan& p
 sched::Snapshot SchedulingPass::snapshot() const {
   sched::Snapshot s;
   s.now = in_.now;
-  if (in_.nodes) s.nodes = in_.nodes();
-  std::map<std::string, size_t> nodeIndex;
-  for (size_t i = 0; i < s.nodes.size(); ++i) nodeIndex[s.nodes[i].name] = i;
   std::map<std::string, sched::QueueView> queues;
   for (const auto& [name, q] : in_.catalog.queues()) {
     sched::QueueView v;
@@ -73,30 +82,14 @@ sched::Snapshot SchedulingPass::snapshot() const {
   for (const auto& name : pending_.active()) {
     const JobEntry& job = jobs_.at(name);
     auto qit = queues.find(job.rec.queue);
-    if (qit != queues.end() && (job.rec.state == JobState::Running || job.rec.state == JobState::Cancelling)) {
+    if (qit == queues.end()) continue;
+    if (job.rec.state == JobState::Running || job.rec.state == JobState::Cancelling) {
       qit->second.runningJobs++;
       qit->second.runningJobNames.insert(name);
     }
-    auto specTasks = job.spec->tasks();
-    for (size_t ti = 0; ti < job.tasks.size(); ++ti) {
-      auto st = specTasks[static_cast<unsigned>(ti)];  // tasks are kept in spec order
-      for (const auto& r : job.tasks[ti].replicas) {
-        if (!isLive(r.state)) continue;
-        sched::Resources res{r.cpuMillis, r.memoryBytes, r.gpu};
-        if (qit != queues.end()) qit->second.used += res;
-        auto nit = nodeIndex.find(r.node);
-        if (nit == nodeIndex.end()) continue;
-        sched::NodeView& n = s.nodes[nit->second];
-        n.allocated += res;
-        n.gpusInUse.insert(r.gpus.begin(), r.gpus.end());
-        if (r.port > 0) {
-          n.portsInUse.insert({static_cast<uint16_t>(r.port), false});
-          n.portsInUse.insert({static_cast<uint16_t>(r.port), true});
-        }
-        for (auto p : containerOf(st, r.role).getPorts())
-          n.portsInUse.insert({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
-      }
-    }
+    for (const auto& t : job.tasks)
+      for (const auto& r : t.replicas)
+        if (isLive(r.state)) qit->second.used += sched::Resources{r.cpuMillis, r.memoryBytes, r.gpu};
   }
   for (auto& [name, v] : queues) s.queues.push_back(std::move(v));
   return s;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,10 @@ class SchedulingPass {
     const MasterConfig& config;
     int64_t now = 0;                                        // unix ms
     std::function<bool(const std::string&)> busy;           // a change to this job is committing
-    std::function<std::vector<sched::NodeView>()> nodes;    // before this registry's allocations
+    // The nodes with what live replicas hold on them (pass_nodes.h), and the positions of
+    // those that may differ from what the last pass was given (nullopt: any).
+    const std::vector<sched::NodeView>* nodes = nullptr;
+    std::optional<std::vector<size_t>> changedNodes;
     NodeWiringLookup wiring;                                // addresses and GPU uuids by node
     std::string execEndpoint, execCa;                       // YARD_EXEC_MASTER, its CA
   };
@@ -50,10 +54,11 @@ class SchedulingPass {
   Outcome run() const;
 
  private:
-  // The nodes and queues with what the active jobs hold (no pending list).
+  // The queues with what the active jobs hold (no nodes, no pending list).
   sched::Snapshot snapshot() const;
   // The scheduler's plan, each placement re-checked against the state with the ones before
-  // it applied (the single applier); those that no longer fit get a reason instead.
+  // it applied (the single applier); those that no longer fit get a reason instead. `snap`:
+  // the queues; the nodes the plan names are added from the inputs.
   sched::Plan accepted(sched::Snapshot& snap, const sched::Plan& plan) const;
   // The plan's placements applied to copies of the jobs they touch, and what running
   // elastic tasks' waiting workers now wait for.

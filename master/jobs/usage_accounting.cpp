@@ -2,7 +2,7 @@
 
 namespace yard::master {
 
-void UsageAccounting::report(const Jobs& jobs, const std::vector<lifecycle::ReplicaReport>& reports, int64_t now) {
+void UsageAccounting::report(const std::vector<const JobEntry*>& jobs, const std::vector<lifecycle::ReplicaReport>& reports, int64_t now) {
   std::map<int64_t, const lifecycle::ReplicaReport*> running;
   for (const auto& r : reports) {
     if (r.state == ReplicaState::Running) {
@@ -14,8 +14,8 @@ void UsageAccounting::report(const Jobs& jobs, const std::vector<lifecycle::Repl
     }
   }
   if (running.empty()) return;
-  // TODO(perf): like reportReplicas, a scan of every job per heartbeat (see desiredFor).
-  for (const auto& [name, job] : jobs) {
+  for (const JobEntry* j : jobs) {
+    const JobEntry& job = *j;
     UsageLedger::Job key;
     bool keyed = false;
     for (const auto& t : job.tasks)
@@ -43,10 +43,10 @@ std::vector<store::UsageRecord> UsageAccounting::due(const Jobs& jobs, int64_t n
   return ledger_.take(now);
 }
 
-sched::Resources UsageAccounting::nodeUsed(const Jobs& jobs, const std::string& node) const {
+sched::Resources UsageAccounting::nodeUsed(const std::vector<const JobEntry*>& jobs, const std::string& node) const {
   sched::Resources used;
-  for (const auto& [name, job] : jobs)
-    for (const auto& t : job.tasks)
+  for (const JobEntry* job : jobs)
+    for (const auto& t : job->tasks)
       for (const auto& r : t.replicas)
         if (r.node == node && isLive(r.state))
           if (const auto* u = samples_.of(r.id)) {

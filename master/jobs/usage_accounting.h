@@ -21,8 +21,9 @@ namespace yard::master {
 class UsageAccounting {
  public:
   using Jobs = std::map<std::string, JobEntry>;
-  // Keeps the samples of `reports` and charges their running replicas to their jobs.
-  void report(const Jobs& jobs, const std::vector<lifecycle::ReplicaReport>& reports, int64_t now);
+  // Keeps the samples of `reports` and charges their running replicas to their jobs, which
+  // are among `jobs` (those with a live replica on the reporting node).
+  void report(const std::vector<const JobEntry*>& jobs, const std::vector<lifecycle::ReplicaReport>& reports, int64_t now);
   // Drops the samples of replicas not in `live`.
   void keepOnly(const std::set<int64_t>& live) { samples_.keepOnly(live); }
   // The ledger's rows due now, the jobs that ended (or were deleted) closed first.
@@ -32,8 +33,9 @@ class UsageAccounting {
 
   const ReplicaUsage& samples() const { return samples_; }
   const ReplicaUsage::Sample* of(int64_t replicaId) const { return samples_.of(replicaId); }
-  // What the live replicas placed on `node` used at their last samples.
-  sched::Resources nodeUsed(const Jobs& jobs, const std::string& node) const;
+  // What the live replicas placed on `node` used at their last samples; `jobs`: those with a
+  // live replica there.
+  sched::Resources nodeUsed(const std::vector<const JobEntry*>& jobs, const std::string& node) const;
 
  private:
   ReplicaUsage samples_;

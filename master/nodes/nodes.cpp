@@ -175,25 +175,38 @@ uint32_t NodeRegistry::heartbeatIntervalMs() const {
   return static_cast<uint32_t>(ms);
 }
 
+namespace {
+
+sched::NodeView viewOf(const NodeInfo& info, int64_t now) {
+  const store::NodeRecord& r = info.record;
+  sched::NodeView v;
+  v.name = r.name;
+  // An unstable node is treated as draining: what it runs stays, nothing new goes there.
+  bool unstable = r.state == NodeState::Ready && NodeStability::unstable(info, now);
+  v.state = unstable ? NodeState::Draining : r.state;
+  v.capacity = sched::Resources{r.cpuMillis, r.memoryBytes, r.gpu};
+  for (const auto& g : info.gpus) v.gpuIndexes.push_back(g.index);
+  v.portLo = static_cast<uint16_t>(r.portLo);  // 1-65535, checked at registration
+  v.portHi = static_cast<uint16_t>(r.portHi);
+  v.drivers = info.drivers;
+  v.vmRuntime = r.vmRuntime;
+  return v;
+}
+
+}  // namespace
+
 std::vector<sched::NodeView> NodeRegistry::schedulerView() const {
   std::vector<sched::NodeView> out;
   out.reserve(nodes_.size());
-  for (const auto& [name, info] : nodes_) {
-    const store::NodeRecord& r = info.record;
-    sched::NodeView v;
-    v.name = name;
-    // An unstable node is treated as draining: what it runs stays, nothing new goes there.
-    bool unstable = r.state == NodeState::Ready && NodeStability::unstable(info, now_());
-    v.state = unstable ? NodeState::Draining : r.state;
-    v.capacity = sched::Resources{r.cpuMillis, r.memoryBytes, r.gpu};
-    for (const auto& g : info.gpus) v.gpuIndexes.push_back(g.index);
-    v.portLo = static_cast<uint16_t>(r.portLo);  // 1-65535, checked at registration
-    v.portHi = static_cast<uint16_t>(r.portHi);
-    v.drivers = info.drivers;
-    v.vmRuntime = r.vmRuntime;
-    out.push_back(std::move(v));
-  }
+  int64_t now = now_();
+  for (const auto& [name, info] : nodes_) out.push_back(viewOf(info, now));
   return out;
+}
+
+std::optional<sched::NodeView> NodeRegistry::schedulerViewOf(const std::string& name) const {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return std::nullopt;
+  return viewOf(it->second, now_());
 }
 
 std::string NodeRegistry::shownState(const NodeInfo& n) const {
@@ -259,7 +272,7 @@ void NodeRegistry::commitNode(const CommitQueue::Slot& slot, NodeInfo next, bool
                 if (r) {
                   apply(std::move(next));
                   if (!what.empty()) say(what);
-                  if (schedulingChange && onChange_) onChange_();
+                  if (schedulingChange && onChange_) onChange_(name);
                 } else {
                   say("node " + name + ": change not stored: " + r.error());
                 }
@@ -357,11 +370,20 @@ void NodeRegistry::persistHeartbeat(const CommitQueue::Slot& slot, const std::st
 
 void NodeRegistry::checkTimeouts() {
   int64_t now = now_();
-  std::vector<std::string> due;
+  std::vector<std::string> due, flipped;
   for (const auto& [name, info] : nodes_) {
+    // Instability passes with time alone: the scheduler hears of it here.
+    if (bool unstable = NodeStability::unstable(info, now); unstable != unstable_.count(name)) {
+      if (unstable) unstable_.insert(name);
+      else unstable_.erase(name);
+      flipped.push_back(name);
+    }
     if (info.record.state == NodeState::Down || commits_.busy(name)) continue;
     if (now - std::max(info.record.lastHeartbeat, loadedAt_) >= timeoutMs_) due.push_back(name);
   }
+  std::erase_if(unstable_, [&](const std::string& name) { return !nodes_.count(name); });
+  if (onChange_)
+    for (const auto& name : flipped) onChange_(name);
   for (const auto& name : due)
     commits_.tryRun(name, [this, name](CommitQueue::Slot slot) { markDown(slot, name); });
 }
@@ -430,7 +452,7 @@ void NodeRegistry::remove(const std::string& name, std::function<int64_t()> live
                     certs_.erase(name);
                     persistedBeat_.erase(name);
                     say("node " + name + " deleted");
-                    if (onChange_) onChange_();
+                    if (onChange_) onChange_(name);
                   }
                   reply(r);
                 });

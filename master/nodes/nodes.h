@@ -29,6 +29,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -154,12 +156,15 @@ class NodeRegistry {
   // Every node as the scheduler sees it, in name order, with nothing allocated yet (the
   // job registry adds its allocations): what JobRegistry::setNodeSource wants.
   std::vector<sched::NodeView> schedulerView() const;
+  // One node of schedulerView(); nullopt when it is not registered.
+  std::optional<sched::NodeView> schedulerViewOf(const std::string& name) const;
   // The state a person reads: the stored state, or "unstable" for a ready node whose agent
   // keeps registering again (NodeStability).
   std::string shownState(const NodeInfo& n) const;
-  // Called on the io thread after every applied change that matters to the scheduler
-  // (registration, state change, drain flag); not after a plain heartbeat.
-  void setOnChange(std::function<void()> onChange) { onChange_ = std::move(onChange); }
+  // Called on the io thread with the node's name after every applied change that matters to
+  // the scheduler (registration, state change, drain flag, deletion, and within a second a
+  // node becoming unstable or steady again); not after a plain heartbeat.
+  void setOnChange(std::function<void(const std::string& node)> onChange) { onChange_ = std::move(onChange); }
   // How often agents should beat: a third of the timeout, so two lost beats are survived; with
   // fencing, also at most a quarter of the fence timeout, so one lost beat never fences.
   uint32_t heartbeatIntervalMs() const;
@@ -208,7 +213,8 @@ class NodeRegistry {
   int64_t fenceTimeoutMs_ = 0, fenceGraceMs_ = 0;
   Clock now_;
   Log log_;
-  std::function<void()> onChange_;
+  std::function<void(const std::string&)> onChange_;
+  std::set<std::string> unstable_;  // the nodes checkTimeouts last found unstable
   asio::steady_timer timer_;
   bool running_ = false;
   int64_t loadedAt_ = 0;  // timeouts count from here at the earliest (restart grace)

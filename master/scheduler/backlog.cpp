@@ -102,41 +102,56 @@ uint64_t nodeHash(const NodeView& n, size_t position, uint64_t shape) {
 
 }  // namespace
 
-void Backlog::syncNodes(const std::vector<NodeView>& nodes) {
-  std::vector<uint64_t> shapes(nodes.size());
-  uint64_t factsHash = mix(0, nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) factsHash += shapes[i] = shapeHash(nodes[i], i);
+void Backlog::syncNodes(const std::vector<NodeView>& nodes, const std::vector<size_t>* changed) {
+  bool hinted = changed && index_ && facts_ && working_.size() == nodes.size();
+  uint64_t factsHash = factsHash_;
+  if (hinted) {
+    // The caller says which nodes may differ: only those are hashed. The facts' hash is a
+    // sum over the nodes, so it follows one node's change.
+    for (size_t i : *changed) {
+      uint64_t shape = shapeHash(nodes[i], i);
+      factsHash += shape - shapes_[i];
+      shapes_[i] = shape;
+    }
+  } else {
+    shapes_.resize(nodes.size());
+    factsHash = mix(0, nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) factsHash += shapes_[i] = shapeHash(nodes[i], i);
+  }
   if (!facts_ || factsHash != factsHash_) {
     detail::ClusterFacts facts(nodes);
     stats_.clusterChanged = !facts_ || !(*facts_ == facts);
     facts_ = std::move(facts);
     factsHash_ = factsHash;
   }
-  if (!index_ || working_.size() != nodes.size()) {  // nodes added or removed: afresh
+  auto sync = [&](size_t i) {
+    uint64_t h = nodeHash(nodes[i], i, shapes_[i]);
+    if (h == hashes_[i]) return;
+    working_[i] = detail::workingNode(nodes[i]);
+    index_->refresh(i);
+    hashes_[i] = h;
+    stats_.nodesChanged = true;
+  };
+  if (hinted) {
+    for (size_t i : *changed) sync(i);
+  } else if (!index_ || working_.size() != nodes.size()) {  // nodes added or removed: afresh
     index_.reset();
     working_ = detail::workingNodes(nodes);
     index_.emplace(working_);
     hashes_.resize(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) hashes_[i] = nodeHash(nodes[i], i, shapes[i]);
+    for (size_t i = 0; i < nodes.size(); ++i) hashes_[i] = nodeHash(nodes[i], i, shapes_[i]);
     stats_.nodesChanged = true;
   } else {
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      uint64_t h = nodeHash(nodes[i], i, shapes[i]);
-      if (h == hashes_[i]) continue;
-      working_[i] = detail::workingNode(nodes[i]);
-      index_->refresh(i);
-      hashes_[i] = h;
-      stats_.nodesChanged = true;
-    }
+    for (size_t i = 0; i < nodes.size(); ++i) sync(i);
   }
   if (stats_.nodesChanged) ++version_;
 }
 
 Plan Backlog::pass(const std::vector<NodeView>& nodes, std::vector<QueueView> work,
-                   const std::function<bool(const GangRequest&)>& skip) {
+                   const std::function<bool(const GangRequest&)>& skip, const std::vector<size_t>* changed) {
   stats_ = {};
   Plan plan;
-  syncNodes(nodes);
+  syncNodes(nodes, changed);
   detail::Evaluator eval(working_, *index_, *facts_);
   bool all = wakeAll_ || stats_.clusterChanged;
   wakeAll_ = false;
@@ -235,7 +250,7 @@ Plan Backlog::pass(const std::vector<NodeView>& nodes, std::vector<QueueView> wo
   }
   // The working copy now holds this pass's placements: what the caller's nodes will be once
   // it has committed them (a node that differs then is refreshed next pass).
-  for (size_t i : eval.touched()) hashes_[i] = nodeHash(working_[i], i, shapeHash(working_[i], i));
+  for (size_t i : eval.touched()) hashes_[i] = nodeHash(working_[i], i, shapes_[i]);
   return plan;
 }
 

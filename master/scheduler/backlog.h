@@ -21,8 +21,9 @@
 // The nodes' working copy and their index (node_index.h) persist between passes too: a pass
 // refreshes only the nodes whose hash differs from the copy's (a replica ended there, a
 // placement was not committed), and the cluster facts only when a node's shape (state,
-// capacity, drivers) changed. So a pass costs O(nodes) to hash them, plus what changed: the
-// nodes that differ, the gangs added or woken since the last pass; not the gangs that wait.
+// capacity, drivers) changed. So a pass costs O(nodes) to hash them (O(nodes changed) when
+// the caller says which), plus what changed: the nodes that differ, the gangs added or woken
+// since the last pass; not the gangs that wait.
 //
 // The caller owns what is pending: it puts and removes gangs as jobs change (a placed gang
 // stays until its caller removes it, once the placement is committed).
@@ -63,10 +64,13 @@ class Backlog {
     bool clusterChanged = false;  // so do their facts (ClusterFacts)
   };
   // One pass over `nodes` and `queues` (a snapshot without its pending list). `skip`: gangs to
-  // leave out of this pass as if they were not pending (their job is changing). The plan's
-  // placements are in decision order; its reasons are empty: ask reasonOf.
+  // leave out of this pass as if they were not pending (their job is changing). `changed`:
+  // when the caller knows them, the positions of the nodes that may differ from the nodes it
+  // gave the last pass (including every node that pass placed on); only those are compared.
+  // Without it every node is hashed. The plan's placements are in decision order; its reasons
+  // are empty: ask reasonOf.
   Plan pass(const std::vector<NodeView>& nodes, std::vector<QueueView> queues,
-            const std::function<bool(const GangRequest&)>& skip = {});
+            const std::function<bool(const GangRequest&)>& skip = {}, const std::vector<size_t>* changed = nullptr);
   const Stats& lastPass() const { return stats_; }
   // Why `taskId` waits, as the last pass found; "" when no pass has examined it yet or it was
   // placed.
@@ -111,13 +115,14 @@ class Backlog {
   std::map<std::string, Line, std::less<>> lines_;
   // Brings working_ and index_ in step with `nodes`; sets stats_.nodesChanged and
   // stats_.clusterChanged.
-  void syncNodes(const std::vector<NodeView>& nodes);
+  void syncNodes(const std::vector<NodeView>& nodes, const std::vector<size_t>* changed);
 
   std::optional<detail::ClusterFacts> facts_;
   uint64_t factsHash_ = 0;  // of the nodes' shapes facts_ was made from
   std::vector<NodeView> working_;           // the nodes as the last pass left them
   std::optional<detail::NodeIndex> index_;  // of working_
   std::vector<uint64_t> hashes_;            // of working_, per node
+  std::vector<uint64_t> shapes_;            // shapeHash of each node given
   // The nodes' version: a new one whenever they may differ from what a head last read.
   uint64_t version_ = 1;
   bool wakeAll_ = false;

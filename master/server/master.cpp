@@ -217,7 +217,8 @@ std::optional<std::string> loadState(Master::Parts& p) {
   JobRegistry& jobs = *p.jobs;
   NodeRegistry& nodes = *p.nodes;
   jobs.setNodeSource([&nodes] { return nodes.schedulerView(); });
-  nodes.setOnChange([&jobs] { jobs.requestPass(); });
+  jobs.setNodeLookup([&nodes](const std::string& name) { return nodes.schedulerViewOf(name); });
+  nodes.setOnChange([&jobs](const std::string& name) { jobs.nodeChanged(name); });
   auto fence = fenceTiming(config);  // checked when the config was merged
   nodes.setFencing(fence.value().timeoutMs, fence.value().graceMs);
   p.log("fencing: agents stop their replicas after " + std::to_string(fence.value().timeoutMs) +

@@ -5,8 +5,9 @@
 # every second, from a loopback address of its own), advertises 4 CPUs and 16Gi, and runs
 # what the master places on it in simulation (--run-ms: running from its next heartbeat,
 # exited 0 three seconds later). Jobs are submitted throughout (yard-submit-storm: 4 clients,
-# one-replica host jobs of 100m), so replicas are placed, started and finished on the
-# simulated nodes. The master's CPU is averaged over the SECONDS after every node registered.
+# one-replica host jobs of 100m, SIM_SUBMIT_RATE a second in all, default N/20 and at least
+# 10; 0 submits as fast as the master answers), so replicas are placed, started and finished
+# on the simulated nodes. The master's CPU is averaged over the SECONDS after every node registered.
 # The last line, exactly:
 #   agents=N heartbeats_per_s=X p99_ms=Y master_cpu_pct=Z master_rss_mib=W placements_per_s=P
 # (p99: a heartbeat sent to the master's answer received; CPU in percent of one core).
@@ -15,6 +16,7 @@ set -euo pipefail
 bin=$(cd "${1:-build/bin}" && pwd)
 n=${2:-1000}
 secs=${3:-60}
+rate=${SIM_SUBMIT_RATE:-$(( n / 20 > 10 ? n / 20 : 10 ))}
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 tmp=$(mktemp -d)
 pids=()
@@ -54,7 +56,7 @@ echo "registered $n agents in $(($(date +%s) - t0)) s" >&2
   i=0
   while :; do
     i=$((i + 1))
-    "$bin/yard-submit-storm" --master "$addr" --ca "$YARD_CA" --clients 4 --jobs 250 --prefix "sim$i-" >/dev/null 2>&1 || true
+    "$bin/yard-submit-storm" --master "$addr" --ca "$YARD_CA" --clients 4 --jobs 250 --rate "$rate" --prefix "sim$i-" >/dev/null 2>&1 || true
   done
 ) &
 storm=$!

@@ -4,6 +4,10 @@
 // and a summary with submissions per second on stderr.
 //
 //   YARD_TOKEN=... yard-submit-storm --master HOST:PORT --ca CA.pem [--clients 16] [--jobs 100] [--prefix storm]
+//                                    [--rate JOBS_PER_S]
+//
+// --rate paces the clients together at that many submissions a second (each client at its
+// share, on a fixed schedule); without it every client submits as fast as it is answered.
 //
 // Every connection is TLS, the master verified against --ca (its <data-dir>/ca.pem); every
 // request carries the API token of --token or $YARD_TOKEN (docs/security.md).
@@ -27,12 +31,15 @@ int main(int argc, char** argv) {
   CLI::App app{"yard-submit-storm: concurrent job submissions through the client API"};
   std::string master, caFile, token, prefix = "storm";
   int clients = 16, jobs = 100;
+  double rate = 0;
   app.add_option("--master", master, "Master client address")->required();
   app.add_option("--ca", caFile, "The cluster CA certificate (the master's <data-dir>/ca.pem)")->required();
   app.add_option("--token", token, "API token (else $YARD_TOKEN; on the command line every process can read it)");
   app.add_option("--clients", clients, "Concurrent clients (one connection each)");
   app.add_option("--jobs", jobs, "Jobs per client");
   app.add_option("--prefix", prefix, "Job name prefix");
+  app.add_option("--rate", rate, "Submissions per second, all clients together (default: as fast as answered)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   if (token.empty())
     if (const char* env = std::getenv("YARD_TOKEN")) token = env;
@@ -61,7 +68,13 @@ int main(int argc, char** argv) {
         failed += jobs;
         return;
       }
+      auto every = rate > 0 ? std::chrono::duration<double>(clients / rate) : std::chrono::duration<double>(0);
+      auto due = std::chrono::steady_clock::now() + every * c / clients;  // clients staggered
       for (int j = 0; j < jobs; ++j) {
+        if (rate > 0) {
+          std::this_thread::sleep_until(due);
+          due += std::chrono::duration_cast<std::chrono::steady_clock::duration>(every);
+        }
         std::string name = prefix + "-" + std::to_string(c) + "-" + std::to_string(j);
         auto loaded = yard::spec::loadJobSpec(
             "name: " + name + "\ntasks:\n  - name: main\n    kind: container-job\n    container:\n"

@@ -9,8 +9,8 @@
 // --token-file FILE or $YARD_JOIN_TOKEN (--token still works for old scripts, but puts the
 // secret where every process can read it: /proc/PID/cmdline).
 //
-// Nodes join and register at most kWindow at a time (the first alone, so that a refused
-// token is reported once), so that the registrations of many nodes share group commits in
+// Nodes join and register at most --join-window (default 256) at a time (the first alone, so
+// that a refused token is reported once), so that the registrations of many nodes share group commits in
 // the master's store. When the master is on loopback, node i connects from a loopback
 // address of its own (127.0.0.1, .2, ... as --address-base 127.0.0. numbers them): the
 // master caps connections per source address as it would for one real host.
@@ -48,14 +48,13 @@ namespace {
 using namespace yard;
 using std::chrono::milliseconds;
 
-constexpr int kWindow = 256;
 constexpr milliseconds kConnectTimeout{10'000};
 constexpr milliseconds kAnswerTimeout{60'000};
 
 struct Options {
   std::string master, token, tokenFile, caFile, prefix = "node", cpu = "64", memory = "512Gi",
       addressBase = "127.0.0.";
-  int count = 0, gpu = 8, heartbeatMs = 1000, runMs = 0;
+  int count = 0, gpu = 8, heartbeatMs = 1000, runMs = 0, joinWindow = 256;
   bool once = false;
   int64_t cpuMillis = 0, memoryBytes = 0;  // parsed from cpu, memory
 };
@@ -223,7 +222,7 @@ class Fleet {
 
   // Starts nodes while fewer than the window are joining or registering.
   void launch() {
-    int window = done_ == 0 ? 1 : kWindow;
+    int window = done_ == 0 ? 1 : o_.joinWindow;
     while (!stopped_ && next_ < o_.count && inFlight_ < window) {
       ++inFlight_;
       join(next_++);
@@ -392,6 +391,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 3600000));
   app.add_flag("--once", o.once, "Register, print, exit (no heartbeats)");
+  app.add_option("--join-window", o.joinWindow, "Nodes joining and registering at once (after the first)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--run-ms", o.runMs, "Run what the master places, in simulation: each replica exits 0 after MS")
       ->check(CLI::Range(0, 86400000));
   try {

@@ -209,8 +209,9 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
   }
   if (!notMine.empty() && log_)
     for (const auto& [id, other] : jobs_->nodesOf(notMine))
-      log_("node " + node + " (from " + conn->peer() + ") reported replica " + std::to_string(id) + ", which is placed on " +
-           other + ": refused");
+      if (other != node)  // else one whose retention has passed: the agent is removing it
+        log_("node " + node + " (from " + conn->peer() + ") reported replica " + std::to_string(id) +
+             ", which is placed on " + other + ": refused");
   registry_.heartbeat(node, [this, a, node, reports](Result<bool> r) {
     if (!r) return a.error(r.error());
     // Reports only from a registered node that is beating; the answer is what it should run.

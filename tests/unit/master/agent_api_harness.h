@@ -59,7 +59,13 @@ class ApiHarness {
       jobs_ = std::make_unique<master::JobRegistry>(nodes.io, *nodes.db, config_, *catalog_,
                                                     [this] { return nodes.now.load(); });
       REQUIRE(jobs_->load(state.value()));
+      // Wired as the master wires them (master/server/master.cpp).
       jobs_->setNodeSource([this] { return nodes.reg->schedulerView(); });
+      jobs_->setNodeLookup([this](const std::string& name) { return nodes.reg->schedulerViewOf(name); });
+      nodes.reg->setOnChange([this](const std::string& name) {
+        ++nodes.changes;
+        jobs_->nodeChanged(name);
+      });
       parts.jobs = jobs_.get();
     }
     api_ = std::make_unique<master::AgentApi>(token, *nodes.reg, std::move(parts));

@@ -119,7 +119,33 @@ class Cluster {
       io_.restart();
       io_.run_for(std::chrono::milliseconds(20));
     }
+    checkNodeIndex();
   }
+
+  // The registry answers per-node questions from its index of jobs by node: after every
+  // step, it must say what a scan of every job says.
+  void checkNodeIndex() {
+    for (const std::string node : {"n1", "n2"}) {
+      std::vector<std::pair<int64_t, int32_t>> live;
+      std::set<int64_t> placed;
+      for (const auto& [name, job] : jobs_->jobs())
+        for (const auto& t : job.tasks)
+          for (const auto& r : t.replicas)
+            if (r.node == node) {
+              if (yard::isActive(r.state)) live.emplace_back(r.id, r.attempt);
+              placed.insert(r.id);
+            }
+      auto indexed = jobs_->desiredFor(node);
+      std::sort(live.begin(), live.end());
+      std::sort(indexed.begin(), indexed.end());
+      CHECK(indexed == live);
+      auto ids = jobs_->replicaIdsOn(node);
+      for (const auto& [id, attempt] : live) CHECK(ids.count(id));
+      for (int64_t id : ids) CHECK(placed.count(id));
+    }
+  }
+
+  void advance(int64_t ms) { now_ += ms; }
 
   std::string events(const std::string& j) {
     auto ev = db_->events(job(j).rec.id, 0);
@@ -461,6 +487,14 @@ tasks:
   bool other = false;
   c.jobs_->forEachDesired("n2", [&](const master::JobEntry&, size_t, const store::ReplicaRecord&, bool) { other = true; });
   CHECK_FALSE(other);
+  // n1 may still report the kept replica; once its retention has passed the agent is told to
+  // remove it, and it is no longer one n1 speaks for.
+  int64_t keptId = c.task("keep-job", 0).replicas[0].id;
+  CHECK(c.jobs_->replicaIdsOn("n1").count(keptId));
+  c.advance(3601 * 1000);
+  CHECK(desired().empty());
+  CHECK_FALSE(c.jobs_->replicaIdsOn("n1").count(keptId));
+  CHECK(desired().empty());
 }
 
 // Regression: OnFailure used to number runs by row count, so a run restarted in place made

@@ -128,7 +128,7 @@ class NodeHarness {
     reg = std::make_unique<master::NodeRegistry>(
         io, *db, timeoutSeconds_, [this] { return now.load(); },
         [this](const std::string& line) { logs.push_back(line); });
-    reg->setOnChange([this] { ++changes; });
+    reg->setOnChange([this](const std::string&) { ++changes; });
     auto state = db->loadAll();
     REQUIRE(state);
     REQUIRE(reg->load(state.value()));

@@ -72,6 +72,7 @@ class History {
       g.replicas.push_back(std::move(r));
     }
     pending_[g.taskId] = g;
+    hinted_.put(g);
     backlog_.put(std::move(g));
   }
 
@@ -79,6 +80,7 @@ class History {
     if (pending_.empty()) return;
     auto it = std::next(pending_.begin(), below(int64_t(pending_.size())));
     backlog_.remove(it->first);
+    hinted_.remove(it->first);
     pending_.erase(it);
   }
 
@@ -126,20 +128,34 @@ class History {
     for (const auto& [id, g] : pending_) s.pending.push_back(g);
     Plan full = schedule(s);
     Plan inc = backlog_.pass(nodes_, queues_);
-    REQUIRE(inc.placements.size() == full.placements.size());
-    for (size_t i = 0; i < full.placements.size(); ++i) {
-      const GangPlacement& a = inc.placements[i];
-      const GangPlacement& b = full.placements[i];
-      REQUIRE(a.taskId == b.taskId);
-      for (size_t r = 0; r < a.replicas.size(); ++r) {
-        CHECK(a.replicas[r].node == b.replicas[r].node);
-        CHECK(a.replicas[r].gpus == b.replicas[r].gpus);
-        CHECK(a.replicas[r].port == b.replicas[r].port);
+    // The same pass told which nodes changed, as the master tells it: those that differ from
+    // what it was last given, and those its last plan placed on.
+    std::vector<size_t> changed;
+    bool sameNodes = lastGiven_.size() == nodes_.size();
+    for (size_t i = 0; sameNodes && i < nodes_.size(); ++i)
+      if (!sameNode(nodes_[i], lastGiven_[i]) || placedOn_.count(nodes_[i].name)) changed.push_back(i);
+    Plan hinted = hinted_.pass(nodes_, queues_, {}, sameNodes ? &changed : nullptr);
+    lastGiven_ = nodes_;
+    placedOn_.clear();
+    for (const auto& p : hinted.placements)
+      for (const auto& r : p.replicas) placedOn_.insert(r.node);
+    for (const Plan* plan : {&inc, &hinted}) {
+      REQUIRE(plan->placements.size() == full.placements.size());
+      for (size_t i = 0; i < full.placements.size(); ++i) {
+        const GangPlacement& a = plan->placements[i];
+        const GangPlacement& b = full.placements[i];
+        REQUIRE(a.taskId == b.taskId);
+        for (size_t r = 0; r < a.replicas.size(); ++r) {
+          CHECK(a.replicas[r].node == b.replicas[r].node);
+          CHECK(a.replicas[r].gpus == b.replicas[r].gpus);
+          CHECK(a.replicas[r].port == b.replicas[r].port);
+        }
       }
     }
     for (const auto& [id, why] : full.reasons) {
       INFO("gang " << id);
       REQUIRE(backlog_.reasonOf(id) == why);
+      REQUIRE(hinted_.reasonOf(id) == why);
     }
     if (!commit) return;
     for (const GangPlacement& p : full.placements) {
@@ -147,6 +163,7 @@ class History {
       applyPlacement(s, g, p);
       held_.push_back({g, p});
       backlog_.remove(p.taskId);
+      hinted_.remove(p.taskId);
       pending_.erase(p.taskId);
     }
     nodes_ = s.nodes;
@@ -168,7 +185,16 @@ class History {
   std::vector<QueueView> queues_;
   std::map<int64_t, GangRequest> pending_;
   std::vector<Held> held_;
+  static bool sameNode(const NodeView& a, const NodeView& b) {
+    return a.name == b.name && a.state == b.state && a.capacity == b.capacity && a.allocated == b.allocated &&
+           a.gpuIndexes == b.gpuIndexes && a.gpusInUse == b.gpusInUse && a.portLo == b.portLo && a.portHi == b.portHi &&
+           a.portsInUse == b.portsInUse && a.drivers == b.drivers && a.vmRuntime == b.vmRuntime;
+  }
+
   Backlog backlog_;
+  Backlog hinted_;  // told which nodes changed
+  std::vector<NodeView> lastGiven_;
+  std::set<std::string> placedOn_;  // by hinted_'s last plan
   int nextNode_ = 0;
   int64_t nextGang_ = 0;
 };

@@ -1,0 +1,55 @@
+#include "master/jobs/pass_nodes.h"
+
+#include "master/lifecycle/policy.h"
+
+namespace yard::master {
+
+void PassNodes::hold(sched::NodeView& n, const JobEntry& job, size_t task, const store::ReplicaRecord& r) {
+  n.allocated += sched::Resources{r.cpuMillis, r.memoryBytes, r.gpu};
+  n.gpusInUse.insert(r.gpus.begin(), r.gpus.end());
+  if (r.port > 0) {
+    n.portsInUse.insert({static_cast<uint16_t>(r.port), false});
+    n.portsInUse.insert({static_cast<uint16_t>(r.port), true});
+  }
+  for (auto p : containerOf(job.specTask(task), r.role).getPorts())
+    n.portsInUse.insert({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
+}
+
+std::optional<std::vector<size_t>> PassNodes::refresh(const Source& all, const Lookup& one, const Jobs& jobs,
+                                                      const std::set<std::string>& active,
+                                                      const DesiredState& desired) {
+  std::vector<size_t> refreshed;
+  if (!stale_ && one) {
+    for (const auto& name : dirty_) {
+      auto view = one(name);
+      auto pos = at_.find(name);
+      if (!view || pos == at_.end()) {  // joined or left: the positions move
+        stale_ = true;
+        break;
+      }
+      for (const JobEntry* job : desired.liveJobsOn(jobs, name))
+        for (size_t ti = 0; ti < job->tasks.size(); ++ti)
+          for (const auto& r : job->tasks[ti].replicas)
+            if (r.node == name && isLive(r.state)) hold(*view, *job, ti, r);
+      views_[pos->second] = std::move(*view);
+      refreshed.push_back(pos->second);
+    }
+  }
+  dirty_.clear();
+  if (!stale_ && one) return refreshed;
+  stale_ = false;
+  views_ = all ? all() : std::vector<sched::NodeView>{};
+  at_.clear();
+  for (size_t i = 0; i < views_.size(); ++i) at_[views_[i].name] = i;
+  for (const auto& name : active) {
+    const JobEntry& job = jobs.at(name);
+    for (size_t ti = 0; ti < job.tasks.size(); ++ti)
+      for (const auto& r : job.tasks[ti].replicas) {
+        if (!isLive(r.state)) continue;
+        if (auto it = at_.find(r.node); it != at_.end()) hold(views_[it->second], job, ti, r);
+      }
+  }
+  return std::nullopt;
+}
+
+}  // namespace yard::master
