@@ -15,7 +15,8 @@
 namespace {
 
 // One physical line per call, whatever a peer put in the text (common/util/log_text.h).
-void logLine(const std::string& line) { std::cerr << "yard-master: " << yard::logSafe(line) << std::endl; }
+// One write per line: the agent API's io thread logs too.
+void logLine(const std::string& line) { std::cerr << ("yard-master: " + yard::logSafe(line) + "\n") << std::flush; }
 
 }  // namespace
 

@@ -74,6 +74,22 @@ Connection::Connection(Stream stream, bool handshakeDone, const Limits& limits, 
   }
 }
 
+std::shared_ptr<Connection> Connection::make(Stream stream, bool handshakeDone, const Limits& limits, Handler handler,
+                                             Log log) {
+  auto* conn = new Connection(std::move(stream), handshakeDone, limits, std::move(handler), std::move(log));
+  return std::shared_ptr<Connection>(conn, [](Connection* c) {
+    auto* io = c->executor_.target<asio::io_context::executor_type>();
+    if (io && !io->running_in_this_thread() && !io->context().stopped())
+      return asio::post(*io, [c] { delete c; });  // never run if the loop ends first: then it leaks at exit
+    delete c;
+  });
+}
+
+bool Connection::onOwnThread() const {
+  auto* io = executor_.target<asio::io_context::executor_type>();
+  return !io || io->running_in_this_thread();
+}
+
 void Connection::start() {
   lastActive_ = Clock::now();
   if (limits_.idleTimeout.count() > 0) armTimer(lastActive_ + limits_.idleTimeout);
@@ -100,6 +116,7 @@ void Connection::handshake() {
 }
 
 void Connection::markAuthenticated() {
+  if (forwarded([](Connection& c) { c.markAuthenticated(); })) return;
   if (authenticated_) return;
   authenticated_ = true;
   if (!onAuthenticated_) return;
@@ -240,9 +257,16 @@ void Connection::onTimer() {
 
 void Connection::send(capnp::MessageBuilder& message) {
   if (closed_) return;
+  std::string frame = encodeFrame(message);
+  if (onOwnThread()) return queueFrame(std::move(frame));
+  forwarded([frame = std::move(frame)](Connection& c) mutable { c.queueFrame(std::move(frame)); });
+}
+
+void Connection::queueFrame(std::string frame) {
+  if (closed_) return;
   if (unanswered_ > 0) --unanswered_;
   lastActive_ = Clock::now();
-  writes_.push_back(encodeFrame(message));
+  writes_.push_back(std::move(frame));
   pending_ += writes_.back().size();
   if (writes_.size() == 1) writeNext();
 }
@@ -263,12 +287,14 @@ void Connection::writeNext() {
 }
 
 void Connection::closeAfterWrite(const std::string& why) {
+  if (forwarded([why](Connection& c) { c.closeAfterWrite(why); })) return;
   if (writes_.empty()) return close(why);
   closeWhenWritten_ = why;
 }
 
 void Connection::close(const std::string& why) {
   if (closed_) return;
+  if (forwarded([why](Connection& c) { c.close(why); })) return;
   closed_ = true;
   if (!why.empty() && log_) log_("closing connection from " + peer_ + ": " + why);
   asio::error_code ec;
@@ -284,6 +310,7 @@ void Connection::close(const std::string& why) {
 }
 
 void Connection::onClose(std::function<void()> f) {
+  if (forwarded([f](Connection& c) mutable { c.onClose(std::move(f)); })) return;
   if (closed_) return f();
   onClose_.push_back(std::move(f));
 }
@@ -318,7 +345,7 @@ void connectFrames(asio::io_context& io, const std::string& hostPort, const Clie
       std::string why = a->timedOut ? "timed out" : handshakeError(a->stream.native_handle(), ec, hostPort);
       return done(R::fail("cannot connect to " + hostPort + ": " + why));
     }
-    auto conn = std::make_shared<Connection>(std::move(a->stream), true, outgoing, std::move(handler), std::move(log));
+    auto conn = Connection::make(std::move(a->stream), true, outgoing, std::move(handler), std::move(log));
     conn->markAuthenticated();
     conn->start();
     done(R::ok(conn));
@@ -427,8 +454,7 @@ void FrameServer::admit(asio::ip::tcp::socket socket) {
   ++c.open;
   ++c.byAddress[address];
   socket.set_option(asio::ip::tcp::no_delay(true), ec);
-  auto conn = std::make_shared<Connection>(Connection::Stream(std::move(socket), *tls_.context), false, limits_,
-                                           handler_, log_);
+  auto conn = Connection::make(Connection::Stream(std::move(socket), *tls_.context), false, limits_, handler_, log_);
   uint64_t number = c.admitted++;
   c.waiting.emplace(number, Waiting{conn, address, Connection::Clock::now()});
   conn->onAuthenticated_ = [census = census_, number] { census->waiting.erase(number); };

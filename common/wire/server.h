@@ -14,11 +14,19 @@
 // and is the first to go when a new connection finds the listener full: peers that never
 // authenticate cannot lock out those that do.
 //
-// REQUIRES: every method runs on the io_context's thread, except executor().
+// REQUIRES: every method runs on the io_context's thread, except these, which any thread may
+// call: a Connection's executor(), closed(), pendingBytes(), peer(), peerName(),
+// peerFingerprint() (fixed once its handler first sees it), send(), close(),
+// closeAfterWrite(), markAuthenticated() and onClose() (forwarded to the connection's thread,
+// in the order called; onClose's callback runs there). So a server may read and write its
+// connections on an io thread of their own and handle their frames on another (the master's
+// agent API: docs/master.md, "Threads"). The last reference to a connection may be dropped
+// on any thread: it is destroyed on its own.
 
 #include <asio.hpp>
 #include <asio/ssl.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -44,6 +52,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // `handshakeDone`: an outgoing connection whose client handshake already ran; otherwise
   // start() runs the server handshake first (within Limits::frameDeadline).
   Connection(Stream stream, bool handshakeDone, const Limits& limits, Handler handler, Log log);
+  // How connections are made: a shared_ptr whose last release, on whatever thread, destroys
+  // the connection on its own io thread (at once when already there, or when that io_context
+  // has stopped).
+  static std::shared_ptr<Connection> make(Stream stream, bool handshakeDone, const Limits& limits, Handler handler,
+                                          Log log);
   void start();
   // Queues `message` for writing; no-op once closed. The first frame sent after a request
   // arrived counts as that request's answer (the idle timeout waits for it).
@@ -51,9 +64,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close(const std::string& why);
   // Closes once every queued frame has been written (a refusal the peer should read).
   void closeAfterWrite(const std::string& why);
-  bool closed() const { return closed_; }
+  bool closed() const { return closed_.load(); }
   // Bytes queued for the peer and not yet written (a slow reader's backlog).
-  size_t pendingBytes() const { return pending_; }
+  size_t pendingBytes() const { return pending_.load(); }
   // Runs `f` once when the connection closes (right away when it already has).
   void onClose(std::function<void()> f);
   const std::string& peer() const { return peer_; }
@@ -77,6 +90,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<void> holdOpen();
 
  private:
+  // Whether the caller runs on this connection's io thread; if not, `f` is posted there (with
+  // a reference that keeps the connection alive) and the caller returns.
+  bool onOwnThread() const;
+  template <typename F>
+  bool forwarded(F&& f) {
+    if (onOwnThread()) return false;
+    asio::post(executor_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable { f(*self); });
+    return true;
+  }
+  void queueFrame(std::string frame);
   void handshake();
   void readMore();
   void onRead(asio::error_code ec, size_t n);
@@ -126,8 +149,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<Clock::time_point> timerAt_;
 
   std::deque<std::string> writes_;
-  size_t pending_ = 0;
-  bool closed_ = false;
+  std::atomic<size_t> pending_{0};
+  std::atomic<bool> closed_{false};
   std::optional<std::string> closeWhenWritten_;
   std::vector<std::function<void()>> onClose_;
 };

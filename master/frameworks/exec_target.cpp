@@ -35,7 +35,8 @@ std::string notRunning(const std::string& label, const store::ReplicaRecord& r) 
 
 }  // namespace
 
-Result<ExecChoice> chooseExecReplica(const JobEntry& job, const ExecQuery& q) {
+Result<ExecChoice> chooseExecReplica(const JobEntry& job, const ExecQuery& q,
+                                     const std::function<std::string(size_t)>& waitReason) {
   using R = Result<ExecChoice>;
   std::vector<std::string> taskNames;
   for (const auto& t : job.tasks) taskNames.push_back(t.rec.name);
@@ -75,8 +76,9 @@ Result<ExecChoice> chooseExecReplica(const JobEntry& job, const ExecQuery& q) {
       return R::fail(label + " does not exist (" + task.rec.name + "/" + role + " has index " + joined(have) + ")");
     }
     std::string state(toText(task.rec.state));
+    std::string why = waitReason ? waitReason(ti) : task.rec.reason;
     return R::fail(label + " has not been placed yet (task " + task.rec.name + " is " + state +
-                   (task.rec.reason.empty() ? "" : ": " + task.rec.reason) + ")");
+                   (why.empty() ? "" : ": " + why) + ")");
   }
   if (newest->state != ReplicaState::Running) return R::fail(notRunning(label, *newest));
   return R::ok(ExecChoice{&task, newest, label});

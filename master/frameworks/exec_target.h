@@ -4,6 +4,7 @@
 // of the job as the registry holds it; the client API checks the node and sends the call.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/util/result.h"
@@ -25,6 +26,9 @@ struct ExecChoice {
 
 // The replica `query` names in `job`, or an error for the person at the terminal that names
 // task, role and index (never internal ids): no such task, role or index, or not Running.
-Result<ExecChoice> chooseExecReplica(const JobEntry& job, const ExecQuery& query);
+// `waitReason(i)`: why queued task i waits now (JobRegistry::taskReason); without it, the
+// reason stored with the task.
+Result<ExecChoice> chooseExecReplica(const JobEntry& job, const ExecQuery& query,
+                                     const std::function<std::string(size_t)>& waitReason = {});
 
 }  // namespace yard::master

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iostream>
 #include <set>
+#include <thread>
 
 #include "common/http/metrics_endpoint.h"
 #include "common/metrics/exposition.h"
@@ -81,6 +82,12 @@ struct Master::Parts {
   metrics::Registry registry;
   std::unique_ptr<MasterMetrics> masterMetrics;
   asio::io_context io;
+  // The agents' connections are read, written and their TLS handshakes made on a thread of
+  // their own (docs/master.md, "Threads"); their frames are handled on `io`. Before
+  // everything that may hold one of those connections: it ends after them.
+  asio::io_context agentIo;
+  std::thread agentThread;
+  std::string agentAddress;  // where the agent API listens
   std::unique_ptr<Catalog> catalog;
   std::unique_ptr<JobRegistry> jobs;
   std::unique_ptr<NodeRegistry> nodes;
@@ -101,6 +108,12 @@ struct Master::Parts {
   std::unique_ptr<DevAgent> devAgent;
   std::unique_ptr<asio::steady_timer> watchdogTimer;
   std::unique_ptr<asio::signal_set> signals;
+
+  // The agents' io thread ends first, whatever way the master ends (a failed start too).
+  ~Parts() {
+    agentIo.stop();
+    if (agentThread.joinable()) agentThread.join();
+  }
 
   // Once a second: deadlines and lost nodes; every other second an incremental pass (a pass
   // runs on every change; this one also retries failed commits and sees nodes that went
@@ -282,6 +295,7 @@ std::optional<std::string> loadState(Master::Parts& p) {
   };
   agentParts.stopGraceMs = static_cast<uint32_t>(config.stopGraceSeconds * 1000);
   agentParts.log = p.log;
+  agentParts.executor = p.io.get_executor();
   p.agentApi = std::make_unique<AgentApi>(config.joinToken, nodes, std::move(agentParts));
   EventFeed& feed = p.feed;
   jobs.onJobChanged = [&feed](const JobEntry* before, const JobEntry& after, const lifecycle::Events& events) {
@@ -293,14 +307,30 @@ std::optional<std::string> loadState(Master::Parts& p) {
 std::optional<std::string> listen(Master::Parts& p) {
   const MasterConfig& config = p.config;
   AgentApi& agentApi = *p.agentApi;
+  asio::io_context& io = p.io;
+  // Frames are read on the agents' thread and handled here, on `io`; a malformed one closes
+  // its connection only, as the server does for a handler that runs where it reads. (The log
+  // is written from both threads: each line is one write.)
   auto agentServer = wire::FrameServer::listen(
-      p.io, config.agentListen, *p.agentTls, agentLimits(),
-      [&agentApi](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
-        agentApi.handle(conn, std::move(frame));
+      p.agentIo, config.agentListen, *p.agentTls, agentLimits(),
+      [&agentApi, &io](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+        auto held = std::make_shared<std::unique_ptr<wire::Frame>>(std::move(frame));
+        asio::post(io, [&agentApi, conn, held] {
+          try {
+            agentApi.handle(conn, std::move(*held));
+          } catch (const kj::Exception& e) {
+            conn->close(std::string("malformed message: ") + e.getDescription().cStr());
+          }
+        });
       },
       p.log);
   if (!agentServer) return agentServer.error();
   p.agentServer = std::move(agentServer).value();
+  p.agentAddress = p.agentServer->address();  // read here: the server is the agent thread's from now on
+  p.agentThread = std::thread([&p] {
+    auto work = asio::make_work_guard(p.agentIo);
+    p.agentIo.run();
+  });
   p.passTimer = std::make_unique<asio::steady_timer>(p.io);
   p.tick();
   ClientApi& api = *p.api;
@@ -321,7 +351,7 @@ std::optional<std::string> listen(Master::Parts& p) {
           "should use, or OpenMPI launchers cannot reach it");
   p.log("version " + std::string(kVersion) + ", data " + config.dataDir + ", client API on " + bound);
   // Tests and scripts read the bound address from here (useful with port 0).
-  p.log("agent API on " + p.agentServer->address());
+  p.log("agent API on " + p.agentAddress);
 
   // The HTTP API and the web console (docs/http_api.md), on by default in --dev. When it takes
   // the address /metrics would have by default (--dev), it serves /metrics there too.
@@ -357,11 +387,11 @@ std::optional<std::string> listen(Master::Parts& p) {
   }
   if (p.metricsServer) p.log("metrics on http://" + p.metricsServer->address() + "/metrics");
   std::cout << "listening " << bound << std::endl;
-  std::cout << "agents " << p.agentServer->address() << std::endl;
+  std::cout << "agents " << p.agentAddress << std::endl;
   if (p.metricsServer) std::cout << "metrics " << p.metricsServer->address() << std::endl;
   if (p.httpApi) std::cout << "http " << p.httpApi->address() << std::endl;
   if (p.options.dev) {
-    auto started = DevAgent::start(p.agentServer->address(), config.joinToken, config.dataDir + "/ca.pem",
+    auto started = DevAgent::start(p.agentAddress, config.joinToken, config.dataDir + "/ca.pem",
                                    config.dataDir + "/agent", p.options.startedUmask);
     if (!started) return started.error();
     p.devAgent = std::move(started).value();
@@ -382,7 +412,7 @@ int Master::run() {
   // come from this loop, so a wedged loop gets the master restarted.
   p.watchdogTimer = std::make_unique<asio::steady_timer>(p.io);
   asio::post(p.io, [&p] {
-    p.systemd->ready("client API on " + p.server->address() + ", agent API on " + p.agentServer->address());
+    p.systemd->ready("client API on " + p.server->address() + ", agent API on " + p.agentAddress);
     p.systemd->startWatchdog(*p.watchdogTimer);
   });
   p.signals = std::make_unique<asio::signal_set>(p.io, SIGTERM, SIGINT);
@@ -391,7 +421,7 @@ int Master::run() {
     p.systemd->stopping("shutting down");
     p.watchdogTimer->cancel();
     p.server->stop();
-    p.agentServer->stop();
+    asio::post(p.agentIo, [&p] { p.agentServer->stop(); });
     if (p.metricsServer) p.metricsServer->stop();
     if (p.httpApi) p.httpApi->stop();
     p.nodes->stop();
@@ -404,6 +434,8 @@ int Master::run() {
     p.io.stop();
   });
   p.io.run();
+  p.agentIo.stop();
+  if (p.agentThread.joinable()) p.agentThread.join();
   p.jobs->onJobChanged = nullptr;  // the feed goes before the registry
   p.api->stop();  // its read thread reads the store (job events): joined before the store closes
   p.archive->stop();

@@ -48,6 +48,9 @@ struct AgentApiParts {
   // How long an agent gives preStop and SIGTERM before SIGKILL.
   uint32_t stopGraceMs = 10000;
   std::function<void(const std::string&)> log;
+  // The io thread handle() runs on, where a join's signed certificate comes back to; without
+  // it, the connection's own (a server that handles frames where it reads them).
+  std::optional<asio::any_io_executor> executor;
 };
 
 class AgentApi {
@@ -58,7 +61,7 @@ class AgentApi {
   AgentApi(const std::string& joinToken, NodeRegistry& registry, Parts parts = {})
       : joinToken_(joinToken), registry_(registry), jobs_(parts.jobs), catalog_(parts.catalog),
         stopGraceMs_(parts.stopGraceMs), archive_(parts.archive), ca_(std::move(parts.ca)),
-        checkJoin_(std::move(parts.checkJoin)), log_(std::move(parts.log)) {}
+        checkJoin_(std::move(parts.checkJoin)), log_(std::move(parts.log)), executor_(std::move(parts.executor)) {}
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
   // Tells `node`'s agent to heartbeat now, on the connection it last registered or heartbeat
   // on (its standing channel; AgentResponse.wake). False when that connection is gone: the
@@ -87,6 +90,7 @@ class AgentApi {
   std::optional<tls::Ca> ca_;
   JoinTokenCheck checkJoin_;
   std::function<void(const std::string&)> log_;
+  std::optional<asio::any_io_executor> executor_;
   // Each node's standing channel: the connection its last register or heartbeat came on.
   std::map<std::string, std::weak_ptr<wire::Connection>, std::less<>> channels_;
   asio::thread_pool signer_{1};  // joins' certificate signing, off the io thread

@@ -109,7 +109,8 @@ void ClientApi::userExec(const std::shared_ptr<wire::Connection>& conn, uint64_t
   const JobEntry* job = jobs_.find(q.getJob());
   if (!job) return fail("job " + str(q.getJob()) + " does not exist");
   if (auto refused = userExecAllowed(caller, *job)) return fail(*refused);
-  auto choice = chooseExecReplica(*job, ExecQuery{str(q.getTask()), str(q.getRole()), q.getIndex()});
+  auto choice = chooseExecReplica(*job, ExecQuery{str(q.getTask()), str(q.getRole()), q.getIndex()},
+                                  [&](size_t task) { return jobs_.taskReason(*job, task); });
   if (!choice) return fail(choice.error());
   const ExecChoice& c = choice.value();
   auto n = nodes_.nodes().find(c.replica->node);

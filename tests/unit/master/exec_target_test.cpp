@@ -122,6 +122,11 @@ tasks:
   auto waiting = chooseExecReplica(job, {});
   REQUIRE_FALSE(waiting);
   CHECK(waiting.error() == "only/master/0 has not been placed yet (task only is Queued: queue team-a: cpu 1 of quota 0 left)");
+  // The reason is the live one when the caller has it (the pending index's), not the stored.
+  auto live = chooseExecReplica(
+      job, {}, [](size_t task) { return "behind other/train in queue team-a (task " + std::to_string(task) + ")"; });
+  REQUIRE_FALSE(live);
+  CHECK(live.error() == "only/master/0 has not been placed yet (task only is Queued: behind other/train in queue team-a (task 0))");
   add(job, 0, "master", 0, 0, ReplicaState::Running);
   auto got = chooseExecReplica(job, {});
   REQUIRE(got);

@@ -139,3 +139,91 @@ TEST_CASE("an answer posted after its client left is dropped and the server keep
     CHECK(std::string(resp->root<api::Response>().getPong()) == "fast");
   }
 }
+
+// The master's agent API reads its connections on one io thread and handles their frames on
+// another (docs/master.md, "Threads"): what the handler's thread does to a connection is
+// forwarded to the connection's own thread, in order.
+TEST_CASE("frames handled on another io thread: answers, authentication and close are forwarded") {
+  asio::io_context netIo, handlerIo;
+  std::vector<std::shared_ptr<wire::Connection>> kept;  // handlerIo only: dropped there last
+  wire::Limits limits;
+  limits.maxFrameBytesBeforeAuth = 1024;
+  auto s = wire::FrameServer::listen(
+      netIo, "127.0.0.1:0", yard::testing::testServerTls(), limits,
+      [&](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+        auto held = std::make_shared<std::unique_ptr<wire::Frame>>(std::move(frame));
+        asio::post(handlerIo, [&, conn, held] {
+          auto req = (*held)->root<api::Request>();
+          std::string text = req.getQueueShow();
+          Answer a(conn, req.getId());
+          kept.push_back(conn);
+          if (text == "auth") conn->markAuthenticated();
+          if (text == "bye") {
+            a.error("bye");
+            return conn->closeAfterWrite("bye");
+          }
+          a.resp.setPong(std::to_string(text.size()));
+          a.send();
+        });
+      },
+      [](const std::string&) {});
+  REQUIRE(s);
+  auto server = std::move(s).value();
+  std::thread net([&] {
+    auto work = asio::make_work_guard(netIo);
+    netIo.run();
+  });
+  std::thread handlers([&] {
+    auto work = asio::make_work_guard(handlerIo);
+    handlerIo.run();
+  });
+  std::string address = "127.0.0.1:" + std::to_string(server->port());
+
+  auto connected = wire::FrameClient::connect(address, yard::testing::testClientTls());
+  REQUIRE(connected);
+  auto client = std::move(connected).value();
+  auto ask = [&](uint64_t id, const std::string& text) {
+    capnp::MallocMessageBuilder m;
+    auto req = m.initRoot<api::Request>();
+    req.setId(id);
+    req.setQueueShow(text);
+    return client->call(m);
+  };
+  auto hello = ask(1, "hello");
+  REQUIRE(hello);
+  CHECK(std::string(hello.value()->root<api::Response>().getPong()) == "5");
+  // Authenticated from the handler's thread: a frame over the limit before it now passes.
+  REQUIRE(ask(2, "auth"));
+  std::string large(4096, 'x');
+  auto big = ask(3, large);
+  REQUIRE(big);
+  CHECK(std::string(big.value()->root<api::Response>().getPong()) == "4096");
+  // A refusal, then the connection closes once it was written.
+  auto bye = ask(4, "bye");
+  REQUIRE(bye);
+  CHECK(bye.value()->root<api::Response>().isError());
+  CHECK_FALSE(ask(5, "after"));
+
+  // A client that never authenticated cannot send the large frame.
+  auto other = wire::FrameClient::connect(address, yard::testing::testClientTls());
+  REQUIRE(other);
+  capnp::MallocMessageBuilder m;
+  auto req = m.initRoot<api::Request>();
+  req.setId(6);
+  req.setQueueShow(large);
+  auto refused = other.value()->call(m);
+  CHECK((!refused || refused.value()->root<api::Response>().isError()));
+
+  // The handler's thread drops its references last; each connection goes on its own thread.
+  std::promise<void> dropped;
+  asio::post(handlerIo, [&] {
+    kept.clear();
+    dropped.set_value();
+  });
+  dropped.get_future().wait();
+  asio::post(netIo, [&] { server->stop(); });
+  handlerIo.stop();
+  handlers.join();
+  netIo.stop();
+  net.join();
+}
