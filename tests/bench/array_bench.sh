@@ -13,10 +13,10 @@ set -euo pipefail
 bin=${1:-build/bin}
 tmp=$(mktemp -d)
 master=
-slurm=()
+. "$(dirname "$0")/slurm_lib.sh"
 cleanup() {
   [ -n "$master" ] && kill -9 "$master" 2>/dev/null
-  for p in "${slurm[@]}"; do kill "$p" 2>/dev/null; done
+  slurm_stop
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -67,34 +67,7 @@ echo "jobs/s, one yardctl process per job (1,000 runs):   ${loop[*]}  median $ml
 echo "ratio array/loop: $(awk -v a="$ma" -v b="$ml" 'BEGIN { printf "%.1f", a / b }');" \
   "storm/loop: $(awk -v a="$ms" -v b="$ml" 'BEGIN { printf "%.1f", a / b }');" \
   "array/storm: $(awk -v a="$ma" -v b="$ms" 'BEGIN { printf "%.1f", a / b }')"
-if command -v slurmctld >/dev/null && command -v munged >/dev/null && command -v sbatch >/dev/null &&
-  [ -f /etc/munge/munge.key ]; then
-  mkdir -p "$tmp/slurm/state" "$tmp/slurm/munge"
-  cat >"$tmp/slurm/slurm.conf" <<C
-ClusterName=yardbench
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=6917
-AuthType=auth/munge
-AuthInfo=socket=$tmp/slurm/munge/munge.socket
-StateSaveLocation=$tmp/slurm/state
-SlurmctldPidFile=$tmp/slurm/slurmctld.pid
-SlurmctldLogFile=$tmp/slurm/slurmctld.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-MaxArraySize=10001
-MaxJobCount=200000
-SlurmUser=root
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
-C
-  munged --socket="$tmp/slurm/munge/munge.socket" --pid-file="$tmp/slurm/munge/munged.pid" \
-    --log-file="$tmp/slurm/munge/munged.log" --seed-file="$tmp/slurm/munge/seed" --force
-  export SLURM_CONF=$tmp/slurm/slurm.conf
-  slurmctld -f "$SLURM_CONF"
-  for _ in $(seq 50); do sinfo >/dev/null 2>&1 && break; sleep 0.1; done
-  slurm=("$(cat "$tmp/slurm/munge/munged.pid")" "$(cat "$tmp/slurm/slurmctld.pid")")
+if slurm_start "$tmp/slurm"; then
   sarray=(); sloop=()
   for round in 1 2 3; do
     t0=$(now); sbatch --array=0-9999 --wrap true >/dev/null; t1=$(now)

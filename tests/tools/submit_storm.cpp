@@ -70,25 +70,28 @@ int main(int argc, char** argv) {
       }
       auto every = rate > 0 ? std::chrono::duration<double>(clients / rate) : std::chrono::duration<double>(0);
       auto due = std::chrono::steady_clock::now() + every * c / clients;  // clients staggered
+      // The spec is read once; each job is a copy under its own name (the client's YAML
+      // parsing is not what this measures).
+      auto loaded = yard::spec::loadJobSpec(
+          "name: storm-job\ntasks:\n  - name: main\n    kind: container-job\n    container:\n"
+          "      image: host\n      resources: { cpu: 100m, memory: 64Mi }\n      command: [sh, -c, 'echo hi']\n"
+          "      env: [ { name: PAD, value: \"" + std::string(512, 'x') + "\" } ]\n");
+      if (!loaded.ok()) {
+        std::cerr << loaded.errors[0].str() << "\n";
+        std::exit(2);
+      }
       for (int j = 0; j < jobs; ++j) {
         if (rate > 0) {
           std::this_thread::sleep_until(due);
           due += std::chrono::duration_cast<std::chrono::steady_clock::duration>(every);
         }
         std::string name = prefix + "-" + std::to_string(c) + "-" + std::to_string(j);
-        auto loaded = yard::spec::loadJobSpec(
-            "name: " + name + "\ntasks:\n  - name: main\n    kind: container-job\n    container:\n"
-            "      image: host\n      resources: { cpu: 100m, memory: 64Mi }\n      command: [sh, -c, 'echo hi']\n"
-            "      env: [ { name: PAD, value: \"" + std::string(512, 'x') + "\" } ]\n");
-        if (!loaded.ok()) {
-          std::cerr << loaded.errors[0].str() << "\n";
-          std::exit(2);
-        }
         capnp::MallocMessageBuilder m;
         auto req = m.initRoot<yard::api::Request>();
         req.setId(static_cast<uint64_t>(j));
         req.setToken(token);
         req.setJobSubmit(loaded.job());
+        req.getJobSubmit().setName(name);
         auto resp = client.value()->call(m);
         if (!resp) {  // the master went away: stop this client
           failed += jobs - j;
