@@ -55,7 +55,7 @@ for r in 1 2 3; do
   sp+=("$(per_s "$n" "$t0" "$t1")")
   t0=$(now); for i in $(seq "$n"); do "$bin/yardctl" job show "r$r-$i" >/dev/null; done; t1=$(now)
   yshow+=("$(ms_each "$n" "$t0" "$t1")")
-  id=$(squeue -h -o %i | head -1)
+  id=$(squeue -h -o %i | sed -n 1p)  # sed reads all: no SIGPIPE under pipefail
   t0=$(now); for i in $(seq "$n"); do scontrol show job "$id" >/dev/null; done; t1=$(now)
   sshow+=("$(ms_each "$n" "$t0" "$t1")")
 done

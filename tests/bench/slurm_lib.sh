@@ -37,5 +37,9 @@ C
 }
 slurm_stop() {
   for p in "${slurm_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  # Gone before the caller removes their directory (slurmctld saves its state as it exits).
+  for p in "${slurm_pids[@]}"; do
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  done
   slurm_pids=()
 }
