@@ -21,9 +21,10 @@ std::vector<std::pair<int64_t, int32_t>> JobRegistry::desiredFor(const std::stri
 void JobRegistry::reportReplicas(const std::string& node, const std::vector<ReplicaReport>& reports) {
   int64_t now = now_();
   // Only a job with a live replica on this node has anything its report can change.
-  std::vector<std::string> names;
-  for (const JobEntry* job : desired_.liveJobsOn(jobs_, node)) names.push_back(job->rec.name);
-  usage_.report(desired_.liveJobsOn(jobs_, node), reports, now);
+  std::vector<const JobEntry*> onNode = desired_.liveJobsOn(jobs_, node);
+  usage_.report(onNode, reports, now);
+  std::vector<std::string> names;  // commits below may replace the entries `onNode` points at
+  for (const JobEntry* job : onNode) names.push_back(job->rec.name);
   // Even an empty report matters: a Stopping attempt its node no longer holds is gone.
   if (commits_.exclusiveBusy()) return;  // the agent reports again next beat
   std::map<int64_t, const ReplicaReport*> byId;

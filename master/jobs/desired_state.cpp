@@ -128,7 +128,7 @@ std::set<int64_t> DesiredState::replicaIdsOn(const Jobs& jobs, const std::string
   return out;
 }
 
-const std::set<std::string>& DesiredState::nodesOf(const std::string& name) const {
+const std::set<std::string>& DesiredState::nodesOfJob(const std::string& name) const {
   static const std::set<std::string> kNone;
   auto it = indexed_.find(name);
   return it == indexed_.end() ? kNone : it->second;

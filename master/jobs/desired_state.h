@@ -45,7 +45,7 @@ class DesiredState {
   // report that is not about the reporter's own replicas).
   static std::map<int64_t, std::string> nodesOf(const Jobs& jobs, const std::set<int64_t>& ids);
   // The nodes job `name` has replicas on, as last indexed.
-  const std::set<std::string>& nodesOf(const std::string& name) const;
+  const std::set<std::string>& nodesOfJob(const std::string& name) const;
   // Forgets the released replicas not in `live`.
   void keepOnly(const std::set<int64_t>& live);
 

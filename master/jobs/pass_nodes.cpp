@@ -4,19 +4,28 @@
 
 namespace yard::master {
 
-void PassNodes::hold(sched::NodeView& n, const JobEntry& job, size_t task, const store::ReplicaRecord& r) {
-  n.allocated += sched::Resources{r.cpuMillis, r.memoryBytes, r.gpu};
-  n.gpusInUse.insert(r.gpus.begin(), r.gpus.end());
-  if (r.port > 0) {
-    n.portsInUse.insert({static_cast<uint16_t>(r.port), false});
-    n.portsInUse.insert({static_cast<uint16_t>(r.port), true});
-  }
-  for (auto p : containerOf(job.specTask(task), r.role).getPorts())
-    n.portsInUse.insert({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
+namespace {
+
+// Adds what the live replicas placed on node `n` hold (cpu, memory, GPUs, ports) to its view.
+void holdLive(sched::NodeView& n, const PassNodes::Jobs& jobs, const DesiredState& desired) {
+  for (const JobEntry* job : desired.liveJobsOn(jobs, n.name))
+    for (size_t ti = 0; ti < job->tasks.size(); ++ti)
+      for (const auto& r : job->tasks[ti].replicas) {
+        if (r.node != n.name || !isLive(r.state)) continue;
+        n.allocated += sched::Resources{r.cpuMillis, r.memoryBytes, r.gpu};
+        n.gpusInUse.insert(r.gpus.begin(), r.gpus.end());
+        if (r.port > 0) {
+          n.portsInUse.insert({static_cast<uint16_t>(r.port), false});
+          n.portsInUse.insert({static_cast<uint16_t>(r.port), true});
+        }
+        for (auto p : containerOf(job->specTask(ti), r.role).getPorts())
+          n.portsInUse.insert({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
+      }
 }
 
+}  // namespace
+
 std::optional<std::vector<size_t>> PassNodes::refresh(const Source& all, const Lookup& one, const Jobs& jobs,
-                                                      const std::set<std::string>& active,
                                                       const DesiredState& desired) {
   std::vector<size_t> refreshed;
   if (!stale_ && one) {
@@ -27,10 +36,7 @@ std::optional<std::vector<size_t>> PassNodes::refresh(const Source& all, const L
         stale_ = true;
         break;
       }
-      for (const JobEntry* job : desired.liveJobsOn(jobs, name))
-        for (size_t ti = 0; ti < job->tasks.size(); ++ti)
-          for (const auto& r : job->tasks[ti].replicas)
-            if (r.node == name && isLive(r.state)) hold(*view, *job, ti, r);
+      holdLive(*view, jobs, desired);
       views_[pos->second] = std::move(*view);
       refreshed.push_back(pos->second);
     }
@@ -40,14 +46,9 @@ std::optional<std::vector<size_t>> PassNodes::refresh(const Source& all, const L
   stale_ = false;
   views_ = all ? all() : std::vector<sched::NodeView>{};
   at_.clear();
-  for (size_t i = 0; i < views_.size(); ++i) at_[views_[i].name] = i;
-  for (const auto& name : active) {
-    const JobEntry& job = jobs.at(name);
-    for (size_t ti = 0; ti < job.tasks.size(); ++ti)
-      for (const auto& r : job.tasks[ti].replicas) {
-        if (!isLive(r.state)) continue;
-        if (auto it = at_.find(r.node); it != at_.end()) hold(views_[it->second], job, ti, r);
-      }
+  for (size_t i = 0; i < views_.size(); ++i) {
+    at_[views_[i].name] = i;
+    holdLive(views_[i], jobs, desired);
   }
   return std::nullopt;
 }

@@ -31,15 +31,11 @@ class PassNodes {
 
   void changed(const std::string& node) { dirty_.insert(node); }
   void readAll() { stale_ = true; }
-  // Brings the views up to date. `active`: the jobs holding resources; `desired` says which
-  // of them hold something on a node. Returns the positions of the nodes refreshed, or
-  // nullopt when every node was read again.
+  // Brings the views up to date; `desired` says which jobs hold something on a node. Returns
+  // the positions of the nodes refreshed, or nullopt when every node was read again.
   std::optional<std::vector<size_t>> refresh(const Source& all, const Lookup& one, const Jobs& jobs,
-                                             const std::set<std::string>& active, const DesiredState& desired);
+                                             const DesiredState& desired);
   const std::vector<sched::NodeView>& views() const { return views_; }
-
-  // Adds what live replica `r` of task `task` of `job` holds to its node's view.
-  static void hold(sched::NodeView& node, const JobEntry& job, size_t task, const store::ReplicaRecord& r);
 
  private:
   std::vector<sched::NodeView> views_;

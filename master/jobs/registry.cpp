@@ -102,9 +102,9 @@ bool JobRegistry::needsTime(const JobEntry& job) {
 void JobRegistry::indexJob(const std::string& name) {
   indexTime(name);
   // What the job holds on its nodes, before and after, is read again by the next pass.
-  for (const auto& node : desired_.nodesOf(name)) passNodes_.changed(node);
+  for (const auto& node : desired_.nodesOfJob(name)) passNodes_.changed(node);
   desired_.index(jobs_, name);
-  for (const auto& node : desired_.nodesOf(name)) passNodes_.changed(node);
+  for (const auto& node : desired_.nodesOfJob(name)) passNodes_.changed(node);
   std::string why = pending_.update(name);
   if (!why.empty()) unreadable_[name] = why;
   else unreadable_.erase(name);

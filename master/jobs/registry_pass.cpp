@@ -51,7 +51,7 @@ void JobRegistry::runPass() {
   SchedulingPass::Inputs in{catalog_, config_, now_(), [this](const std::string& name) { return commits_.busy(name); },
                             nullptr, std::nullopt, nodeWiring_, execEndpoint_, execCa_};
   if (pending_.backlog().size() > 0) {  // else nothing reads the nodes
-    in.changedNodes = passNodes_.refresh(nodes_, nodeLookup_, jobs_, pending_.active(), desired_);
+    in.changedNodes = passNodes_.refresh(nodes_, nodeLookup_, jobs_, desired_);
     in.nodes = &passNodes_.views();
   }
   SchedulingPass::Outcome outcome = SchedulingPass(jobs_, pending_, std::move(in)).run();

@@ -2,7 +2,8 @@
 
 namespace yard::master {
 
-void UsageAccounting::report(const std::vector<const JobEntry*>& jobs, const std::vector<lifecycle::ReplicaReport>& reports, int64_t now) {
+void UsageAccounting::report(const std::vector<const JobEntry*>& jobs,
+                             const std::vector<lifecycle::ReplicaReport>& reports, int64_t now) {
   std::map<int64_t, const lifecycle::ReplicaReport*> running;
   for (const auto& r : reports) {
     if (r.state == ReplicaState::Running) {

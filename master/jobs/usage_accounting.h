@@ -23,7 +23,8 @@ class UsageAccounting {
   using Jobs = std::map<std::string, JobEntry>;
   // Keeps the samples of `reports` and charges their running replicas to their jobs, which
   // are among `jobs` (those with a live replica on the reporting node).
-  void report(const std::vector<const JobEntry*>& jobs, const std::vector<lifecycle::ReplicaReport>& reports, int64_t now);
+  void report(const std::vector<const JobEntry*>& jobs, const std::vector<lifecycle::ReplicaReport>& reports,
+              int64_t now);
   // Drops the samples of replicas not in `live`.
   void keepOnly(const std::set<int64_t>& live) { samples_.keepOnly(live); }
   // The ledger's rows due now, the jobs that ended (or were deleted) closed first.

@@ -288,7 +288,8 @@ void AgentApi::join(const std::shared_ptr<wire::Connection>& conn, agentapi::Joi
     // once do not hold up every other request on the io thread.
     asio::post(signer_, [this, conn, id, node, csr, what, ca = *ca_] {
       auto cert = tls::issueFromCsr(ca, csr, what);
-      asio::post(executor_ ? *executor_ : conn->executor(), [this, conn, id, node, cert] { issued(conn, id, node, cert); });
+      auto back = executor_ ? *executor_ : conn->executor();
+      asio::post(back, [this, conn, id, node, cert] { issued(conn, id, node, cert); });
     });
   };
   if (checkJoin_) return checkJoin_(secret, node, accepted);
