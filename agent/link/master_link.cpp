@@ -145,8 +145,11 @@ void MasterLink::renewLease() {
 void MasterLink::beatSoon() {
   if (beatQueued_) return;
   beatQueued_ = true;
-  // A short delay gathers the changes of one tick into one heartbeat.
-  soonTimer_.expires_after(std::chrono::milliseconds(2));
+  // Sent once the handler that asked returns: the changes of one tick (a converge starting
+  // several replicas, a SIGCHLD ending several) go in one heartbeat, and changes made while a
+  // heartbeat is in flight wait for its answer (beatAgain_). No delay beyond that: a start's
+  // Starting and Running reports are on the submit-to-running path (docs/benchmarks.md).
+  soonTimer_.expires_after(std::chrono::milliseconds(0));
   soonTimer_.async_wait([this](asio::error_code ec) {
     beatQueued_ = false;
     if (!ec) beat();
