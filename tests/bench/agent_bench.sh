@@ -35,6 +35,7 @@ measure() {  # measure PREFIX PAUSE: N jobs, PAUSE seconds between one's delete 
   sleep "$2"
   job "$1$i"
   i="$1$i"
+  t0=$(date +%s%3N)  # before yardctl starts: its process, handshake and request count too
   "$bin/yardctl" job submit "$tmp/job.yaml" >/dev/null
   for _ in $(seq 200); do
     "$bin/yardctl" job show "bench-$i" | grep -q 'serve/master/0 .* Running ' && break
@@ -47,7 +48,7 @@ sub = next(e["at"] for e in ev if e["type"] == "Submitted")
 placed = next(e["at"] for e in ev if e["type"] == "Placed")
 starting = next((e["at"] for e in ev if e["type"] == "Starting" and e["replica"]), placed)
 run = next(e["at"] for e in ev if e["type"] == "Running" and e["replica"])
-print("%d:%d:%d:%d" % (run - sub, placed - sub, starting - placed, run - starting))')")
+print("%d:%d:%d:%d:%d" % (run - sub, placed - sub, starting - placed, run - starting, run - int(sys.argv[1])))' "$t0")")
   "$bin/yardctl" job delete "bench-$i" >/dev/null
   done
   echo "${lat[*]}"
@@ -74,7 +75,7 @@ done
 python3 - "$n" "$rss_idle" "$rss_after" "$spaced" "$packed" "${base[*]}" <<'PY'
 import statistics, sys
 n, idle, after = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-def stages(arg):  # "total:placed:starting:running" per job
+def stages(arg):  # "total:placed:starting:running:from_yardctl" per job
     return [tuple(int(v) for v in x.split(":")) for x in arg.split()]
 spaced_stages, packed_stages = stages(sys.argv[4]), stages(sys.argv[5])
 spaced = sorted(s[0] for s in spaced_stages)
@@ -91,6 +92,9 @@ for name, lat, st in (("spaced", spaced, spaced_stages), ("back to back", packed
     # the commit of its report), Starting -> Running (yard-shim starting the process).
     med = [statistics.median(s[k] for s in st) for k in (1, 2, 3)]
     print(f"  medians: submit->Placed {med[0]:.0f} ms, Placed->Starting {med[1]:.0f} ms, Starting->Running {med[2]:.0f} ms")
+    # From the moment `yardctl job submit` was started (its process, TLS and request included).
+    ctl = sorted(s[4] for s in st)
+    print(f"  through yardctl (from its start to Running): p50 {statistics.median(ctl):.0f} ms, p99 {pct(ctl, 99)} ms")
 print(f"baseline yard-shim run directly, {n} starts: p50 {b50:.0f} ms, p99 {pct(base, 99)} ms")
 print(f"agent RSS idle: {idle} KiB; after {n} jobs: {after} KiB (growth {after - idle} KiB)")
 PY
