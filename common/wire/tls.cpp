@@ -114,6 +114,9 @@ bool offerSession(SSL* ssl, const std::string& file) {
 }
 
 void keepSession(SSL* ssl, const std::string& file) {
+  // A resumed session's ticket stays good until its lifetime ends (the server then asks for a
+  // full handshake, whose session is kept): not rewriting it saves a file creation per command.
+  if (SSL_session_reused(ssl) == 1) return;
   SSL_SESSION* session = SSL_get1_session(ssl);
   if (!session) return;
   if (SSL_SESSION_is_resumable(session) == 1) {

@@ -44,7 +44,8 @@ struct ClientTls {
 
 // Tries `file`'s session on `ssl` (before the handshake); false when there is none usable.
 bool offerSession(SSL* ssl, const std::string& file);
-// Stores `ssl`'s session in `file` (0600, replaced atomically) when it can be resumed.
+// Stores `ssl`'s session in `file` (0600, replaced atomically) when it can be resumed and was
+// not itself resumed from it.
 void keepSession(SSL* ssl, const std::string& file);
 
 // TLS 1.3 only. `caPem` non-empty: a client certificate is asked for and, when the client

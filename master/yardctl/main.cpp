@@ -1,4 +1,5 @@
 // yardctl: the admin and user CLI. main only wires the command groups together.
+#include <openssl/ssl.h>
 #include <cstdlib>
 #include <iostream>
 
@@ -8,6 +9,7 @@
 
 int main(int argc, char** argv) {
   using namespace yard::ctl;
+  OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | OPENSSL_INIT_NO_ADD_ALL_CIPHERS, nullptr);
   CLI::App app{"yardctl: submit and inspect Yard jobs, queues, datasets and nodes"};
   app.require_subcommand(1);
   app.fallthrough();  // global flags (--master, -o) may follow the subcommand, kubectl-style
