@@ -127,7 +127,7 @@ void Backlog::syncNodes(const std::vector<NodeView>& nodes, const std::vector<si
   auto sync = [&](size_t i) {
     uint64_t h = nodeHash(nodes[i], i, shapes_[i]);
     if (h == hashes_[i]) return;
-    working_[i] = detail::workingNode(nodes[i]);
+    detail::assignWorkingNode(working_[i], nodes[i]);
     index_->refresh(i);
     hashes_[i] = h;
     stats_.nodesChanged = true;

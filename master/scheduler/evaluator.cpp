@@ -7,10 +7,9 @@
 #include "master/scheduler/node_fit.h"
 
 namespace yard::sched::detail {
-NodeView workingNode(const NodeView& node) {
-  NodeView copy = node;
-  std::sort(copy.gpuIndexes.begin(), copy.gpuIndexes.end());
-  return copy;
+void assignWorkingNode(NodeView& working, const NodeView& node) {
+  working = node;
+  std::sort(working.gpuIndexes.begin(), working.gpuIndexes.end());
 }
 
 std::vector<NodeView> workingNodes(const std::vector<NodeView>& nodes) {

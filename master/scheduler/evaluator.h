@@ -31,7 +31,8 @@ inline bool isSkip(Verdict v) {
 }
 
 // A node as the pass works on it: its GPU indexes sorted (lowest free first needs them so).
-NodeView workingNode(const NodeView& node);
+// Assigned over the old copy, so that its strings, vectors and sets reuse what they hold.
+void assignWorkingNode(NodeView& working, const NodeView& node);
 std::vector<NodeView> workingNodes(const std::vector<NodeView>& nodes);
 
 class Evaluator {

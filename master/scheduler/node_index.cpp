@@ -22,6 +22,18 @@ void NodeIndex::Tree::remove(int64_t gpu, const Key& key) {
   size -= 1;
 }
 
+void NodeIndex::Tree::move(int64_t fromGpu, const Key& from, int64_t toGpu, const Key& to) {
+  auto src = byGpu.find(fromGpu);
+  auto keyNode = src->second.byCpu.extract(from);
+  auto memoryNode = src->second.memory.extract(src->second.memory.find(from.memory));
+  keyNode.value() = to;
+  memoryNode.value() = to.memory;
+  Bucket& dst = fromGpu == toGpu ? src->second : byGpu[toGpu];  // map insertion keeps `src` valid
+  dst.byCpu.insert(std::move(keyNode));
+  dst.memory.insert(std::move(memoryNode));
+  if (src->second.byCpu.empty()) byGpu.erase(src);
+}
+
 namespace {
 
 uint8_t classesOf(const NodeView& node) {
@@ -82,8 +94,29 @@ void NodeIndex::erase(size_t node) {
 }
 
 void NodeIndex::update(size_t node) {
-  erase(node);
-  insert(node);
+  // erase(node) then insert(node), moving the node within each tree instead: its classes do
+  // not change (refresh() is for that), its free resources and ports may.
+  Entry& e = entries_[node];
+  if (e.classes == 0) return;
+  Resources free = freeResources(nodes_[node]);
+  Key key{free.cpuMillis, free.memoryBytes, node};
+  for (int c = 0; c < kNodeClasses; ++c) {
+    if ((e.classes & (1u << c)) != 0) classes_[c].move(e.gpu, e.key, free.gpu, key);
+  }
+  for (PortTree& h : hot_) {
+    bool belongs = (e.classes & (1u << h.nodeClass)) != 0 && portFree(node, h.port);
+    if (h.present[node] && belongs) {
+      h.tree.move(e.gpu, e.key, free.gpu, key);
+    } else if (h.present[node]) {
+      h.tree.remove(e.gpu, e.key);
+      h.present[node] = 0;
+    } else if (belongs) {
+      h.tree.add(free.gpu, key);
+      h.present[node] = 1;
+    }
+  }
+  e.gpu = free.gpu;
+  e.key = key;
 }
 
 void NodeIndex::makeHot(int cls, const PortUse& port) {

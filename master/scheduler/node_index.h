@@ -67,6 +67,8 @@ class NodeIndex {
     size_t size = 0;
     void add(int64_t gpu, const Key& key);
     void remove(int64_t gpu, const Key& key);
+    // remove(fromGpu, from) then add(toGpu, to), reusing the sets' nodes (no allocation).
+    void move(int64_t fromGpu, const Key& from, int64_t toGpu, const Key& to);
   };
   // Nodes of one class where one (port, protocol) is free.
   struct PortTree {
