@@ -194,13 +194,18 @@ Plan Backlog::pass(const std::vector<NodeView>& nodes, std::vector<QueueView> wo
   }
 
   while (!turns.empty()) {
-    auto [share, name, line, queue] = *turns.begin();
-    turns.erase(turns.begin());
+    // The queue's next turn reuses this one's set node (a pass takes one turn per gang).
+    auto turn = turns.extract(turns.begin());
+    auto [share, name, line, queue] = turn.value();
+    auto again = [&] {
+      turn.value() = {eval.turn(*queue), name, line, queue};
+      turns.insert(std::move(turn));
+    };
     auto at = line->cursor;
     ++line->cursor;
     Entry& e = *entry(*at);
     if (skip && skip(e.gang)) {
-      if (line->cursor != line->active.end()) turns.insert({eval.turn(*queue), name, line, queue});
+      if (line->cursor != line->active.end()) again();
       continue;
     }
     // The head the last pass left, when nothing it read has changed: it blocks again, alike.
@@ -236,7 +241,7 @@ Plan Backlog::pass(const std::vector<NodeView>& nodes, std::vector<QueueView> wo
       line->parked[static_cast<size_t>(e.park)].insert(*at);
       line->active.erase(at);
     }
-    if (line->cursor != line->active.end()) turns.insert({eval.turn(*queue), name, line, queue});
+    if (line->cursor != line->active.end()) again();
   }
 
   for (auto& [name, line] : lines_) {

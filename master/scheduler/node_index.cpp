@@ -55,8 +55,10 @@ NodeIndex::NodeIndex(const std::vector<NodeView>& nodes)
 }
 
 void NodeIndex::refresh(size_t node) {
+  uint8_t classes = classesOf(nodes_[node]);
+  if (classes == entries_[node].classes) return update(node);
   erase(node);
-  entries_[node].classes = classesOf(nodes_[node]);
+  entries_[node].classes = classes;
   insert(node);
 }
 
