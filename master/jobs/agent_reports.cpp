@@ -140,8 +140,9 @@ void JobRegistry::autoscale(int64_t now) {
   }
 }
 
-void JobRegistry::scale(const std::string& name, const std::string& task, int32_t replicas, Reply reply) {
-  commits_.run(name, [this, name, task, replicas, reply](CommitQueue::Slot slot) {
+void JobRegistry::scale(const std::string& name, const std::string& task, int32_t replicas, Reply reply,
+                        InTx alsoWrite) {
+  commits_.run(name, [this, name, task, replicas, reply, alsoWrite = std::move(alsoWrite)](CommitQueue::Slot slot) {
     auto it = jobs_.find(name);
     auto change = it == jobs_.end() ? Result<ElasticController::Change>::fail("job " + name + " does not exist")
                                     : elastic_.scale(it->second, task, replicas, now_());
@@ -151,7 +152,7 @@ void JobRegistry::scale(const std::string& name, const std::string& task, int32_
     }
     auto job = std::make_shared<JobEntry>(std::move(change.value().job));
     auto events = std::make_shared<lifecycle::Events>(std::move(change.value().events));
-    commitJobChange(slot, job, events, change.value().done, reply);
+    commitJobChange(slot, job, events, change.value().done, reply, alsoWrite);
   });
 }
 

@@ -389,12 +389,13 @@ std::vector<std::string> JobRegistry::arrayMembers(const std::string& array) con
 }
 
 void JobRegistry::commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr<JobEntry> job,
-                                  std::shared_ptr<lifecycle::Events> events, std::string done, Reply reply) {
+                                  std::shared_ptr<lifecycle::Events> events, std::string done, Reply reply,
+                                  InTx alsoWrite) {
   std::string name = job->rec.name;
   // A delete that waited for the job's replicas to stop happens with the change that ends it.
   if (job->rec.deleteRequested && isFinal(job->rec.state)) job->rec.deleted = true;
   slot.commit(
-      [job, events](store::Tx& tx) {
+      [job, events, alsoWrite = std::move(alsoWrite), done](store::Tx& tx) {
         tx.updateJob(job->rec);
         for (auto& t : job->tasks) {
           tx.updateTask(t.rec);
@@ -404,6 +405,7 @@ void JobRegistry::commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr
         }
         for (auto& e : *events) tx.appendEvent(e);
         if (job->rec.deleted) tx.markJobDeleted(job->rec.id);
+        if (alsoWrite) alsoWrite(tx, done);
       },
       [this, job, events, name, done, reply](Result<bool> r) {
         if (!r) return reply(R::fail(r.error()));
@@ -432,7 +434,7 @@ void JobRegistry::commitIfFree(const std::string& name, JobEntry changed, lifecy
 }
 
 void JobRegistry::forEachMember(const std::string& array, const char* verb,
-                                void (JobRegistry::*each)(const std::string&, Reply), Reply reply) {
+                                void (JobRegistry::*each)(const std::string&, Reply, InTx), Reply reply) {
   auto members = arrayMembers(array);
   struct Tally {
     size_t left = 0, ok = 0;
@@ -451,11 +453,11 @@ void JobRegistry::forEachMember(const std::string& array, const char* verb,
                (tally->refused.size() > 1 ? ", ..." : "") + ")";
       // Refusals of members that had already finished are not a failure of the whole.
       reply(tally->ok > 0 || tally->refused.empty() ? R::ok(msg) : R::fail(msg));
-    });
+    }, {});  // the array's request is audited once, by its answer
 }
 
-void JobRegistry::cancel(const std::string& name, Reply reply) {
-  commits_.run(name, [this, name, reply](CommitQueue::Slot slot) {
+void JobRegistry::cancel(const std::string& name, Reply reply, InTx alsoWrite) {
+  commits_.run(name, [this, name, reply, alsoWrite = std::move(alsoWrite)](CommitQueue::Slot slot) {
     auto it = jobs_.find(name);
     if (it == jobs_.end() && !arrayMembers(name).empty()) {  // a job array: every member
       slot.done();
@@ -476,7 +478,7 @@ void JobRegistry::cancel(const std::string& name, Reply reply) {
         return commitJobChange(slot, job, events,
                                "job " + name + " already finished (" + state + "); stopping its " + std::to_string(n) +
                                    " replicas left running (cleanup: none)",
-                               reply);
+                               reply, alsoWrite);
       }
     }
     if (!refusal.empty()) {
@@ -495,12 +497,12 @@ void JobRegistry::cancel(const std::string& name, Reply reply) {
                            ? "job " + name + " cancelled"
                            : "job " + name + " cancelling: " + std::to_string(stoppingReplicas(*job)) +
                                  " replicas stopping (cancel --wait waits for them)";
-    commitJobChange(slot, job, events, done, reply);
+    commitJobChange(slot, job, events, done, reply, alsoWrite);
   });
 }
 
-void JobRegistry::remove(const std::string& name, Reply reply) {
-  commits_.run(name, [this, name, reply](CommitQueue::Slot slot) {
+void JobRegistry::remove(const std::string& name, Reply reply, InTx alsoWrite) {
+  commits_.run(name, [this, name, reply, alsoWrite = std::move(alsoWrite)](CommitQueue::Slot slot) {
     auto it = jobs_.find(name);
     if (it == jobs_.end() && !arrayMembers(name).empty()) {  // a job array: every member
       slot.done();
@@ -519,7 +521,7 @@ void JobRegistry::remove(const std::string& name, Reply reply) {
     std::string done = isFinal(job->rec.state) ? "job " + name + " deleted"
                                                 : "job " + name + " is deleted once its " +
                                                       std::to_string(stoppingReplicas(*job)) + " replicas have stopped";
-    commitJobChange(slot, job, events, done, reply);
+    commitJobChange(slot, job, events, done, reply, alsoWrite);
   });
 }
 

@@ -76,10 +76,10 @@ class JobRegistry {
                  InTx alsoWrite = {});
   // Requests on one job wait for the change to it in flight (a submission, another cancel,
   // a scheduling pass): never "try again".
-  void cancel(const std::string& name, Reply reply);
+  void cancel(const std::string& name, Reply reply, InTx alsoWrite = {});
   // Cancels what still runs, then deletes once its replicas are gone (at once when nothing
   // runs); the name becomes free again then.
-  void remove(const std::string& name, Reply reply);
+  void remove(const std::string& name, Reply reply, InTx alsoWrite = {});
   // cancel and remove take the name of a job array too: they act on every member.
   // The members of job array `array` (their names, in index order); empty when none.
   std::vector<std::string> arrayMembers(const std::string& array) const;
@@ -127,7 +127,7 @@ class JobRegistry {
 
   // Sets the worker count of elastic task `task` (yardctl job scale); the autoscaler goes on
   // from there. Refused for a task that is not elastic or not running, or outside [min, max].
-  void scale(const std::string& name, const std::string& task, int32_t replicas, Reply reply);
+  void scale(const std::string& name, const std::string& task, int32_t replicas, Reply reply, InTx alsoWrite = {});
   // What job show says of an elastic task (nullopt for other tasks).
   using ElasticView = master::ElasticView;
   std::optional<ElasticView> elasticOf(const JobEntry& job, size_t task) const;
@@ -180,7 +180,7 @@ class JobRegistry {
   // The confirmation line for the jobs of `spec`, jobs[first..].
   std::string submittedText(const JobSpec& spec, const std::vector<JobEntry>& jobs, size_t first) const;
   // Runs `each` (cancel, remove) on every member of `array`; one reply for all of them.
-  void forEachMember(const std::string& array, const char* verb, void (JobRegistry::*each)(const std::string&, Reply),
+  void forEachMember(const std::string& array, const char* verb, void (JobRegistry::*each)(const std::string&, Reply, InTx),
                      Reply reply);
   // "" or a note for the submitter: the job needs more GPUs on one node than any node has.
   std::string gpuNote(const JobEntry& job) const;
@@ -203,9 +203,11 @@ class JobRegistry {
   void runPass();
   void commitPass(SchedulingPass::Outcome outcome);
   // Commits the changed copy `job` (deleted when job->rec.deleted) with `events` in `slot`;
-  // once durable it replaces (or removes) the live entry and replies `done`.
+  // once durable it replaces (or removes) the live entry and replies `done`. `alsoWrite`
+  // (the request's audit record) goes in the same transaction.
   void commitJobChange(const CommitQueue::Slot& slot, std::shared_ptr<JobEntry> job,
-                       std::shared_ptr<lifecycle::Events> events, std::string done, Reply reply);
+                       std::shared_ptr<lifecycle::Events> events, std::string done, Reply reply,
+                       InTx alsoWrite = {});
   // Commits a change computed from a level-triggered input (reports, time), if the job is
   // free now; dropped otherwise (the input comes again).
   void commitIfFree(const std::string& name, JobEntry changed, lifecycle::Events events, const char* what);

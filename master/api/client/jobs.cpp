@@ -4,6 +4,7 @@
 #include "master/jobs/job_view.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 
 #include "common/spec/validate.h"
@@ -122,19 +123,22 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
   };
   // The caller owns what it submits; host replicas run as its uid/gid (docs/security.md).
   JobOwner owner{a.caller->user, a.caller->uid, a.caller->gid};
-  // A submission's audit record goes in the submission's own transaction: one commit per
-  // submission. Refused or rolled back, it is recorded as failed by send(), on its own.
+  // A change's audit record goes in the change's own transaction (submit, cancel, delete,
+  // scale): one commit per request. When nothing was written with it (a refusal, a rollback,
+  // "already cancelling", a job array's members), send() records it on its own.
   JobRegistry::InTx audited;
   JobRegistry::Reply submitted = confirm;
   if (a.audit) {
     store::AuditRecord rec = access_.prepared(a.audit->record);
     rec.outcome = "ok";
-    audited = [rec](store::Tx& tx, const std::string& confirmation) mutable {
+    auto written = std::make_shared<std::atomic<bool>>(false);  // set on the writer thread
+    audited = [rec, written](store::Tx& tx, const std::string& confirmation) mutable {
       rec.message = Access::cut(confirmation);
       tx.appendAudit(rec);
+      *written = true;
     };
-    submitted = [a, confirm](Result<std::string> r) {
-      if (r) a.audit->recorded = true;  // committed with the jobs
+    submitted = [a, confirm, written](Result<std::string> r) {
+      if (r && *written) a.audit->recorded = true;  // committed with the change
       confirm(std::move(r));
     };
   }
@@ -147,11 +151,11 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
       for (auto spec : list) specs.push_back(std::make_shared<JobSpec>(specBytes(spec)));
       return jobs_.submitAll(str(list[0].getName()), std::move(specs), submitted, owner, audited);
     }
-    case api::Request::JOB_CANCEL: return jobs_.cancel(req.getJobCancel(), confirm);
-    case api::Request::JOB_DELETE: return jobs_.remove(req.getJobDelete(), confirm);
+    case api::Request::JOB_CANCEL: return jobs_.cancel(req.getJobCancel(), submitted, audited);
+    case api::Request::JOB_DELETE: return jobs_.remove(req.getJobDelete(), submitted, audited);
     case api::Request::JOB_SCALE: {
       auto s = req.getJobScale();
-      return jobs_.scale(s.getJob(), s.getTask(), s.getReplicas(), confirm);
+      return jobs_.scale(s.getJob(), s.getTask(), s.getReplicas(), submitted, audited);
     }
     case api::Request::JOB_LIST: return listJobs(req.getJobList(), a);
     case api::Request::JOB_SHOW: {

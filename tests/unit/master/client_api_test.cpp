@@ -679,3 +679,37 @@ TEST_CASE("a request whose list claims millions of empty elements is refused bef
   auto list = h.call([](auto q) { q.initJobList(); });
   CHECK(list->root<api::Response>().getJobs().size() == 0);
 }
+
+TEST_CASE("a job submit or cancel or delete commits its audit record with the change - one commit each",
+          "[client_api][access]") {
+  ClientHarness h;
+  auto commits = [&] { return h.nodes.db->stats().transactions; };
+  const char* job = R"(
+name: audited
+tasks:
+  - name: main
+    kind: container-job
+    container: { image: registry.example.com/tool:1, command: "true", resources: { cpu: 1, memory: 1Gi } }
+)";
+  // The answer comes once the change (and, before, then its audit record) had committed.
+  auto before = commits();
+  h.submit(job);
+  CHECK(commits() == before + 1);
+  before = commits();
+  CHECK(h.refusal([](auto req) { req.setJobCancel("audited"); }).empty());
+  CHECK(commits() == before + 1);
+  before = commits();
+  CHECK(h.refusal([](auto req) { req.setJobDelete("audited"); }).empty());
+  CHECK(commits() == before + 1);
+  // Nothing to write with it: the refusal is recorded on its own.
+  CHECK(h.refusal([](auto req) { req.setJobCancel("audited"); }) == "job audited does not exist");
+
+  auto resp = h.call([](auto req) { req.initAudit(); });
+  std::vector<std::string> lines;
+  for (auto r : resp->root<api::Response>().getAuditRecords())
+    if (std::string(r.getTarget()) == "audited")
+      lines.push_back(std::string(r.getRequest()) + " " + std::string(r.getOutcome()) + ": " + std::string(r.getMessage()));
+  CHECK(lines == std::vector<std::string>{"job.submit ok: job audited submitted to queue default (1 task)",
+                                          "job.cancel ok: job audited cancelled", "job.delete ok: job audited deleted",
+                                          "job.cancel failed: job audited does not exist"});
+}
