@@ -11,24 +11,13 @@
 #   tests/bench/array_bench.sh [BUILD_BIN]   (default build/bin)
 set -euo pipefail
 bin=${1:-build/bin}
-tmp=$(mktemp -d)
-master=
+. "$(dirname "$0")/bench_lib.sh"
 . "$(dirname "$0")/slurm_lib.sh"
-cleanup() {
-  [ -n "$master" ] && kill -9 "$master" 2>/dev/null
-  slurm_stop
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-"$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 >"$tmp/out" 2>"$tmp/err" &
-master=$!
-for _ in $(seq 50); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
-addr=$(sed -n 's/^listening //p' "$tmp/out")
+bench_init
+bench_on_exit() { slurm_stop; }
 # TLS and API tokens (docs/security.md): the cluster CA and the admin's token the master's first
 # start wrote, in the environment (yardctl reads both there too).
-export YARD_CA="$tmp/data/ca.pem"
-YARD_TOKEN=$(cat "$tmp/data/admin.token")
-export YARD_TOKEN
+bench_master
 now() { date +%s.%N; }
 spec() {  # spec NAME [ARRAY]
   cat <<YAML

@@ -10,23 +10,13 @@
 set -euo pipefail
 bin=$(cd "${1:-build/bin}" && pwd)
 n=${2:-200}
-tmp=$(mktemp -d)
-master=
+. "$(dirname "$0")/bench_lib.sh"
 . "$(dirname "$0")/slurm_lib.sh"
-cleanup() {
-  [ -n "$master" ] && kill -9 "$master" 2>/dev/null
-  slurm_stop
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench_init
+bench_on_exit() { slurm_stop; }
 slurm_start "$tmp/slurm" || { echo "cli_bench: needs Slurm (apt-get install slurmctld slurm-client munge)" >&2; exit 1; }
-"$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 --metrics-listen "" \
-  >"$tmp/out" 2>"$tmp/err" &
-master=$!
-for _ in $(seq 50); do grep -q '^listening ' "$tmp/out" && break; sleep 0.1; done
-export YARD_MASTER YARD_CA="$tmp/data/ca.pem" YARD_TOKEN XDG_CACHE_HOME="$tmp/cache"
-YARD_MASTER=$(sed -n 's/^listening //p' "$tmp/out")
-YARD_TOKEN=$(cat "$tmp/data/admin.token")
+bench_master
+export XDG_CACHE_HOME="$tmp/cache"
 mkdir -p "$tmp/specs" "$tmp/cache"
 for r in 1 2 3; do
   for i in $(seq "$n"); do

@@ -13,23 +13,10 @@ bin=$(cd "${1:-build/bin}" && pwd)
 n=${2:-1000}
 here=$(cd "$(dirname "$0")" && pwd)
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
+. "$here/bench_lib.sh"
+bench_init
 printf 'join_token = "join-storm"\n' >"$tmp/master.toml"
-"$bin/yard-master" --config "$tmp/master.toml" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 \
-  --http-listen 127.0.0.1:0 --metrics-listen "" >"$tmp/master.out" 2>"$tmp/master.err" &
-pids+=("$!")
-for _ in $(seq 100); do grep -q '^http ' "$tmp/master.out" 2>/dev/null && break; sleep 0.1; done
-agents=$(sed -n 's/^agents //p' "$tmp/master.out")
-http=$(sed -n 's/^http //p' "$tmp/master.out")
-[ -n "$http" ] || { echo "join_storm: the master did not start: $(tail -3 "$tmp/master.err")" >&2; exit 1; }
+bench_master --config "$tmp/master.toml" --http-listen 127.0.0.1:0
 
 HTTP=$http CA="$tmp/data/ca.pem" YARD_TOKEN=$(cat "$tmp/data/admin.token") MARKS="$tmp/marks" \
   /usr/bin/python3 - >"$tmp/probe.out" <<'PY' &

@@ -11,18 +11,9 @@ set -euo pipefail
 bin=$(cd "${1:-build/bin}" && pwd)
 queued=${2:-100000}
 rounds=${3:-3}
-tmp=$(mktemp -d)
-master=
-cleanup() { [ -n "$master" ] && { kill -9 "$master"; wait "$master" || true; } 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-
-"$bin/yard-master" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 --metrics-listen "" \
-  >"$tmp/out" 2>"$tmp/err" &
-master=$!
-for _ in $(seq 100); do grep -q '^listening ' "$tmp/out" 2>/dev/null && break; sleep 0.1; done
-addr=$(sed -n 's/^listening //p' "$tmp/out")
-export YARD_CA="$tmp/data/ca.pem" YARD_TOKEN
-YARD_TOKEN=$(cat "$tmp/data/admin.token")
+. "$(dirname "$0")/bench_lib.sh"
+bench_init
+bench_master
 
 storm() {  # storm CLIENTS JOBS_EACH PREFIX: jobs/s
   "$bin/yard-submit-storm" --master "$addr" --ca "$YARD_CA" --clients "$1" --jobs "$2" --prefix "$3" 2>&1 >/dev/null |

@@ -18,26 +18,10 @@ n=${2:-1000}
 secs=${3:-60}
 rate=${SIM_SUBMIT_RATE:-$(( n / 20 > 10 ? n / 20 : 10 ))}
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
+. "$(dirname "$0")/bench_lib.sh"
+bench_init
 printf 'join_token = "sim-agents"\nheartbeat_timeout = "30s"\n' >"$tmp/master.toml"
-"$bin/yard-master" --config "$tmp/master.toml" --data-dir "$tmp/data" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 \
-  --metrics-listen "" >"$tmp/master.out" 2>"$tmp/master.err" &
-master=$!
-pids+=("$master")
-for _ in $(seq 100); do grep -q '^agents ' "$tmp/master.out" 2>/dev/null && break; sleep 0.1; done
-addr=$(sed -n 's/^listening //p' "$tmp/master.out")
-agents=$(sed -n 's/^agents //p' "$tmp/master.out")
-[ -n "$agents" ] || { echo "sim_agents: the master did not start: $(tail -3 "$tmp/master.err")" >&2; exit 1; }
-export YARD_CA="$tmp/data/ca.pem" YARD_TOKEN
-YARD_TOKEN=$(cat "$tmp/data/admin.token")
+bench_master --config "$tmp/master.toml"
 
 YARD_JOIN_TOKEN=sim-agents "$bin/yard-synthetic-nodes" --master "$agents" --ca "$YARD_CA" --count "$n" --cpu 4 \
   --memory 16Gi --gpu 0 --heartbeat-ms 1000 --run-ms 3000 >"$tmp/nodes.out" 2>"$tmp/nodes.err" &
