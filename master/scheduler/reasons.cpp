@@ -111,6 +111,9 @@ std::optional<std::string> ClusterFacts::neverFits(const GangRequest& gang) cons
 
 std::optional<std::string> ClusterFacts::noEligibleNode(bool hostImage, bool vm) const {
   if (classes_[nodeClass(hostImage, vm)].nodes > 0) return std::nullopt;
+  // A cluster just set up: no agent has registered (one joins with a token from `yardctl
+  // token create`, docs/security.md).
+  if (readyNodes_ + drainingNodes_ + downNodes_ == 0) return kNoNodeYet;
   if (readyNodes_ == 0 && drainingNodes_ + downNodes_ > 0) {  // say why none is ready
     std::string why = "no ready node:";
     if (drainingNodes_) why += " " + std::to_string(drainingNodes_) + " draining";

@@ -13,6 +13,9 @@
 
 namespace yard::sched::detail {
 
+// The reason of every gang while no node has registered with the master at all.
+inline constexpr const char* kNoNodeYet = "no node has joined yet";
+
 class ClusterFacts {
  public:
   explicit ClusterFacts(const std::vector<NodeView>& nodes);

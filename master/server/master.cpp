@@ -153,7 +153,7 @@ Made Master::create(MasterConfig config, MasterOptions options) {
   p->config = std::move(config);
   p->options = std::move(options);
   if (p->config.joinToken.empty())
-    p->log("warning: no join token (join_token in the config, or --join-token): no agent can join this master");
+    p->log("no static join token (join_token in the config): agents join with a token from `yardctl token create`");
   if (auto e = openDataDir(*p)) return Made::fail(*e);
   if (auto e = loadState(*p)) return Made::fail(*e);
   if (auto e = listen(*p)) return Made::fail(*e);

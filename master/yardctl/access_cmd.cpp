@@ -24,11 +24,6 @@ using namespace yard::api_json;  // the shapes -o json shares with the HTTP API 
 
 namespace {
 
-int64_t nowMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
 // --ttl: a duration (30d, 12h, 90m, 3600); "" = the master's default. Seconds, or the error.
 Result<int64_t> ttlSeconds(const std::string& text) {
   if (text.empty()) return Result<int64_t>::ok(0);
@@ -41,7 +36,7 @@ Result<int64_t> ttlSeconds(const std::string& text) {
 // --since / --until: time_flag.h, against this machine's clock; unset = 0 (no bound).
 Result<int64_t> timeFlag(const std::string& flag, const std::string& text) {
   if (text.empty()) return Result<int64_t>::ok(0);
-  return parseTimeFlag(flag, text, nowMs());
+  return parseTimeFlag(flag, text, wallClockMs());
 }
 
 
@@ -85,7 +80,7 @@ int run(GlobalOptions& global, Streams io, Fill fill) {
   auto r = frame->template root<api::Response>();
   bool json = jsonOutput(global);
   Json out;
-  int64_t now = nowMs();
+  int64_t now = wallClockMs();
   switch (r.which()) {
     case api::Response::DONE:
       if (json) out = {{"result", r.getDone().cStr()}};

@@ -1,6 +1,7 @@
 // `yardctl job ...` and `yardctl node ...`.
 #include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "master/yardctl/report.h"
 #include "common/api_json/resource_output.h"
 #include "master/yardctl/job_text.h"
+#include "master/yardctl/time_flag.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
@@ -69,7 +71,7 @@ int run(GlobalOptions& global, Streams io, Fill fill, const Json& subject = Json
         for (auto j : r.getJobs()) out.push_back(summaryJson(j));
       } else {
         Table t(jobHeaders());
-        for (auto j : r.getJobs()) t.row(jobRow(j));
+        for (auto j : r.getJobs()) t.row(jobRow(j, wallClockMs()));
         t.print(io.out);
       }
       break;
@@ -376,17 +378,18 @@ void printJobTable(Streams io, capnp::List<api::JobSummary>::Reader jobs, bool g
   };
   std::map<std::string, Group> groups;
   std::vector<std::vector<std::string>> rows;
+  int64_t now = wallClockMs();
   for (auto j : jobs) {
     std::string array = j.getArray().cStr();
     if (!groupArrays || array.empty()) {
-      rows.push_back(jobRow(j));
+      rows.push_back(jobRow(j, now));
       continue;
     }
     auto [it, first] = groups.try_emplace(array);
     Group& g = it->second;
     if (first) {
       g.row = rows.size();
-      rows.push_back(jobRow(j));
+      rows.push_back(jobRow(j, now));
     }
     g.members++;
     g.tasksDone += j.getTasksDone();
@@ -399,6 +402,7 @@ void printJobTable(Streams io, capnp::List<api::JobSummary>::Reader jobs, bool g
     rows[g.row][0] = array + "[" + std::to_string(g.members) + "]";
     rows[g.row][2] = states;
     rows[g.row][3] = std::to_string(g.tasksDone) + "/" + std::to_string(g.tasksTotal);
+    rows[g.row][7] = rows[g.row][8] = "-";  // members wait and run apart: `--array NAME` shows each
   }
   Table t(jobHeaders());
   for (auto& r : rows) t.row(r);
@@ -480,6 +484,11 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
       ->type_name("RANGE[%N]");
   submit->callback([&global, io, &action, files, array] {
     action = [&global, io, files, array] {
+      // A file that is not there is a usage error (exit 2), as for `validate`.
+      for (const std::string& f : *files) {
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(f, ec)) return reportError(global, io, kExitUsage, f + ": no such file");
+      }
       if (files->size() == 1 && array->empty()) return submitJob(global, io, files->front());
       return submitJobs(global, io, *files, *array);
     };

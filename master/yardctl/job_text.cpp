@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 
 #include "master/yardctl/table.h"
@@ -132,13 +133,40 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
     }
 }
 
-// OWNER last: scripts that read the first columns by position keep working.
-std::vector<std::string> jobHeaders() { return {"NAME", "QUEUE", "STATE", "TASKS", "PRIORITY", "SUBMITTED", "OWNER"}; }
+std::string elapsedText(int64_t ms) {
+  if (ms < 0) return "-";
+  int64_t s = ms / 1000, days = s / 86400, h = s / 3600 % 24, m = s / 60 % 60, sec = s % 60;
+  char buf[48];
+  if (days > 0) std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", (long long)days, (long long)h, (long long)m, (long long)sec);
+  else if (h > 0) std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)h, (long long)m, (long long)sec);
+  else std::snprintf(buf, sizeof buf, "%lld:%02lld", (long long)m, (long long)sec);
+  return buf;
+}
 
-std::vector<std::string> jobRow(api::JobSummary::Reader j) {
+JobTimes jobTimes(int64_t submittedAt, int64_t startedAt, int64_t finishedAt, int64_t nowMs) {
+  JobTimes t;
+  if (submittedAt <= 0) return t;
+  // A clock behind the master's (the client's) counts as no time, not as a negative span.
+  auto span = [](int64_t from, int64_t to) { return std::max<int64_t>(0, to - from); };
+  if (startedAt > 0) {
+    t.waitedMs = span(submittedAt, startedAt);
+    t.elapsedMs = span(startedAt, finishedAt > 0 ? finishedAt : nowMs);
+  } else {
+    t.waitedMs = span(submittedAt, finishedAt > 0 ? finishedAt : nowMs);
+  }
+  return t;
+}
+
+// New columns go last: scripts that read the first columns by position keep working.
+std::vector<std::string> jobHeaders() {
+  return {"NAME", "QUEUE", "STATE", "TASKS", "PRIORITY", "SUBMITTED", "OWNER", "WAITED", "ELAPSED"};
+}
+
+std::vector<std::string> jobRow(api::JobSummary::Reader j, int64_t nowMs) {
+  JobTimes t = jobTimes(j.getSubmittedAt(), j.getStartedAt(), j.getFinishedAt(), nowMs);
   return {j.getName().cStr(), j.getQueue().cStr(), j.getState().cStr(),
           std::to_string(j.getTasksDone()) + "/" + std::to_string(j.getTasksTotal()), std::to_string(j.getPriority()),
-          timeText(j.getSubmittedAt()), orDash(j.getOwner().cStr())};
+          timeText(j.getSubmittedAt()), orDash(j.getOwner().cStr()), elapsedText(t.waitedMs), elapsedText(t.elapsedMs)};
 }
 
 std::vector<std::string> eventHeaders() { return {"TIME", "TASK", "REPLICA", "ATTEMPT", "EVENT", "REASON"}; }

@@ -9,6 +9,7 @@
 #include "master/yardctl/client.h"
 #include "common/api_json/job_output.h"
 #include "master/yardctl/job_text.h"
+#include "master/yardctl/time_flag.h"
 #include "master/yardctl/report.h"
 #include "master/yardctl/table.h"
 
@@ -95,7 +96,7 @@ int watchJobs(GlobalOptions& global, Streams io, const std::string& queue, const
     std::map<std::string, SeenJob> now;
     Table table(jobHeaders());
     for (auto j : resp.value()->root<api::Response>().getJobs()) {
-      SeenJob job{summaryJson(j), jobRow(j)};
+      SeenJob job{summaryJson(j), jobRow(j, wallClockMs())};
       std::string name = j.getName().cStr();
       auto before = seen.find(name);
       bool was = before != seen.end() && matches(before->second.json, queue, state);

@@ -66,7 +66,12 @@ int reportFieldError(const GlobalOptions& global, Streams io, int exitCode, cons
 
 Json invalidSpecJson(const std::string& file, const spec::SpecErrors& errors) {
   Json all = Json::array();
-  for (const auto& e : errors) all.push_back({{"path", e.path}, {"message", e.message}});
+  for (const auto& e : errors) {
+    Json one = Json::object();
+    if (!e.path.empty()) one["path"] = e.path;  // a whole-file error (unreadable YAML) has none
+    one["message"] = e.message;
+    all.push_back(std::move(one));
+  }
   Json first = errors.empty() ? errorJson(file + ": invalid") : errorJson(errors.front().message, errors.front().path);
   return {{"error", std::move(first)}, {"errors", std::move(all)}, {"file", file}};
 }

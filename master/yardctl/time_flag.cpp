@@ -1,5 +1,6 @@
 #include "master/yardctl/time_flag.h"
 
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 
@@ -49,6 +50,11 @@ Result<int64_t> parseTimeFlag(const std::string& flag, const std::string& text, 
   }
   return R::fail(flag + ": \"" + text + "\" must be an RFC 3339 time (2024-05-01T12:00:00Z) or a duration back from now "
                  "(90m, 2h, 7d)");
+}
+
+int64_t wallClockMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace yard::ctl

@@ -12,4 +12,7 @@ namespace yard::ctl {
 // from `nowMs` ("2h", "90m", "7d" as "168h"). Returns unix ms, or the error naming the flag.
 Result<int64_t> parseTimeFlag(const std::string& flag, const std::string& text, int64_t nowMs);
 
+// This machine's clock, unix ms: what "10m ago" and a running job's ELAPSED count from.
+int64_t wallClockMs();
+
 }  // namespace yard::ctl

@@ -47,8 +47,7 @@ int runUsage(GlobalOptions& global, Streams io, const UsageFlags& f) {
     auto q = r.initUsage();
     q.setBy(f.by);
     q.setUser(f.user);
-    int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now().time_since_epoch()).count();
+    int64_t now = wallClockMs();
     if (!f.since.empty()) {
       auto t = parseTimeFlag("--since", f.since, now);
       if (!t) return t.error();

@@ -50,12 +50,15 @@ expect 0 'submitted' -- job submit "$tmp/img.yaml"
 
 # Queued tasks say why; tasks behind a dependency say which.
 sleep 1
-expect 0 '^prep-data +container-job +Queued +0 +- +no ready node offers driver host' -- job show resnet-train
+expect 0 '^prep-data +container-job +Queued +0 +- +no node has joined yet' -- job show resnet-train
 expect 0 '^train +pytorch/master-worker +Waiting +0 +prep-data +waiting for prep-data' -- job show resnet-train
 expect 0 '^evaluate +tensorflow +Waiting +0 +train +waiting for train' -- job show resnet-train
-expect 0 '"reason": "no ready node offers driver host"' -- job show ok-train -o json
+expect 0 '"reason": "no node has joined yet"' -- job show ok-train -o json
 expect 0 'Submitted +to queue default' -- job events resnet-train
 expect 0 '^ok-train +team-a +Queued' -- job list --queue team-a
+# Never started: it has waited (M:SS, counting) and has no ELAPSED yet.
+expect 0 '^NAME +QUEUE +STATE +TASKS +PRIORITY +SUBMITTED +OWNER +WAITED +ELAPSED$' -- job list --queue team-a
+expect 0 '^ok-train +team-a +Queued .* admin +[0-9]+:[0-9]{2} +-$' -- job list --queue team-a
 expect 0 '^NAME' -- job list --state Running
 out=$("$bin/yardctl" job list --state Running); [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "no job should be running: $out"
 expect 0 'team-a +running .* 0 +2$' -- queue list
@@ -78,7 +81,7 @@ kill -9 "$master"; wait "$master" 2>/dev/null
 start_master --config "$tmp/master.toml"
 sleep 1
 expect 0 '^ok-train +team-a +Queued' -- job list
-expect 0 '^prep-data +container-job +Queued .*no ready node offers driver host' -- job show resnet-train
+expect 0 '^prep-data +container-job +Queued .*no node has joined yet' -- job show resnet-train
 expect 1 'job mount-train does not exist' -- job show mount-train
 
 finish "jobs"

@@ -41,6 +41,19 @@ jexpect 0 "j['name'] == 'resnet-train'" -- validate "$src/configs/examples/dag.y
 printf 'name: ab\ntasks: []\n' >"$tmp/bad.yaml"
 jexpect 1 "j['error']['path'] == 'name' and 'must be 4-25 characters' in j['error']['message'] and len(j['errors']) == 2 and j['file'].endswith('bad.yaml')" -- validate "$tmp/bad.yaml"
 jexpect 2 "$(err 'nope.yaml: no such file')" -- validate "$tmp/nope.yaml"
+# job submit: a missing file is a usage error too; a whole-file error (bad YAML) has no "path".
+jexpect 2 "$(err 'nope.yaml: no such file')" -- job submit "$tmp/nope.yaml"
+jexpect 2 "$(err 'nope.yaml: no such file')" -- job submit "$src/configs/examples/dag.yaml" "$tmp/nope.yaml"
+printf 'name: [unclosed\n' >"$tmp/broken.yaml"
+jexpect 1 "'path' not in j['error'] and all('path' not in e for e in j['errors']) and j['file'].endswith('broken.yaml')" -- job submit "$tmp/broken.yaml"
+
+# exec: stdout is the remote command's, so yardctl's own error goes to stderr: JSON with -o json.
+"$bin/yardctl" exec no-such-job -o json -- true >"$tmp/o" 2>"$tmp/e"; rc=$?
+[ $rc -eq 1 ] && [ ! -s "$tmp/o" ] &&
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert "no-such-job" in j["error"]["message"]' "$tmp/e" ||
+  fail "exec -o json error: rc $rc: $(cat "$tmp/o" "$tmp/e")"
+"$bin/yardctl" exec no-such-job -- true >"$tmp/o" 2>"$tmp/e"; rc=$?
+[ $rc -eq 1 ] && [ ! -s "$tmp/o" ] && grep -q '^yardctl: .*no-such-job' "$tmp/e" || fail "exec text error: rc $rc: $(cat "$tmp/o" "$tmp/e")"
 
 # Usage errors from the parser are JSON too, exit 2; without -o json they stay text.
 jexpect 2 "$(err 'The following argument was not expected: --frobnicate')" -- queue list --frobnicate

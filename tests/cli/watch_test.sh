@@ -86,9 +86,11 @@ for _ in $(seq 50); do
   grep -qE '^watch-a +default +Succeeded' "$tmp/watch.out" && grep -q '"state":"Succeeded"' "$tmp/watch.json" && break
   sleep 0.1
 done
+# job list: WAITED and ELAPSED (Slurm's M:SS) once the job has run and ended.
+expect 0 '^watch-a +default +Succeeded +1/1 +0 +[0-9-]+ [0-9:]+Z +admin +[0-9]+:[0-9]{2} +[0-9]+:[0-9]{2}$' -- job list
 expect 0 'deleted' -- job delete watch-a --wait --timeout 20
 for _ in $(seq 50); do grep -q 'Deleted' "$tmp/watch.out" && grep -q DELETED "$tmp/watch.json" && break; sleep 0.1; done
-head -1 "$tmp/watch.out" | grep -qE '^NAME +QUEUE +STATE +TASKS +PRIORITY +SUBMITTED +OWNER$' || fail "--watch: no header: $(cat "$tmp/watch.out")"
+head -1 "$tmp/watch.out" | grep -qE '^NAME +QUEUE +STATE +TASKS +PRIORITY +SUBMITTED +OWNER +WAITED +ELAPSED$' || fail "--watch: no header: $(cat "$tmp/watch.out")"
 grep -qE '^watch-a +default +(Queued|Running) ' "$tmp/watch.out" || fail "--watch: no row for the new job: $(cat "$tmp/watch.out")"
 grep -qE '^watch-a +default +Succeeded +1/1 ' "$tmp/watch.out" || fail "--watch: no Succeeded row: $(cat "$tmp/watch.out")"
 tail -1 "$tmp/watch.out" | grep -qE '^watch-a +default +Deleted ' || fail "--watch: no Deleted row last: $(cat "$tmp/watch.out")"

@@ -250,7 +250,7 @@ TEST_CASE("backlog: a pass after one submission examines that gang and the heads
   putOneCpuGangs(b, 1000);
   b.pass(nodes, queues);
   CHECK(b.lastPass().examined == 1000);
-  CHECK(b.reasonOf(7) == "no ready node offers driver containerd");
+  CHECK(b.reasonOf(7) == "no node has joined yet");
 
   GangRequest more = *b.find(7);
   more.taskId = 1000;

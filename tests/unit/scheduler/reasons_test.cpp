@@ -101,6 +101,11 @@ TEST_CASE("reason: declared port needs more nodes than exist", "[reasons]") {
 TEST_CASE("reason: drivers and VM runtime", "[reasons]") {
   Scenario s;
   s.queue("team-a");
+  SECTION("no node at all: none has joined yet") {
+    CHECK(reasonFor(s, cores(1, 1)) == "no node has joined yet");
+    int64_t id = s.gang("team-a", "j/t").replicas(1, cores(1, 1)).hostImage().id();
+    CHECK(s.run().reason(id) == "no node has joined yet");
+  }
   SECTION("containerd") {
     s.nodes(1, {.drivers = {"host"}});
     CHECK(reasonFor(s, cores(1, 1)) == "no ready node offers driver containerd");

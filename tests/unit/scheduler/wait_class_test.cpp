@@ -54,6 +54,10 @@ TEST_CASE("wait classes of the scheduler's reasons", "[wait_class]") {
     t.nodes(2).queue("q");
     CHECK(classOf(t, cores(64, 1), 3) == WaitClass::Capacity);
   }
+  SECTION("no node has joined yet") {
+    s.queue("q");
+    CHECK(classOf(s, cores(1, 1)) == WaitClass::Capacity);
+  }
   SECTION("no ready node") {
     s.node("n0", {.state = NodeState::Down}).queue("q");
     CHECK(classOf(s, cores(1, 1)) == WaitClass::Capacity);
