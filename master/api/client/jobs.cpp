@@ -127,7 +127,7 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
   // scale): one commit per request. When nothing was written with it (a refusal, a rollback,
   // "already cancelling", a job array's members), send() records it on its own.
   JobRegistry::InTx audited;
-  JobRegistry::Reply submitted = confirm;
+  JobRegistry::Reply changed = confirm;
   if (a.audit) {
     store::AuditRecord rec = access_.prepared(a.audit->record);
     rec.outcome = "ok";
@@ -137,25 +137,25 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
       tx.appendAudit(rec);
       *written = true;
     };
-    submitted = [a, confirm, written](Result<std::string> r) {
+    changed = [a, confirm, written](Result<std::string> r) {
       if (r && *written) a.audit->recorded = true;  // committed with the change
       confirm(std::move(r));
     };
   }
   switch (req.which()) {
-    case api::Request::JOB_SUBMIT: return jobs_.submit(req.getJobSubmit(), submitted, owner, audited);
+    case api::Request::JOB_SUBMIT: return jobs_.submit(req.getJobSubmit(), changed, owner, audited);
     case api::Request::JOB_SUBMIT_ALL: {
       auto list = req.getJobSubmitAll();
       if (list.size() == 0) return a.error("job submit: no specs");
       std::vector<std::shared_ptr<JobSpec>> specs;
       for (auto spec : list) specs.push_back(std::make_shared<JobSpec>(specBytes(spec)));
-      return jobs_.submitAll(str(list[0].getName()), std::move(specs), submitted, owner, audited);
+      return jobs_.submitAll(str(list[0].getName()), std::move(specs), changed, owner, audited);
     }
-    case api::Request::JOB_CANCEL: return jobs_.cancel(req.getJobCancel(), submitted, audited);
-    case api::Request::JOB_DELETE: return jobs_.remove(req.getJobDelete(), submitted, audited);
+    case api::Request::JOB_CANCEL: return jobs_.cancel(req.getJobCancel(), changed, audited);
+    case api::Request::JOB_DELETE: return jobs_.remove(req.getJobDelete(), changed, audited);
     case api::Request::JOB_SCALE: {
       auto s = req.getJobScale();
-      return jobs_.scale(s.getJob(), s.getTask(), s.getReplicas(), submitted, audited);
+      return jobs_.scale(s.getJob(), s.getTask(), s.getReplicas(), changed, audited);
     }
     case api::Request::JOB_LIST: return listJobs(req.getJobList(), a);
     case api::Request::JOB_SHOW: {
