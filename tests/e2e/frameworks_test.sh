@@ -158,7 +158,10 @@ YARD_TOKEN=$mpiuser "$bin/yardctl" job submit "$tmp/mpi-user.yaml" >/dev/null 2>
 wait_job e2e-mpi-user Succeeded 120
 out=$(YARD_TOKEN=$mpiuser "$bin/yardctl" logs e2e-mpi-user --task allreduce --role launcher --index 0)
 [ "$(echo "$out" | grep -o 'allreduce 10 want 10' | wc -l)" -eq 4 ] || fail "mpi as mpiuser: $out"
-echo "$out" | grep -qi 'permission denied' && fail "mpi as mpiuser: $out"
+# OpenMPI's rsh launcher may lose a race with its own child ("setpgid(...) failed in parent
+# with errno=Permission denied": the child had exec'd yard-rsh first), harmless and no
+# shared-memory permission problem: that warning is not what this looks for.
+echo "$out" | grep -v 'setpgid(.*) failed in parent' | grep -qi 'permission denied' && fail "mpi as mpiuser: $out"
 
 say "a worker exiting 1 restarts the gang as attempt 1, then fails the task; dependants are Skipped"
 cat >"$tmp/fail.yaml" <<'YAML'
