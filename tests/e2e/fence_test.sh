@@ -135,6 +135,8 @@ else
   [ $((died - cancelled)) -ge 4500 ] || fail "killed before its 5 s grace: $((died - cancelled)) ms"
   [ $((died - cancelled)) -le 6500 ] || fail "killed late: $((died - cancelled)) ms"
 fi
+# The shim writes the status just after it reaps the workload: give it that moment.
+for _ in $(seq 40); do [ -s "$sdir/status" ] && break; sleep 0.05; done
 [ "$(cat "$sdir/status" 2>/dev/null)" = "signaled 9" ] || fail "status: $(cat "$sdir/status" 2>&1)"
 start_agent "$n"
 wait_job e2e-stubborn Cancelled 20
