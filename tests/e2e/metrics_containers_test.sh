@@ -74,9 +74,13 @@ out=$(promtool check metrics <"$tmp/agent.prom" 2>&1) || fail "promtool check me
 
 say "pulls, starts, OOM kills and replicas by driver"
 a=$tmp/agent.prom
-check "$a" 'yard_image_pulls_total{outcome="ok"}' == 1  # the second job found the image present
+# The second job finds the image present and pulls nothing, unless containerd no longer has
+# the image's unpacked root (seen on this machine: its committed snapshot gone while the
+# image stays registered); the agent then pulls again to unpack it and logs that it did.
+again=$(grep -c 'has no unpacked root' "$tmp/agent1.err")
+check "$a" 'yard_image_pulls_total{outcome="ok"}' == $((1 + again))
 check "$a" 'yard_image_pulls_total{outcome="failed"}' == 1
-check "$a" 'yard_image_pull_duration_seconds_count' == 2
+check "$a" 'yard_image_pull_duration_seconds_count' == $((2 + again))
 check "$a" 'yard_image_pull_duration_seconds_sum' '>' 0
 check "$a" 'yard_replica_starts_total{driver="containerd"}' == 3
 check "$a" 'yard_replica_start_duration_seconds_count{driver="containerd"}' '>=' 1  # m-run; m-oom may end first

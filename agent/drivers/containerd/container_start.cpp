@@ -98,6 +98,7 @@ StartFailure ContainerdDriver::createContainer(Launch& l) {
   if (!mounts && mounts.error().find("(gRPC code 5)") != std::string::npos) {
     // The image is registered but its root is not unpacked (a pull was interrupted while
     // unpacking): pull again, which unpacks what is missing.
+    if (log) log("replica " + l.key.name() + ": " + l.ref + " has no unpacked root (" + mounts.error() + "): pulling it again");
     auto pulled = pull(l.ref, l.dir, l.cancel, true);
     if (l.cancel) return cancelled();
     if (!pulled) return StartFailure::imagePull(l.ref + ": " + pulled.error());
