@@ -56,8 +56,16 @@ void OpenMpi::addEnv(const GangWiring& g, std::vector<Env>& envs) const {
     // own /dev/shm. Not the replica's directory itself: it is root's (0711), and ranks of a
     // job run as its owner's uid could not create their segments there (open(2): Permission
     // denied). The agent expands ${YARD_WORK_DIR} to the directory the replica's user may write.
-    if (g.members[i].rec->role == "worker" && str(containerOf(g.task, "worker").getImage()) == "host")
+    // Likewise ORTE's session directories (<tmpdir>/ompi.<hostname>.<uid>/jf.<job family>/
+    // <job>/<vpid>): mpirun and the orteds of one machine all created the same jf.<N>/<job>
+    // directories in /tmp at once, and OpenMPI 4.1's directory creation loses that race
+    // ("mkdir ... File exists" in orte_init, or a segfault there): a run in three failed on a
+    // fast machine. Each worker's orted keeps them in its replica's directory; mpirun keeps
+    // /tmp (set on the launcher, mpirun would hand the same directory to every orted).
+    if (g.members[i].rec->role == "worker" && str(containerOf(g.task, "worker").getImage()) == "host") {
       envs[i].emplace_back("OMPI_MCA_btl_vader_backing_directory", "${YARD_WORK_DIR}");
+      envs[i].emplace_back("OMPI_MCA_orte_tmpdir_base", "${YARD_WORK_DIR}");
+    }
     if (g.members[i].rec->role != "launcher") continue;
     Env& env = envs[i];
     // The agent expands ${YARD_REPLICA_DIR} and ${YARD_BIN_DIR} to the replica's directory

@@ -221,4 +221,9 @@ tasks:
   CHECK(g.get(1, "OMPI_MCA_btl_vader_backing_directory") == "${YARD_WORK_DIR}");
   CHECK(g.get(2, "OMPI_MCA_btl_vader_backing_directory") == "${YARD_WORK_DIR}");
   CHECK(g.get(0, "OMPI_MCA_btl_vader_backing_directory") == "<unset>");
+  // ORTE's session directories too, for the workers' orteds only: set on the launcher, mpirun
+  // would hand its directory to every orted, and they raced to create the same ones.
+  CHECK(g.get(1, "OMPI_MCA_orte_tmpdir_base") == "${YARD_WORK_DIR}");
+  CHECK(g.get(2, "OMPI_MCA_orte_tmpdir_base") == "${YARD_WORK_DIR}");
+  CHECK(g.get(0, "OMPI_MCA_orte_tmpdir_base") == "<unset>");
 }
