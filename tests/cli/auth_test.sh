@@ -117,7 +117,7 @@ YARD_TOKEN=$bob expect 1 "user bob may not exec into $theirs" -- exec alice-job 
 YARD_TOKEN=$bob expect 1 "user bob may not see the usage of $theirs" -- job top alice-job
 YARD_TOKEN=$bob expect 1 "may not list every user's jobs \(--all\): admins only" -- job list --all
 out=$(YARD_TOKEN=$bob "$bin/yardctl" job list)
-echo "$out" | grep -q '^bob-job  *team-a .* bob$' || fail "bob's job list: $out"
+echo "$out" | grep -q '^bob-job  *team-a .* bob  *[0-9:-]*  *[0-9:-]*$' || fail "bob's job list: $out"
 echo "$out" | grep -q alice-job && fail "bob's job list shows alice's job: $out"
 # Alice and the admin may.
 YARD_TOKEN=$alice eventually 'alice-was-here' -- logs alice-job
@@ -125,8 +125,8 @@ YARD_TOKEN=$alice expect 0 "^$me_uid\$" -- exec alice-job -- id -u
 expect 0 'Owner: +alice' -- job show alice-job
 expect 0 'alice-was-here' -- logs alice-job
 expect 0 '^hi$' -- exec alice-job -- echo hi
-expect 0 '^alice-job +team-a .* alice$' -- job list --all
-expect 0 '^bob-job +team-a .* bob$' -- job list --owner bob
+expect 0 '^alice-job +team-a .* alice +[0-9:-]+ +[0-9:-]+$' -- job list --all
+expect 0 '^bob-job +team-a .* bob +[0-9:-]+ +[0-9:-]+$' -- job list --owner bob
 out=$("$bin/yardctl" job list)
 echo "$out" | grep -q -- '-job' && fail "the admin's own job list shows others' jobs: $out"
 
