@@ -1,7 +1,6 @@
 // `yardctl job ...` and `yardctl node ...`.
 #include <cctype>
 #include <chrono>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -71,7 +70,8 @@ int run(GlobalOptions& global, Streams io, Fill fill, const Json& subject = Json
         for (auto j : r.getJobs()) out.push_back(summaryJson(j));
       } else {
         Table t(jobHeaders());
-        for (auto j : r.getJobs()) t.row(jobRow(j, wallClockMs()));
+        int64_t now = wallClockMs();
+        for (auto j : r.getJobs()) t.row(jobRow(j, now));
         t.print(io.out);
       }
       break;
@@ -484,11 +484,7 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
       ->type_name("RANGE[%N]");
   submit->callback([&global, io, &action, files, array] {
     action = [&global, io, files, array] {
-      // A file that is not there is a usage error (exit 2), as for `validate`.
-      for (const std::string& f : *files) {
-        std::error_code ec;
-        if (!std::filesystem::is_regular_file(f, ec)) return reportError(global, io, kExitUsage, f + ": no such file");
-      }
+      if (auto missing = reportMissingFile(global, io, *files)) return *missing;  // exit 2, as `validate`
       if (files->size() == 1 && array->empty()) return submitJob(global, io, files->front());
       return submitJobs(global, io, *files, *array);
     };

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
 
 #include "master/yardctl/table.h"
+#include "master/yardctl/time_flag.h"
 
 namespace yard::ctl {
 
@@ -133,40 +133,22 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
     }
 }
 
-std::string elapsedText(int64_t ms) {
-  if (ms < 0) return "-";
-  int64_t s = ms / 1000, days = s / 86400, h = s / 3600 % 24, m = s / 60 % 60, sec = s % 60;
-  char buf[48];
-  if (days > 0) std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", (long long)days, (long long)h, (long long)m, (long long)sec);
-  else if (h > 0) std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)h, (long long)m, (long long)sec);
-  else std::snprintf(buf, sizeof buf, "%lld:%02lld", (long long)m, (long long)sec);
-  return buf;
-}
-
-JobTimes jobTimes(int64_t submittedAt, int64_t startedAt, int64_t finishedAt, int64_t nowMs) {
-  JobTimes t;
-  if (submittedAt <= 0) return t;
-  // A clock behind the master's (the client's) counts as no time, not as a negative span.
-  auto span = [](int64_t from, int64_t to) { return std::max<int64_t>(0, to - from); };
-  if (startedAt > 0) {
-    t.waitedMs = span(submittedAt, startedAt);
-    t.elapsedMs = span(startedAt, finishedAt > 0 ? finishedAt : nowMs);
-  } else {
-    t.waitedMs = span(submittedAt, finishedAt > 0 ? finishedAt : nowMs);
-  }
-  return t;
-}
-
 // New columns go last: scripts that read the first columns by position keep working.
 std::vector<std::string> jobHeaders() {
   return {"NAME", "QUEUE", "STATE", "TASKS", "PRIORITY", "SUBMITTED", "OWNER", "WAITED", "ELAPSED"};
 }
 
 std::vector<std::string> jobRow(api::JobSummary::Reader j, int64_t nowMs) {
-  JobTimes t = jobTimes(j.getSubmittedAt(), j.getStartedAt(), j.getFinishedAt(), nowMs);
+  // WAITED: submitted to started (or to its end, or to now, when it never started). ELAPSED:
+  // started to its end (or to now). A client clock behind the master's counts as no time.
+  int64_t submitted = j.getSubmittedAt(), started = j.getStartedAt();
+  int64_t until = j.getFinishedAt() > 0 ? j.getFinishedAt() : nowMs;
+  auto span = [](int64_t from, int64_t to) { return std::max<int64_t>(0, to - from); };
+  std::string waited = submitted > 0 ? squeueTime(span(submitted, started > 0 ? started : until)) : "-";
+  std::string elapsed = started > 0 ? squeueTime(span(started, until)) : "-";
   return {j.getName().cStr(), j.getQueue().cStr(), j.getState().cStr(),
           std::to_string(j.getTasksDone()) + "/" + std::to_string(j.getTasksTotal()), std::to_string(j.getPriority()),
-          timeText(j.getSubmittedAt()), orDash(j.getOwner().cStr()), elapsedText(t.waitedMs), elapsedText(t.elapsedMs)};
+          timeText(j.getSubmittedAt()), orDash(j.getOwner().cStr()), waited, elapsed};
 }
 
 std::vector<std::string> eventHeaders() { return {"TIME", "TASK", "REPLICA", "ATTEMPT", "EVENT", "REASON"}; }

@@ -95,8 +95,9 @@ int watchJobs(GlobalOptions& global, Streams io, const std::string& queue, const
     if (!resp) return streamError(global, io, resp.error());
     std::map<std::string, SeenJob> now;
     Table table(jobHeaders());
+    int64_t at = wallClockMs();
     for (auto j : resp.value()->root<api::Response>().getJobs()) {
-      SeenJob job{summaryJson(j), jobRow(j, wallClockMs())};
+      SeenJob job{summaryJson(j), jobRow(j, at)};
       std::string name = j.getName().cStr();
       auto before = seen.find(name);
       bool was = before != seen.end() && matches(before->second.json, queue, state);

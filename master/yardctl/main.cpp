@@ -13,8 +13,8 @@ int main(int argc, char** argv) {
   // of it: its legacy cipher-name table is not built (TLS 1.3 fetches ciphers from the
   // provider; the digests' names stay, certificate verification looks them up), the system's
   // openssl.cnf is not read (yardctl speaks TLS 1.3 to its own cluster's CA only) and nothing
-  // is freed at exit. Its error texts stay: they are loaded once, at the first call, or never.
-  // docs/benchmarks.md, "A fast CLI".
+  // is freed at exit. Its error texts still load (OpenSSL loads them at its first
+  // initialisation or never, so they cannot wait for an error). docs/benchmarks.md, "A fast CLI".
   OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | OPENSSL_INIT_NO_ADD_ALL_CIPHERS | OPENSSL_INIT_NO_LOAD_CONFIG, nullptr);
   CLI::App app{"yardctl: submit and inspect Yard jobs, queues, datasets and nodes"};
   app.require_subcommand(1);

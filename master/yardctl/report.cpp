@@ -1,6 +1,7 @@
 #include "master/yardctl/report.h"
 
 #include <cctype>
+#include <filesystem>
 #include <ostream>
 #include <string_view>
 
@@ -62,6 +63,14 @@ int reportFieldError(const GlobalOptions& global, Streams io, int exitCode, cons
   if (jsonOutput(global)) printJson(io, {{"error", errorJson(error.message, error.path)}});
   else io.err << "yardctl: " << error.str() << "\n";
   return exitCode;
+}
+
+std::optional<int> reportMissingFile(const GlobalOptions& global, Streams io, const std::vector<std::string>& files) {
+  for (const std::string& f : files) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(f, ec)) return reportError(global, io, kExitUsage, f + ": no such file");
+  }
+  return std::nullopt;
 }
 
 Json invalidSpecJson(const std::string& file, const spec::SpecErrors& errors) {

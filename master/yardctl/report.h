@@ -10,7 +10,9 @@
 // An invalid job spec (job submit) also lists every problem:
 //   {"error": {first}, "errors": [{"path", "message"}, ...], "file": FILE}.
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "common/spec/spec_error.h"
 #include "common/util/json.h"
@@ -41,6 +43,10 @@ int reportFieldError(const GlobalOptions& global, Streams io, int exitCode, cons
 // A spec file that did not load or validate: text "INVALID FILE" and one line per error on
 // stderr; JSON as in the header comment. Returns kExitFailed.
 int reportInvalidSpec(const GlobalOptions& global, Streams io, const std::string& file, const spec::SpecErrors& errors);
+
+// `validate` and `job submit`: the first of `files` that is not a regular file is a usage
+// error ("FILE: no such file", kExitUsage), reported here; nullopt when every one is.
+std::optional<int> reportMissingFile(const GlobalOptions& global, Streams io, const std::vector<std::string>& files);
 
 // The JSON of an invalid spec file, shared by reportInvalidSpec and `validate -o json`.
 Json invalidSpecJson(const std::string& file, const spec::SpecErrors& errors);

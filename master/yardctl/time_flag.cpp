@@ -52,6 +52,15 @@ Result<int64_t> parseTimeFlag(const std::string& flag, const std::string& text, 
                  "(90m, 2h, 7d)");
 }
 
+std::string squeueTime(int64_t ms) {
+  int64_t s = ms / 1000, days = s / 86400, hours = s / 3600 % 24, minutes = s / 60 % 60;
+  auto two = [](int64_t v) { return (v < 10 ? "0" : "") + std::to_string(v); };
+  std::string mmss = two(minutes) + ":" + two(s % 60);
+  if (days > 0) return std::to_string(days) + "-" + two(hours) + ":" + mmss;
+  if (hours > 0) return std::to_string(hours) + ":" + mmss;
+  return std::to_string(minutes) + ":" + two(s % 60);
+}
+
 int64_t wallClockMs() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();

@@ -1,5 +1,6 @@
 #pragma once
-// The --since / --until flags of `yardctl audit` and `yardctl usage`.
+// The --since / --until flags of `yardctl audit` and `yardctl usage`, and the times
+// `job list` prints.
 
 #include <cstdint>
 #include <string>
@@ -14,5 +15,9 @@ Result<int64_t> parseTimeFlag(const std::string& flag, const std::string& text, 
 
 // This machine's clock, unix ms: what "10m ago" and a running job's ELAPSED count from.
 int64_t wallClockMs();
+
+// A span as Slurm's squeue prints TIME: "0:05", "12:34", "1:02:03", "2-03:04:05" (job list's
+// WAITED and ELAPSED).
+std::string squeueTime(int64_t ms);
 
 }  // namespace yard::ctl

@@ -1,5 +1,4 @@
 // `yardctl validate FILE...`: load and validate job specs without a master.
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -22,10 +21,7 @@ void addValidateCommand(CLI::App& app, GlobalOptions& global, Streams io, Action
       bool json = jsonOutput(global);
       bool allValid = true;
       Json out = Json::array();  // one entry per file; a single file prints as its entry alone
-      for (const std::string& f : *files) {
-        std::error_code ec;
-        if (!std::filesystem::is_regular_file(f, ec)) return reportError(global, io, kExitUsage, f + ": no such file");
-      }
+      if (auto missing = reportMissingFile(global, io, *files)) return *missing;
       for (const std::string& f : *files) {
         spec::LoadedJob loaded = spec::loadJobSpecFile(f);
         if (loaded.ok()) {
