@@ -168,6 +168,19 @@ struct NodeInfo {
   agentVersion @11 :Text;
   replicas @12 :Int32;     # live replicas placed on it
   used @13 :Common.Resources;  # what its replicas use now, as its agent last reported
+  labels @14 :List(Common.Label);  # as the scheduler sees them: the agent's with the admin's changes
+}
+
+# yardctl node label: set (hasValue) or remove labels of a node.
+struct NodeLabel {
+  node @0 :Text;
+  changes @1 :List(LabelChange);
+}
+
+struct LabelChange {
+  key @0 :Text;
+  hasValue @1 :Bool;   # false: remove the key
+  value @2 :Text;
 }
 
 # One replica attempt's resources: requested, and used as its agent last sampled them.
@@ -402,6 +415,7 @@ struct Request {
     audit @43 :AuditQuery;             # admins; answered by `auditRecords`
     usage @44 :UsageQuery;             # answered by `usageRows`
     whoami @45 :Void;                  # answered by `user`
+    nodeLabel @47 :NodeLabel;          # admins; answered by `node` once committed
   }
 }
 

@@ -89,6 +89,7 @@ struct Container {
   env @8 :List(EnvVar);
   mounts @9 :List(Mount);
   workingDir @10 :Text;  # empty = the image's (or, for host, the agent's replica dir)
+  nodeSelector @11 :List(Common.Label);  # only nodes with all these labels; sorted by key
 }
 
 struct Role {

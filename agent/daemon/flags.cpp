@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/http/metrics_endpoint.h"
+#include "common/spec/labels.h"
 #include "common/spec/quantity.h"
 #include "yard/version.h"
 
@@ -44,6 +45,9 @@ ParsedAgentFlags parseAgentFlags(int argc, char** argv) {
   auto* metricsFlag = app.add_option("--metrics-listen", metricsListen,
                                      "Address of /metrics (Prometheus) HOST:PORT, \"\" = off; overrides metrics_listen; "
                                      "default " + std::string(kDefaultMetricsListen));
+  app.add_option("--label", f.labels,
+                 "A node label KEY=VALUE (repeatable); adds to labels, a key given in both takes the flag's value")
+      ->type_name("KEY=VALUE");
   app.add_option("--vm-runtime", f.vmRuntime,
                  "containerd runtime for type: vm jobs (e.g. io.containerd.kata.v2); overrides vm_runtime");
   try {
@@ -85,6 +89,12 @@ Result<AgentConfig> mergeAgentConfig(const AgentFlags& f, const std::string& hos
   for (const auto& r : f.insecureRegistries) {
     if (auto bad = checkRegistryHost(r); !bad.empty()) return R::fail("--insecure-registry: " + bad);
     config.insecureRegistries.push_back(r);
+  }
+  for (const auto& l : f.labels) {
+    std::string why;
+    auto parsed = spec::parseLabelArg(l, false, why);
+    if (!parsed) return R::fail("--label: " + why);
+    config.labels[parsed->key] = *parsed->value;
   }
   if (f.apiPort >= 0) {
     if (f.apiPort > 65535) return R::fail("--api-port: " + std::to_string(f.apiPort) + " must be 0-65535");

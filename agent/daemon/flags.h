@@ -17,6 +17,7 @@ struct AgentFlags {
   std::string configPath, master, token, tokenFile, caFile, caFingerprint, name, address, dataDir, portRange, cpu,
       memory, cgroupParent, shim, containerdSocket, vmRuntime;
   std::vector<std::string> insecureRegistries;
+  std::vector<std::string> labels;  // --label KEY=VALUE, as given
   std::optional<std::string> metricsListen;  // set when given, "" included (= off)
   int apiPort = -1;                          // -1: not given
   bool allowHostTasks = false;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/http/server.h"
+#include "common/spec/labels.h"
 #include "common/spec/quantity.h"
 
 namespace yard::agent {
@@ -119,6 +120,9 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
     for (const auto& [k, v] : *t) {
       auto s = v.value<std::string>();
       if (!s) return fail("labels." + std::string(k.str()) + ": must be a string");
+      if (!spec::isLabelKey(k.str())) return fail("labels: key \"" + std::string(k.str()) + "\" " + spec::kLabelKeyRule);
+      if (!spec::isLabelValue(*s))
+        return fail("labels." + std::string(k.str()) + ": value \"" + *s + "\" " + spec::kLabelValueRule);
       c.labels[std::string(k.str())] = *s;
     }
   }

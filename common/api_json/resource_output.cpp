@@ -53,6 +53,13 @@ Json datasetJson(api::Dataset::Reader d) {
           {"grants", listJson(d.getGrants())}};
 }
 
+// {"rack": "r1"}: labels (a node's, a nodeSelector) as a JSON object.
+Json labelsJson(capnp::List<schema::Label>::Reader labels) {
+  Json out = Json::object();
+  for (auto l : labels) out[l.getKey().cStr()] = l.getValue().cStr();
+  return out;
+}
+
 Json nodeJson(api::NodeInfo::Reader n) {
   return {{"name", n.getName().cStr()},
           {"address", n.getAddress().cStr()},
@@ -66,7 +73,8 @@ Json nodeJson(api::NodeInfo::Reader n) {
           {"vmRuntime", n.getVmRuntime().cStr()},
           {"lastHeartbeat", n.getLastHeartbeat()},
           {"agentVersion", n.getAgentVersion().cStr()},
-          {"replicas", n.getReplicas()}};
+          {"replicas", n.getReplicas()},
+          {"labels", labelsJson(n.getLabels())}};
 }
 
 Json userJson(api::UserInfo::Reader u) {

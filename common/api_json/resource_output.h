@@ -17,6 +17,7 @@ Json listJson(capnp::List<capnp::Text>::Reader list);
 Json queueJson(api::Queue::Reader q);
 Json datasetJson(api::Dataset::Reader d);
 Json nodeJson(api::NodeInfo::Reader n);
+Json labelsJson(capnp::List<schema::Label>::Reader labels);
 Json userJson(api::UserInfo::Reader u);
 // CPU used as a percentage of the CPU requested (what the elastic autoscaler compares with
 // its target); nothing without a sample or a request.

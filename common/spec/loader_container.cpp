@@ -4,13 +4,15 @@
 
 #include "common/spec/quantity.h"
 
+#include <map>
+
 namespace yard::spec::detail {
 
 void Loader::loadContainer(const YAML::Node& node, const std::string& path,
                            schema::Container::Builder c) {
   auto m = mapping(node, path,
                    {"image", "resources", "flavor", "command", "args", "postStart", "preStop",
-                    "ports", "env", "mounts", "workingDir"});
+                    "ports", "env", "mounts", "workingDir", "nodeSelector"});
   if (!m) return;
   if (const auto* n = m->get("image"); n && present(*n))
     if (auto v = scalar(*n, at(path, "image"))) c.setImage(*v);
@@ -67,6 +69,31 @@ void Loader::loadContainer(const YAML::Node& node, const std::string& path,
   if (const auto* n = m->get("mounts"); n && present(*n)) loadMounts(*n, at(path, "mounts"), c);
   if (const auto* n = m->get("workingDir"); n && present(*n))
     if (auto v = scalar(*n, at(path, "workingDir"))) c.setWorkingDir(*v);
+  if (const auto* n = m->get("nodeSelector"); n && present(*n)) loadNodeSelector(*n, at(path, "nodeSelector"), c);
+}
+
+void Loader::loadNodeSelector(const YAML::Node& node, const std::string& path, schema::Container::Builder c) {
+  visit();
+  if (!node.IsMap()) {
+    error(path, "must be a mapping of node label to value (like { rack: r1, disk: nvme }), got " + describe(node));
+    return;
+  }
+  MapView view;
+  std::set<std::string> seen;
+  collect(node, path, view, seen, 0, false);
+  std::map<std::string, std::string> sorted;  // the list is kept sorted by key
+  for (const auto& [key, value] : view.entries_) {
+    std::string v;
+    if (present(value))
+      if (auto s = scalar(value, at(path, key))) v = *s;
+    sorted[key] = v;
+  }
+  auto list = c.initNodeSelector(static_cast<unsigned>(sorted.size()));
+  unsigned i = 0;
+  for (const auto& [key, value] : sorted) {
+    list[i].setKey(key);
+    list[i++].setValue(value);
+  }
 }
 
 void Loader::loadHook(const YAML::Node& node, const std::string& path,

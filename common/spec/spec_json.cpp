@@ -40,6 +40,11 @@ Json containerJson(schema::Container::Reader c) {
   out["env"] = std::move(env);
   out["mounts"] = std::move(mounts);
   if (c.getWorkingDir().size() > 0) out["workingDir"] = sv(c.getWorkingDir());
+  if (c.getNodeSelector().size() > 0) {
+    Json selector = Json::object();
+    for (auto l : c.getNodeSelector()) selector[std::string(sv(l.getKey()))] = sv(l.getValue());
+    out["nodeSelector"] = std::move(selector);
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/spec/kinds.h"
+#include "common/spec/labels.h"
 #include "common/spec/quantity.h"
 #include "common/util/capnp_text.h"
 
@@ -243,6 +244,19 @@ void Validator::container(schema::Container::Reader c, const std::string& path) 
                            "type: vm)");
   if (c.getWorkingDir().size() > 0 && c.getWorkingDir()[0] != '/')
     error(path + ".workingDir", quoted(str(c.getWorkingDir())) + " must be an absolute path");
+  {
+    auto selector = c.getNodeSelector();
+    if (selector.size() > kMaxSelectorLabels)
+      error(path + ".nodeSelector", std::to_string(selector.size()) + " labels: at most " +
+                                        std::to_string(kMaxSelectorLabels) + " allowed");
+    std::set<std::string> keys;
+    for (auto l : selector) {
+      std::string key = str(l.getKey()), value = str(l.getValue());
+      if (!isLabelKey(key)) error(path + ".nodeSelector", "key " + quoted(key) + " " + kLabelKeyRule);
+      else if (!keys.insert(key).second) error(path + ".nodeSelector", "key " + quoted(key) + " is given twice");
+      else if (!isLabelValue(value)) error(path + ".nodeSelector." + key, quoted(value) + " " + kLabelValueRule);
+    }
+  }
 
   std::map<std::string, unsigned> portNames;
   std::map<std::pair<int64_t, int>, unsigned> portNumbers;

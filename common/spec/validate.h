@@ -11,6 +11,7 @@
 namespace yard::spec {
 
 inline constexpr size_t kMaxTasks = 1000;
+inline constexpr size_t kMaxSelectorLabels = 32;  // labels in one container's nodeSelector
 inline constexpr int64_t kMaxReplicasPerJob = 10000;
 
 SpecErrors validateJob(schema::Job::Reader job);

@@ -21,6 +21,8 @@ sched::ReplicaRequest replicaRequest(const MasterConfig& config, const std::stri
   r.hostImage = c.getImage() == "host";
   for (auto p : c.getPorts())
     r.declaredPorts.push_back({static_cast<uint16_t>(p.getPort()), p.getProtocol() == schema::Protocol::UDP});
+  for (auto l : c.getNodeSelector()) r.nodeSelector.emplace_back(str(l.getKey()), str(l.getValue()));
+  std::sort(r.nodeSelector.begin(), r.nodeSelector.end());  // as the loader keeps it; a wire spec may not be
   return r;
 }
 

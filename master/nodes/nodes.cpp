@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "common/spec/labels.h"
 #include "common/spec/quantity.h"
 #include "common/spec/validate.h"
 #include "common/util/json.h"
@@ -35,26 +36,6 @@ bool printable(std::string_view s, size_t max) {
     auto u = static_cast<unsigned char>(c);
     return u >= 0x20 && u != 0x7f;
   });
-}
-
-bool alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
-
-// Kubernetes' label name rule: 1-63 of [A-Za-z0-9-_.], starting and ending alphanumeric.
-bool labelName(std::string_view s) {
-  if (s.empty() || s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
-// A key is NAME or PREFIX/NAME, PREFIX a lowercase DNS name of at most 253 characters.
-bool labelKey(std::string_view key) {
-  size_t slash = key.find('/');
-  if (slash == std::string_view::npos) return labelName(key);
-  std::string_view prefix = key.substr(0, slash);
-  bool prefixOk = !prefix.empty() && prefix.size() <= 253 && prefix.front() != '.' && prefix.back() != '.' &&
-                  std::all_of(prefix.begin(), prefix.end(), [](char c) {
-                    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
-                  });
-  return prefixOk && labelName(key.substr(slash + 1));
 }
 
 std::string joinDrivers(const std::vector<std::string>& drivers) {
@@ -117,14 +98,10 @@ std::string checkLists(const NodeRegistration& r) {
   }
   std::set<std::string> keys;
   for (const auto& [k, v] : r.labels) {
-    if (!labelKey(k))
-      return "labels: key " + shown(k) +
-             " must be NAME or PREFIX/NAME: NAME 1-63 letters, digits, '-', '_' or '.', starting and ending with a "
-             "letter or digit; PREFIX a lowercase DNS name of at most 253 characters";
+    if (!spec::isLabelKey(k)) return "labels: key " + shown(k) + " " + spec::kLabelKeyRule;
     if (!keys.insert(k).second) return "labels: key " + shown(k) + " is listed twice";
-    if (!v.empty() && !labelName(v))
-      return "labels: value " + shown(v) + " of key " + shown(k) +
-             " must be empty or 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+    if (!spec::isLabelValue(v))
+      return "labels: value " + shown(v) + " of key " + shown(k) + " " + spec::kLabelValueRule;
   }
   return "";
 }
@@ -190,6 +167,7 @@ sched::NodeView viewOf(const NodeInfo& info, int64_t now) {
   v.portHi = static_cast<uint16_t>(r.portHi);
   v.drivers = info.drivers;
   v.vmRuntime = r.vmRuntime;
+  v.labels = store::effectiveLabels(r);
   return v;
 }
 
@@ -322,6 +300,10 @@ void NodeRegistry::doRegister(const CommitQueue::Slot& slot, const NodeRegistrat
   next.drivers = reg.drivers;
   r.drivers = joinDrivers(next.drivers);
   r.drained = known && old->second.record.drained;
+  if (known) {  // the admin's label changes outlast registrations
+    r.adminLabels = old->second.record.adminLabels;
+    r.removedLabels = old->second.record.removedLabels;
+  }
   r.state = r.drained ? NodeState::Draining : NodeState::Ready;
   r.registeredAt = r.lastHeartbeat = now_();
   if (known) next.registrations = old->second.registrations;
@@ -424,6 +406,40 @@ void NodeRegistry::setDrained(const CommitQueue::Slot& slot, const std::string& 
   if (next.record.state != NodeState::Down) next.record.state = drained ? NodeState::Draining : NodeState::Ready;
   std::string what = "node " + name + (drained ? " drained" : " undrained") + ": " + std::string(toText(next.record.state));
   commitNode(slot, std::move(next), true, std::move(what), reply);
+}
+
+void NodeRegistry::label(const std::string& name, std::vector<spec::LabelArg> changes, Reply reply) {
+  if (!nodes_.count(name)) return reply(refuse("node " + nameShown(name) + " does not exist"));
+  if (changes.empty()) return reply(refuse("labels: give at least one KEY=VALUE or KEY-"));
+  std::set<std::string> keys;
+  for (const auto& c : changes) {
+    if (!spec::isLabelKey(c.key)) return reply(refuse("labels: key " + shown(c.key) + " " + spec::kLabelKeyRule));
+    if (c.value && !spec::isLabelValue(*c.value))
+      return reply(refuse("labels: value " + shown(*c.value) + " of key " + shown(c.key) + " " + spec::kLabelValueRule));
+    if (!keys.insert(c.key).second) return reply(refuse("labels: key " + shown(c.key) + " is given twice"));
+  }
+  commits_.run(name, [this, name, changes = std::move(changes), reply](CommitQueue::Slot slot) {
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) {
+      reply(refuse("node " + nameShown(name) + " does not exist"));
+      return slot.done();
+    }
+    NodeInfo next = it->second;
+    store::NodeRecord& r = next.record;
+    std::string what = "node " + name + " labels:";
+    for (const auto& c : changes) {
+      if (c.value) {
+        r.adminLabels[c.key] = *c.value;
+        r.removedLabels.erase(c.key);
+        what += " " + c.key + "=" + *c.value;
+      } else {
+        r.adminLabels.erase(c.key);
+        if (r.labels.contains(c.key)) r.removedLabels.insert(c.key);
+        what += " " + c.key + "-";
+      }
+    }
+    commitNode(slot, std::move(next), true, std::move(what), reply);
+  });
 }
 
 void NodeRegistry::remove(const std::string& name, std::function<int64_t()> liveReplicas, Reply reply) {

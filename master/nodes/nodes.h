@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/spec/labels.h"
 #include "master/commit/commit_queue.h"
 #include "master/scheduler/scheduler.h"
 #include "master/store/store.h"
@@ -138,6 +139,10 @@ class NodeRegistry {
   // Unknown node: "node X does not exist".
   void drain(const std::string& name, Reply reply);
   void undrain(const std::string& name, Reply reply);
+  // yardctl node label (admins): sets (value) or removes (no value) labels of the node. They
+  // outlast the agent's registrations: a removed key of the agent's stays removed, and a set
+  // key overrides the agent's value, until the admin changes it again.
+  void label(const std::string& name, std::vector<spec::LabelArg> changes, Reply reply);
   // yardctl node delete (admins): forgets a node that is not taking work (down, or drained)
   // and runs nothing (`liveReplicas`, asked when the change runs, says how many replicas are
   // still placed there). Its record goes; an agent of that name that joins again re-creates it.

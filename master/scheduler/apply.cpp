@@ -63,6 +63,8 @@ std::optional<std::string> checkNode(const NodeView& node, const ReplicaRequest&
   if (!detail::offersDriver(node, r.hostImage))
     return name + " does not offer driver " + detail::driverName(r.hostImage);
   if (vm && node.vmRuntime.empty()) return name + " has no VM runtime";
+  if (!detail::matchesSelector(node, r.nodeSelector))
+    return name + " does not match nodeSelector " + detail::selectorText(r.nodeSelector);
   Resources free = node.capacity - node.allocated;
   auto shortOf = [&](const char* what, const std::string& need, const std::string& have) {
     return name + ": not enough " + what + " (needs " + need + ", free " + have + ")";

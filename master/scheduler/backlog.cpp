@@ -88,6 +88,7 @@ uint64_t shapeHash(const NodeView& n, size_t position) {
   for (uint32_t g : n.gpuIndexes) gpus += mix(17, g);
   h = mix(h, gpus);
   for (const auto& d : n.drivers) h = mixText(h, d);
+  for (const auto& [k, v] : n.labels) h = mixText(mixText(h, k), v);
   return mixText(h, n.vmRuntime);
 }
 

@@ -26,6 +26,20 @@ bool offersDriver(const NodeView& node, bool hostImage) {
   return std::find(node.drivers.begin(), node.drivers.end(), want) != node.drivers.end();
 }
 
+bool matchesSelector(const NodeView& node, const std::vector<std::pair<std::string, std::string>>& selector) {
+  for (const auto& [key, value] : selector) {
+    auto it = node.labels.find(key);
+    if (it == node.labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+
+std::string selectorText(const std::vector<std::pair<std::string, std::string>>& selector) {
+  std::string out;
+  for (const auto& [key, value] : selector) out += (out.empty() ? "" : ",") + key + "=" + value;
+  return out;
+}
+
 bool isEligible(const NodeView& node, bool hostImage, bool vm) {
   return node.state == NodeState::Ready && offersDriver(node, hostImage) &&
          (!vm || !node.vmRuntime.empty());

@@ -15,6 +15,11 @@ bool offersDriver(const NodeView& node, bool hostImage);
 // Ready, offers the replica's driver and, for a vm gang, a VM runtime.
 bool isEligible(const NodeView& node, bool hostImage, bool vm);
 
+// The node carries every label of the replica's nodeSelector (true for an empty selector).
+bool matchesSelector(const NodeView& node, const std::vector<std::pair<std::string, std::string>>& selector);
+// "rack=r1,disk=nvme": a selector as reasons name it.
+std::string selectorText(const std::vector<std::pair<std::string, std::string>>& selector);
+
 // GPUs the node can give: capacity.gpu, bounded by the number of its GPU indexes.
 int64_t gpuCapacity(const NodeView& node);
 // GPUs free now: min(capacity.gpu - allocated.gpu, indexes not in gpusInUse).

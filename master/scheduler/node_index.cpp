@@ -54,9 +54,15 @@ NodeIndex::NodeIndex(const std::vector<NodeView>& nodes)
   }
 }
 
+bool NodeIndex::belongs(size_t node, const SelectorTree& s) const {
+  return (entries_[node].classes & (1u << s.nodeClass)) != 0 && matchesSelector(nodes_[node], s.selector);
+}
+
 void NodeIndex::refresh(size_t node) {
   uint8_t classes = classesOf(nodes_[node]);
-  if (classes == entries_[node].classes) return update(node);
+  bool same = classes == entries_[node].classes;
+  for (const SelectorTree& s : selectors_) same = same && (s.present[node] != 0) == belongs(node, s);
+  if (same) return update(node);
   erase(node);
   entries_[node].classes = classes;
   insert(node);
@@ -80,6 +86,11 @@ void NodeIndex::insert(size_t node) {
     h.tree.add(e.gpu, e.key);
     h.present[node] = 1;
   }
+  for (SelectorTree& s : selectors_) {
+    if (!belongs(node, s)) continue;
+    s.tree.add(e.gpu, e.key);
+    s.present[node] = 1;
+  }
 }
 
 void NodeIndex::erase(size_t node) {
@@ -92,6 +103,11 @@ void NodeIndex::erase(size_t node) {
     if (!h.present[node]) continue;
     h.tree.remove(e.gpu, e.key);
     h.present[node] = 0;
+  }
+  for (SelectorTree& s : selectors_) {
+    if (!s.present[node]) continue;
+    s.tree.remove(e.gpu, e.key);
+    s.present[node] = 0;
   }
 }
 
@@ -117,6 +133,9 @@ void NodeIndex::update(size_t node) {
       h.present[node] = 1;
     }
   }
+  for (SelectorTree& s : selectors_) {  // membership changes only through refresh()
+    if (s.present[node]) s.tree.move(e.gpu, e.key, free.gpu, key);
+  }
   e.gpu = free.gpu;
   e.key = key;
 }
@@ -135,6 +154,21 @@ void NodeIndex::makeHot(int cls, const PortUse& port) {
   }
 }
 
+const NodeIndex::Tree& NodeIndex::selectorTree(int cls, const Selector& selector) {
+  auto [it, made] = selectorIndex_.emplace(std::pair(cls, selector), selectors_.size());
+  if (!made) return selectors_[it->second].tree;
+  SelectorTree& s = selectors_.emplace_back();
+  s.nodeClass = cls;
+  s.selector = selector;
+  s.present.assign(nodes_.size(), 0);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (!belongs(i, s)) continue;
+    s.tree.add(entries_[i].gpu, entries_[i].key);
+    s.present[i] = 1;
+  }
+  return s.tree;
+}
+
 const NodeIndex::Tree& NodeIndex::smallestTree(const ReplicaRequest& r, int cls) const {
   const Tree* best = &classes_[cls];
   for (const PortUse& d : r.declaredPorts) {
@@ -147,7 +181,8 @@ const NodeIndex::Tree& NodeIndex::smallestTree(const ReplicaRequest& r, int cls)
 
 std::optional<size_t> NodeIndex::find(const ReplicaRequest& replica, bool vm, Placement how) {
   int cls = nodeClass(replica.hostImage, vm);
-  const Tree& tree = smallestTree(replica, cls);
+  const Tree& tree =
+      replica.nodeSelector.empty() ? smallestTree(replica, cls) : selectorTree(cls, replica.nodeSelector);
   size_t skipped = 0;
   auto found = how == Placement::Spread ? spread(tree, replica, skipped)
                                         : binpack(tree, replica, skipped);

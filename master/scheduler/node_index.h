@@ -16,6 +16,11 @@
 // answer as the class tree (the nodes they leave out could not hold the replica anyway).
 // Every node update refreshes every hot tree, so their number is what a pass pays per
 // placement; it is bounded by the distinct declared ports that caused long scans.
+//
+// A replica with a nodeSelector searches a Tree per (class, selector) holding only the nodes
+// that carry the selector's labels, made at the first search for that selector and kept
+// like the hot trees; so a selector that matches few nodes costs no scan past the others.
+// Labels change only through refresh().
 // TODO(perf): many nodes with free cpu but no free memory still cost a scan per replica.
 
 #include <array>
@@ -24,6 +29,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
+#include <utility>
 #include <tuple>
 #include <vector>
 
@@ -77,6 +84,14 @@ class NodeIndex {
     Tree tree;
     std::vector<char> present;  // by node position
   };
+  using Selector = std::vector<std::pair<std::string, std::string>>;
+  // Nodes of one class that carry every label of one nodeSelector.
+  struct SelectorTree {
+    int nodeClass = 0;
+    Selector selector;
+    Tree tree;
+    std::vector<char> present;  // by node position
+  };
   struct Entry {
     uint8_t classes = 0;  // bit c set: the node is eligible for class c
     int64_t gpu = 0;      // the key it is filed under now
@@ -87,6 +102,8 @@ class NodeIndex {
   void erase(size_t node);
   bool portFree(size_t node, const PortUse& port) const;
   void makeHot(int cls, const PortUse& port);
+  bool belongs(size_t node, const SelectorTree& s) const;
+  const Tree& selectorTree(int cls, const Selector& selector);
   const Tree& smallestTree(const ReplicaRequest& r, int cls) const;
   std::optional<size_t> binpack(const Tree& tree, const ReplicaRequest& r,
                                 size_t& skipped) const;
@@ -98,6 +115,8 @@ class NodeIndex {
   std::vector<Entry> entries_;  // by node position
   std::vector<PortTree> hot_;
   std::map<std::tuple<int, uint16_t, bool>, size_t> hotByPort_;  // -> position in hot_
+  std::vector<SelectorTree> selectors_;
+  std::map<std::pair<int, Selector>, size_t> selectorIndex_;  // -> position in selectors_
 };
 
 }  // namespace yard::sched::detail

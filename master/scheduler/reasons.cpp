@@ -90,14 +90,17 @@ ClusterFacts::ClusterFacts(const std::vector<NodeView>& nodes) {
     readyCapacity_ += cap;
     anyVmRuntime_ = anyVmRuntime_ || !n.vmRuntime.empty();
     for (bool host : {false, true}) anyDriver_[host] = anyDriver_[host] || offersDriver(n, host);
+    uint8_t classes = 0;
     for (int c = 0; c < kNodeClasses; ++c) {
       if (!isEligible(n, (c & 1) != 0, (c & 2) != 0)) continue;
+      classes |= uint8_t(1u << c);
       ClassFacts& f = classes_[c];
       f.nodes += 1;
       f.total += cap;
       f.largest = maxOf(f.largest, cap);
       shapes[c].push_back(cap);
     }
+    if (!n.labels.empty() && classes != 0) labeled_.push_back({classes, n.labels, cap});
   }
   for (int c = 0; c < kNodeClasses; ++c) classes_[c].front = paretoFront(std::move(shapes[c]));
 }
@@ -126,10 +129,40 @@ std::optional<std::string> ClusterFacts::noEligibleNode(bool hostImage, bool vm)
   return driver + " with a VM runtime";
 }
 
+const ClusterFacts::SelectorFacts& ClusterFacts::selectorFacts(int cls, const Selector& selector) const {
+  auto [it, made] = selectorCache_.byKey.try_emplace(std::pair(cls, selector));
+  if (!made) return it->second;
+  std::vector<Resources> shapes;
+  for (const Labeled& l : labeled_) {
+    if ((l.classes & (1u << cls)) == 0) continue;
+    bool matches = std::all_of(selector.begin(), selector.end(), [&](const auto& kv) {
+      auto label = l.labels.find(kv.first);
+      return label != l.labels.end() && label->second == kv.second;
+    });
+    if (matches) shapes.push_back(l.capacity);
+  }
+  it->second.nodes = shapes.size();
+  it->second.front = paretoFront(std::move(shapes));
+  return it->second;
+}
+
 std::optional<std::string> ClusterFacts::replicaNeverFits(const ReplicaRequest& r,
                                                           bool vm) const {
   if (auto why = noEligibleNode(r.hostImage, vm)) return why;
   const ClassFacts& f = classes_[nodeClass(r.hostImage, vm)];
+  if (!r.nodeSelector.empty()) {
+    const SelectorFacts& sf = selectorFacts(nodeClass(r.hostImage, vm), r.nodeSelector);
+    std::string selector = selectorText(r.nodeSelector);
+    if (sf.nodes == 0) {
+      return "no ready node matches nodeSelector " + selector;
+    }
+    bool fits = std::any_of(sf.front.begin(), sf.front.end(),
+                            [&](const Resources& cap) { return r.resources.fitsWithin(cap); });
+    if (!fits) {
+      return "no node matching nodeSelector " + selector + " fits replica " + r.role + "-" +
+             std::to_string(r.index) + " (" + describe(r.resources) + ")";
+    }
+  }
   for (Dim d : kDims) {
     if (get(r.resources, d) > get(f.largest, d)) {
       return "no node has " + quantityOf(d, get(r.resources, d)) +

@@ -4,6 +4,8 @@
 // on this cluster as it is" (the latter never blocks a queue, see scheduler.h).
 
 #include <array>
+#include <map>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +44,26 @@ class ClusterFacts {
     friend bool operator==(const ClassFacts&, const ClassFacts&) = default;
   };
 
+  // The Ready nodes of one class that carry a nodeSelector's labels: how many, and the
+  // capacities no other of them dominates. Worked out at the first gang asking (the facts
+  // are made afresh whenever a node's shape or labels change).
+  using Selector = std::vector<std::pair<std::string, std::string>>;
+  struct SelectorFacts {
+    size_t nodes = 0;
+    std::vector<Resources> front;
+  };
+  struct SelectorCache {
+    std::map<std::pair<int, Selector>, SelectorFacts> byKey;
+    friend bool operator==(const SelectorCache&, const SelectorCache&) { return true; }  // derived
+  };
+  struct Labeled {  // a Ready node with labels
+    uint8_t classes = 0;
+    std::map<std::string, std::string> labels;
+    Resources capacity;
+    friend bool operator==(const Labeled&, const Labeled&) = default;
+  };
+  const SelectorFacts& selectorFacts(int cls, const Selector& selector) const;
+
   std::optional<std::string> noEligibleNode(bool hostImage, bool vm) const;
   std::optional<std::string> replicaNeverFits(const ReplicaRequest& r, bool vm) const;
   std::optional<std::string> gangTooLarge(const GangRequest& gang) const;
@@ -51,6 +73,8 @@ class ClusterFacts {
   bool anyVmRuntime_ = false;
   int readyNodes_ = 0, drainingNodes_ = 0, downNodes_ = 0;
   std::array<bool, 2> anyDriver_{};  // [hostImage]
+  std::vector<Labeled> labeled_;
+  mutable SelectorCache selectorCache_;
 };
 
 // "cpu 4, memory 16Gi, gpu 1"

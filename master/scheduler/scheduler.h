@@ -24,7 +24,8 @@
 //     queues whose head has not blocked. A blocked queue never blocks another queue.
 //  4. Gang all-or-nothing: every replica is placed or none is. Replicas are placed largest
 //     first (gpu, cpu, memory); each placement updates the working state for the next.
-//  5. Node choice (one replica at a time, eligible Ready nodes only):
+//  5. Node choice (one replica at a time, eligible Ready nodes only; a replica whose
+//     container has a nodeSelector is eligible only on nodes carrying all its labels):
 //     Binpack (default) = best fit: the node with the fewest free GPUs that still has
 //     enough, then the least free cpu that is enough, then memory, then node order. This
 //     fills partly used nodes first, keeps whole GPU nodes free for GPU gangs and puts the
@@ -45,6 +46,8 @@
 // Reasons (Plan::reasons), one line each, in the order they are checked:
 //   queue team-a does not exist | queue team-a stopped
 //   no ready node offers driver containerd [with a VM runtime] | ... offers a VM runtime
+//   no ready node matches nodeSelector rack=r1,disk=nvme
+//   no node matching nodeSelector rack=r1 fits replica worker-0 (cpu 48, memory 16Gi, gpu 8)
 //   no node has 16 GPUs (largest: 8)        (likewise "64 cpu", "1Ti memory")
 //   no node fits replica worker-0 (cpu 48, memory 16Gi, gpu 8)
 //   cluster too small: needs gpu 32 in total, ready nodes have 24
@@ -122,6 +125,7 @@ struct NodeView {
   std::set<std::pair<uint16_t, bool>> portsInUse;  // (port, udp)
   std::vector<std::string> drivers;                // "host", "containerd"
   std::string vmRuntime;                           // empty = cannot run vm jobs
+  std::map<std::string, std::string> labels = {};  // the node's labels (agent's and admin's)
 };
 
 struct ReplicaRequest {
@@ -130,6 +134,9 @@ struct ReplicaRequest {
   Resources resources;
   std::vector<PortUse> declaredPorts;
   bool hostImage = false;  // needs driver "host"; otherwise "containerd"
+  // The container's nodeSelector: only nodes with every one of these labels (key, value),
+  // sorted by key, keys unique. Empty = any node.
+  std::vector<std::pair<std::string, std::string>> nodeSelector = {};
   friend bool operator==(const ReplicaRequest&, const ReplicaRequest&) = default;
 };
 

@@ -77,6 +77,24 @@ std::string labelsText(const std::map<std::string, std::string>& labels) {
   return jsonLine(Json(labels));  // the registry admits only ASCII keys and values
 }
 
+std::string keysText(const std::set<std::string>& keys) {
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : ",") + k;
+  return out;
+}
+
+std::set<std::string> parseKeys(const std::string& text) {
+  std::set<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > start) out.insert(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::map<std::string, std::string> parseLabels(const std::string& node, const std::string& text) {
   if (text.empty()) return {};
   try {

@@ -5,6 +5,7 @@
 // parse* throw ColumnError on text the store did not write (a damaged or foreign file).
 
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -26,6 +27,9 @@ std::vector<DeclaredPort> parseDeclaredPorts(std::string_view text);
 // nodes.labels: a JSON object of strings on one line, keys sorted
 // ({"yard.dev/rack":"r12","zone":"a"}); "" reads as none. `node` names the row in errors.
 std::string labelsText(const std::map<std::string, std::string>& labels);
+// nodes.removed_labels: label keys as a comma list (a key has no comma)
+std::string keysText(const std::set<std::string>& keys);
+std::set<std::string> parseKeys(const std::string& text);
 std::map<std::string, std::string> parseLabels(const std::string& node, const std::string& text);
 
 JobState parseJobStateColumn(std::string_view text);

@@ -49,12 +49,14 @@ NodeRecord nodeRow(const sql::Stmt& s) {
   n.lastHeartbeat = s.i64(13);
   n.agentVersion = s.text(14);
   n.agentPort = s.i32(15);
+  n.adminLabels = parseLabels(n.name, s.text(16));
+  n.removedLabels = parseKeys(s.text(17));
   return n;
 }
 constexpr const char* kNodes =
     "SELECT name, address, cpu_millis, memory_bytes, gpu, port_lo, port_hi, labels, drivers,"
-    " vm_runtime, state, drained, registered_at, last_heartbeat, agent_version, agent_port"
-    " FROM nodes ORDER BY id";
+    " vm_runtime, state, drained, registered_at, last_heartbeat, agent_version, agent_port,"
+    " admin_labels, removed_labels FROM nodes ORDER BY id";
 
 // A damaged row of a job: recorded in State::unreadableJobs by the row function, which
 // throws this to leave the row out.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,8 +53,23 @@ struct NodeRecord {
   int64_t registeredAt = 0, lastHeartbeat = 0;
   std::string agentVersion;
   int32_t agentPort = 0;  // the agent's own API on `address`; 0 = none
+  // `yardctl node label`: labels the admin set and keys the admin removed. Both outlast the
+  // agent's registrations; the node's labels are the agent's `labels` with these applied
+  // (effectiveLabels()). Columns: a JSON object of strings; a comma list.
+  std::map<std::string, std::string> adminLabels = {};
+  std::set<std::string> removedLabels = {};
   bool operator==(const NodeRecord&) const = default;
 };
+
+// The labels the scheduler and `node show` see: the agent's, less the keys the admin
+// removed, plus the ones the admin set.
+inline std::map<std::string, std::string> effectiveLabels(const NodeRecord& n) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : n.labels)
+    if (!n.removedLabels.contains(k)) out.emplace(k, v);
+  for (const auto& [k, v] : n.adminLabels) out[k] = v;
+  return out;
+}
 
 struct JobRecord {
   int64_t id = 0;

@@ -269,6 +269,13 @@ ALTER TABLE tasks ADD COLUMN last_scale TEXT NOT NULL DEFAULT '';
 ALTER TABLE replicas ADD COLUMN worker_restarts INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 11: node labels the admin sets and removes at run time (`yardctl node label`),
+// kept apart from the agent's so that a registration does not undo them.
+constexpr const char* kV11 = R"sql(
+ALTER TABLE nodes ADD COLUMN admin_labels TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE nodes ADD COLUMN removed_labels TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
@@ -280,6 +287,7 @@ constexpr Migration kMigrations[] = {
     {8, kV8},
     {9, kV9},
     {10, kV10},
+    {11, kV11},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

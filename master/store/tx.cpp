@@ -103,8 +103,8 @@ Result<bool> Tx::upsertNode(const NodeRecord& n) {
     return described(runSql(conn_, R"sql(
       INSERT INTO nodes (name, address, cpu_millis, memory_bytes, gpu, port_lo, port_hi,
                          labels, drivers, vm_runtime, state, drained, registered_at,
-                         last_heartbeat, agent_version, agent_port)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         last_heartbeat, agent_version, agent_port, admin_labels, removed_labels)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (name) DO UPDATE SET
         address = excluded.address, cpu_millis = excluded.cpu_millis,
         memory_bytes = excluded.memory_bytes, gpu = excluded.gpu,
@@ -112,10 +112,12 @@ Result<bool> Tx::upsertNode(const NodeRecord& n) {
         drivers = excluded.drivers, vm_runtime = excluded.vm_runtime,
         state = excluded.state, drained = excluded.drained,
         registered_at = excluded.registered_at, last_heartbeat = excluded.last_heartbeat,
-        agent_version = excluded.agent_version, agent_port = excluded.agent_port)sql",
+        agent_version = excluded.agent_version, agent_port = excluded.agent_port,
+        admin_labels = excluded.admin_labels, removed_labels = excluded.removed_labels)sql",
       n.name, n.address, n.cpuMillis, n.memoryBytes, n.gpu, n.portLo, n.portHi, labelsText(n.labels),
       n.drivers, n.vmRuntime, toText(n.state), n.drained, n.registeredAt, n.lastHeartbeat,
-      n.agentVersion, n.agentPort), "storing node " + inQuotes(n.name));
+      n.agentVersion, n.agentPort, labelsText(n.adminLabels), keysText(n.removedLabels)),
+      "storing node " + inQuotes(n.name));
   });
 }
 

@@ -18,6 +18,7 @@
 #include "common/api_json/output.h"
 #include "master/yardctl/report.h"
 #include "common/api_json/resource_output.h"
+#include "common/spec/labels.h"
 #include "master/yardctl/job_text.h"
 #include "master/yardctl/time_flag.h"
 #include "master/yardctl/request.h"
@@ -31,15 +32,17 @@ namespace {
 
 
 void nodeTable(std::ostream& out, const std::vector<api::NodeInfo::Reader>& nodes) {
-  Table t({"NAME", "ADDRESS", "STATE", "CPU", "MEMORY", "GPU", "REPLICAS", "DRIVERS", "HEARTBEAT"});
+  Table t({"NAME", "ADDRESS", "STATE", "CPU", "MEMORY", "GPU", "REPLICAS", "DRIVERS", "HEARTBEAT", "LABELS"});
   for (auto n : nodes) {
     auto c = n.getCapacity();
     auto a = n.getAllocated();
+    std::string labels;
+    for (auto l : n.getLabels()) labels += (labels.empty() ? "" : ",") + std::string(l.getKey().cStr()) + "=" + l.getValue().cStr();
     t.row({n.getName().cStr(), n.getAddress().cStr(), n.getState().cStr(),
            spec::formatCpuMillis(a.getCpuMillis()) + "/" + spec::formatCpuMillis(c.getCpuMillis()),
            formatMemoryShort(a.getMemoryBytes()) + "/" + formatMemoryShort(c.getMemoryBytes()),
            std::to_string(a.getGpu()) + "/" + std::to_string(c.getGpu()), std::to_string(n.getReplicas()),
-           orDash(n.getDrivers().cStr()), timeText(n.getLastHeartbeat())});
+           orDash(n.getDrivers().cStr()), timeText(n.getLastHeartbeat()), orDash(labels)});
   }
   t.print(out);
 }
@@ -523,6 +526,32 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
         [](api::Request::Builder r, const std::string& n) { r.setNodeDrain(n); });
   named(node, "undrain", "Let a drained node take new replicas again", "node", global, io, action,
         [](api::Request::Builder r, const std::string& n) { r.setNodeUndrain(n); });
+
+  auto labelNode = std::make_shared<std::string>();
+  auto labelArgs = std::make_shared<std::vector<std::string>>();
+  CLI::App* label = node->add_subcommand(
+      "label", "Set (KEY=VALUE) or remove (KEY-) labels of a node; they outlast its agent's restarts (admins)");
+  label->add_option("name", *labelNode, "Name")->required()->type_name("NODE");
+  label->add_option("labels", *labelArgs, "KEY=VALUE to set, KEY- to remove")->required()->type_name("LABEL");
+  label->callback([&global, io, &action, labelNode, labelArgs] {
+    action = [&global, io, labelNode, labelArgs] {
+      return run(global, io, [&](api::Request::Builder r) {
+        auto req = r.initNodeLabel();
+        req.setNode(*labelNode);
+        auto changes = req.initChanges(static_cast<unsigned>(labelArgs->size()));
+        for (size_t i = 0; i < labelArgs->size(); ++i) {
+          std::string why;
+          auto parsed = spec::parseLabelArg((*labelArgs)[i], true, why);
+          if (!parsed) return why;
+          auto c = changes[static_cast<unsigned>(i)];
+          c.setKey(parsed->key);
+          c.setHasValue(parsed->value.has_value());
+          if (parsed->value) c.setValue(*parsed->value);
+        }
+        return std::string();
+      }, subjectJson("node", *labelNode));
+    };
+  });
 }
 
 }  // namespace yard::ctl

@@ -69,6 +69,7 @@ ClientApi::RequestInfo ClientApi::requestInfo(api::Request::Which which) {
     case W::NODE_DRAIN: return {"node.drain", true};
     case W::NODE_UNDRAIN: return {"node.undrain", true};
     case W::NODE_DELETE: return {"node.delete", true};
+    case W::NODE_LABEL: return {"node.label", true};
     case W::USER_CREATE: return {"user.create", true};
     case W::USER_LIST: return {"user.list", false};
     case W::USER_DELETE: return {"user.delete", true};
@@ -117,6 +118,7 @@ std::string ClientApi::requestTarget(api::Request::Reader req) {
     case W::NODE_DRAIN: return str(req.getNodeDrain());
     case W::NODE_UNDRAIN: return str(req.getNodeUndrain());
     case W::NODE_DELETE: return str(req.getNodeDelete());
+    case W::NODE_LABEL: return str(req.getNodeLabel().getNode());
     case W::USER_CREATE: return str(req.getUserCreate().getName());
     case W::USER_DELETE: return str(req.getUserDelete());
     case W::USER_TOKEN_CREATE: return str(req.getUserTokenCreate().getUser());
@@ -179,6 +181,7 @@ std::optional<std::string> ClientApi::authorize(const Caller& c, api::Request::R
     case W::NODE_DRAIN: return rules::adminOnly(c, "drain nodes");
     case W::NODE_UNDRAIN: return rules::adminOnly(c, "undrain nodes");
     case W::NODE_DELETE: return rules::adminOnly(c, "delete nodes");
+    case W::NODE_LABEL: return rules::adminOnly(c, "label nodes");
     case W::USER_CREATE: return rules::adminOnly(c, "create users");
     case W::USER_LIST: return rules::adminOnly(c, "list users");
     case W::USER_DELETE: return rules::adminOnly(c, "delete users");

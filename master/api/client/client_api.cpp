@@ -87,6 +87,7 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     case api::Request::NODE_SHOW:
     case api::Request::NODE_DRAIN:
     case api::Request::NODE_UNDRAIN:
+    case api::Request::NODE_LABEL:
     case api::Request::NODE_TOP: return handleNode(req, a);
     case api::Request::NODE_DELETE: return deleteNode(req.getNodeDelete(), a);
     case api::Request::USER_CREATE:

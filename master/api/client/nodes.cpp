@@ -24,6 +24,13 @@ void ClientApi::fillNode(api::NodeInfo::Builder out, const NodeInfo& n, bool wit
   out.setLastHeartbeat(r.lastHeartbeat);
   out.setAgentVersion(r.agentVersion);
   out.setReplicas(count);
+  auto shown = store::effectiveLabels(r);
+  auto labels = out.initLabels(static_cast<unsigned>(shown.size()));
+  unsigned li = 0;
+  for (const auto& [k, v] : shown) {
+    labels[li].setKey(k);
+    labels[li++].setValue(v);
+  }
   if (withUsage) {
     auto now = jobs_.nodeUsed(r.name);
     setResources(out.initUsed(), now.cpuMillis, now.memoryBytes, 0);
@@ -43,6 +50,17 @@ void ClientApi::handleNode(api::Request::Reader req, const ClientAnswer& a) {
     if (it == nodes_.nodes().end()) return a.error("node " + name + " does not exist");
     fillNode(a.resp.initNode(), it->second, false);
     return a.send();
+  }
+  if (req.isNodeLabel()) {
+    auto in = req.getNodeLabel();
+    std::string name = in.getNode();
+    std::vector<spec::LabelArg> changes;
+    for (auto c : in.getChanges())
+      changes.push_back({str(c.getKey()), c.getHasValue() ? std::optional<std::string>(str(c.getValue())) : std::nullopt});
+    auto reply = afterCommit(a, [this, a, name] {
+      if (auto it = nodes_.nodes().find(name); it != nodes_.nodes().end()) fillNode(a.resp.initNode(), it->second, false);
+    });
+    return nodes_.label(name, std::move(changes), reply);
   }
   assert((req.isNodeDrain() || req.isNodeUndrain()) && "handleNode: not a node request");
   std::string name = req.isNodeDrain() ? req.getNodeDrain() : req.getNodeUndrain();

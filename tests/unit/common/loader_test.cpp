@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/spec/labels.h"
 #include "common/spec/spec_json.h"
 #include "tests/unit/common/spec_test_util.h"
 
@@ -262,4 +263,42 @@ TEST_CASE("the normalised JSON form", "[loader]") {
   CHECK_THAT(json, Catch::Contains("\"memoryBytes\": 1073741824"));
   CHECK_THAT(json, Catch::Contains("\"timeoutSeconds\": 600"));
   CHECK_THAT(json, Catch::Contains("\"queue\": \"default\""));
+}
+
+TEST_CASE("nodeSelector is kept sorted by key and shown back as a mapping", "[loader]") {
+  std::string spec = cjob("{ image: host, command: ls, resources: { cpu: 1, memory: 1Gi }, "
+                          "nodeSelector: { rack: r1, disk: nvme, gpu-model: \"\" } }");
+  auto loaded = loadJobSpec(spec);
+  INFO(errorsOf(spec));
+  REQUIRE(loaded.ok());
+  auto selector = loaded.job().getTasks()[0].getContainerJob().getContainer().getNodeSelector();
+  REQUIRE(selector.size() == 3);
+  CHECK(std::string(selector[0].getKey().cStr()) == "disk");
+  CHECK(std::string(selector[1].getKey().cStr()) == "gpu-model");
+  CHECK(std::string(selector[1].getValue().cStr()) == "");
+  CHECK(std::string(selector[2].getKey().cStr()) == "rack");
+  CHECK(std::string(selector[2].getValue().cStr()) == "r1");
+  auto json = jobJson(loaded.job());
+  CHECK(json["tasks"][0]["container"]["nodeSelector"] ==
+        yard::Json({{"disk", "nvme"}, {"gpu-model", ""}, {"rack", "r1"}}));
+}
+
+TEST_CASE("label arguments: KEY=VALUE sets, KEY- removes where allowed", "[loader][labels]") {
+  std::string why;
+  auto set = parseLabelArg("rack=r1", true, why);
+  REQUIRE(set);
+  CHECK(set->key == "rack");
+  CHECK(set->value == std::optional<std::string>("r1"));
+  auto empty = parseLabelArg("example.com/ssd=", false, why);
+  REQUIRE(empty);
+  CHECK(empty->value == std::optional<std::string>(""));
+  auto removal = parseLabelArg("rack-", true, why);
+  REQUIRE(removal);
+  CHECK_FALSE(removal->value.has_value());
+  CHECK_FALSE(parseLabelArg("rack-", false, why));
+  CHECK(why == "label \"rack-\" must be KEY=VALUE");
+  CHECK_FALSE(parseLabelArg("bad key=x", true, why));
+  CHECK(why.find("key \"bad key\" must be NAME or PREFIX/NAME") != std::string::npos);
+  CHECK_FALSE(parseLabelArg("rack=-x", true, why));
+  CHECK(why.find("value \"-x\" must be empty or 1-63") != std::string::npos);
 }

@@ -149,6 +149,12 @@ TEST_CASE("image and resources rules", "[validate]") {
        "tasks[0].container.command: required when image is host"},
       {"working dir", cjob("{ image: host, command: ls, resources: { cpu: 1, memory: 1Gi }, workingDir: data }"),
        "tasks[0].container.workingDir: \"data\" must be an absolute path"},
+      {"selector key", cjob("{ image: host, command: ls, resources: { cpu: 1, memory: 1Gi }, nodeSelector: { 'a b': x } }"),
+       "tasks[0].container.nodeSelector: key \"a b\" must be NAME or PREFIX/NAME"},
+      {"selector value", cjob("{ image: host, command: ls, resources: { cpu: 1, memory: 1Gi }, nodeSelector: { rack: -r1 } }"),
+       "tasks[0].container.nodeSelector.rack: \"-r1\" must be empty or 1-63 letters"},
+      {"selector not a mapping", cjob("{ image: host, command: ls, resources: { cpu: 1, memory: 1Gi }, nodeSelector: [rack] }"),
+       "tasks[0].container.nodeSelector: must be a mapping of node label to value"},
   };
   for (const auto& c : cases) check(c);
 }

@@ -91,6 +91,9 @@ class NodeHarness {
   }
   Result<bool> drain(const std::string& name) { return call([&](auto reply) { reg->drain(name, reply); }); }
   Result<bool> undrain(const std::string& name) { return call([&](auto reply) { reg->undrain(name, reply); }); }
+  Result<bool> label(const std::string& name, std::vector<spec::LabelArg> changes) {
+    return call([&](auto reply) { reg->label(name, std::move(changes), reply); });
+  }
 
   const master::NodeInfo& node(const std::string& name) {
     auto it = reg->nodes().find(name);

@@ -223,6 +223,35 @@ TEST_CASE("drain and undrain set the flag and the state durably", "[nodes]") {
   CHECK(missing2.error() == "node ghost does not exist");
 }
 
+TEST_CASE("node labels set and removed by the admin outlast re-registration and restarts", "[nodes][labels]") {
+  NodeHarness h(30);
+  REQUIRE(h.registerNode(goodNode("gpu-01")));  // the agent's: zone=a, yard.dev/rack=r12
+  REQUIRE(h.label("gpu-01", {{"disk", "nvme"}, {"zone", std::nullopt}, {"yard.dev/rack", "r7"}}));
+  using Labels = std::map<std::string, std::string>;
+  const Labels want{{"disk", "nvme"}, {"yard.dev/rack", "r7"}};
+  CHECK(store::effectiveLabels(h.node("gpu-01").record) == want);
+  CHECK(h.reg->schedulerViewOf("gpu-01")->labels == want);
+  CHECK(store::effectiveLabels(h.stored("gpu-01")) == want);
+
+  REQUIRE(h.registerNode(goodNode("gpu-01")));  // the agent restarts with its own labels
+  CHECK(store::effectiveLabels(h.node("gpu-01").record) == want);
+  h.reopen();  // and the master restarts
+  CHECK(store::effectiveLabels(h.node("gpu-01").record) == want);
+
+  REQUIRE(h.label("gpu-01", {{"disk", std::nullopt}, {"zone", "b"}}));
+  CHECK(store::effectiveLabels(h.node("gpu-01").record) == Labels{{"yard.dev/rack", "r7"}, {"zone", "b"}});
+
+  auto bad = h.label("gpu-01", {{"a b", "x"}});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().find("labels: key \"a b\" must be NAME or PREFIX/NAME") == 0);
+  auto twice = h.label("gpu-01", {{"k", "1"}, {"k", std::nullopt}});
+  REQUIRE_FALSE(twice);
+  CHECK(twice.error() == "labels: key \"k\" is given twice");
+  auto ghost = h.label("ghost", {{"k", "1"}});
+  REQUIRE_FALSE(ghost);
+  CHECK(ghost.error() == "node ghost does not exist");
+}
+
 TEST_CASE("a drain racing a timeout keeps both", "[nodes]") {
   // Regression guard for lost updates: each change is computed from the state the previous
   // one left, never from a copy taken before it committed.

@@ -38,6 +38,8 @@ class History {
     n.portHi = static_cast<uint16_t>(30000 + below(4));
     n.drivers = chance(80) ? std::vector<std::string>{"containerd"} : std::vector<std::string>{"host", "containerd"};
     if (chance(10)) n.vmRuntime = "kata";
+    if (chance(50)) n.labels["rack"] = "r" + std::to_string(below(2));
+    if (chance(30)) n.labels["disk"] = "nvme";
     nodes_.push_back(std::move(n));
   }
 
@@ -69,6 +71,8 @@ class History {
       if (chance(10)) r.resources.cpuMillis = 40000;  // larger than any node
       r.hostImage = chance(10);
       if (chance(15)) r.declaredPorts.push_back({9100, false});
+      if (chance(15)) r.nodeSelector.emplace_back("disk", "nvme");
+      if (chance(20)) r.nodeSelector.emplace_back("rack", "r" + std::to_string(below(3)));
       g.replicas.push_back(std::move(r));
     }
     pending_[g.taskId] = g;
@@ -102,9 +106,10 @@ class History {
   void changeNode() {
     if (nodes_.empty()) return addNode();
     NodeView& n = nodes_[size_t(below(int64_t(nodes_.size())))];
-    switch (below(3)) {
+    switch (below(4)) {
       case 0: n.state = NodeState::Draining; break;
       case 1: n.state = NodeState::Ready; break;
+      case 2: n.labels["rack"] = "r" + std::to_string(below(3)); break;  // yardctl node label
       default: n.state = NodeState::Down; break;
     }
   }
@@ -188,7 +193,8 @@ class History {
   static bool sameNode(const NodeView& a, const NodeView& b) {
     return a.name == b.name && a.state == b.state && a.capacity == b.capacity && a.allocated == b.allocated &&
            a.gpuIndexes == b.gpuIndexes && a.gpusInUse == b.gpusInUse && a.portLo == b.portLo && a.portHi == b.portHi &&
-           a.portsInUse == b.portsInUse && a.drivers == b.drivers && a.vmRuntime == b.vmRuntime;
+           a.portsInUse == b.portsInUse && a.drivers == b.drivers && a.vmRuntime == b.vmRuntime &&
+           a.labels == b.labels;
   }
 
   Backlog backlog_;

@@ -45,6 +45,12 @@ GangBuilder& GangBuilder::vm() {
   return *this;
 }
 
+GangBuilder& GangBuilder::selector(std::vector<std::pair<std::string, std::string>> labels) {
+  std::sort(labels.begin(), labels.end());
+  for (ReplicaRequest& r : request().replicas) r.nodeSelector = labels;
+  return *this;
+}
+
 GangRequest& GangBuilder::request() { return s_.snapshot().pending[i_]; }
 int64_t GangBuilder::id() { return request().taskId; }
 
@@ -59,6 +65,7 @@ Scenario& Scenario::node(const std::string& name, const NodeSpec& spec) {
   n.portHi = spec.portHi;
   n.drivers = spec.drivers;
   n.vmRuntime = spec.vmRuntime;
+  n.labels = spec.labels;
   snapshot_.nodes.push_back(std::move(n));
   return *this;
 }

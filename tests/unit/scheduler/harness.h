@@ -31,6 +31,7 @@ struct NodeSpec {
   uint16_t portHi = 30999;
   std::vector<std::string> drivers = {"containerd"};
   std::string vmRuntime{};
+  std::map<std::string, std::string> labels{};
 };
 
 struct QueueSpec {
@@ -56,6 +57,8 @@ class GangBuilder {
   GangBuilder& priority(int64_t p);
   GangBuilder& hostImage();
   GangBuilder& vm();
+  // Gives every replica added so far this nodeSelector (key=value pairs).
+  GangBuilder& selector(std::vector<std::pair<std::string, std::string>> labels);
   GangRequest& request();
   int64_t id();
 

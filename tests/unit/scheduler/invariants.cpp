@@ -35,6 +35,11 @@ void checkReplica(NodeTally& t, const ReplicaRequest& want, const ReplicaPlaceme
   REQUIRE(n.state == NodeState::Ready);
   REQUIRE(has(n.drivers, want.hostImage ? "host" : "containerd"));
   if (vm) REQUIRE(!n.vmRuntime.empty());
+  for (const auto& [key, value] : want.nodeSelector) {
+    INFO("nodeSelector " << key << "=" << value);
+    REQUIRE(n.labels.count(key) == 1);
+    REQUIRE(n.labels.at(key) == value);
+  }
   t.added += want.resources;
   REQUIRE(int64_t(got.gpus.size()) == want.resources.gpu);
   for (uint32_t g : got.gpus) {

@@ -173,6 +173,55 @@ TEST_CASE("drivers and VM runtime select nodes", "[scheduler][nodes]") {
   CHECK(r.nodesOf(v) == std::set<std::string>{"vm"});
 }
 
+TEST_CASE("a nodeSelector places only on nodes with all its labels", "[scheduler][nodes][selector]") {
+  Scenario s;
+  NodeSpec r1, r1nvme, r2;
+  r1.labels = {{"rack", "r1"}};
+  r1nvme.labels = {{"rack", "r1"}, {"disk", "nvme"}};
+  r2.labels = {{"rack", "r2"}, {"disk", "nvme"}};
+  s.node("a", r1).node("b", r1nvme).node("c", r2).node("plain").queue("q");
+  int64_t rack = s.gang("q", "j/rack").replicas(2, cores(1, 1)).selector({{"rack", "r1"}}).id();
+  int64_t both = s.gang("q", "j/both").replicas(1, cores(1, 1)).selector({{"rack", "r1"}, {"disk", "nvme"}}).id();
+  int64_t spread = s.gang("q", "k/spread").replicas(3, cores(40, 300)).selector({{"disk", "nvme"}}).id();
+  Run r = s.run();
+  CHECK(r.nodesOf(both) == std::set<std::string>{"b"});
+  for (const auto& n : r.nodesOf(rack)) CHECK((n == "a" || n == "b"));
+  // Three replicas of 40 cores need three nodes, and only two carry disk=nvme.
+  CHECK_FALSE(r.placed(spread));
+  CHECK(r.reason(spread).rfind("waiting for resources:", 0) == 0);
+}
+
+TEST_CASE("why pending names a nodeSelector no node matches or no matching node fits",
+          "[scheduler][nodes][selector]") {
+  Scenario s;
+  NodeSpec small;
+  small.capacity = cores(4, 16);
+  small.labels = {{"rack", "r1"}};
+  s.node("a", small).node("big").queue("q");
+  int64_t none = s.gang("q", "j/none").replicas(1, cores(1, 1)).selector({{"rack", "r9"}}).id();
+  int64_t tooBig = s.gang("q", "j/big").replicas(1, cores(8, 32)).selector({{"rack", "r1"}}).id();
+  int64_t next = s.gang("q", "j/next").replicas(1, cores(1, 1)).id();
+  Run r = s.run();
+  CHECK(r.reason(none) == "no ready node matches nodeSelector rack=r9");
+  CHECK(r.reason(tooBig) == "no node matching nodeSelector rack=r1 fits replica worker-0 (cpu 8, memory 32Gi, gpu 0)");
+  CHECK(r.placed(next));  // neither blocks the queue: waiting cannot help them
+}
+
+TEST_CASE("checkPlacement refuses a node that no longer matches the nodeSelector", "[scheduler][nodes][selector]") {
+  Scenario s;
+  NodeSpec r1;
+  r1.labels = {{"rack", "r1"}};
+  s.node("a", r1).queue("q");
+  int64_t id = s.gang("q", "j/t").replicas(1, cores(1, 1)).selector({{"rack", "r1"}}).id();
+  Run r = s.run();
+  REQUIRE(r.placed(id));
+  Snapshot now = r.before;
+  now.nodes[0].labels["rack"] = "r2";  // yardctl node label a rack=r2 between pass and commit
+  auto why = checkPlacement(now, r.before.pending[0], *r.placement(id));
+  REQUIRE(why.has_value());
+  CHECK(why->find("does not match nodeSelector rack=r1") != std::string::npos);
+}
+
 TEST_CASE("within a queue: priority first, then submit order", "[scheduler][order]") {
   Scenario s;
   NodeSpec two;

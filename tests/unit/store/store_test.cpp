@@ -35,6 +35,8 @@ TEST_CASE("store: every record type round-trips through close and reopen", "[sto
   NodeRecord n{"gpu-01", "10.0.0.1", 96000, int64_t{512} << 30, 8, 30000, 31000,
                {{"zone", "a"}, {"ü", "ß"}}, "containerd,host", "kata", NodeState::Ready, true, 13, 14,
                "0.1.0"};
+  n.adminLabels = {{"rack", "r2"}, {"disk", ""}};
+  n.removedLabels = {"zone", "pool"};
   JobRecord j = job("resnet-train");
   j.startedAt = 15;
   TaskRecord t{0, 0, "train", TaskState::Running, "", 2, 16, 0};
