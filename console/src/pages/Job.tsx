@@ -16,6 +16,7 @@ import { LiveStatus } from '../components/LiveStatus';
 import { StateBadge } from '../components/StateIcon';
 import { Events, TaskPanel } from '../components/TaskPanel';
 import { timeText } from '../lib/format';
+import { failureExit, progressText } from '../lib/progress';
 import { FINISHED_JOB_STATES } from '../lib/states';
 import { TaskStore } from '../lib/taskStore';
 import { Link, navigate } from '../router';
@@ -48,7 +49,8 @@ export function JobPage({ name }: { name: string }) {
 
   // the live states of the nodes follow each detail read, before it is painted
   useLayoutEffect(() => {
-    for (const t of detail?.tasks ?? []) store.set(t.name, { state: t.state, reason: t.reason, attempt: t.attempt });
+    for (const t of detail?.tasks ?? [])
+      store.set(t.name, { state: t.state, reason: t.reason, attempt: t.attempt, progress: progressText(t), exit: failureExit(t) });
   }, [detail, store]);
 
   // a burst of events becomes one re-fetch of the detail
@@ -66,7 +68,7 @@ export function JobPage({ name }: { name: string }) {
     task: (d) => {
       const t = d as TaskEventJson;
       if (t.job !== name) return;
-      store.set(t.task, { state: t.state, reason: t.reason, attempt: t.attempt });
+      store.update(t.task, { state: t.state, reason: t.reason, attempt: t.attempt });
       refetch();
     },
     event: (d) => {
