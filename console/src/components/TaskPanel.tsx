@@ -92,7 +92,7 @@ export function TaskPanel({
             </dd>
             <dt>Autoscaling</dt>
             <dd data-testid="elastic-scaling">
-              cpu {e.utilisation ?? '–'}% of requested, target {e.target}%
+              {e.utilisation == null ? 'cpu not measured yet' : `cpu ${e.utilisation}% of requested`}, target {e.target}%
             </dd>
             <dt>Last decision</dt>
             <dd data-testid="elastic-decision">
