@@ -6,12 +6,12 @@ describe('TaskStore', () => {
     const s = new TaskStore();
     const calls: string[] = [];
     for (let i = 0; i < 1000; i++) s.subscribe(`t${i}`, () => calls.push(`t${i}`));
-    s.set('t7', { state: 'Running', reason: '', attempt: 0 });
+    s.set('t7', { state: 'Running', reason: '', attempt: 0, progress: '', exit: '' });
     expect(calls).toEqual(['t7']);
     // the same value again is no change
-    expect(s.set('t7', { state: 'Running', reason: '', attempt: 0 })).toBe(false);
+    expect(s.set('t7', { state: 'Running', reason: '', attempt: 0, progress: '', exit: '' })).toBe(false);
     expect(calls).toEqual(['t7']);
-    s.set('t7', { state: 'Succeeded', reason: '', attempt: 0 });
+    s.set('t7', { state: 'Succeeded', reason: '', attempt: 0, progress: '', exit: '' });
     expect(calls).toEqual(['t7', 't7']);
     expect(s.get('t7')?.state).toBe('Succeeded');
   });
@@ -19,9 +19,22 @@ describe('TaskStore', () => {
     const s = new TaskStore();
     let n = 0;
     const off = s.subscribe('a', () => n++);
-    s.set('a', { state: 'Queued', reason: '', attempt: 0 });
+    s.set('a', { state: 'Queued', reason: '', attempt: 0, progress: '', exit: '' });
     off();
-    s.set('a', { state: 'Running', reason: '', attempt: 0 });
+    s.set('a', { state: 'Running', reason: '', attempt: 0, progress: '', exit: '' });
     expect(n).toBe(1);
+  });
+});
+
+describe('TaskStore.update', () => {
+  it("keeps what only the job's detail tells, and wakes on a progress change", () => {
+    const s = new TaskStore();
+    let n = 0;
+    s.subscribe('a', () => n++);
+    s.set('a', { state: 'Running', reason: '', attempt: 0, progress: '1/2 running', exit: '' });
+    s.update('a', { state: 'Failed', reason: 'replica worker/1 exited with code 3', attempt: 0 });
+    expect(s.get('a')).toEqual({ state: 'Failed', reason: 'replica worker/1 exited with code 3', attempt: 0, progress: '1/2 running', exit: '' });
+    expect(s.set('a', { ...s.get('a')!, exit: 'exit 3' })).toBe(true);
+    expect(n).toBe(3);
   });
 });

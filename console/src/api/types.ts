@@ -75,6 +75,9 @@ export interface TaskDetail {
   dependsOn: string[];
   replicas: ReplicaJson[];
   elastic: ElasticJson | null;
+  // A container job's runs needed. Not sent by the master yet (docs/console.md, "Left out");
+  // the task's box reads it when it is there.
+  completions?: number;
 }
 
 export interface JobDetail {

@@ -12,6 +12,7 @@ import type { TaskStore } from '../lib/taskStore';
 import { LogsView } from './LogsView';
 import { StateBadge } from './StateIcon';
 import { kindLabel } from '../lib/kinds';
+import { failureExit, progressText } from '../lib/progress';
 import { useKindsData } from './KindsContext';
 
 type Tab = 'replicas' | 'events' | 'logs' | 'usage';
@@ -45,6 +46,9 @@ export function TaskPanel({
   const why = whyText(task, store);
   const mine = events.filter((e) => e.task === task.name);
   const kinds = useKindsData();
+  const progress = progressText(task);
+  const exit = failureExit(task);
+  const e = task.elastic;
 
   return (
     <aside className="panel" data-testid="task-panel" aria-label={`Task ${task.name}`}>
@@ -54,22 +58,49 @@ export function TaskPanel({
           ×
         </button>
       </div>
-      <div className="panel-meta">
-        <StateBadge state={task.state} testid="panel-state" />
-        <span className="muted">
+      {/* one label/value grid: the elastic rows are rows of it like the others */}
+      <dl className="facts" data-testid="task-facts">
+        <dt>State</dt>
+        <dd>
+          <StateBadge state={task.state} testid="panel-state" />
+        </dd>
+        <dt>Kind</dt>
+        <dd>
           {kindLabel(kinds, task.kind)}
-          {task.mode && task.mode !== 'none' ? ` · ${task.mode}` : ''} · attempt {task.attempt}
-        </span>
-      </div>
-      <div className="why" data-testid={`reason-${task.name}`}>
-        {why ? why : <span className="muted">{live ? 'No reason reported.' : `Finished: ${task.state}.`}</span>}
-      </div>
-      {task.elastic && (
-        <div className="small" data-testid="elastic-info">
-          Elastic: {task.elastic.current} workers (desired {task.elastic.desired}, {task.elastic.min}–{task.elastic.max}), target{' '}
-          {task.elastic.target}%, cpu {task.elastic.utilisation ?? '–'}%{task.elastic.lastDecision ? `, last: ${task.elastic.lastDecision}` : ''}
-        </div>
-      )}
+          {task.mode && task.mode !== 'none' ? ` · ${task.mode}` : ''}
+        </dd>
+        <dt>Attempt</dt>
+        <dd>{task.attempt}</dd>
+        {progress && (
+          <>
+            <dt>Progress</dt>
+            <dd data-testid="panel-progress">
+              {progress}
+              {exit && <span className="failure-text"> · {exit}</span>}
+            </dd>
+          </>
+        )}
+        <dt>Reason</dt>
+        <dd className="why" data-testid={`reason-${task.name}`}>
+          {why ? why : <span className="muted">{live ? 'No reason reported.' : `Finished: ${task.state}.`}</span>}
+        </dd>
+        {e && (
+          <>
+            <dt>Workers</dt>
+            <dd data-testid="elastic-workers">
+              {e.current} now, {e.desired} desired, {e.min}–{e.max} allowed{e.pending ? ' (scaling out)' : ''}
+            </dd>
+            <dt>Autoscaling</dt>
+            <dd data-testid="elastic-scaling">
+              {e.utilisation == null ? 'cpu not measured yet' : `cpu ${e.utilisation}% of requested`}, target {e.target}%
+            </dd>
+            <dt>Last decision</dt>
+            <dd data-testid="elastic-decision">
+              {e.lastDecision ? `${e.lastDecision}${e.lastDecisionAt ? ` (${timeText(e.lastDecisionAt)})` : ''}` : <span className="muted">none yet</span>}
+            </dd>
+          </>
+        )}
+      </dl>
       <div className="tabs" role="tablist">
         {(['replicas', 'events', 'logs', 'usage'] as Tab[]).map((t) => (
           <button key={t} role="tab" aria-selected={tab === t} className={tab === t ? 'active' : ''} data-testid={`tab-${t}`} onClick={() => setTab(t)}>

@@ -6,6 +6,8 @@ export interface LiveTask {
   state: string;
   reason: string;
   attempt: number;
+  progress: string; // what its box says of its progress (lib/progress.ts), '' for nothing
+  exit: string; // how a failed task's failed replica ended ("exit 3"), '' otherwise
 }
 
 export class TaskStore {
@@ -19,10 +21,18 @@ export class TaskStore {
   // Returns whether the value changed (and its listeners were told).
   set(name: string, v: LiveTask): boolean {
     const old = this.values.get(name);
-    if (old && old.state === v.state && old.reason === v.reason && old.attempt === v.attempt) return false;
+    if (old && old.state === v.state && old.reason === v.reason && old.attempt === v.attempt && old.progress === v.progress && old.exit === v.exit)
+      return false;
     this.values.set(name, v);
     this.listeners.get(name)?.forEach((l) => l());
     return true;
+  }
+
+  // A task event's news (state, reason, attempt): what only the job's detail tells (progress,
+  // exit) stays as it was until the detail is read again.
+  update(name: string, v: Pick<LiveTask, 'state' | 'reason' | 'attempt'>): boolean {
+    const old = this.values.get(name);
+    return this.set(name, { progress: old?.progress ?? '', exit: old?.exit ?? '', ...v });
   }
 
   subscribe(name: string, listener: () => void): () => void {

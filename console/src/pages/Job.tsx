@@ -16,7 +16,8 @@ import { LiveStatus } from '../components/LiveStatus';
 import { StateBadge } from '../components/StateIcon';
 import { Events, TaskPanel } from '../components/TaskPanel';
 import { timeText } from '../lib/format';
-import { FINISHED_JOB_STATES } from '../lib/states';
+import { countsText, failureExit, progressText, taskCounts } from '../lib/progress';
+import { FINISHED_JOB_STATES, stateLook } from '../lib/states';
 import { TaskStore } from '../lib/taskStore';
 import { Link, navigate } from '../router';
 
@@ -48,7 +49,8 @@ export function JobPage({ name }: { name: string }) {
 
   // the live states of the nodes follow each detail read, before it is painted
   useLayoutEffect(() => {
-    for (const t of detail?.tasks ?? []) store.set(t.name, { state: t.state, reason: t.reason, attempt: t.attempt });
+    for (const t of detail?.tasks ?? [])
+      store.set(t.name, { state: t.state, reason: t.reason, attempt: t.attempt, progress: progressText(t), exit: failureExit(t) });
   }, [detail, store]);
 
   // a burst of events becomes one re-fetch of the detail
@@ -66,7 +68,7 @@ export function JobPage({ name }: { name: string }) {
     task: (d) => {
       const t = d as TaskEventJson;
       if (t.job !== name) return;
-      store.set(t.task, { state: t.state, reason: t.reason, attempt: t.attempt });
+      store.update(t.task, { state: t.state, reason: t.reason, attempt: t.attempt });
       refetch();
     },
     event: (d) => {
@@ -109,6 +111,8 @@ export function JobPage({ name }: { name: string }) {
   const job = detail?.job;
   const task = detail?.tasks.find((t) => t.name === selected);
   const finished = job ? FINISHED_JOB_STATES.has(job.state) : false;
+  // the tasks by state, from the detail (the summary counts only those done)
+  const counts = taskCounts(detail?.tasks.map((t) => t.state) ?? []);
 
   return (
     <div className="page job-page">
@@ -135,8 +139,15 @@ export function JobPage({ name }: { name: string }) {
           <span>
             owner <b>{job.owner}</b>
           </span>
-          <span>
-            tasks <b data-testid="job-tasks-done">{job.tasksDone}/{job.tasksTotal}</b> done
+          <span data-testid="job-tasks">
+            tasks <b>{detail.tasks.length}</b>
+            {counts.length > 0 && ': '}
+            {counts.map((c, i) => (
+              <span key={c.state} data-testid={`job-tasks-${c.state.toLowerCase()}`} style={{ color: stateLook(c.state).color }}>
+                {i > 0 && ', '}
+                {countsText([c])}
+              </span>
+            ))}
           </span>
           <span>submitted {timeText(job.submittedAt)}</span>
           {job.startedAt > 0 && <span>started {timeText(job.startedAt)}</span>}

@@ -22,6 +22,7 @@ const failDir = process.env.FAIL_DIR;
 
 const JOB = 'browser-dag';
 const FAILING = 'browser-fail';
+const RUNNING = 'browser-run';
 const TASKS = ['step-a', 'step-b', 'step-c'];
 
 const t0 = Date.now();
@@ -49,6 +50,61 @@ async function validation(state) {
     .catch(async () => {
       throw new Error(`validation-status: wanted ${state}, it shows "${await tid('validation-status').textContent()}"`);
     });
+}
+
+// The dependency edge source -> target: its path ends in an arrowhead (an SVG marker that
+// exists in the page), and that end is on the top of the dependent task's box.
+async function checkArrow(source, target) {
+  const got = await page.evaluate(
+    ([source, target]) => {
+      const edge = document.querySelector(`[data-testid="rf__edge-${CSS.escape(`${source}->${target}`)}"] path.react-flow__edge-path`);
+      if (!edge) return { error: 'no such edge' };
+      const ref = /url\(['"]?#(.+?)['"]?\)/.exec(edge.getAttribute('marker-end') ?? '');
+      const marker = ref && document.getElementById(ref[1]);
+      if (!marker || marker.tagName.toLowerCase() !== 'marker') return { error: `marker-end is "${edge.getAttribute('marker-end')}", no marker it names` };
+      if (!marker.querySelector('polyline, path, polygon')) return { error: 'the marker draws nothing' };
+      const end = edge.getPointAtLength(edge.getTotalLength()).matrixTransform(edge.getScreenCTM());
+      const box = (name) => document.querySelector(`[data-testid="task-node-${CSS.escape(name)}"]`).getBoundingClientRect();
+      const to = box(target);
+      const from = box(source);
+      return { end: { x: end.x, y: end.y }, to: { left: to.left, right: to.right, top: to.top }, fromBottom: from.bottom };
+    },
+    [source, target],
+  );
+  const where = JSON.stringify(got);
+  assert.ok(!got.error, `${source} -> ${target}: ${got.error}`);
+  assert.ok(got.end.x >= got.to.left && got.end.x <= got.to.right && Math.abs(got.end.y - got.to.top) <= 8, `the arrow ends on ${target}'s top: ${where}`);
+  assert.ok(got.end.y - got.fromBottom > 10, `the arrow points away from ${source}: ${where}`);
+}
+
+// Waits until every one of `count` task boxes lies inside the graph area and the task panel
+// is beside it, not over it.
+async function waitAllTasksInView(count) {
+  const inView = () =>
+    page.evaluate((count) => {
+      const dag = document.querySelector('[data-testid="job-dag"]').getBoundingClientRect();
+      const panel = document.querySelector('[data-testid="task-panel"]')?.getBoundingClientRect();
+      const boxes = [...document.querySelectorAll('[data-testid="job-dag"] [data-testid^="task-node-"]')].map((n) => ({
+        name: n.getAttribute('data-testid'),
+        ...JSON.parse(JSON.stringify(n.getBoundingClientRect())),
+      }));
+      const inside = (b) => b.left >= dag.left - 0.5 && b.right <= dag.right + 0.5 && b.top >= dag.top - 0.5 && b.bottom <= dag.bottom + 0.5;
+      const ok = boxes.length === count && boxes.every(inside) && (!panel || panel.left >= dag.right - 0.5);
+      return { ok, dag: JSON.parse(JSON.stringify(dag)), panel: panel && JSON.parse(JSON.stringify(panel)), boxes };
+    }, count);
+  const deadline = Date.now() + 5000;
+  let last;
+  while (Date.now() < deadline) {
+    last = await inView();
+    if (last.ok) return;
+    await page.waitForTimeout(100);
+  }
+  const rect = (r) => `${Math.round(r.left)}..${Math.round(r.right)} x ${Math.round(r.top)}..${Math.round(r.bottom)}`;
+  throw new Error(
+    `not every task box is inside the graph area ${rect(last.dag)}` +
+      (last.panel ? ` (panel ${rect(last.panel)})` : '') +
+      `: ${last.boxes.length} of ${count} drawn: ${last.boxes.map((b) => `${b.name} ${rect(b)}`).join('; ')}`,
+  );
 }
 
 async function step(name, fn) {
@@ -150,7 +206,13 @@ try {
       assert.equal(await tid(`task-node-${name}`).getAttribute('data-state'), 'Succeeded');
     }
     await waitText(page, 'job-state', 'Succeeded', 15000);
-    await waitText(page, 'job-tasks-done', '3/3', 15000);
+    await waitText(page, 'job-tasks', 'tasks 3: 3 succeeded', 15000);
+  });
+
+  await step("the job's edges end in arrowheads at the task that runs after; each box shows its runs done", async () => {
+    await checkArrow('step-a', 'step-b');
+    await checkArrow('step-b', 'step-c');
+    for (const name of TASKS) await waitText(page, `task-progress-${name}`, '1 run done', 5000);
   });
 
   await step("a task's logs show its output", async () => {
@@ -165,6 +227,15 @@ try {
   });
 
   await step('a failing task shows Failed and its reason; the task after it is Skipped', async () => {
+    const ok = (name, extra = []) => [
+      `  - name: ${name}`,
+      '    kind: container-job',
+      ...extra,
+      '    container:',
+      '      image: host',
+      '      resources: { cpu: 100m, memory: 32Mi }',
+      `      command: [sh, -c, "echo ${name}"]`,
+    ];
     await tid('nav-create').click();
     await tid('import-open').click();
     await tid('import-text').fill(
@@ -184,6 +255,10 @@ try {
         '      image: host',
         '      resources: { cpu: 100m, memory: 32Mi }',
         '      command: [sh, -c, "echo never"]',
+        // three tasks that succeed beside it, one of three runs: a wide graph
+        ...ok('side-1'),
+        ...ok('side-2'),
+        ...ok('batch', ['    completions: 3', '    parallelism: 2']),
         '',
       ].join('\n'),
     );
@@ -196,8 +271,21 @@ try {
     await waitText(page, 'task-state-boom', 'Failed', 60000);
     await waitText(page, 'task-state-after', 'Skipped', 30000);
     await waitText(page, 'job-state', 'Failed', 15000);
+    // the box: the failed run's exit code and the master's reason, its runs and the others'
+    await waitText(page, 'task-exit-boom', 'exit 3', 10000);
+    await waitContains(page, 'task-reason-boom', 'run failed', 10000);
+    log(`  boom's box: ${(await tid('task-node-boom').textContent()).trim()}`);
+    await waitText(page, 'task-progress-boom', '0 runs done', 5000);
+    await waitText(page, 'task-progress-batch', '3 runs done', 5000);
+    await waitText(page, 'task-progress-side-1', '1 run done', 5000);
+    assert.equal(await tid('task-failure-after').count(), 0, 'a skipped task shows no failure');
+    // the header counts the tasks by how they ended
+    await waitText(page, 'job-tasks', 'tasks 5: 3 succeeded, 1 failed, 1 skipped', 10000);
+    await checkArrow('boom', 'after');
     await tid('task-node-boom').click();
     await waitText(page, 'panel-state', 'Failed', 5000);
+    // the panel opens beside the graph, which is fitted to what is left of it
+    await waitAllTasksInView(5);
     // the master's reason on the task, the exit code on its replica, the cause on the job
     await waitContains(page, 'reason-boom', 'run failed', 10000);
     log(`  reason: ${(await tid('reason-boom').textContent()).trim()}`);
@@ -208,6 +296,87 @@ try {
     await tid('tab-logs').click();
     await waitContains(page, 'logs-view', 'boom', 15000);
     await shot('job-failed');
+    // closed, the graph has the whole width again and is fitted to it
+    await tid('task-panel-close').click();
+    await waitAllTasksInView(5);
+  });
+
+  await step("running tasks: replicas running, an elastic task's workers, its panel's rows; cancel", async () => {
+    const container = [
+      '        container:',
+      '          image: host',
+      '          resources: { cpu: 100m, memory: 32Mi }',
+      '          command: [sleep, "300"]',
+    ];
+    await tid('nav-create').click();
+    await tid('import-open').click();
+    await tid('import-text').fill(
+      [
+        `name: ${RUNNING}`,
+        'tasks:',
+        '  - name: train',
+        '    kind: pytorch',
+        '    mode: master-worker',
+        '    roles:',
+        '      master:',
+        '        replicas: 1',
+        ...container,
+        '      worker:',
+        '        replicas: 2',
+        ...container,
+        '  - name: grow',
+        '    kind: pytorch',
+        '    mode: elastic',
+        '    elastic: { backend: c10d, metric: cpu, target: 80, minReplicas: 1, maxReplicas: 3 }',
+        '    roles:',
+        '      worker:',
+        ...container,
+        '',
+      ].join('\n'),
+    );
+    await tid('import-apply').click();
+    await tid('task-node-grow').waitFor();
+    await validation('valid');
+    await tid('submit-job').click();
+    await page.waitForURL(`**/jobs/${RUNNING}`, { timeout: 10000 });
+    await waitText(page, 'task-state-train', 'Running', 30000);
+    await waitText(page, 'task-state-grow', 'Running', 30000);
+    await waitText(page, 'task-progress-train', '3/3 running', 10000);
+    await waitText(page, 'task-progress-grow', '1 of 1–3 workers', 10000);
+    await waitText(page, 'job-tasks', 'tasks 2: 2 running', 10000);
+    await tid('task-node-grow').click();
+    await waitText(page, 'panel-state', 'Running', 5000);
+    await waitContains(page, 'elastic-workers', '1 now', 10000);
+    // the elastic rows are rows of the panel's one label/value grid: label beside value, the
+    // labels in one column and the values in another
+    const rows = await page.evaluate(() => {
+      const grid = document.querySelector('[data-testid="task-facts"]');
+      if (!grid) return { error: 'no task-facts grid in the panel' };
+      const row = (label) => {
+        const dt = [...grid.querySelectorAll(':scope > dt')].find((d) => d.textContent.trim() === label);
+        const dd = dt?.nextElementSibling;
+        if (!dt || dd?.tagName !== 'DD') return null;
+        const a = dt.getBoundingClientRect();
+        const b = dd.getBoundingClientRect();
+        return { label, dtLeft: a.left, dtRight: a.right, ddLeft: b.left, top: a.top, ddTop: b.top, dd: dd.getAttribute('data-testid') };
+      };
+      return { rows: ['State', 'Reason', 'Workers', 'Autoscaling'].map(row) };
+    });
+    assert.ok(!rows.error, rows.error);
+    const [state, ...others] = rows.rows;
+    assert.ok(state && others.every(Boolean), `every row is a label and its value in the grid: ${JSON.stringify(rows)}`);
+    for (const r of others) {
+      assert.ok(Math.abs(r.dtLeft - state.dtLeft) < 1 && Math.abs(r.ddLeft - state.ddLeft) < 1, `"${r.label}" lines up with "State": ${JSON.stringify(rows)}`);
+      assert.ok(r.ddLeft > r.dtRight && Math.abs(r.ddTop - r.top) < 8, `"${r.label}"'s value is beside it: ${JSON.stringify(r)}`);
+    }
+    assert.equal(rows.rows[2].dd, 'elastic-workers');
+    await waitAllTasksInView(2);
+    await shot('job-running');
+    await tid('job-cancel').click();
+    await tid('confirm-ok').click();
+    await waitText(page, 'job-state', 'Cancelled', 30000);
+    await waitText(page, 'job-tasks', 'tasks 2: 2 cancelled', 10000);
+    await waitText(page, 'task-progress-train', '3 replicas', 10000);
   });
 
   await step('the Jobs page lists both jobs with their states', async () => {
