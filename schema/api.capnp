@@ -86,6 +86,10 @@ struct JobSummary {
   array @10 :Text;         # a job array's member: the array's name (empty: not a member)
   arrayIndex @11 :Int32;   # and its index
   owner @12 :Text;         # the user who submitted it
+  heldBy @13 :Text;        # yardctl job hold: who held it ("" = not held)
+  after @14 :Text;         # its spec's after: "prep-data:succeeded,..." ("" = none)
+  afterPending @15 :Bool;  # not all of them have ended as their conditions say yet
+  requeues @16 :Int32;     # yardctl job requeue: how many times
 }
 
 struct ReplicaInfo {
@@ -114,6 +118,8 @@ struct TaskInfo {
   replicas @7 :List(ReplicaInfo);
   hasElastic @8 :Bool;     # an elastic task: `elastic` is filled
   elastic @9 :ElasticInfo;
+  completions @10 :Int32;  # container-job: runs that must succeed (0 for other kinds)
+  restarts @11 :Int32;     # replica attempts of this life that ended and were started again
 }
 
 # What the autoscaler holds of an elastic task (yardctl job show).
@@ -416,6 +422,9 @@ struct Request {
     usage @44 :UsageQuery;             # answered by `usageRows`
     whoami @45 :Void;                  # answered by `user`
     nodeLabel @47 :NodeLabel;          # admins; answered by `node` once committed
+    jobHold @48 :Text;                 # answered by `done` once committed
+    jobRelease @49 :Text;
+    jobRequeue @50 :Text;
   }
 }
 

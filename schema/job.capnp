@@ -145,6 +145,20 @@ struct Job {
   priority @3 :Int64;
   tasks @4 :List(Task);
   array @5 :JobArray;            # a job array: the master creates one job per index
+  hold @6 :Bool;                 # submitted held: not scheduled until `yardctl job release`
+  after @7 :List(JobAfter);      # runs once these jobs have ended as each condition says
+}
+
+# `after:` (docs/habits.md): Slurm's --dependency=afterok / afternotok / afterany.
+struct JobAfter {
+  job @0 :Text;
+  condition @1 :AfterCondition;
+}
+
+enum AfterCondition {
+  succeeded @0;
+  failed @1;
+  ended @2;
 }
 
 # `array:` at job level (docs/spec.md, "Job arrays"): `count: N` (indexes 0..N-1) or

@@ -36,6 +36,22 @@ Json summaryJson(api::JobSummary::Reader j) {
   return out;
 }
 
+// "prep-data:succeeded,b:ended" as [{"job": "prep-data", "condition": "succeeded"}, ...].
+Json afterJson(const std::string& text) {
+  Json out = Json::array();
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    size_t colon = item.find(':');
+    out.push_back({{"job", item.substr(0, colon)},
+                   {"condition", colon == std::string::npos ? "succeeded" : item.substr(colon + 1)}});
+    start = comma + 1;
+  }
+  return out;
+}
+
 Json summaryFields(api::JobSummary::Reader j) {
   return {{"name", j.getName().cStr()},
           {"queue", j.getQueue().cStr()},
@@ -47,7 +63,12 @@ Json summaryFields(api::JobSummary::Reader j) {
           {"startedAt", j.getStartedAt()},
           {"finishedAt", j.getFinishedAt()},
           {"tasksTotal", j.getTasksTotal()},
-          {"tasksDone", j.getTasksDone()}};
+          {"tasksDone", j.getTasksDone()},
+          {"held", j.getHeldBy().size() > 0},
+          {"heldBy", j.getHeldBy().cStr()},
+          {"after", afterJson(j.getAfter().cStr())},
+          {"afterPending", j.getAfterPending()},
+          {"requeues", j.getRequeues()}};
 }
 
 Json detailJson(api::JobDetail::Reader d, bool showEnv) {
@@ -80,6 +101,8 @@ Json detailJson(api::JobDetail::Reader d, bool showEnv) {
                      {"state", t.getState().cStr()},
                      {"reason", t.getReason().cStr()},
                      {"attempt", t.getAttempt()},
+                     {"restarts", t.getRestarts()},
+                     {"completions", t.getCompletions()},
                      {"dependsOn", std::move(dependsOn)},
                      {"replicas", std::move(replicas)},
                      {"elastic", t.getHasElastic() ? elasticJson(t.getElastic()) : Json(nullptr)}});

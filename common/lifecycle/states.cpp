@@ -9,7 +9,8 @@ constexpr std::array<std::string_view, 8> kReplica = {"Placed", "Starting",  "Ru
                                                       "Killed", "OOMKilled", "Lost",    "Stopping"};
 constexpr std::array<std::string_view, 9> kTask = {"Waiting", "Queued",    "Starting", "Running", "Succeeded",
                                                    "Failed",  "Cancelled", "Skipped",  "Stopping"};
-constexpr std::array<std::string_view, 6> kJob = {"Queued", "Running", "Succeeded", "Failed", "Cancelled", "Cancelling"};
+constexpr std::array<std::string_view, 7> kJob = {"Queued",    "Running",    "Succeeded", "Failed",
+                                                  "Cancelled", "Cancelling", "Skipped"};
 constexpr std::array<std::string_view, 11> kCause = {"",           "Exited",          "Signal",
                                                      "OOMKilled",  "DeadlineExceeded", "ImagePullFailed",
                                                      "AgentFailure", "NodeLost",       "StoppedByUser",
@@ -34,7 +35,9 @@ bool isActive(ReplicaState s) {
 bool isFinal(TaskState s) {
   return s == TaskState::Succeeded || s == TaskState::Failed || s == TaskState::Cancelled || s == TaskState::Skipped;
 }
-bool isFinal(JobState s) { return s == JobState::Succeeded || s == JobState::Failed || s == JobState::Cancelled; }
+bool isFinal(JobState s) {
+  return s == JobState::Succeeded || s == JobState::Failed || s == JobState::Cancelled || s == JobState::Skipped;
+}
 
 bool endedInFailure(ReplicaState s, EndCause cause, int32_t exitCode) {
   if (isLive(s)) return false;

@@ -16,6 +16,9 @@
 //                     outcome is decided; it is recorded once its stopped replicas are gone)
 //   job:              Queued -> Running -> Succeeded | Failed | Cancelled
 //                     Queued/Running -> Cancelling -> Cancelled (until its replicas are gone)
+//                     Queued -> Skipped (it runs after a job whose end did not meet its
+//                     `after` condition: docs/habits.md)
+//                     Running/Succeeded/Failed/Cancelled -> Queued (yardctl job requeue)
 //
 // Stopping and Cancelling exist only on the master; they are appended so the wire's order
 // (schema/lifecycle.capnp) stays the same as the first seven replica states.
@@ -37,7 +40,7 @@ namespace yard {
 
 enum class ReplicaState : uint8_t { Placed, Starting, Running, Exited, Killed, OOMKilled, Lost, Stopping };
 enum class TaskState : uint8_t { Waiting, Queued, Starting, Running, Succeeded, Failed, Cancelled, Skipped, Stopping };
-enum class JobState : uint8_t { Queued, Running, Succeeded, Failed, Cancelled, Cancelling };
+enum class JobState : uint8_t { Queued, Running, Succeeded, Failed, Cancelled, Cancelling, Skipped };
 enum class NodeState : uint8_t { Ready, Draining, Down };
 // Running: accepts and dispatches; Closed: rejects new jobs, dispatches what it has;
 // Stopped: rejects new jobs and dispatches nothing (running work continues in both).

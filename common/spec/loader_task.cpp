@@ -3,6 +3,8 @@
 // kind takes is its descriptor's (kinds.h).
 #include "common/spec/loader_yaml.h"
 
+#include "common/spec/after.h"
+
 #include <algorithm>
 
 #include "common/spec/kinds.h"
@@ -10,8 +12,52 @@
 
 namespace yard::spec::detail {
 
+// after: a list of { job, condition } (condition defaults to succeeded) or of "job[:condition]".
+void Loader::loadAfter(const YAML::Node& node, schema::Job::Builder job) {
+  visit();
+  if (!node.IsSequence()) {
+    error("after", "must be a list of jobs (like - { job: prep-data, condition: succeeded }), got " + describe(node));
+    return;
+  }
+  if (node.size() > kMaxAfter) {
+    error("after", std::to_string(node.size()) + " jobs is more than the limit of " + std::to_string(kMaxAfter));
+    return;
+  }
+  auto list = job.initAfter(static_cast<unsigned>(node.size()));
+  for (size_t i = 0; i < node.size(); ++i) {
+    std::string path = index("after", i);
+    auto a = list[static_cast<unsigned>(i)];
+    if (node[i].IsScalar()) {
+      auto s = scalar(node[i], path);
+      if (!s) continue;
+      std::string why;
+      auto parsed = parseAfterArg(*s, why);
+      if (!parsed) {
+        error(path, "\"" + *s + "\" must be JOB or JOB:succeeded|failed|ended");
+        continue;
+      }
+      a.setJob(parsed->job);
+      a.setCondition(parsed->condition);
+      continue;
+    }
+    auto m = mapping(node[i], path, {"job", "condition"});
+    if (!m) continue;
+    if (const auto* j = m->get("job"); j && present(*j)) {
+      if (auto s = scalar(*j, at(path, "job"))) a.setJob(*s);
+    } else {
+      error(at(path, "job"), "required: the name of a job submitted before this one");
+    }
+    if (const auto* c = m->get("condition"); c && present(*c))
+      if (auto v = enumeration<schema::AfterCondition>(*c, at(path, "condition"),
+                                                      {{"succeeded", schema::AfterCondition::SUCCEEDED},
+                                                       {"failed", schema::AfterCondition::FAILED},
+                                                       {"ended", schema::AfterCondition::ENDED}}))
+        a.setCondition(*v);
+  }
+}
+
 void Loader::loadJob(const YAML::Node& root, schema::Job::Builder job) {
-  auto m = mapping(root, "", {"name", "type", "queue", "priority", "tasks", "array"});
+  auto m = mapping(root, "", {"name", "type", "queue", "priority", "tasks", "array", "hold", "after"});
   if (!m) return;
   if (const auto* n = m->get("name"); n && present(*n)) {
     if (auto s = scalar(*n, "name")) job.setName(*s);
@@ -41,6 +87,10 @@ void Loader::loadJob(const YAML::Node& root, schema::Job::Builder job) {
       }
     }
   }
+  if (const auto* n = m->get("hold"); n && present(*n)) {
+    if (auto b = boolean(*n, "hold")) job.setHold(*b);
+  }
+  if (const auto* n = m->get("after"); n && present(*n)) loadAfter(*n, job);
   const YAML::Node* tasks = m->get("tasks");
   if (!tasks || !present(*tasks)) {
     error("tasks", "required: a list of at least one task");

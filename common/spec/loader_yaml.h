@@ -133,6 +133,7 @@ class Loader {
   void loadHook(const YAML::Node& node, const std::string& path, schema::Hook::Builder hook);
   void loadPorts(const YAML::Node& node, const std::string& path, schema::Container::Builder c);
   void loadEnv(const YAML::Node& node, const std::string& path, schema::Container::Builder c);
+  void loadAfter(const YAML::Node& node, schema::Job::Builder job);
   void loadNodeSelector(const YAML::Node& node, const std::string& path, schema::Container::Builder c);
   void loadMounts(const YAML::Node& node, const std::string& path,
                   schema::Container::Builder c);

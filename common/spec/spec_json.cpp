@@ -1,5 +1,7 @@
 #include "common/spec/spec_json.h"
 
+#include "common/spec/after.h"
+
 #include <string_view>
 
 #include "common/spec/validate.h"
@@ -118,6 +120,13 @@ Json jobJson(schema::Job::Reader job) {
     if (a.getMember().getArray().size() != 0)
       array["member"] = {{"array", sv(a.getMember().getArray())}, {"index", a.getMember().getIndex()}, {"count", a.getMember().getCount()}};
     out["array"] = std::move(array);
+  }
+  if (job.getHold()) out["hold"] = true;
+  if (job.getAfter().size() > 0) {
+    Json after = Json::array();
+    for (auto dep : job.getAfter())
+      after.push_back({{"job", sv(dep.getJob())}, {"condition", std::string(afterConditionName(dep.getCondition()))}});
+    out["after"] = std::move(after);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/spec/after.h"
 #include "common/spec/kinds.h"
 #include "common/spec/labels.h"
 #include "common/spec/quantity.h"
@@ -89,6 +90,16 @@ void Validator::job(schema::Job::Reader job) {
     error("tasks", "the job has more than " + std::to_string(kMaxReplicasPerJob) +
                        " replicas in total (the limit per job)");
   dag(job);
+  auto after = job.getAfter();
+  if (after.size() > kMaxAfter)
+    error("after", std::to_string(after.size()) + " jobs is more than the limit of " + std::to_string(kMaxAfter));
+  std::set<std::string> seen;
+  for (unsigned i = 0; i < after.size() && i < kMaxAfter; ++i) {
+    std::string path = "after[" + std::to_string(i) + "].job", other = str(after[i].getJob());
+    name(path, other, 4, 25);
+    if (other == str(job.getName())) error(path, quoted(other) + " is this job: a job cannot run after itself");
+    else if (!seen.insert(other).second) error(path, quoted(other) + " is listed twice");
+  }
 }
 
 void Validator::task(schema::Task::Reader t, const std::string& path) {

@@ -1,5 +1,7 @@
 #include "master/jobs/job_view.h"
 
+#include "common/spec/after.h"
+
 namespace yard::master {
 
 void fillJobSummary(api::JobSummary::Builder out, const JobEntry& job) {
@@ -16,6 +18,15 @@ void fillJobSummary(api::JobSummary::Builder out, const JobEntry& job) {
   for (const auto& t : job.tasks) done += isFinal(t.rec.state);
   out.setTasksDone(done);
   out.setOwner(job.rec.owner);
+  out.setHeldBy(job.rec.heldBy);
+  std::string after;
+  for (auto a : job.spec->job().getAfter())
+    after += (after.empty() ? "" : ",") + str(a.getJob()) + ":" + std::string(spec::afterConditionName(a.getCondition()));
+  out.setAfter(after);
+  out.setAfterPending(job.rec.afterPending);
+  out.setRequeues(job.rec.requeues);
+  if (!job.rec.heldBy.empty()) out.setReason("held by " + job.rec.heldBy + " (yardctl job release " + job.rec.name + ")");
+  else if (job.rec.afterPending) out.setReason("waiting for the jobs it runs after (" + after + ")");
   auto member = job.spec->job().getArray().getMember();
   if (member.getArray().size() != 0) {
     out.setArray(member.getArray());

@@ -159,7 +159,9 @@ std::string PendingIndex::updateGangs(const std::string& name) {
   std::vector<PendingGang> now;
   std::string why;
   auto it = jobs_.find(name);
-  if (it != jobs_.end() && !held(name)) {
+  // Held (`job hold`) or waiting for the jobs it runs after: no gang until that changes.
+  bool gated = it != jobs_.end() && (!it->second.rec.heldBy.empty() || it->second.rec.afterPending);
+  if (it != jobs_.end() && !held(name) && !gated) {
     why = confined("reading its pending gangs", [&] { pendingGangsOf(config_, name, it->second, now); });
     if (!why.empty()) now.clear();
   }
@@ -194,6 +196,14 @@ const PendingGang* PendingIndex::gang(int64_t id) const {
 std::string PendingIndex::reasonOf(const JobEntry& job, size_t task) const {
   if (task >= job.tasks.size() || job.tasks[task].rec.state != TaskState::Queued) return "";
   const std::string& name = job.rec.name;
+  if (!job.rec.heldBy.empty()) return "held by " + job.rec.heldBy + " (yardctl job release " + name + ")";
+  if (job.rec.afterPending) {
+    auto outcome = lifecycle::decideAfter(job, [this](const std::string& n) -> const JobEntry* {
+      auto it = jobs_.find(n);
+      return it == jobs_.end() ? nullptr : &it->second;
+    });
+    return outcome.reason;
+  }
   if (held(name)) {
     const Member& m = members_.at(name);
     const Array& arr = arrays_.at(m.array);

@@ -80,6 +80,14 @@ class JobRegistry {
   // Cancels what still runs, then deletes once its replicas are gone (at once when nothing
   // runs); the name becomes free again then.
   void remove(const std::string& name, Reply reply, InTx alsoWrite = {});
+  // yardctl job hold / release: a Queued job that has not started is not scheduled until
+  // released (`by` is who held it, shown in why-pending). Refused for a job that has started
+  // or ended; hold of a held job and release of one not held are no errors.
+  void hold(const std::string& name, const std::string& by, Reply reply, InTx alsoWrite = {});
+  void release(const std::string& name, Reply reply, InTx alsoWrite = {});
+  // yardctl job requeue (lifecycle::requeueJob): a running or ended job goes back to its queue
+  // as a new attempt. Refused for a queued, cancelling or skipped job.
+  void requeue(const std::string& name, const std::string& by, Reply reply, InTx alsoWrite = {});
   // cancel and remove take the name of a job array too: they act on every member.
   // The members of job array `array` (their names, in index order); empty when none.
   std::vector<std::string> arrayMembers(const std::string& array) const;
@@ -198,6 +206,11 @@ class JobRegistry {
   // Keeps timed_ and the pending index in step with jobs_[name] (present or not). Called
   // after every change to jobs_.
   void indexJob(const std::string& name);
+  // Jobs waiting for `name` (their spec's `after`) are decided once it has ended or gone:
+  // released, or Skipped (docs/habits.md). Each decision is a change of that job, committed.
+  void decideDependents(const std::string& name);
+  void decideAfter(const std::string& name);
+  std::map<std::string, std::set<std::string>> dependents_;  // job -> jobs waiting for it
   void indexTime(const std::string& name);
   // Runs a scheduling pass (scheduling_pass.h) and commits what it decided (registry_pass.cpp).
   void runPass();

@@ -44,7 +44,11 @@ class JobSpec {
 struct TaskEntry {
   store::TaskRecord rec;
   std::vector<size_t> deps;                    // indexes of the tasks it depends on
-  std::vector<store::ReplicaRecord> replicas;  // every attempt's rows
+  std::vector<store::ReplicaRecord> replicas;  // every attempt's rows (of this life: see history)
+  // Rows of the job's earlier lives (before a `yardctl job requeue`): ended replica attempts
+  // with an id below rec.historyBefore. Kept in the store; no rule reads them but the next
+  // run attempt's number (so attempts stay unique) and the counts people read.
+  std::vector<store::ReplicaRecord> history;
 };
 
 struct JobEntry {

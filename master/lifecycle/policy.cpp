@@ -124,6 +124,8 @@ int32_t nextRunAttempt(const TaskEntry& t, int32_t index) {
   int32_t next = 0;
   for (const auto& r : t.replicas)
     if (r.index == index) next = std::max(next, r.attempt + 1);
+  for (const auto& r : t.history)  // a requeued job's earlier lives: attempts stay unique
+    if (r.index == index) next = std::max(next, r.attempt + 1);
   return next;
 }
 
@@ -316,7 +318,7 @@ void evaluateTask(JobEntry& job, size_t ti, int64_t now, Events& events) {
     std::string why = replicaName(f) + (f.state == ReplicaState::Exited    ? " exited " + std::to_string(f.exitCode)
                                         : f.cause == EndCause::RestartLimit ? ": " + f.reason
                                                                             : " " + std::string(toText(f.state)));
-    if (t.rec.attempt < st.getAdvanced().getRetries()) {
+    if (t.rec.attempt - t.rec.attemptBase < st.getAdvanced().getRetries()) {
       // Whole-gang restart: stop the attempt's live replicas; the gang is queued again.
       // They keep their resources until they are gone, so the new gang is placed after.
       for (auto* r : cur)
@@ -420,6 +422,76 @@ void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& ev
   advanceDag(job, now, events);  // Cancelled at once when nothing was running
   if (job.rec.state == JobState::Cancelling)
     event(events, job, "", "", 0, now, "Cancelling", reason + ": waiting for its replicas to stop");
+}
+
+void requeueJob(JobEntry& job, const std::string& reason, int64_t now, Events& events) {
+  for (auto& t : job.tasks) {
+    int64_t boundary = t.rec.historyBefore;
+    int32_t attempt = t.rec.attempt;
+    for (auto& r : t.replicas) {
+      boundary = std::max(boundary, r.id + 1);
+      attempt = std::max(attempt, r.attempt);
+      if (!isActive(r.state)) continue;
+      stopReplica(r, EndCause::StoppedByPolicy, reason);
+      event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Stopping", reason);
+    }
+    for (const auto& r : t.history) attempt = std::max(attempt, r.attempt);
+    // Ended attempts become history; those still stopping stay until gone (they hold their
+    // resources), and a later load files them as history.
+    auto past = std::stable_partition(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return isLive(r.state); });
+    t.history.insert(t.history.end(), std::make_move_iterator(past), std::make_move_iterator(t.replicas.end()));
+    t.replicas.erase(past, t.replicas.end());
+    t.rec.historyBefore = boundary;
+    t.rec.attempt = t.rec.attemptBase = attempt + 1;
+    t.rec.startedAt = t.rec.finishedAt = 0;
+    t.rec.ending = std::nullopt;
+    t.rec.desired = 0;
+    t.rec.scaleSince = 0;
+    t.rec.state = t.deps.empty() ? TaskState::Queued : TaskState::Waiting;
+    t.rec.reason = t.deps.empty() ? "waiting for the scheduler" : "waiting for its dependencies";
+  }
+  job.rec.state = JobState::Queued;
+  job.rec.reason = reason;
+  job.rec.startedAt = job.rec.finishedAt = 0;
+  job.rec.requeues += 1;
+  event(events, job, "", "", 0, now, "Requeued", reason + " (requeue " + std::to_string(job.rec.requeues) + ")");
+}
+
+void skipJob(JobEntry& job, const std::string& reason, int64_t now, Events& events) {
+  for (auto& t : job.tasks)
+    if (!isFinal(t.rec.state)) setTaskState(job, t, TaskState::Skipped, reason, now, events);
+  job.rec.state = JobState::Skipped;
+  job.rec.reason = reason;
+  job.rec.afterPending = false;
+  job.rec.finishedAt = now;
+  event(events, job, "", "", 0, now, "Skipped", reason);
+}
+
+AfterOutcome decideAfter(const JobEntry& job, const JobLookup& lookup) {
+  AfterOutcome out{AfterOutcome::Met, ""};
+  std::string met, waiting;
+  for (auto a : job.spec->job().getAfter()) {
+    std::string name = str(a.getJob());
+    const JobEntry* dep = lookup(name);
+    if (!dep) return {AfterOutcome::Never, "after " + name + ": the job no longer exists"};
+    std::string state(toText(dep->rec.state));
+    if (!isFinal(dep->rec.state)) {
+      waiting += (waiting.empty() ? "" : ", ") + name + " (" + state + ")";
+      continue;
+    }
+    JobState s = dep->rec.state;
+    bool ok = a.getCondition() == schema::AfterCondition::ENDED ||
+              (a.getCondition() == schema::AfterCondition::SUCCEEDED && s == JobState::Succeeded) ||
+              (a.getCondition() == schema::AfterCondition::FAILED && (s == JobState::Failed || s == JobState::Cancelled));
+    std::string cond = a.getCondition() == schema::AfterCondition::SUCCEEDED ? "succeeded"
+                       : a.getCondition() == schema::AfterCondition::FAILED  ? "failed"
+                                                                             : "ended";
+    if (!ok) return {AfterOutcome::Never, "after " + name + ": it ended " + state + ", not " + cond};
+    met += (met.empty() ? "" : ", ") + name + " (" + state + ")";
+  }
+  if (!waiting.empty()) return {AfterOutcome::Waiting, "after " + waiting};
+  out.reason = "after " + met;
+  return out;
 }
 
 int stopLeftovers(JobEntry& job, const std::string& reason, int64_t now, Events& events) {

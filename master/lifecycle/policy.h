@@ -19,6 +19,7 @@
 //     task has.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -68,6 +69,24 @@ std::optional<JobEntry> applyTime(const JobEntry& job, const std::set<std::strin
 // Stops every active replica (cause StoppedByUser); the job is Cancelling and its unfinished
 // tasks Stopping until those are gone, then Cancelled (at once when nothing runs).
 void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& events);
+// yardctl job requeue: the job goes back to its queue as a new attempt of every task, like
+// Slurm's `scontrol requeue`. Active replicas are stopped (cause StoppedByPolicy; they keep
+// their resources until gone, so the new gangs are placed after); the ended ones become the
+// tasks' history; each task starts a new attempt (retries count from it), Queued or, with
+// dependencies, Waiting. REQUIRES: the job is Running or final (not Skipped), not Cancelling.
+void requeueJob(JobEntry& job, const std::string& reason, int64_t now, Events& events);
+// A job whose `after` condition can no longer be met: its unfinished tasks and the job end
+// Skipped with `reason`. REQUIRES: nothing of it has started.
+void skipJob(JobEntry& job, const std::string& reason, int64_t now, Events& events);
+
+// The jobs a job runs after (its spec's `after`), judged against their states now.
+using JobLookup = std::function<const JobEntry*(const std::string&)>;
+struct AfterOutcome {
+  enum Kind { Waiting, Met, Never } kind = Waiting;
+  std::string reason;  // Met: "after prep-data (Succeeded)"; Never: why; Waiting: what it waits for
+};
+AfterOutcome decideAfter(const JobEntry& job, const JobLookup& lookup);
+
 // A finished job's replicas still running (`cleanup: none` leaves them): stops them (cause
 // StoppedByUser); the job and its tasks keep their final states. Returns how many.
 int stopLeftovers(JobEntry& job, const std::string& reason, int64_t now, Events& events);

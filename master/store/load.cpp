@@ -83,11 +83,15 @@ JobRecord jobRow(const sql::Stmt& s, std::map<int64_t, std::string>& unreadable)
   j.owner = s.text(12);
   j.runAsUid = s.i64(13);
   j.runAsGid = s.i64(14);
+  j.heldBy = s.text(15);
+  j.afterPending = s.flag(16);
+  j.requeues = s.i32(17);
   return j;
 }
 constexpr const char* kJobs =
     "SELECT id, name, queue, state, reason, priority, spec, submitted_at, started_at,"
-    " finished_at, deleted, delete_requested, owner, run_as_uid, run_as_gid FROM jobs ORDER BY id";
+    " finished_at, deleted, delete_requested, owner, run_as_uid, run_as_gid, held_by, after_pending, requeues"
+    " FROM jobs ORDER BY id";
 
 UserRecord userRow(const sql::Stmt& s) { return UserRecord{s.text(0), s.flag(1), s.i64(2), s.i64(3), s.i64(4)}; }
 constexpr const char* kUsers = "SELECT name, admin, uid, gid, created_at FROM users ORDER BY id";
@@ -118,11 +122,12 @@ constexpr const char* kAudit =
 
 TaskRecord taskRow(const sql::Stmt& s) {
   return TaskRecord{s.i64(0), s.i64(1), s.text(2), parseTaskStateColumn(s.text(3)), s.text(4), s.i32(5),
-                    s.i64(6), s.i64(7), s.i32(8), s.i64(9), s.i64(10), parseTaskEndingColumn(s.text(11)), s.text(12)};
+                    s.i64(6), s.i64(7), s.i32(8), s.i64(9), s.i64(10), parseTaskEndingColumn(s.text(11)), s.text(12),
+                    s.i64(13), s.i32(14)};
 }
 constexpr const char* kTasks =
     "SELECT id, job_id, name, state, reason, attempt, started_at, finished_at, desired, scale_since,"
-    " last_scale_at, ending, last_scale FROM tasks ORDER BY id";
+    " last_scale_at, ending, last_scale, history_before, attempt_base FROM tasks ORDER BY id";
 
 ReplicaRecord replicaRow(const sql::Stmt& s) {
   ReplicaRecord r;

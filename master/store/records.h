@@ -88,6 +88,15 @@ struct JobRecord {
   // was submitted; -1 = not mapped). Jobs from before users existed: the built-in admin, 0/0.
   std::string owner = "admin";
   int64_t runAsUid = 0, runAsGid = 0;
+  // yardctl job hold: a Queued job that is not scheduled until `job release` (who held it in
+  // heldBy, "" = not held).
+  std::string heldBy = "";
+  // The spec's `after` conditions have not all been met yet: not scheduled; decided (released,
+  // or Skipped) when the jobs it names end (docs/habits.md).
+  bool afterPending = false;
+  // yardctl job requeue: how many times; the tasks' replica rows older than requeuedAt's
+  // boundary are history (TaskRecord::historyBefore).
+  int32_t requeues = 0;
   bool operator==(const JobRecord&) const = default;
 };
 
@@ -109,6 +118,11 @@ struct TaskRecord {
   // scale", "1 -> 4 cancelled: ..."; at lastScaleAt), kept after the task ends. Once the
   // task is final, `desired` is the workers it ended with.
   std::string lastScale = "";
+  // yardctl job requeue: replica rows with an id below this are the task's history (earlier
+  // runs of the job), kept in the store but not part of the task's current life; and the
+  // attempt the current life started at (retries count from it). 0, 0 = never requeued.
+  int64_t historyBefore = 0;
+  int32_t attemptBase = 0;
   bool operator==(const TaskRecord&) const = default;
 };
 

@@ -270,10 +270,16 @@ ALTER TABLE replicas ADD COLUMN worker_restarts INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 // Version 11: node labels the admin sets and removes at run time (`yardctl node label`),
-// kept apart from the agent's so that a registration does not undo them.
+// kept apart from the agent's so that a registration does not undo them; jobs held
+// (`job hold`), waiting for the jobs they run after, and requeued (docs/habits.md).
 constexpr const char* kV11 = R"sql(
 ALTER TABLE nodes ADD COLUMN admin_labels TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE nodes ADD COLUMN removed_labels TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN held_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN after_pending INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN requeues INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN history_before INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tasks ADD COLUMN attempt_base INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 constexpr Migration kMigrations[] = {

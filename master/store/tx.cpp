@@ -136,10 +136,11 @@ Result<int64_t> Tx::insertJob(JobRecord& job) {
   return guarded<int64_t>([&] {
     Outcome o = runSql(conn_, R"sql(
       INSERT INTO jobs (name, queue, state, reason, priority, spec, submitted_at, started_at,
-                        finished_at, deleted, owner, run_as_uid, run_as_gid)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
+                        finished_at, deleted, owner, run_as_uid, run_as_gid, held_by, after_pending, requeues)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
       job.name, job.queue, toText(job.state), job.reason, job.priority, sql::Blob{job.spec},
-      job.submittedAt, job.startedAt, job.finishedAt, job.deleted, job.owner, job.runAsUid, job.runAsGid);
+      job.submittedAt, job.startedAt, job.finishedAt, job.deleted, job.owner, job.runAsUid, job.runAsGid,
+      job.heldBy, job.afterPending, job.requeues);
     if (o.code == SQLITE_CONSTRAINT_UNIQUE) {
       return Result<int64_t>::fail("job name " + inQuotes(job.name) +
                                    " is already used by a job that has not been deleted");
@@ -155,10 +156,10 @@ Result<bool> Tx::updateJob(const JobRecord& job) {
   return guarded<bool>([&] {
     Outcome o = runSql(conn_, R"sql(
       UPDATE jobs SET state = ?, reason = ?, priority = ?, started_at = ?, finished_at = ?,
-                      deleted = ?, delete_requested = ?
+                      deleted = ?, delete_requested = ?, held_by = ?, after_pending = ?, requeues = ?
       WHERE id = ?)sql",
       toText(job.state), job.reason, job.priority, job.startedAt, job.finishedAt, job.deleted, job.deleteRequested,
-      job.id);
+      job.heldBy, job.afterPending, job.requeues, job.id);
     if (o.code == SQLITE_CONSTRAINT_UNIQUE) {  // un-deleting while the name is taken again
       return Result<bool>::fail("job name " + inQuotes(job.name) +
                                 " is already used by a job that has not been deleted");
@@ -219,11 +220,12 @@ Result<bool> Tx::updateTask(const TaskRecord& task) {
   return guarded<bool>([&] {
     auto r = described(runSql(conn_, R"sql(
       UPDATE tasks SET state = ?, reason = ?, attempt = ?, started_at = ?, finished_at = ?,
-                       desired = ?, scale_since = ?, last_scale_at = ?, ending = ?, last_scale = ?
+                       desired = ?, scale_since = ?, last_scale_at = ?, ending = ?, last_scale = ?,
+                       history_before = ?, attempt_base = ?
       WHERE id = ?)sql",
       toText(task.state), task.reason, task.attempt, task.startedAt, task.finishedAt, task.desired,
       task.scaleSince, task.lastScaleAt, task.ending ? std::string(toText(*task.ending)) : std::string(),
-      task.lastScale, task.id),
+      task.lastScale, task.historyBefore, task.attemptBase, task.id),
       "updating task " + std::to_string(task.id));
     return r.isOk() ? expectOneRow("task", task.id) : r;
   });

@@ -18,6 +18,7 @@
 #include "common/api_json/output.h"
 #include "master/yardctl/report.h"
 #include "common/api_json/resource_output.h"
+#include "common/spec/after.h"
 #include "common/spec/labels.h"
 #include "master/yardctl/job_text.h"
 #include "master/yardctl/time_flag.h"
@@ -165,15 +166,36 @@ Json submittedJson(const std::string& done, schema::Job::Reader spec, const api:
   return out;
 }
 
-int submitJobs(GlobalOptions& global, Streams io, const std::vector<std::string>& files, const std::string& arrayFlag);
+// `job submit --hold` and `--after JOB[:CONDITION]` (docs/habits.md): they set the spec's
+// hold and add to its after list.
+struct SubmitFlags {
+  bool hold = false;
+  std::vector<spec::AfterArg> after;
+  bool any() const { return hold || !after.empty(); }
+};
+void applySubmitFlags(schema::Job::Builder job, const SubmitFlags& flags) {
+  if (flags.hold) job.setHold(true);
+  if (flags.after.empty()) return;
+  std::vector<spec::AfterArg> all;
+  for (auto a : job.asReader().getAfter()) all.push_back(spec::AfterArg{std::string(a.getJob().cStr()), a.getCondition()});
+  all.insert(all.end(), flags.after.begin(), flags.after.end());
+  auto list = job.initAfter(static_cast<unsigned>(all.size()));
+  for (size_t i = 0; i < all.size(); ++i) {
+    list[static_cast<unsigned>(i)].setJob(all[i].job);
+    list[static_cast<unsigned>(i)].setCondition(all[i].condition);
+  }
+}
+
+int submitJobs(GlobalOptions& global, Streams io, const std::vector<std::string>& files, const std::string& arrayFlag,
+               const SubmitFlags& flags = {});
 
 // `job submit FILE`: validated here first (every error with its path), then by the master,
 // whose refusal of a field ("tasks[0]....dataset: dataset imagenet does not exist") keeps
 // its path in -o json.
-int submitJob(GlobalOptions& global, Streams io, const std::string& file) {
+int submitJob(GlobalOptions& global, Streams io, const std::string& file, const SubmitFlags& flags) {
   spec::LoadedJob loaded = spec::loadJobSpecFile(file);
   if (!loaded.ok()) return reportInvalidSpec(global, io, file, loaded.errors);
-  if (spec::hasArray(loaded.job())) return submitJobs(global, io, {file}, "");
+  if (spec::hasArray(loaded.job()) || flags.any()) return submitJobs(global, io, {file}, "", flags);
   auto address = masterAddress(global);
   if (!address) return reportError(global, io, kExitFailed, address.error());
   auto resp = callMaster(address.value(), [&](api::Request::Builder r) { r.setJobSubmit(loaded.job()); });
@@ -197,7 +219,8 @@ int submitJob(GlobalOptions& global, Streams io, const std::string& file) {
 
 // `job submit A.yaml B.yaml ...` and `job submit --array RANGE[%N] FILE...`: each validated
 // here first, then sent in one request the master stores all or none of (jobSubmitAll).
-int submitJobs(GlobalOptions& global, Streams io, const std::vector<std::string>& files, const std::string& arrayFlag) {
+int submitJobs(GlobalOptions& global, Streams io, const std::vector<std::string>& files, const std::string& arrayFlag,
+               const SubmitFlags& flags) {
   std::optional<spec::ArrayFlag> flag;
   if (!arrayFlag.empty()) {
     auto f = spec::parseArrayFlag(arrayFlag);
@@ -217,6 +240,12 @@ int submitJobs(GlobalOptions& global, Streams io, const std::vector<std::string>
     capnp::MallocMessageBuilder copy;
     copy.setRoot(loaded[i].job());
     auto edited = copy.getRoot<schema::Job>();
+    if (flags.any()) {
+      applySubmitFlags(edited, flags);
+      auto errors = spec::validateJob(edited.asReader());
+      std::erase_if(errors, [](const spec::SpecError& e) { return e.path.rfind("after", 0) != 0; });
+      if (!errors.empty()) return reportInvalidSpec(global, io, files[i], errors);
+    }
     if (flag) {
       auto a = edited.initArray();
       a.setRange(flag->range);
@@ -485,11 +514,26 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
                      "Submit as a job array: indexes A-B[:STEP][,...], and after % how many may run at once "
                      "(0-999%10); replaces the spec's array")
       ->type_name("RANGE[%N]");
-  submit->callback([&global, io, &action, files, array] {
-    action = [&global, io, files, array] {
+  auto hold = std::make_shared<bool>(false);
+  auto afterArgs = std::make_shared<std::vector<std::string>>();
+  submit->add_flag("--hold", *hold, "Submit held (like sbatch -H): not scheduled until yardctl job release");
+  submit->add_option("--after", *afterArgs,
+                     "Run after this job (repeatable): JOB[:succeeded|failed|ended], succeeded when left out "
+                     "(like sbatch --dependency=afterok/afternotok/afterany); adds to the spec's after")
+      ->type_name("JOB[:COND]");
+  submit->callback([&global, io, &action, files, array, hold, afterArgs] {
+    action = [&global, io, files, array, hold, afterArgs] {
       if (auto missing = reportMissingFile(global, io, *files)) return *missing;  // exit 2, as `validate`
-      if (files->size() == 1 && array->empty()) return submitJob(global, io, files->front());
-      return submitJobs(global, io, *files, *array);
+      SubmitFlags flags;
+      flags.hold = *hold;
+      for (const auto& a : *afterArgs) {
+        std::string why;
+        auto parsed = spec::parseAfterArg(a, why);
+        if (!parsed) return reportError(global, io, kExitUsage, why);
+        flags.after.push_back(*parsed);
+      }
+      if (files->size() == 1 && array->empty()) return submitJob(global, io, files->front(), flags);
+      return submitJobs(global, io, *files, *array, flags);
     };
   });
   addListCommand(job, global, io, action);
@@ -505,6 +549,14 @@ void addJobCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
                  Json::object(), *showEnv);
     };
   });
+  named(job, "hold", "Hold a queued job: it is not scheduled until released (like scontrol hold)", "job", global, io,
+        action, [](api::Request::Builder r, const std::string& n) { r.setJobHold(n); });
+  named(job, "release", "Release a held job: it is scheduled again", "job", global, io, action,
+        [](api::Request::Builder r, const std::string& n) { r.setJobRelease(n); });
+  named(job, "requeue",
+        "Put a running or ended job back in its queue as a new attempt (like scontrol requeue); running "
+        "replicas are stopped first",
+        "job", global, io, action, [](api::Request::Builder r, const std::string& n) { r.setJobRequeue(n); });
   addScaleCommand(job, global, io, action);
   addEventsCommand(job, global, io, action);
   addStopCommand(job, "cancel",

@@ -76,7 +76,12 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
       << "Priority:   " << j.getPriority() << "\n"
       << "Submitted:  " << timeText(j.getSubmittedAt()) << "\n"
       << "Started:    " << timeText(j.getStartedAt()) << "\n"
-      << "Finished:   " << timeText(j.getFinishedAt()) << "\n\nTasks:\n";
+      << "Finished:   " << timeText(j.getFinishedAt()) << "\n";
+  if (j.getHeldBy().size()) out << "Held:       by " << j.getHeldBy().cStr() << " (yardctl job release " << j.getName().cStr() << ")\n";
+  if (j.getAfter().size())
+    out << "After:      " << j.getAfter().cStr() << (j.getAfterPending() ? " (waiting)" : " (met)") << "\n";
+  if (j.getRequeues()) out << "Requeued:   " << j.getRequeues() << (j.getRequeues() == 1 ? " time" : " times") << "\n";
+  out << "\nTasks:\n";
   Table tasks({"TASK", "KIND", "STATE", "ATTEMPT", "AFTER", "REASON"});
   for (auto t : d.getTasks()) {
     std::string deps;
@@ -146,7 +151,9 @@ std::vector<std::string> jobRow(api::JobSummary::Reader j, int64_t nowMs) {
   auto span = [](int64_t from, int64_t to) { return std::max<int64_t>(0, to - from); };
   std::string waited = submitted > 0 ? squeueTime(span(submitted, started > 0 ? started : until)) : "-";
   std::string elapsed = started > 0 ? squeueTime(span(started, until)) : "-";
-  return {j.getName().cStr(), j.getQueue().cStr(), j.getState().cStr(),
+  // A held job is Queued; the table says Held, as squeue's reason would (JobHeldUser).
+  std::string state = j.getHeldBy().size() ? "Held" : j.getState().cStr();
+  return {j.getName().cStr(), j.getQueue().cStr(), state,
           std::to_string(j.getTasksDone()) + "/" + std::to_string(j.getTasksTotal()), std::to_string(j.getPriority()),
           timeText(j.getSubmittedAt()), orDash(j.getOwner().cStr()), waited, elapsed};
 }

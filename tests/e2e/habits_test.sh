@@ -83,4 +83,108 @@ for _ in $(seq 100); do [ "$(grep -c 'node node-2 registered' "$tmp/master.err")
 grep -q 'node node-2 registered again' "$tmp/master.err" || fail "node-2 did not register again"
 expect_out '^node-2 .* rack=r3$' "$bin/yardctl" node show node-2
 
+# quick FILE NAME SECONDS [EXIT] [COMPLETIONS]: a host container job that sleeps, then exits.
+quick() {
+  cat >"$1" <<YAML
+name: $2
+tasks:
+  - name: main
+    kind: container-job
+    completions: ${5:-1}
+    parallelism: ${5:-1}
+    container:
+      image: host
+      command: [sh, -c, 'sleep $3; exit ${4:-0}']
+      resources: { cpu: 100m, memory: 64Mi }
+YAML
+}
+state_of() { jshow "$1" 'j["job"]["state"]' 2>/dev/null; }
+
+say "hold and release"
+quick "$tmp/held.yaml" held-job 0
+out=$("$bin/yardctl" job submit --hold "$tmp/held.yaml" 2>&1) || fail "submit --hold: $out"
+sleep 1.5
+[ "$(state_of held-job)" = Queued ] || fail "a held job left the queue: $(state_of held-job)"
+expect_out '^held-job +default +Held ' "$bin/yardctl" job list
+[ "$(jshow held-job 'j["job"]["heldBy"]')" = admin ] || fail "heldBy: $(jshow held-job 'j["job"]')"
+[ "$(jshow held-job 'j["tasks"][0]["reason"]')" = "held by admin (yardctl job release held-job)" ] ||
+  fail "held reason: $(jshow held-job 'j["tasks"][0]["reason"]')"
+expect_out 'already held by admin' "$bin/yardctl" job hold held-job
+expect_out 'job held-job released' "$bin/yardctl" job release held-job
+wait_job held-job Succeeded
+out=$("$bin/yardctl" job hold held-job 2>&1) && fail "a finished job was held: $out"
+echo "$out" | grep -q 'only a queued job that has not started can be held' || fail "hold of a finished job said: $out"
+# job hold through the HTTP API's route on a queued job, then release on the command line.
+quick "$tmp/held2.yaml" held-later 0
+"$bin/yardctl" queue create slow --cpu 100m --memory 64Mi >/dev/null || fail "queue create slow"
+sed -i 's/^name: held-later/name: held-later\nqueue: slow/' "$tmp/held2.yaml"
+quick "$tmp/blocker.yaml" slow-blocker 30
+sed -i 's/^name: slow-blocker/name: slow-blocker\nqueue: slow/' "$tmp/blocker.yaml"
+submit "$tmp/blocker.yaml"
+wait_job slow-blocker Running
+submit "$tmp/held2.yaml"
+expect_out 'job held-later held' "$bin/yardctl" job hold held-later
+"$bin/yardctl" job events held-later | grep -q ' Held ' || fail "no Held event: $("$bin/yardctl" job events held-later)"
+
+say "requeue"
+quick "$tmp/again.yaml" run-twice 0 0 2
+submit "$tmp/again.yaml"
+wait_job run-twice Succeeded
+expect_out 'job run-twice requeued \(was Succeeded\)' "$bin/yardctl" job requeue run-twice
+wait_job run-twice Succeeded
+[ "$(jshow run-twice 'j["job"]["requeues"]')" = 1 ] || fail "requeues: $(jshow run-twice 'j["job"]')"
+# Both runs ran again (the earlier life's successes do not count), as new attempts.
+[ "$(jshow run-twice 'len(j["tasks"][0]["replicas"])')" = 2 ] || fail "replicas after requeue: $(jshow run-twice 'j["tasks"][0]["replicas"]')"
+[ "$(jshow run-twice 'sorted(r["attempt"] for r in j["tasks"][0]["replicas"])')" = "[1, 1]" ] ||
+  fail "attempts after requeue: $(jshow run-twice 'j["tasks"][0]["replicas"]')"
+"$bin/yardctl" job events run-twice | grep -q ' Requeued ' || fail "no Requeued event"
+expect_out '^Requeued: +1 time' "$bin/yardctl" job show run-twice
+# A running job: its replica is stopped, then it runs again as attempt 1.
+expect_out 'job slow-blocker requeued \(was Running\)' "$bin/yardctl" job requeue slow-blocker
+for _ in $(seq 100); do
+  [ "$(jshow slow-blocker '[r["attempt"] for r in j["tasks"][0]["replicas"] if r["state"] == "Running"]')" = "[1]" ] && break
+  sleep 0.1
+done
+[ "$(jshow slow-blocker '[r["attempt"] for r in j["tasks"][0]["replicas"] if r["state"] == "Running"]')" = "[1]" ] ||
+  fail "slow-blocker did not run again: $("$bin/yardctl" job show slow-blocker)"
+out=$("$bin/yardctl" job requeue held-later 2>&1) && fail "a queued job was requeued: $out"
+echo "$out" | grep -q 'is queued: it has not started' || fail "requeue of a queued job said: $out"
+"$bin/yardctl" job cancel slow-blocker >/dev/null
+"$bin/yardctl" job delete held-later >/dev/null
+
+say "after"
+quick "$tmp/prep.yaml" prep-data 2
+quick "$tmp/train.yaml" train-model 0
+quick "$tmp/cleanup.yaml" on-prep-failure 0
+quick "$tmp/report.yaml" report-always 0
+printf 'after:\n  - { job: prep-data, condition: succeeded }\n' >>"$tmp/train.yaml"
+out=$("$bin/yardctl" job submit "$tmp/train.yaml" 2>&1) && fail "after an unknown job accepted: $out"
+echo "$out" | grep -q 'after\[0\].job: job prep-data does not exist' || fail "unknown after job said: $out"
+submit "$tmp/prep.yaml"
+submit "$tmp/train.yaml"
+out=$("$bin/yardctl" job submit --after prep-data:failed "$tmp/cleanup.yaml" 2>&1) || fail "submit --after: $out"
+out=$("$bin/yardctl" job submit --after prep-data:sometimes "$tmp/report.yaml" 2>&1)
+[ $? -eq 2 ] || fail "a bad --after condition is not a usage error: $out"
+echo "$out" | grep -q 'must be succeeded, failed or ended' || fail "bad --after said: $out"
+"$bin/yardctl" job submit --after prep-data:ended --after train-model "$tmp/report.yaml" >/dev/null || fail "submit report"
+reason=$(jshow train-model 'j["tasks"][0]["reason"]')
+echo "$reason" | grep -Eq '^after prep-data \((Queued|Running)\)$' || fail "train-model why pending: $reason"
+[ "$(jshow train-model 'j["job"]["afterPending"]')" = True ] || fail "afterPending: $(jshow train-model 'j["job"]')"
+wait_job prep-data Succeeded
+wait_job train-model Succeeded
+wait_job report-always Succeeded
+for _ in $(seq 50); do [ "$(state_of on-prep-failure)" = Skipped ] && break; sleep 0.1; done
+[ "$(state_of on-prep-failure)" = Skipped ] || fail "on-prep-failure: $(state_of on-prep-failure)"
+[ "$(jshow on-prep-failure 'j["job"]["reason"]')" = "after prep-data: it ended Succeeded, not failed" ] ||
+  fail "skip reason: $(jshow on-prep-failure 'j["job"]["reason"]')"
+"$bin/yardctl" job events train-model | grep -q 'Released .*after prep-data (Succeeded)' || fail "no Released event"
+# A job after one that has ended already is decided at submit.
+quick "$tmp/late.yaml" late-follower 0
+out=$("$bin/yardctl" job submit --after prep-data:failed "$tmp/late.yaml" 2>&1) || fail "late submit: $out"
+[ "$(state_of late-follower)" = Skipped ] || fail "late-follower: $(state_of late-follower)"
+sed -i 's/^name: late-follower/name: self-follower/' "$tmp/late.yaml"
+out=$("$bin/yardctl" job submit --after self-follower "$tmp/late.yaml" 2>&1)
+[ $? -ne 0 ] || fail "a job after itself was accepted"
+echo "$out" | grep -q 'a job cannot run after itself' || fail "self after said: $out"
+
 finish "habits"

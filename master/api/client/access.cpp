@@ -52,6 +52,9 @@ ClientApi::RequestInfo ClientApi::requestInfo(api::Request::Which which) {
     case W::JOB_SUBMIT:
     case W::JOB_SUBMIT_ALL: return {"job.submit", true};
     case W::JOB_CANCEL: return {"job.cancel", true};
+    case W::JOB_HOLD: return {"job.hold", true};
+    case W::JOB_RELEASE: return {"job.release", true};
+    case W::JOB_REQUEUE: return {"job.requeue", true};
     case W::JOB_DELETE: return {"job.delete", true};
     case W::JOB_SCALE: return {"job.scale", true};
     case W::JOB_LIST: return {"job.list", false};
@@ -107,6 +110,9 @@ std::string ClientApi::requestTarget(api::Request::Reader req) {
       return names;
     }
     case W::JOB_CANCEL: return str(req.getJobCancel());
+    case W::JOB_HOLD: return str(req.getJobHold());
+    case W::JOB_RELEASE: return str(req.getJobRelease());
+    case W::JOB_REQUEUE: return str(req.getJobRequeue());
     case W::JOB_DELETE: return str(req.getJobDelete());
     case W::JOB_SCALE: return str(req.getJobScale().getJob()) + "/" + str(req.getJobScale().getTask());
     case W::JOB_SHOW: return str(req.getJobShow());
@@ -205,6 +211,9 @@ std::optional<std::string> ClientApi::authorize(const Caller& c, api::Request::R
         if (auto why = authorizeSubmit(c, spec)) return why;
       return std::nullopt;
     case W::JOB_CANCEL: return authorizeJob(c, "cancel", str(req.getJobCancel()));
+    case W::JOB_HOLD: return authorizeJob(c, "hold", str(req.getJobHold()));
+    case W::JOB_RELEASE: return authorizeJob(c, "release", str(req.getJobRelease()));
+    case W::JOB_REQUEUE: return authorizeJob(c, "requeue", str(req.getJobRequeue()));
     case W::JOB_DELETE: return authorizeJob(c, "delete", str(req.getJobDelete()));
     case W::JOB_SCALE: return authorizeJob(c, "scale", str(req.getJobScale().getJob()));
     case W::JOB_SHOW: return authorizeJob(c, "see", str(req.getJobShow()));

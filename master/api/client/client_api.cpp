@@ -79,6 +79,9 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     case api::Request::JOB_SUBMIT_ALL:
     case api::Request::JOB_CANCEL:
     case api::Request::JOB_DELETE:
+    case api::Request::JOB_HOLD:
+    case api::Request::JOB_RELEASE:
+    case api::Request::JOB_REQUEUE:
     case api::Request::JOB_SCALE:
     case api::Request::JOB_LIST:
     case api::Request::JOB_SHOW:

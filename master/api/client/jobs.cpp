@@ -92,6 +92,11 @@ void fillJobDetail(api::JobDetail::Builder out, const JobRegistry& jobs, const J
     auto out2 = ti.initReplicas(static_cast<unsigned>(reps.size()));
     for (unsigned k = 0; k < reps.size(); ++k) fillReplica(out2[k], *reps[k], st);
     fillElastic(ti, jobs, job, i);
+    if (st.getKind() == schema::TaskKind::CONTAINER_JOB)
+      ti.setCompletions(static_cast<int32_t>(st.getContainerJob().getCompletions()));
+    ti.setRestarts(static_cast<int32_t>(std::count_if(t.replicas.begin(), t.replicas.end(), [](const auto& r) {
+      return r.attempt > 0 && r.cause != EndCause::None;
+    })));
   }
 }
 
@@ -153,6 +158,9 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
     }
     case api::Request::JOB_CANCEL: return jobs_.cancel(req.getJobCancel(), changed, audited);
     case api::Request::JOB_DELETE: return jobs_.remove(req.getJobDelete(), changed, audited);
+    case api::Request::JOB_HOLD: return jobs_.hold(req.getJobHold(), a.caller->user, changed, audited);
+    case api::Request::JOB_RELEASE: return jobs_.release(req.getJobRelease(), changed, audited);
+    case api::Request::JOB_REQUEUE: return jobs_.requeue(req.getJobRequeue(), a.caller->user, changed, audited);
     case api::Request::JOB_SCALE: {
       auto s = req.getJobScale();
       return jobs_.scale(s.getJob(), s.getTask(), s.getReplicas(), changed, audited);

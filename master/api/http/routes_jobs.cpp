@@ -1,5 +1,5 @@
 // The jobs' routes (docs/http_api.md): the list, submitting and validating a spec, one job
-// (show, cancel, delete) and its events, usage and tasks. Its logs are routes_logs.cpp.
+// (show, cancel, delete, hold, release, requeue) and its events, usage and tasks. Its logs are routes_logs.cpp.
 #include "common/api_json/job_output.h"
 #include "common/api_json/resource_output.h"
 #include "common/spec/job_array.h"
@@ -105,6 +105,12 @@ void HttpApi::jobPart(const Ctx& c, const std::string& job, const std::vector<st
   if (part == "cancel" && rest.size() == 1) {
     if (m != "POST") return notAllowed("POST");
     return unary(c, [job](auto r) { r.setJobCancel(job); }, done);
+  }
+  if ((part == "hold" || part == "release" || part == "requeue") && rest.size() == 1) {
+    if (m != "POST") return notAllowed("POST");
+    if (part == "hold") return unary(c, [job](auto r) { r.setJobHold(job); }, done);
+    if (part == "release") return unary(c, [job](auto r) { r.setJobRelease(job); }, done);
+    return unary(c, [job](auto r) { r.setJobRequeue(job); }, done);
   }
   if (part == "logs" && rest.size() == 1) return get ? logsPage(c, job) : notAllowed("GET");
   if (part == "logs" && rest.size() == 2 && rest[1] == "stream") return get ? logsStream(c, job) : notAllowed("GET");

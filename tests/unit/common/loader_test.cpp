@@ -139,7 +139,7 @@ tasks:
 
 TEST_CASE("unknown keys are errors, never ignored", "[loader]") {
   CHECK_THAT(errorsOf("name: good-job\nqueu: team-a\ntasks:\n  - { name: only-task, kind: container-job, container: " + kC + " }\n"),
-             Catch::Contains("queu: unknown key \"queu\" (allowed: name, type, queue, priority, tasks, array)"));
+             Catch::Contains("queu: unknown key \"queu\" (allowed: name, type, queue, priority, tasks, array, hold, after)"));
   CHECK_THAT(errorsOf(job("  - name: train\n    kind: pytorch\n    roles:\n      master: { replica: 1, container: " + kC + " }\n")),
              Catch::Contains("tasks[0].roles.master.replica: unknown key \"replica\" (allowed: replicas, container)"));
   CHECK_THAT(errorsOf(cjob("{ image: host, command: ls, resources: { cpu: 1, memory: 1Gi, gpus: 1 } }")),
