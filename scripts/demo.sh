@@ -9,8 +9,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 spec=${1:-configs/examples/dag.yaml}
 if [ "${YARD_DEMO_NO_BUILD:-}" != 1 ]; then
-  scripts/setup.sh
-  scripts/build.sh
+  # Only what the demo needs: the build's packages (not the test suite's: chromium,
+  # prometheus, containerd, torch, etcd, ...), and the product's binaries (not the tests',
+  # not the web console). scripts/test.sh installs and builds the rest.
+  scripts/setup.sh --demo
+  generator=()
+  command -v ninja >/dev/null && [ ! -f build/Makefile ] && generator=(-G Ninja)
+  [ -f build/CMakeCache.txt ] || cmake -S . -B build "${generator[@]}" -DBUILD_TESTING=OFF >/dev/null
+  cmake --build build -j"${YARD_JOBS:-2}" --target yard-master yard-agent yardctl yard-shim
 fi
 bin=build/bin
 work=$(mktemp -d)

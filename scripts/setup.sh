@@ -2,6 +2,8 @@
 # Installs every build and test dependency of Yard from Debian 12 packages.
 # Non-interactive and idempotent: packages already present are not reinstalled,
 # and apt is only asked when something is missing. Runs as root, or through sudo.
+#   scripts/setup.sh          everything: the build and every test (scripts/test.sh)
+#   scripts/setup.sh --demo   only what builds the product and runs scripts/demo.sh
 set -euo pipefail
 
 packages=(
@@ -15,8 +17,12 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   golang-github-containerd-containerd-dev golang-github-gogo-protobuf-dev
   golang-github-containerd-cgroups-dev
+  # the demo's example job (python3) and its process checks
+  python3 procps
+)
+[ "${1:-}" = --demo ] || packages+=(
   # tests
-  catch2 python3 sqlite3 procps
+  catch2 sqlite3
   # metrics tests: promtool (check metrics / check rules / test rules) and curl; Debian 12
   # ships promtool only inside the prometheus package, whose own service Yard does not use
   prometheus curl
@@ -41,7 +47,7 @@ packages=(
 
 # The web console is built with Node and npm (Debian 12 has Node 18); a Node already on
 # PATH (say a newer one in a CI image) is used as it is.
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+if [ "${1:-}" != --demo ] && { ! command -v node >/dev/null || ! command -v npm >/dev/null; }; then
   packages+=(nodejs npm)
 fi
 

@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh -DYARD_WERROR=ON
+scripts/build.sh -DYARD_WERROR=ON -DBUILD_TESTING=ON  # ON: a build dir scripts/demo.sh made has it OFF
 cd build
 ctest --output-on-failure -j"${YARD_JOBS:-2}" "$@"
