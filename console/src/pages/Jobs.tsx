@@ -12,10 +12,10 @@ import type { JobList, JobSummary, User } from '../api/types';
 import { StateBadge } from '../components/StateIcon';
 import { LiveStatus } from '../components/LiveStatus';
 import { ageText } from '../lib/format';
+import { JOB_STATES } from '../lib/states';
 import { Link, navigate, useLocation } from '../router';
 
 const PAGE = 50;
-const JOB_STATES = ['Queued', 'Running', 'Succeeded', 'Failed', 'Cancelling', 'Cancelled'];
 
 interface Filters {
   state: string;
