@@ -55,6 +55,18 @@ describe('progressText', () => {
     expect(progressText(task({ kind: 'container-job', state: 'Failed', replicas: [replica('run', 0, 0, 'Exited', 3)] }))).toBe('0 runs done');
     expect(progressText(task({ kind: 'container-job', state: 'Queued' }))).toBe('0 runs done');
   });
+  it('counts a container job’s runs of its completions', () => {
+    const rs = [replica('run', 0, 0, 'Exited', 0), replica('run', 1, 0, 'Exited', 0), replica('run', 2, 0, 'Exited', 0)];
+    const t = task({ kind: 'container-job', mode: '', completions: 5, replicas: rs });
+    expect(progressText(t)).toBe('3/5 runs');
+    expect(progressText({ ...t, replicas: [...rs, replica('run', 3, 0, 'Running')] })).toBe('3/5 runs, 1 running');
+    expect(progressText({ ...t, state: 'Queued', replicas: [] })).toBe('0/5 runs');
+    // a failed run retried and done counts once; one that failed for good counts not at all
+    const retried = [replica('run', 0, 0, 'Exited', 1), replica('run', 0, 1, 'Exited', 0), replica('run', 1, 0, 'Exited', 2)];
+    expect(progressText({ ...t, state: 'Failed', completions: 2, replicas: retried })).toBe('1/2 runs');
+    // 0 (the master's value for other kinds) is not a count of runs
+    expect(progressText({ ...t, completions: 0 })).toBe('3 runs done');
+  });
   it('counts a framework task’s replicas running of all it has', () => {
     const rs = [replica('master', 0, 0, 'Running'), replica('worker', 0, 0, 'Running'), replica('worker', 1, 0, 'Placed'), replica('worker', 2, 0, 'Starting')];
     expect(progressText(task({ replicas: rs }))).toBe('2/4 running');

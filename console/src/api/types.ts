@@ -29,6 +29,18 @@ export interface JobSummary {
   tasksDone: number;
   array?: string;
   arrayIndex?: number;
+  // Hold and after (docs/http_api.md): a held job stays Queued until released; a job with
+  // `after` waits (afterPending) until those jobs end as asked, or ends Skipped.
+  held?: boolean;
+  heldBy?: string;
+  after?: AfterJson[];
+  afterPending?: boolean;
+  requeues?: number;
+}
+
+export interface AfterJson {
+  job: string;
+  condition: string; // succeeded | failed | ended
 }
 
 export interface JobList {
@@ -75,9 +87,9 @@ export interface TaskDetail {
   dependsOn: string[];
   replicas: ReplicaJson[];
   elastic: ElasticJson | null;
-  // A container job's runs needed. Not sent by the master yet (docs/console.md, "Left out");
-  // the task's box reads it when it is there.
+  // A container job's runs needed (0 for other kinds).
   completions?: number;
+  restarts?: number;
 }
 
 export interface JobDetail {

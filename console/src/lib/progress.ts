@@ -2,11 +2,11 @@
 // box; the job's tasks counted by state in the header. Pure functions of the job JSON
 // (docs/http_api.md), so the unit tests pin the wording.
 //
-// The job JSON lists the replicas that exist (every attempt of each), not the counts the spec
-// asked for: a container job's `completions` and a role's `replicas` are not in it. So a
-// container job's runs are counted as "3 runs done" (and "3/5 runs" once the master sends
-// `completions`), and a framework task's total is the replicas it has, which is all of them
-// once its gang is placed (a gang is placed whole).
+// The job JSON lists the replicas that exist (every attempt of each) and a container job's
+// `completions`, not a role's `replicas`. So a container job's runs are counted of its
+// completions ("3/5 runs"; "3 runs done" from a master that does not send them), and a
+// framework task's total is the replicas it has, which is all of them once its gang is placed
+// (a gang is placed whole).
 
 import type { ReplicaJson, TaskDetail } from '../api/types';
 import { FINISHED_TASK_STATES } from './states';
@@ -40,7 +40,7 @@ export function progressText(task: TaskDetail): string {
   const running = latest.filter((r) => r.state === 'Running').length;
   if (task.kind === 'container-job') {
     const done = new Set(task.replicas.filter(exitedOk).map((r) => r.index)).size;
-    const runs = task.completions != null ? `${done}/${task.completions} runs` : `${plural(done, 'run')} done`;
+    const runs = task.completions ? `${done}/${task.completions} runs` : `${plural(done, 'run')} done`;
     return active && running > 0 ? `${runs}, ${running} running` : runs;
   }
   const e = task.elastic;

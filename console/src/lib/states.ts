@@ -50,4 +50,7 @@ export function stateLook(state: string | undefined): StateLook {
 }
 
 export const FINISHED_TASK_STATES = new Set(['Succeeded', 'Failed', 'Cancelled', 'Skipped']);
-export const FINISHED_JOB_STATES = new Set(['Succeeded', 'Failed', 'Cancelled']);
+// A job's states, in the order the Jobs page's filter offers them. Skipped: its `after`
+// condition can no longer be met; final, like Cancelled.
+export const JOB_STATES = ['Queued', 'Running', 'Succeeded', 'Failed', 'Cancelling', 'Cancelled', 'Skipped'] as const;
+export const FINISHED_JOB_STATES = new Set(['Succeeded', 'Failed', 'Cancelled', 'Skipped']);

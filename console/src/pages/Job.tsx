@@ -1,5 +1,5 @@
 // One job: its DAG with live task states, the selected task's panel, the job's events, and
-// cancel/delete. The detail and the events are queries of the cache (api/queries.ts), kept
+// hold/release/requeue/cancel/delete. The detail and the events are queries of the cache (api/queries.ts), kept
 // live by the job-scoped event stream: a `task` event updates its node at once; `job`/`task`
 // events also invalidate the detail (one re-fetch per burst), which brings replicas and
 // reasons; `event`s are appended to the cached list.
@@ -11,11 +11,13 @@ import { errorText, invalidateSoon, keys, queryClient } from '../api/queries';
 import { useEventStream } from '../api/sse';
 import type { EventJson, JobDetail, JobSummary, TaskEventJson } from '../api/types';
 import { Confirm } from '../components/Confirm';
+import { JobFlags } from '../components/JobFlags';
 import { JobDag } from '../components/JobDag';
 import { LiveStatus } from '../components/LiveStatus';
 import { StateBadge } from '../components/StateIcon';
 import { Events, TaskPanel } from '../components/TaskPanel';
 import { timeText } from '../lib/format';
+import { jobActions, requeuesText, type JobAction } from '../lib/jobFlags';
 import { countsText, failureExit, progressText, taskCounts } from '../lib/progress';
 import { FINISHED_JOB_STATES, stateLook } from '../lib/states';
 import { TaskStore } from '../lib/taskStore';
@@ -23,10 +25,45 @@ import { Link, navigate } from '../router';
 
 const REFETCH_MS = 400;
 
+type Action = JobAction | 'cancel' | 'delete';
+
+// Each action's confirmation, and what it says done when the master's answer has no result.
+const CONFIRM: Record<Action, { verb: string; body: string; ok: string; danger: boolean; done: string }> = {
+  hold: {
+    verb: 'Hold',
+    body: 'The job stays Queued and is not started until it is released.',
+    ok: 'Hold job',
+    danger: false,
+    done: 'held',
+  },
+  release: { verb: 'Release', body: 'The job may start once the scheduler places it.', ok: 'Release job', danger: false, done: 'released' },
+  requeue: {
+    verb: 'Requeue',
+    body: 'What runs is stopped, and every task starts a new attempt; earlier runs are kept as history.',
+    ok: 'Requeue job',
+    danger: true,
+    done: 'requeued',
+  },
+  cancel: {
+    verb: 'Cancel',
+    body: 'Every running replica is stopped (preStop, SIGTERM, then SIGKILL); tasks not started will not start.',
+    ok: 'Cancel job',
+    danger: true,
+    done: 'cancelled',
+  },
+  delete: {
+    verb: 'Delete',
+    body: 'The job, its events and its logs are removed. A running job is cancelled first.',
+    ok: 'Delete job',
+    danger: true,
+    done: 'deleted',
+  },
+};
+
 export function JobPage({ name }: { name: string }) {
   const [gone, setGone] = useState(false);
   const [selected, setSelected] = useState<string | null>(null);
-  const [confirm, setConfirm] = useState<'cancel' | 'delete' | null>(null);
+  const [confirm, setConfirm] = useState<Action | null>(null);
   const [result, setResult] = useState('');
   const [showEvents, setShowEvents] = useState(false);
   const store = useMemo(() => new TaskStore(), []);
@@ -83,11 +120,11 @@ export function JobPage({ name }: { name: string }) {
     reset: load,
   });
 
-  const act = async (what: 'cancel' | 'delete') => {
+  const act = async (what: Action) => {
     setConfirm(null);
     try {
-      const r = await api<{ result: string }>(what === 'cancel' ? `${base}/cancel` : base, { method: what === 'cancel' ? 'POST' : 'DELETE' });
-      setResult(r?.result ?? (what === 'cancel' ? 'cancelled' : 'deleted'));
+      const r = await api<{ result: string }>(what === 'delete' ? base : `${base}/${what}`, { method: what === 'delete' ? 'DELETE' : 'POST' });
+      setResult(r?.result ?? CONFIRM[what].done);
       if (what === 'delete') {
         queryClient.removeQueries({ queryKey: keys.job(name) });
         void queryClient.invalidateQueries({ queryKey: keys.jobs, refetchType: 'none' });
@@ -111,6 +148,8 @@ export function JobPage({ name }: { name: string }) {
   const job = detail?.job;
   const task = detail?.tasks.find((t) => t.name === selected);
   const finished = job ? FINISHED_JOB_STATES.has(job.state) : false;
+  const actions = job && !gone && !is404 ? jobActions(job) : new Set<JobAction>();
+  const requeued = job ? requeuesText(job) : '';
   // the tasks by state, from the detail (the summary counts only those done)
   const counts = taskCounts(detail?.tasks.map((t) => t.state) ?? []);
 
@@ -119,11 +158,32 @@ export function JobPage({ name }: { name: string }) {
       <div className="page-head">
         <h2 data-testid="job-name">{name}</h2>
         {job && <StateBadge state={job.state} testid="job-state" />}
+        {job && <JobFlags job={job} testid="job-flags" />}
+        {requeued && (
+          <span className="muted small" data-testid="job-requeues">
+            {requeued}
+          </span>
+        )}
         <LiveStatus status={status} />
         <span className="spacer" />
         <button data-testid="job-events-toggle" onClick={() => setShowEvents((v) => !v)}>
           {showEvents ? 'Hide events' : `Events (${events.length})`}
         </button>
+        {actions.has('hold') && (
+          <button data-testid="job-hold" onClick={() => setConfirm('hold')}>
+            Hold
+          </button>
+        )}
+        {actions.has('release') && (
+          <button data-testid="job-release" onClick={() => setConfirm('release')}>
+            Release
+          </button>
+        )}
+        {actions.has('requeue') && (
+          <button data-testid="job-requeue" onClick={() => setConfirm('requeue')}>
+            Requeue
+          </button>
+        )}
         <button data-testid="job-cancel" disabled={!job || finished || job.state === 'Cancelling' || gone || is404} onClick={() => setConfirm('cancel')}>
           Cancel job
         </button>
@@ -177,14 +237,10 @@ export function JobPage({ name }: { name: string }) {
       )}
       {confirm && (
         <Confirm
-          title={confirm === 'cancel' ? `Cancel ${name}?` : `Delete ${name}?`}
-          body={
-            confirm === 'cancel'
-              ? 'Every running replica is stopped (preStop, SIGTERM, then SIGKILL); tasks not started will not start.'
-              : 'The job, its events and its logs are removed. A running job is cancelled first.'
-          }
-          okLabel={confirm === 'cancel' ? 'Cancel job' : 'Delete job'}
-          danger
+          title={`${CONFIRM[confirm].verb} ${name}?`}
+          body={CONFIRM[confirm].body}
+          okLabel={CONFIRM[confirm].ok}
+          danger={CONFIRM[confirm].danger}
           onOk={() => void act(confirm)}
           onCancel={() => setConfirm(null)}
         />

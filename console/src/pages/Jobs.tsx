@@ -9,13 +9,14 @@ import { api, query } from '../api/client';
 import { errorText, invalidateSoon, keys, queryClient, useQueues } from '../api/queries';
 import { useEventStream } from '../api/sse';
 import type { JobList, JobSummary, User } from '../api/types';
+import { JobFlags } from '../components/JobFlags';
 import { StateBadge } from '../components/StateIcon';
 import { LiveStatus } from '../components/LiveStatus';
 import { ageText } from '../lib/format';
+import { JOB_STATES } from '../lib/states';
 import { Link, navigate, useLocation } from '../router';
 
 const PAGE = 50;
-const JOB_STATES = ['Queued', 'Running', 'Succeeded', 'Failed', 'Cancelling', 'Cancelled'];
 
 interface Filters {
   state: string;
@@ -48,6 +49,7 @@ const JobRow = memo(function JobRow({ job, now, deleted }: { job: JobSummary; no
       </td>
       <td>
         <StateBadge state={deleted ? 'Deleted' : job.state} testid={`job-state-${job.name}`} />
+        {!deleted && <JobFlags job={job} testid={`job-flags-${job.name}`} />}
         {job.reason && <div className="muted small">{job.reason}</div>}
       </td>
       <td>{job.queue}</td>

@@ -23,6 +23,10 @@ const failDir = process.env.FAIL_DIR;
 const JOB = 'browser-dag';
 const FAILING = 'browser-fail';
 const RUNNING = 'browser-run';
+const HELD = 'browser-held';
+const PREP = 'browser-prep';
+const AFTER = 'browser-after';
+const SKIP = 'browser-skip';
 const TASKS = ['step-a', 'step-b', 'step-c'];
 
 const t0 = Date.now();
@@ -105,6 +109,58 @@ async function waitAllTasksInView(count) {
       (last.panel ? ` (panel ${rect(last.panel)})` : '') +
       `: ${last.boxes.length} of ${count} drawn: ${last.boxes.map((b) => `${b.name} ${rect(b)}`).join('; ')}`,
   );
+}
+
+// Submits a job spec through the API with the page's session (as the Create page does).
+async function submitSpec(spec) {
+  const r = await page.evaluate(async (spec) => {
+    const res = await fetch('/api/v1/jobs', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Yard-Console': '1' },
+      body: JSON.stringify(spec),
+    });
+    return { status: res.status, text: await res.text() };
+  }, spec);
+  assert.ok(r.status >= 200 && r.status < 300, `submit ${spec.name}: HTTP ${r.status} ${r.text}`);
+}
+
+// POST /api/v1/jobs/NAME/ACTION with the page's session.
+async function jobAction(name, action) {
+  const r = await page.evaluate(
+    async ([name, action]) => {
+      const res = await fetch(`/api/v1/jobs/${encodeURIComponent(name)}/${action}`, { method: 'POST', headers: { 'X-Yard-Console': '1' } });
+      return { status: res.status, text: await res.text() };
+    },
+    [name, action],
+  );
+  assert.ok(r.status >= 200 && r.status < 300, `${action} ${name}: HTTP ${r.status} ${r.text}`);
+}
+
+// A one-task container job's spec.
+const oneTask = (name, command, extra = {}) => ({
+  name,
+  ...extra,
+  tasks: [{ name: 'work', kind: 'container-job', container: { image: 'host', resources: { cpu: '100m', memory: '32Mi' }, command } }],
+});
+
+// Waits until the element's title attribute contains `text` (a task box's reason is its title).
+async function waitTitle(testid, text, timeout = 15000) {
+  await page
+    .waitForFunction(([id, want]) => (document.querySelector(`[data-testid="${CSS.escape(id)}"]`)?.getAttribute('title') ?? '').includes(want), [testid, text], {
+      timeout,
+      polling: 50,
+    })
+    .catch(async () => {
+      throw new Error(`${testid}: wanted its title to contain "${text}", it is "${await tid(testid).getAttribute('title').catch(() => '(none)')}"`);
+    });
+}
+
+// Opens a job's page from the Jobs list.
+async function openJob(name) {
+  await tid('nav-jobs').click();
+  await tid(`job-link-${name}`).click();
+  await page.waitForURL(`**/jobs/${name}`, { timeout: 10000 });
+  await waitText(page, 'job-name', name, 5000);
 }
 
 async function step(name, fn) {
@@ -212,7 +268,7 @@ try {
   await step("the job's edges end in arrowheads at the task that runs after; each box shows its runs done", async () => {
     await checkArrow('step-a', 'step-b');
     await checkArrow('step-b', 'step-c');
-    for (const name of TASKS) await waitText(page, `task-progress-${name}`, '1 run done', 5000);
+    for (const name of TASKS) await waitText(page, `task-progress-${name}`, '1/1 runs', 5000);
   });
 
   await step("a task's logs show its output", async () => {
@@ -275,9 +331,9 @@ try {
     await waitText(page, 'task-exit-boom', 'exit 3', 10000);
     await waitContains(page, 'task-reason-boom', 'run failed', 10000);
     log(`  boom's box: ${(await tid('task-node-boom').textContent()).trim()}`);
-    await waitText(page, 'task-progress-boom', '0 runs done', 5000);
-    await waitText(page, 'task-progress-batch', '3 runs done', 5000);
-    await waitText(page, 'task-progress-side-1', '1 run done', 5000);
+    await waitText(page, 'task-progress-boom', '0/1 runs', 5000);
+    await waitText(page, 'task-progress-batch', '3/3 runs', 5000);
+    await waitText(page, 'task-progress-side-1', '1/1 runs', 5000);
     assert.equal(await tid('task-failure-after').count(), 0, 'a skipped task shows no failure');
     // the header counts the tasks by how they ended
     await waitText(page, 'job-tasks', 'tasks 5: 3 succeeded, 1 failed, 1 skipped', 10000);
@@ -377,6 +433,73 @@ try {
     await waitText(page, 'job-state', 'Cancelled', 30000);
     await waitText(page, 'job-tasks', 'tasks 2: 2 cancelled', 10000);
     await waitText(page, 'task-progress-train', '3 replicas', 10000);
+  });
+
+  await step('a job submitted held shows Held (by whom) on the Jobs page and its page; Release runs it', async () => {
+    await submitSpec(oneTask(HELD, ['sh', '-c', 'sleep 2; echo held-ran'], { hold: true }));
+    await tid('nav-jobs').click();
+    await waitText(page, `job-flags-${HELD}-held`, 'Held by admin', 10000);
+    await waitText(page, `job-state-${HELD}`, 'Queued', 5000);
+    await openJob(HELD);
+    await waitText(page, 'job-state', 'Queued', 5000);
+    await waitText(page, 'job-flags-held', 'Held by admin', 5000);
+    await waitTitle('task-node-work', 'held by admin');
+    assert.equal(await tid('job-hold').count(), 0, 'no Hold on a held job');
+    assert.equal(await tid('job-requeue').count(), 0, 'no Requeue on a queued job');
+    await tid('job-release').click();
+    await tid('confirm-ok').click();
+    await waitText(page, 'job-state', 'Succeeded', 60000);
+    assert.equal(await tid('job-flags-held').count(), 0, 'the Held badge is gone');
+    assert.equal(await tid('job-release').count(), 0, 'no Release once released');
+  });
+
+  await step('Requeue on a finished job: it runs again, "requeued 1×", and ends Succeeded again', async () => {
+    assert.equal(await tid('job-requeues').count(), 0, 'never requeued yet');
+    await tid('job-requeue').click();
+    await tid('confirm-ok').click();
+    await waitText(page, 'job-requeues', 'requeued 1×', 15000);
+    // back from Succeeded to Queued or Running (its task sleeps 2 s), then Succeeded again
+    await page
+      .waitForFunction(() => ['Queued', 'Running'].includes(document.querySelector('[data-testid="job-state"]')?.textContent?.trim()), null, {
+        timeout: 15000,
+        polling: 50,
+      })
+      .catch(async () => {
+        throw new Error(`job-state: wanted Queued or Running after the requeue, it shows "${await tid('job-state').textContent()}"`);
+      });
+    await waitText(page, 'job-state', 'Succeeded', 60000);
+    await waitText(page, 'job-requeues', 'requeued 1×', 5000);
+  });
+
+  await step('a job after a running job shows "after ..." and ends Skipped once that job is cancelled', async () => {
+    await submitSpec(oneTask(PREP, ['sleep', '300']));
+    await submitSpec(oneTask(AFTER, ['sh', '-c', 'echo after-ran'], { after: [{ job: PREP, condition: 'succeeded' }] }));
+    await tid('nav-jobs').click();
+    await waitText(page, `job-flags-${AFTER}-after`, `after ${PREP}`, 10000);
+    await openJob(AFTER);
+    await waitText(page, 'job-state', 'Queued', 5000);
+    await waitText(page, 'job-flags-after', `after ${PREP}`, 5000);
+    await waitTitle('task-node-work', `after ${PREP}`);
+    await tid('job-hold').waitFor({ timeout: 5000 }); // a queued job not held may be held
+    await jobAction(PREP, 'cancel');
+    await waitText(page, 'job-state', 'Skipped', 30000);
+    assert.equal(await tid('job-flags-after').count(), 0, 'no "after" once Skipped');
+    assert.ok(await tid('job-cancel').isDisabled(), 'a Skipped job cannot be cancelled: it is final');
+    assert.equal(await tid('job-requeue').count(), 0, 'no Requeue on a Skipped job');
+  });
+
+  await step('a job after a job that succeeded, with condition failed, is Skipped; the filter finds it', async () => {
+    await submitSpec(oneTask(SKIP, ['sh', '-c', 'echo never'], { after: [{ job: JOB, condition: 'failed' }] }));
+    await tid('nav-jobs').click();
+    await waitText(page, `job-state-${SKIP}`, 'Skipped', 30000);
+    await tid('filter-state').selectOption('Skipped');
+    await tid(`job-row-${SKIP}`).waitFor({ timeout: 10000 });
+    await tid(`job-row-${AFTER}`).waitFor({ timeout: 10000 });
+    await waitText(page, 'page-info', '1–2 of 2', 10000);
+    await tid('filter-state').selectOption('');
+    await openJob(SKIP);
+    await waitText(page, 'job-state', 'Skipped', 10000);
+    assert.equal(await tid('job-state').getAttribute('data-state'), 'Skipped');
   });
 
   await step('the Jobs page lists both jobs with their states', async () => {
