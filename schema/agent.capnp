@@ -92,6 +92,8 @@ struct ArchiveLog {
   offset @5 :UInt64;
   data @6 :Data;                 # at most 1 MiB
   last @7 :Bool;                 # the log is complete with this piece
+  times @8 :Text;                # with the last piece: the log's time marks on the archived
+                                 # text (common/util/log_times.h)
 }
 
 struct AgentResponse {
@@ -242,6 +244,7 @@ struct LogsCall {
   attempt @1 :Int32;
   follow @2 :Bool;                # keep streaming until the attempt ends
   tailLines @3 :Int64 = -1;       # only the last N lines; -1 = everything
+  sinceMs @4 :Int64;              # only output written at or after this unix ms; 0 = all
 }
 
 # Answers to one call, all with its id: any number of `chunk`s (whole lines, except a last

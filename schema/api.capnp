@@ -210,6 +210,7 @@ struct LogsQuery {
   attempt @4 :Int32 = -1;  # -1 = the latest attempt of each replica
   follow @5 :Bool;
   tailLines @6 :Int64 = -1;
+  sinceMs @7 :Int64;       # only output written at or after this unix ms (--since); 0 = all
 }
 
 # From inside a replica (yard-rsh, OpenMPI's rsh agent): run `argv` in a replica of the same

@@ -1,5 +1,7 @@
 #include "agent/link/agent_server.h"
 
+#include "common/util/log_times.h"
+
 #include "common/tls/pki.h"
 
 #include <fcntl.h>
@@ -376,6 +378,20 @@ void AgentServer::handle(const std::shared_ptr<wire::Connection>& conn, std::uni
         in.seekg(static_cast<std::streamoff>(from));
         in.read(last.data(), static_cast<std::streamsize>(last.size()));
         stream->offset = from + tailOffset(last, q.getTailLines());
+      }
+      if (q.getSinceMs() > 0) {  // --since: from the first line written then (log_times.h)
+        std::ifstream marks(src->path.substr(0, src->path.rfind('/') + 1) + kLogTimesFile);
+        std::string times((std::istreambuf_iterator<char>(marks)), std::istreambuf_iterator<char>());
+        uint64_t since = sinceOffset(times, q.getSinceMs());
+        if (since > stream->offset) {
+          // The mark's size may fall inside a line: start at the next line.
+          std::ifstream in(src->path, std::ios::binary);
+          std::string window(kTailWindow, '\0');
+          in.seekg(static_cast<std::streamoff>(since - 1));
+          in.read(window.data(), static_cast<std::streamsize>(window.size()));
+          window.resize(static_cast<size_t>(in.gcount()));
+          stream->offset = since - 1 + (window.empty() ? 1 : lineStartAt(window, 1));
+        }
       }
       conn->onClose([stream] { stream->timer.cancel(); });
       return stream->pump();

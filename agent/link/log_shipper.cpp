@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/util/log_times.h"
 #include "common/wire/client.h"
 #include "schema/agent.capnp.h"
 
@@ -93,6 +94,7 @@ std::string LogShipper::shipOnce(const Item& item) {
   auto client = std::move(connected).value();
   uint64_t nextId = 1, maxBytes = 0;
   // Sends one piece; "" once the master holds exactly what was sent so far.
+  std::string marks;  // the log's time marks on the archived text, sent with the last piece
   auto send = [&](uint64_t offset, std::string_view data, bool last) -> std::string {
     capnp::MallocMessageBuilder msg;
     auto req = msg.initRoot<agentapi::AgentRequest>();
@@ -105,6 +107,7 @@ std::string LogShipper::shipOnce(const Item& item) {
     a.setOffset(offset);
     a.setData(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(data.data()), data.size()));
     a.setLast(last);
+    if (last) a.setTimes(marks);
     auto frame = client->call(msg);
     if (!frame) return frame.error();
     auto resp = frame.value()->root<agentapi::AgentResponse>();
@@ -121,6 +124,11 @@ std::string LogShipper::shipOnce(const Item& item) {
   std::ifstream in(item.dir + "/output.log", std::ios::binary | std::ios::ate);
   uint64_t size = in ? static_cast<uint64_t>(std::max<std::streamoff>(0, in.tellg())) : 0;  // none: empty
   ShipPlan plan = planShipment(size, maxBytes);
+  {
+    std::ifstream t(item.dir + "/" + kLogTimesFile);
+    std::string times((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
+    marks = shiftLogMarks(times, plan.from, plan.marker.size());
+  }
   if (in) in.seekg(static_cast<std::streamoff>(plan.from));
   uint64_t left = size - plan.from, offset = 0;
   std::string piece = plan.marker;

@@ -3,10 +3,13 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "agent/node/metrics.h"
+#include "common/util/log_times.h"
 #include "common/util/quantity_format.h"
 
 namespace yard::agent {
@@ -368,6 +371,27 @@ void Runner::readRestarts(Replica& r) {
   std::fclose(f);
 }
 
+void Runner::markLogTime(Replica& r, int64_t now, bool last) {
+  if (!last && now - r.markedAt < 1000) return;
+  std::error_code ec;
+  auto size = static_cast<uint64_t>(fs::file_size(r.dir + "/output.log", ec));
+  if (ec || size == r.markedSize) return;
+  if (r.markedSize == 0 && r.markedAt == 0) {  // an agent restart: go on from the file's last mark
+    std::ifstream in(r.dir + "/" + kLogTimesFile);
+    std::string times((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    forEachLogMark(times, [&](int64_t, uint64_t marked) { r.markedSize = std::max(r.markedSize, marked); });
+    if (size == r.markedSize) return;
+  }
+  // The mark says when the bytes up to `size` had been written: at most now. Bytes written
+  // since the previous mark are older than now by up to a second. Marks are wall-clock time
+  // (what --since names), the runner's clock is the boot clock (it only paces them).
+  auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  std::ofstream out(r.dir + "/" + kLogTimesFile, std::ios::app);
+  out << wall.count() << " " << size << "\n";
+  r.markedSize = size;
+  r.markedAt = now;
+}
+
 void Runner::sample(Replica& r, int64_t now) {
   if (now - r.lastSampleMs < options_.sampleEveryMs) return;
   readRestarts(r);
@@ -476,7 +500,9 @@ void Runner::tick() {
   for (auto it = replicas_.begin(); it != replicas_.end();) {
     Replica& r = it->second;
     if (r.phase != Phase::Done && !r.fenced && r.leaseExpiresAt > 0 && now >= r.leaseExpiresAt) fence(r, now);
+    bool wasDone = r.phase == Phase::Done;
     advance(r, now);
+    if (!wasDone) markLogTime(r, now, r.phase == Phase::Done);  // the last output gets its mark
     if (r.phase == Phase::Done && r.remove && !(holdRemoval && holdRemoval(r.key))) {
       std::error_code ec;
       fs::remove_all(r.dir, ec);

@@ -156,6 +156,9 @@ class Runner {
     // logRead (from the start again after an agent restart, so the count survives it).
     WorkerRestartCounter restarts;
     uint64_t logRead = 0;
+    // output.times (common/util/log_times.h): the log's size at the last mark, and when.
+    uint64_t markedSize = 0;
+    int64_t markedAt = 0;
   };
 
   void start(const ReplicaKey& key, const ReplicaSpec& spec);
@@ -167,6 +170,9 @@ class Runner {
   void writeLease(Replica& r);
   void finish(Replica& r, const DriverStatus& st);
   void sample(Replica& r, int64_t now);
+  // Appends to the replica's output.times when its log grew (at most once a second, and at
+  // its end): common/util/log_times.h.
+  void markLogTime(Replica& r, int64_t now, bool last);
   void readRestarts(Replica& r);
   void setState(Replica& r, ReplicaState state);
   std::string dirOf(const ReplicaKey& key) const;

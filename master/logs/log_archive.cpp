@@ -97,7 +97,8 @@ std::string LogArchive::base(int64_t jobId, int64_t replicaId, int32_t attempt) 
   return jobDir(jobId) + "/" + std::to_string(replicaId) + "-" + std::to_string(attempt);
 }
 
-Result<uint64_t> LogArchive::write(const ArchivedLogMeta& meta, uint64_t offset, std::string_view data, bool last) {
+Result<uint64_t> LogArchive::write(const ArchivedLogMeta& meta, uint64_t offset, std::string_view data, bool last,
+                                   std::string_view times) {
   using R = Result<uint64_t>;
   if (data.size() > kMaxPieceBytes)
     return R::fail("archiveLog.data: " + std::to_string(data.size()) + " bytes is more than one piece may carry (" +
@@ -141,6 +142,12 @@ Result<uint64_t> LogArchive::write(const ArchivedLogMeta& meta, uint64_t offset,
     return R::fail("cannot write " + part + ": " + why);
   }
   if (last) {
+    // The time marks first: a complete log is served with them. They only narrow --since
+    // (a log without them is shown whole), so they need no fsync of their own.
+    if (!times.empty()) {
+      std::ofstream out(b + ".times", std::ios::trunc);
+      out << times;
+    }
     // Durable before it is complete: the data, then the name that says so.
     bool synced = ::fsync(fd) == 0;
     ::close(fd);
@@ -205,11 +212,17 @@ std::vector<LogArchive::Entry> LogArchive::jobLogs(const std::string& job) const
   return out;
 }
 
-Result<std::string> LogArchive::read(const Entry& entry, int64_t tailLines) const {
-  std::string path = base(entry.meta.jobId, entry.meta.replicaId, entry.meta.attempt) + (entry.complete ? ".log" : ".part");
+Result<std::string> LogArchive::read(const Entry& entry, int64_t tailLines, int64_t sinceMs) const {
+  std::string b = base(entry.meta.jobId, entry.meta.replicaId, entry.meta.attempt);
+  std::string path = b + (entry.complete ? ".log" : ".part");
   auto text = readSmall(path);
   if (!text) return Result<std::string>::fail("cannot read " + path);
-  if (tailLines >= 0) text->erase(0, tailOffset(*text, tailLines));
+  size_t from = 0;
+  if (sinceMs > 0)
+    if (auto times = readSmall(b + ".times"))
+      from = lineStartAt(*text, static_cast<size_t>(std::min<uint64_t>(sinceOffset(*times, sinceMs), text->size())));
+  if (tailLines >= 0) from = std::max(from, tailOffset(*text, tailLines));
+  text->erase(0, from);
   return Result<std::string>::ok(std::move(*text));
 }
 
@@ -235,6 +248,11 @@ size_t LogArchive::sweep() {
       }
     // A meta goes with its log; one without a log (a crash between the two) once it is old.
     for (const auto& f : files) {
+      if (f.extension() == ".times" && !fs::exists(f.parent_path() / (f.stem().string() + ".log")) &&
+          !fs::exists(f.parent_path() / (f.stem().string() + ".part"))) {
+        fs::remove(f, ec);  // its log is gone
+        continue;
+      }
       if (f.extension() != ".meta") continue;
       fs::path stem = f.parent_path() / f.stem();
       bool hasLog = fs::exists(stem.string() + ".log") || fs::exists(stem.string() + ".part");
@@ -287,9 +305,14 @@ void LogArchiveService::receive(agentapi::ArchiveLog::Reader req, const JobRegis
                                        " bytes is more than one piece may carry (" +
                                        std::to_string(LogArchive::kMaxPieceBytes) + ")"));
   std::string data(reinterpret_cast<const char*>(d.begin()), d.size());
+  if (req.getTimes().size() > LogArchive::kMaxTimesBytes)
+    return done(Result<uint64_t>::fail("archiveLog.times: " + std::to_string(req.getTimes().size()) +
+                                       " bytes is more than the time marks of one log may take (" +
+                                       std::to_string(LogArchive::kMaxTimesBytes) + ")"));
+  std::string times = req.getTimes();
   thread_.run([this, meta = std::move(*meta), offset = req.getOffset(), data = std::move(data), last = req.getLast(),
-               done = std::move(done)]() mutable {
-    auto r = archive_.write(meta, offset, data, last);
+               times = std::move(times), done = std::move(done)]() mutable {
+    auto r = archive_.write(meta, offset, data, last, times);
     asio::post(io_, [this, r = std::move(r), done = std::move(done), last, label = meta.job + " " + meta.label()] {
       if (!r && log_) log_("log archive: " + label + ": " + r.error());
       else if (last && log_) log_("log archive: " + label + ": archived " + std::to_string(r.value()) + " bytes");
@@ -298,19 +321,19 @@ void LogArchiveService::receive(agentapi::ArchiveLog::Reader req, const JobRegis
   });
 }
 
-void LogArchiveService::read(int64_t jobId, int64_t replicaId, int32_t attempt, int64_t tailLines,
+void LogArchiveService::read(int64_t jobId, int64_t replicaId, int32_t attempt, int64_t tailLines, int64_t sinceMs,
                              std::function<void(std::optional<Text>)> done) {
-  thread_.run([this, jobId, replicaId, attempt, tailLines, done = std::move(done)]() mutable {
+  thread_.run([this, jobId, replicaId, attempt, tailLines, sinceMs, done = std::move(done)]() mutable {
     std::optional<Text> out;
     if (auto e = archive_.find(jobId, replicaId, attempt))
-      if (auto text = archive_.read(*e, tailLines)) out = Text{*e, std::move(text).value()};
+      if (auto text = archive_.read(*e, tailLines, sinceMs)) out = Text{*e, std::move(text).value()};
     asio::post(io_, [out = std::move(out), done = std::move(done)]() mutable { done(std::move(out)); });
   });
 }
 
-void LogArchiveService::read(const LogArchive::Entry& entry, int64_t tailLines,
+void LogArchiveService::read(const LogArchive::Entry& entry, int64_t tailLines, int64_t sinceMs,
                              std::function<void(std::optional<Text>)> done) {
-  read(entry.meta.jobId, entry.meta.replicaId, entry.meta.attempt, tailLines, std::move(done));
+  read(entry.meta.jobId, entry.meta.replicaId, entry.meta.attempt, tailLines, sinceMs, std::move(done));
 }
 
 void LogArchiveService::jobLogs(const std::string& job, std::function<void(std::vector<LogArchive::Entry>)> done) {

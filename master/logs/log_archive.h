@@ -8,6 +8,7 @@
 //   logs/<job-id>/<replica-id>-<attempt>.meta     task, role, index, node
 //   logs/<job-id>/<replica-id>-<attempt>.part     a log being received (served as incomplete)
 //   logs/<job-id>/<replica-id>-<attempt>.log      a complete log
+//   logs/<job-id>/<replica-id>-<attempt>.times    its time marks (common/util/log_times.h)
 // A log is complete only once its last piece has been written, fsynced and renamed from
 // `.part` to `.log`, so a crash never leaves a half-written file that is served as complete.
 //
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "common/util/result.h"
+#include "common/util/log_times.h"
 #include "common/util/text_tail.h"
 #include "master/commit/read_thread.h"
 #include "master/lifecycle/model.h"
@@ -58,6 +60,7 @@ class LogArchive {
   // Room for the "[… N bytes dropped …]" line above maxBytes.
   static constexpr uint64_t kMarkerRoom = 256;
   static constexpr size_t kMaxPieceBytes = 1u << 20;
+  static constexpr size_t kMaxTimesBytes = 4u << 20;  // a mark a second for two days
 
   LogArchive(Options options, Clock now);
   uint64_t maxBytes() const { return options_.maxBytes; }
@@ -65,7 +68,10 @@ class LogArchive {
   // Stores one piece of the log of `meta`'s attempt: offset 0 starts it afresh (and writes
   // its meta), any other offset must continue what is held. `last` completes it. Returns the
   // bytes held; errors name the field, the rule and the value.
-  Result<uint64_t> write(const ArchivedLogMeta& meta, uint64_t offset, std::string_view data, bool last);
+  // With the last piece, `times` are the log's time marks (common/util/log_times.h), kept
+  // beside it for `logs --since`.
+  Result<uint64_t> write(const ArchivedLogMeta& meta, uint64_t offset, std::string_view data, bool last,
+                         std::string_view times = {});
 
   struct Entry {
     ArchivedLogMeta meta;
@@ -75,8 +81,9 @@ class LogArchive {
   std::optional<Entry> find(int64_t jobId, int64_t replicaId, int32_t attempt) const;
   // Every log of the newest job named `job` (deleted jobs included); empty when none.
   std::vector<Entry> jobLogs(const std::string& job) const;
-  // The log's text, or its last `tailLines` lines (-1 = all).
-  Result<std::string> read(const Entry& entry, int64_t tailLines) const;
+  // The log's text, or its last `tailLines` lines (-1 = all), from what was written at
+  // `sinceMs` on (0 = all; a log archived without time marks is all shown).
+  Result<std::string> read(const Entry& entry, int64_t tailLines, int64_t sinceMs = 0) const;
   // Removes logs (complete or not) last written more than the retention ago, their meta,
   // and job directories left empty. Returns how many logs it removed.
   size_t sweep();
@@ -113,9 +120,10 @@ class LogArchiveService {
     std::string text;
   };
   // The archived log of one attempt (nullopt: none), read on the archive's thread.
-  void read(int64_t jobId, int64_t replicaId, int32_t attempt, int64_t tailLines,
+  void read(int64_t jobId, int64_t replicaId, int32_t attempt, int64_t tailLines, int64_t sinceMs,
             std::function<void(std::optional<Text>)> done);
-  void read(const LogArchive::Entry& entry, int64_t tailLines, std::function<void(std::optional<Text>)> done);
+  void read(const LogArchive::Entry& entry, int64_t tailLines, int64_t sinceMs,
+            std::function<void(std::optional<Text>)> done);
   // The logs of the newest job named `job` (a deleted one), read on the archive's thread.
   void jobLogs(const std::string& job, std::function<void(std::vector<LogArchive::Entry>)> done);
 

@@ -13,6 +13,7 @@
 #include "common/api_json/resource_output.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
+#include "master/yardctl/time_flag.h"
 
 namespace yard::ctl {
 
@@ -25,6 +26,8 @@ struct LogsOptions {
   int index = -1, attempt = -1;
   bool follow = false;
   int64_t tail = -1;
+  std::string since;    // --since, as given
+  int64_t sinceMs = 0;  // and as unix ms
 };
 
 
@@ -47,6 +50,7 @@ int runLogs(GlobalOptions& global, Streams io, const LogsOptions& o) {
   q.setAttempt(o.attempt);
   q.setFollow(o.follow);
   q.setTailLines(o.tail);
+  q.setSinceMs(o.sinceMs);
   if (auto sent = client.value()->sendRaw(wire::encodeFrame(message)); !sent) return fail(sent.error());
   // One replica named exactly prints bare lines (kubectl logs); otherwise each line says
   // whose it is (docker compose logs).
@@ -156,7 +160,20 @@ void addLogsCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& a
   logs->add_option("--attempt", o->attempt, "This attempt instead of the latest")->check(CLI::NonNegativeNumber);
   logs->add_flag("-f,--follow", o->follow, "Keep printing new output until the replicas end");
   logs->add_option("--tail", o->tail, "Only the last N lines of each replica")->check(CLI::NonNegativeNumber);
-  logs->callback([&global, io, &action, o] { action = [&global, io, o] { return runLogs(global, io, *o); }; });
+  logs->add_option("--since", o->since,
+                   "Only output written since then: a duration back from now (10m, 2h) or a time (RFC 3339, "
+                   "2026-12-01T10:00:00Z); to about a second, on a live replica and its archived copy")
+      ->type_name("TIME");
+  logs->callback([&global, io, &action, o] {
+    action = [&global, io, o] {
+      if (!o->since.empty()) {
+        auto t = parseTimeFlag("--since", o->since, wallClockMs());
+        if (!t) return reportError(global, io, kExitUsage, t.error());
+        o->sinceMs = std::max<int64_t>(1, t.value());
+      }
+      return runLogs(global, io, *o);
+    };
+  });
 
   auto job = std::make_shared<std::string>();
   CLI::App* top = app.get_subcommand("job")->add_subcommand("top", "Show the resources a job's live replicas use");

@@ -187,4 +187,44 @@ out=$("$bin/yardctl" job submit --after self-follower "$tmp/late.yaml" 2>&1)
 [ $? -ne 0 ] || fail "a job after itself was accepted"
 echo "$out" | grep -q 'a job cannot run after itself' || fail "self after said: $out"
 
+say "logs --since"
+cat >"$tmp/since.yaml" <<'YAML'
+name: since-logs
+tasks:
+  - name: main
+    kind: pytorch
+    advanced: { retention: 0 }
+    roles:
+      master:
+        replicas: 1
+        container:
+          image: host
+          command: [sh, -c, 'echo early-line; sleep 4; echo late-line; sleep 2']
+          resources: { cpu: 100m, memory: 64Mi }
+YAML
+submit "$tmp/since.yaml"
+for _ in $(seq 100); do "$bin/yardctl" logs since-logs 2>/dev/null | grep -q early-line && break; sleep 0.1; done
+sleep 1.2
+between=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)  # after the early line's mark, before the late line
+for _ in $(seq 100); do "$bin/yardctl" logs since-logs 2>/dev/null | grep -q late-line && break; sleep 0.1; done
+for since in 2s "$between"; do
+  out=$("$bin/yardctl" logs since-logs --since "$since" 2>&1)
+  echo "$out" | grep -q late-line || fail "logs --since $since lacks the late line: $out"
+  echo "$out" | grep -q early-line && fail "logs --since $since shows the early line: $out"
+done
+"$bin/yardctl" logs since-logs | grep -q early-line || fail "logs without --since lacks the early line"
+out=$("$bin/yardctl" logs since-logs --since 1h 2>&1)
+echo "$out" | grep -q early-line || fail "logs --since 1h lacks the early line: $out"
+out=$("$bin/yardctl" logs since-logs --since yesterday 2>&1)
+[ $? -eq 2 ] || fail "a bad --since is not a usage error: $out"
+# Ended with retention 0: its node drops it once archived; the archived copy keeps its marks.
+wait_job since-logs Succeeded
+for _ in $(seq 100); do cat "$tmp"/agent*.err | grep -q 'removed main/master/0 ' && break; sleep 0.1; done
+grep -q 'since-logs .*archived' "$tmp/master.err" || fail "since-logs' log was not archived"
+cat "$tmp"/agent*.err | grep -q 'removed main/master/0 ' || fail "since-logs' replica was not removed from its node"
+out=$("$bin/yardctl" logs since-logs --since "$between" 2>&1)
+echo "$out" | grep -q late-line || fail "archived logs --since $between lack the late line: $out"
+echo "$out" | grep -q early-line && fail "archived logs --since $between show the early line: $out"
+"$bin/yardctl" logs since-logs | grep -q early-line || fail "archived logs without --since lack the early line"
+
 finish "habits"

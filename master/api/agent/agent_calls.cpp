@@ -176,7 +176,7 @@ void AgentCalls::LogStream::cancel() {
 }
 
 std::shared_ptr<AgentCalls::LogStream> AgentCalls::logs(const std::string& hostPort, int64_t replicaId, int32_t attempt,
-                                                        bool follow, int64_t tailLines,
+                                                        bool follow, int64_t tailLines, int64_t sinceMs,
                                                         std::function<void(const std::string&)> chunk,
                                                         std::function<void(const std::string&)> done) {
   auto stream = std::make_shared<LogStream>();
@@ -204,7 +204,7 @@ std::shared_ptr<AgentCalls::LogStream> AgentCalls::logs(const std::string& hostP
         conn->close("");
       },
       nullptr, kConnectTimeout,
-      [this, weak, end, hostPort, replicaId, attempt, follow, tailLines](Result<std::shared_ptr<wire::Connection>> r) {
+      [this, weak, end, hostPort, replicaId, attempt, follow, tailLines, sinceMs](Result<std::shared_ptr<wire::Connection>> r) {
         if (!r) return end("the node's agent is unreachable: " + r.error());
         auto held = weak.lock();
         if (!held) return r.value()->close("");
@@ -222,6 +222,7 @@ std::shared_ptr<AgentCalls::LogStream> AgentCalls::logs(const std::string& hostP
         l.setAttempt(attempt);
         l.setFollow(follow);
         l.setTailLines(tailLines);
+        l.setSinceMs(sinceMs);
         held->conn->send(msg);
       });
   return stream;

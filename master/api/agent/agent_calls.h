@@ -82,7 +82,7 @@ class AgentCalls {
                                        std::function<void(uint64_t)> inputTaken, ExecDone done);
 
   std::shared_ptr<LogStream> logs(const std::string& hostPort, int64_t replicaId, int32_t attempt, bool follow,
-                                  int64_t tailLines, std::function<void(const std::string&)> chunk,
+                                  int64_t tailLines, int64_t sinceMs, std::function<void(const std::string&)> chunk,
                                   std::function<void(const std::string&)> done);
 
  private:

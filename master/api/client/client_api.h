@@ -128,6 +128,7 @@ class ClientApi {
     std::string problems;
     bool follow = false;
     int64_t tail = -1;
+    int64_t sinceMs = 0;  // --since: output written from then on (0 = all)
     bool over = false;
     std::shared_ptr<void> hold;  // the client's connection is not idle while this lasts
     // `logs -f` of a job: replicas that start later (later tasks, runs, attempts) join the

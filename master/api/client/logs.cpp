@@ -73,7 +73,8 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
   auto fail = [&](const std::string& why) { ClientAnswer(conn, id).error(why); };
   // Following: every stream at once, until each ends or the client goes away. Otherwise one
   // replica after another, so each one's output stays together.
-  auto startRelay = [this, conn, id, follow = q.getFollow(), tail = q.getTailLines()](std::vector<LogTarget> targets,
+  auto startRelay = [this, conn, id, follow = q.getFollow(), tail = q.getTailLines(),
+                     since = q.getSinceMs()](std::vector<LogTarget> targets,
                                                                                    std::string problems) {
     auto relay = std::make_shared<Relay>();
     relay->conn = conn;
@@ -82,6 +83,7 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
     relay->problems = std::move(problems);
     relay->follow = follow;
     relay->tail = tail;
+    relay->sinceMs = since;
     relay->hold = conn->holdOpen();
     conn->onClose([relay] {
       relay->over = true;
@@ -158,6 +160,7 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
   relay->problems = std::move(problems);
   relay->follow = true;
   relay->tail = q.getTailLines();
+  relay->sinceMs = q.getSinceMs();
   relay->hold = conn->holdOpen();
   relay->watching = true;
   relay->watch = filter;
@@ -251,7 +254,7 @@ void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
         r->problems += (r->problems.empty() ? "" : "; ") + t.label + ": " + unreadable;
         return startNextLog(r);
       }
-      archive_->read(t.jobId, t.replicaId, t.attempt, r->tail,
+      archive_->read(t.jobId, t.replicaId, t.attempt, r->tail, r->sinceMs,
                      [this, weak, label = t.label, unreadable](std::optional<LogArchiveService::Text> text) {
                        auto live = weak.lock();
                        if (!live || live->over) return;
@@ -278,7 +281,7 @@ void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
   }
   auto delivered = std::make_shared<bool>(false);
   relay->streams.push_back(calls_->logs(
-      t.hostPort, t.replicaId, t.attempt, relay->follow, relay->tail,
+      t.hostPort, t.replicaId, t.attempt, relay->follow, relay->tail, relay->sinceMs,
       [conn, id, label, delivered](const std::string& data) {
         // A client that stops reading is cut off rather than buffered without bound.
         if (conn->pendingBytes() > kMaxClientBacklog) return conn->close("log reader fell 64 MiB behind");

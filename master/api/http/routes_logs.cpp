@@ -18,6 +18,7 @@ struct LogParams {
   std::string task, role;
   int32_t index = -1, attempt = -1;
   int64_t tail = -1;
+  int64_t sinceMs = 0;  // ?sinceMs=UNIX_MS: output written from then on
 };
 
 Result<LogParams> logParams(const HttpRequest& r) {
@@ -33,6 +34,9 @@ Result<LogParams> logParams(const HttpRequest& r) {
   p.index = int32_t(index.value());
   p.attempt = int32_t(attempt.value());
   p.tail = tail.value();
+  auto since = intParam(r, "sinceMs", 0, 0, int64_t{1} << 50);
+  if (!since) return Result<LogParams>::fail(since.error());
+  p.sinceMs = since.value();
   return Result<LogParams>::ok(p);
 }
 
@@ -44,6 +48,7 @@ void fillLogs(api::Request::Builder r, const std::string& job, const LogParams& 
   q.setIndex(p.index);
   q.setAttempt(p.attempt);
   q.setTailLines(p.tail);
+  q.setSinceMs(p.sinceMs);
   q.setFollow(follow);
 }
 
