@@ -104,7 +104,8 @@ struct ReplicaInfo {
   exitCode @8 :Int32;
   reason @9 :Text;
   env @10 :List(Job.EnvVar);   # what it was started with: Yard's variables, then the user's
-  restarts @11 :Int32;     # elastic PyTorch: torchrun's worker-group restarts in this attempt
+  restarts @11 :Int32;     # started again in the task's current life: a run's earlier attempts, a
+                           # gang's restarts, plus torchrun's worker-group restarts (elastic PyTorch)
 }
 
 struct TaskInfo {
@@ -119,7 +120,7 @@ struct TaskInfo {
   hasElastic @8 :Bool;     # an elastic task: `elastic` is filled
   elastic @9 :ElasticInfo;
   completions @10 :Int32;  # container-job: runs that must succeed (0 for other kinds)
-  restarts @11 :Int32;     # replica attempts of this life that ended and were started again
+  restarts @11 :Int32;     # the most restarts of any of its replicas (ReplicaInfo.restarts)
 }
 
 # What the autoscaler holds of an elastic task (yardctl job show).

@@ -29,7 +29,19 @@ std::vector<const store::ReplicaRecord*> shownReplicas(const TaskEntry& t, schem
   return reps;
 }
 
-void fillReplica(api::ReplicaInfo::Builder out, const store::ReplicaRecord& r, schema::Task::Reader st) {
+// How often replica `r` has been started again in its task's current life (since the job was
+// submitted or last requeued): a container-job run's earlier attempts (restartPolicy OnFailure
+// restarts it in place), or a framework task's whole-gang restarts; plus torchrun's own
+// restarts of its worker group in this attempt.
+int32_t restartsOf(const TaskEntry& t, const store::ReplicaRecord& r, schema::Task::Reader st) {
+  int32_t n = r.workerRestarts;
+  if (st.getKind() != schema::TaskKind::CONTAINER_JOB) return n + std::max(0, t.rec.attempt - t.rec.attemptBase);
+  for (const auto& o : t.replicas) n += o.role == r.role && o.index == r.index && o.attempt < r.attempt;
+  return n;
+}
+
+void fillReplica(api::ReplicaInfo::Builder out, const TaskEntry& t, const store::ReplicaRecord& r,
+                 schema::Task::Reader st) {
   out.setRole(r.role);
   out.setIndex(r.index);
   out.setAttempt(r.attempt);
@@ -39,7 +51,7 @@ void fillReplica(api::ReplicaInfo::Builder out, const store::ReplicaRecord& r, s
   out.setDeclaredPorts(store::declaredPortsText(r.declaredPorts));
   out.setGpus(store::gpusText(r.gpus));
   out.setExitCode(r.exitCode);
-  out.setRestarts(r.workerRestarts);
+  out.setRestarts(restartsOf(t, r, st));
   out.setReason(r.reason);
   Env env = replicaEnv(r, containerOf(st, r.role));
   auto envOut = out.initEnv(static_cast<unsigned>(env.size()));
@@ -90,13 +102,15 @@ void fillJobDetail(api::JobDetail::Builder out, const JobRegistry& jobs, const J
     for (unsigned d = 0; d < deps.size(); ++d) deps.set(d, st.getDependsOn()[d]);
     auto reps = shownReplicas(t, st);
     auto out2 = ti.initReplicas(static_cast<unsigned>(reps.size()));
-    for (unsigned k = 0; k < reps.size(); ++k) fillReplica(out2[k], *reps[k], st);
+    int32_t restarts = 0;
+    for (unsigned k = 0; k < reps.size(); ++k) {
+      fillReplica(out2[k], t, *reps[k], st);
+      restarts = std::max(restarts, out2[k].getRestarts());
+    }
     fillElastic(ti, jobs, job, i);
     if (st.getKind() == schema::TaskKind::CONTAINER_JOB)
       ti.setCompletions(static_cast<int32_t>(st.getContainerJob().getCompletions()));
-    ti.setRestarts(static_cast<int32_t>(std::count_if(t.replicas.begin(), t.replicas.end(), [](const auto& r) {
-      return r.attempt > 0 && r.cause != EndCause::None;
-    })));
+    ti.setRestarts(restarts);  // the most any of its replicas was restarted
   }
 }
 
