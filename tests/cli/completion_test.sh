@@ -55,8 +55,8 @@ for c in audit completion dataset job logs node queue token usage user validate 
   zshc "" | grep -qw "$c" || fail "zsh: yardctl <TAB> does not offer $c: $(zshc "")"
 done
 offers "job" "jo"
-offers "cancel delete events list scale show submit top" job ""
-offers "delete drain list show top undrain" node ""
+offers "cancel delete events hold list release requeue scale show submit top" job ""
+offers "delete drain label list show top undrain" node ""
 offers "--ca --follow --help --master --output --token -f -h -o" job events -
 offers "--all --array --ca --help --master --output --owner --queue --state --token --watch" job list --
 offers "json table" -o ""
