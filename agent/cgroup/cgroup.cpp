@@ -159,8 +159,18 @@ std::string controllerDir(const CgroupLayout& layout, const std::string& control
   return {};
 }
 
-std::vector<std::string> existingDirs(const CgroupLayout& layout, const std::string& group) {
+// The directories of `group` in the layout's other hierarchies (where runc made it, not Yard).
+std::vector<std::string> otherDirs(const CgroupLayout& layout, const std::string& group) {
+  std::vector<std::string> dirs;
+  for (const auto& mount : layout.others) dirs.push_back(group.empty() ? mount : mount + "/" + group);
+  return dirs;
+}
+
+std::vector<std::string> existingDirs(const CgroupLayout& layout, const std::string& group,
+                                      bool withOthers = false) {
   std::vector<std::string> dirs = hierarchyDirs(layout, group);
+  if (withOthers)
+    for (auto& dir : otherDirs(layout, group)) dirs.push_back(std::move(dir));
   dirs.erase(std::remove_if(dirs.begin(), dirs.end(),
                             [](const std::string& dir) { return !isDirectory(dir); }),
              dirs.end());
@@ -228,6 +238,7 @@ Result<bool> removeGroup(const CgroupLayout& layout, const std::string& group,
   const auto& controllers = cgroupControllers(layout.version);
   std::set<std::string> below;
   for (const auto& dir : hierarchyDirs(layout, group)) collectDescendants(dir, "", below);
+  for (const auto& dir : otherDirs(layout, group)) collectDescendants(dir, "", below);
   std::vector<std::string> order;  // deepest first, the group itself last
   for (const auto& relative : below) order.push_back(group + "/" + relative);
   std::stable_sort(order.begin(), order.end(), [](const std::string& a, const std::string& b) {
@@ -239,12 +250,13 @@ Result<bool> removeGroup(const CgroupLayout& layout, const std::string& group,
     for (const auto& name : order) {
       CgroupHandle handle = describe(name, controllers);
       if (int rc = cgroup_delete_cgroup_ext(handle.get(), CGFLAG_DELETE_EMPTY_ONLY)) lastError = rc;
+      for (const auto& dir : otherDirs(layout, name)) ::rmdir(dir.c_str());  // runc's
     }
     // libcgroup 2.0.2 returns 0 when rmdir failed with EBUSY (it drops ECGNONEMPTY), so the
     // directories are checked, and a left-over one is rmdir'ed directly to learn why it stays.
     std::string stuck;
     int why = 0;
-    for (const auto& dir : existingDirs(layout, group)) {
+    for (const auto& dir : existingDirs(layout, group, true)) {
       if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
         stuck = dir;
         why = errno;
@@ -447,11 +459,11 @@ Result<bool> Cgroups::destroy(const std::string& name, std::chrono::milliseconds
   if (!named) return named;
   const std::string group = parent_ + "/" + name;
   std::vector<std::string> dirs = existingDirs(layout_, group);
-  if (dirs.empty()) return Result<bool>::ok(false);
+  if (dirs.empty() && existingDirs(layout_, group, true).empty()) return Result<bool>::ok(false);
   const auto deadline = Clock::now() + wait;
   // v2 (5.14+): cgroup.kill kills the whole subtree, including processes forked meanwhile.
   // Its failure is not fatal: the loop below kills one by one.
-  if (version() == CgroupVersion::V2 && exists(dirs.front() + "/cgroup.kill"))
+  if (version() == CgroupVersion::V2 && !dirs.empty() && exists(dirs.front() + "/cgroup.kill"))
     writeFile(dirs.front() + "/cgroup.kill", "1");
   for (;;) {
     std::vector<pid_t> left = pids(name);
@@ -470,7 +482,7 @@ Result<bool> Cgroups::destroy(const std::string& name, std::chrono::milliseconds
 
 std::vector<std::string> Cgroups::children() const {
   std::set<std::string> names;
-  for (const auto& dir : hierarchyDirs(layout_, parent_)) {
+  for (const auto& dir : existingDirs(layout_, parent_, true)) {
     for (auto& name : subdirectories(dir)) names.insert(std::move(name));
   }
   return {names.begin(), names.end()};
@@ -482,7 +494,7 @@ Result<bool> Cgroups::removeParent() {
     return Result<bool>::fail("cgroup parent " + parent_ +
                               " still has child groups: " + joined(kids) + "; destroy them first");
   }
-  std::vector<std::string> dirs = existingDirs(layout_, parent_);
+  std::vector<std::string> dirs = existingDirs(layout_, parent_, true);
   if (dirs.empty()) return Result<bool>::ok(false);
   std::set<pid_t> found;
   for (const auto& dir : dirs) collectPids(dir, found);

@@ -50,6 +50,11 @@ struct CgroupUsage {
 struct CgroupLayout {
   CgroupVersion version = CgroupVersion::V2;
   std::vector<std::pair<std::string, std::string>> mounts;  // (controller, mount point)
+  // Mount points of every other cgroup hierarchy (v1: devices, freezer, cpuset, name=systemd,
+  // the hybrid host's cgroup2 mount, ...). Yard sets no limit there, but runc creates a
+  // container's group in each of them, so destroy() and removeParent() remove the group there
+  // too and children() lists what is there.
+  std::vector<std::string> others;
   bool operator==(const CgroupLayout&) const = default;
 };
 
@@ -93,13 +98,14 @@ class Cgroups {
   void signalAll(const std::string& name, int sig);
 
   // SIGKILLs what is left (cgroup.kill on v2), waits (bounded, ~2 s) until the group is empty,
-  // then removes it and any group below it in every hierarchy. Returns true when it removed the
+  // then removes it and any group below it in every hierarchy, the layout's `others` included
+  // (where runc made a container's group). Returns true when it removed the
   // group, false when it was already gone.
   // `wait` bounds how long it blocks (the agent passes a short one and retries later).
   Result<bool> destroy(const std::string& name, std::chrono::milliseconds wait = std::chrono::seconds(2));
 
-  // Names of the existing child groups under the parent, ascending (the agent uses it to find
-  // leftovers after a restart; tests to check leaks).
+  // Names of the existing child groups under the parent in any hierarchy (`others` included),
+  // ascending (the agent uses it to find leftovers after a restart; tests to check leaks).
   std::vector<std::string> children() const;
 
   // Removes the parent group itself when it has no children and no processes (tests, agent

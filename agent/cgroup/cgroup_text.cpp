@@ -148,7 +148,18 @@ Result<CgroupLayout> chooseCgroupLayout(const std::vector<CgroupMount>& mounts) 
       layout.mounts.emplace_back(controller, mount->path);
     }
   }
-  if (missing.empty()) return Result<CgroupLayout>::ok(layout);
+  auto others = [&](CgroupLayout& chosen) {
+    for (const auto& m : mounts) {
+      bool used = std::any_of(chosen.mounts.begin(), chosen.mounts.end(),
+                              [&](const auto& c) { return c.second == m.path; });
+      if (!used && std::find(chosen.others.begin(), chosen.others.end(), m.path) == chosen.others.end())
+        chosen.others.push_back(m.path);
+    }
+  };
+  if (missing.empty()) {
+    others(layout);
+    return Result<CgroupLayout>::ok(layout);
+  }
   if (!layout.mounts.empty()) {
     return Result<CgroupLayout>::fail(
         "cgroup v1 controller(s) " + joined(missing) +
@@ -167,6 +178,7 @@ Result<CgroupLayout> chooseCgroupLayout(const std::vector<CgroupMount>& mounts) 
   layout.version = CgroupVersion::V2;
   for (const auto& controller : cgroupControllers(CgroupVersion::V2))
     layout.mounts.emplace_back(controller, unified->path);
+  others(layout);
   return Result<CgroupLayout>::ok(layout);
 }
 

@@ -15,8 +15,13 @@ kill_replicas() {  # every workload and shim any agent of this test started
   for f in "$tmp"/agent*/replicas/*/pid; do [ -f "$f" ] && kill -9 -- "-$(cat "$f")" 2>/dev/null; done
   for f in "$tmp"/agent*/replicas/*/shim.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
 }
+# Every cgroup mount point (v1 hierarchies, a hybrid host's cgroup2, or the one v2 mount).
+cgroup_mounts() {  # the file system type follows the " - " that ends the optional fields
+  awk '{ for (i = 7; i < NF; i++) if ($i == "-") break; if ($(i+1) == "cgroup" || $(i+1) == "cgroup2") print $5 }' /proc/self/mountinfo
+}
 remove_cgroups() {
-  for d in /sys/fs/cgroup/*/yard/"$tag"-* /sys/fs/cgroup/yard/"$tag"-*; do
+  local m d
+  for d in $(for m in $(cgroup_mounts); do echo "$m"/yard/"$tag"-*; done); do
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
   done
 }
@@ -97,12 +102,13 @@ submit() {  # submit FILE
   "$bin/yardctl" job submit "$1" >/dev/null 2>"$tmp/submit.err" || fail "submit $1: $(cat "$tmp/submit.err")"
 }
 
-# no_leftovers: no replica directories and no replica cgroups remain on any agent.
+# no_leftovers: no replica directories and no replica cgroups remain on any agent, in any
+# cgroup hierarchy (runc makes a container's group in all of them, not only in Yard's four).
 no_leftovers() {
-  local left
+  local left m
   left=$(find "$tmp"/agent*/replicas -mindepth 1 -maxdepth 1 2>/dev/null)
   [ -z "$left" ] || fail "replica directories left behind: $left"
-  left=$(find /sys/fs/cgroup/*/yard/"$tag"-* -mindepth 1 -type d 2>/dev/null || true)
+  left=$(for m in $(cgroup_mounts); do find "$m"/yard/"$tag"-* -mindepth 1 -type d 2>/dev/null; done)
   [ -z "$left" ] || fail "replica cgroups left behind: $left"
 }
 

@@ -231,6 +231,52 @@ TEST_CASE("cgroup: destroy kills every process left, grandchildren too, and leav
   test->finish();
 }
 
+// runc makes a container's group in every hierarchy (devices, freezer, name=systemd, ...), not
+// only in Yard's four; a group left there (an interrupted runc delete) must go with the replica.
+TEST_CASE("cgroup: destroy and children cover the hierarchies where only runc makes groups",
+          "[cgroup][real]") {
+  auto test = TestParent::openOrSkip();
+  if (!test) return;
+  Cgroups& cgroups = test->cgroups();
+  if (cgroups.layout().others.empty()) {
+    WARN("SKIPPED: this host has no cgroup hierarchy besides Yard's");
+    test->finish();
+    return;
+  }
+  namespace fs = std::filesystem;
+  REQUIRE(cgroups.create("r1", {}).isOk());
+  std::vector<std::string> made;
+  for (const auto& mount : cgroups.layout().others) {
+    std::string dir = mount + "/" + test->name() + "/r1";
+    std::error_code ec;
+    fs::create_directories(dir + "/inner", ec);  // as runc does (mkdir -p), a nested one too
+    INFO(dir << ": " << ec.message());
+    REQUIRE_FALSE(ec);
+    made.push_back(dir);
+  }
+  // A group that exists only where runc made it (Yard's four already removed) is still listed
+  // and still destroyed: the agent's sweep of leftovers at start-up finds it.
+  const std::string onlyRunc = cgroups.layout().others.front() + "/" + test->name() + "/r2";
+  REQUIRE(fs::create_directory(onlyRunc));
+  CHECK(cgroups.children() == std::vector<std::string>{"r1", "r2"});
+
+  auto destroyed = cgroups.destroy("r1");
+  INFO(destroyed.error());
+  REQUIRE(destroyed.isOk());
+  CHECK(destroyed.value());
+  for (const auto& dir : made) CHECK_FALSE(fs::exists(dir));
+  auto second = cgroups.destroy("r2");
+  REQUIRE(second.isOk());
+  CHECK(second.value());
+  CHECK_FALSE(fs::exists(onlyRunc));
+  CHECK(cgroups.children().empty());
+
+  // The parent goes from every hierarchy too.
+  REQUIRE(cgroups.removeParent().isOk());
+  CHECK(test->leftovers().empty());
+  test->finish();
+}
+
 TEST_CASE("cgroup: removeParent refuses while a child exists, then leaves nothing under any mount",
           "[cgroup][real]") {
   auto test = TestParent::openOrSkip();

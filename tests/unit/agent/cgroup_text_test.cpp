@@ -84,6 +84,10 @@ TEST_CASE("cgroup: mountinfo of a hybrid host gives v1 with one hierarchy per co
                                                          {"cpuacct", "/sys/fs/cgroup/cpuacct"},
                                                          {"memory", "/sys/fs/cgroup/memory"},
                                                          {"pids", "/sys/fs/cgroup/pids"}});
+  // Where runc also makes a container's group, which Yard removes with it.
+  CHECK(layout.value().others == std::vector<std::string>{"/sys/fs/cgroup/cpuset",
+                                                          "/sys/fs/cgroup/systemd",
+                                                          "/sys/fs/cgroup/unified"});
 }
 
 TEST_CASE("cgroup: mountinfo of a unified host gives v2 with every controller at the one mount",
@@ -94,6 +98,7 @@ TEST_CASE("cgroup: mountinfo of a unified host gives v2 with every controller at
   CHECK(layout.value().mounts ==
         std::vector<std::pair<std::string, std::string>>{
             {"cpu", "/sys/fs/cgroup"}, {"memory", "/sys/fs/cgroup"}, {"pids", "/sys/fs/cgroup"}});
+  CHECK(layout.value().others.empty());
 }
 
 TEST_CASE("cgroup: mountinfo with co-mounted cpu,cpuacct, optional fields and an escaped path",
