@@ -43,6 +43,9 @@ packages=(
   # the web console's browser tests (console/, docs/console.md): playwright-core drives
   # Debian's chromium, no downloaded browser
   chromium
+  # the HTTP API's answers checked against its OpenAPI document; the Python client's tests
+  # (clients/python: pytest, and an offline pip install into a venv)
+  python3-jsonschema python3-yaml python3-pytest python3-venv python3-pip
 )
 
 # The web console is built with Node and npm (Debian 12 has Node 18); a Node already on

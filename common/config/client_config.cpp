@@ -49,7 +49,7 @@ std::string stringKey(const toml::table& t, const char* key, const std::string& 
 }
 
 struct Entry {
-  std::string token, ca;
+  std::string token, ca, http;
 };
 
 struct FileSettings {
@@ -64,10 +64,11 @@ Result<FileSettings> parseFile(const std::string& path, const std::string& text)
   if (!parsed) return R::fail(parsed.error());
   const toml::table& root = parsed.value();
   FileSettings f;
-  if (auto bad = unknownKey(root, {"master", "token", "ca", "masters"}); !bad.empty()) return R::fail(path + ": " + bad);
+  if (auto bad = unknownKey(root, {"master", "token", "ca", "http", "masters"}); !bad.empty()) return R::fail(path + ": " + bad);
   std::string why = stringKey(root, "master", "", f.master);
   if (why.empty()) why = stringKey(root, "token", "", f.defaults.token);
   if (why.empty()) why = stringKey(root, "ca", "", f.defaults.ca);
+  if (why.empty()) why = stringKey(root, "http", "", f.defaults.http);
   if (!why.empty()) return R::fail(path + ": " + why);
   if (const toml::node* m = root.get("masters")) {
     const toml::table* masters = m->as_table();
@@ -75,11 +76,12 @@ Result<FileSettings> parseFile(const std::string& path, const std::string& text)
     for (const auto& [k, v] : *masters) {
       std::string where = "masters.\"" + std::string(k.str()) + "\".";
       const toml::table* e = v.as_table();
-      if (!e) return R::fail(path + ": " + where.substr(0, where.size() - 1) + ": must be a table (token, ca)");
-      if (auto bad = unknownKey(*e, {"token", "ca"}); !bad.empty()) return R::fail(path + ": " + where + bad);
+      if (!e) return R::fail(path + ": " + where.substr(0, where.size() - 1) + ": must be a table (token, ca, http)");
+      if (auto bad = unknownKey(*e, {"token", "ca", "http"}); !bad.empty()) return R::fail(path + ": " + where + bad);
       Entry entry;
       why = stringKey(*e, "token", where, entry.token);
       if (why.empty()) why = stringKey(*e, "ca", where, entry.ca);
+      if (why.empty()) why = stringKey(*e, "http", where, entry.http);
       if (!why.empty()) return R::fail(path + ": " + why);
       f.masters[std::string(k.str())] = entry;
     }
@@ -131,11 +133,12 @@ Result<ClientSettings> resolveClientSettings(const std::string& flagMaster, cons
   s.token = first({flagToken, env("YARD_TOKEN"), own.token, file.defaults.token});
   std::string fileCa = caFromFile(s.configPath, first({own.ca, file.defaults.ca}));
   s.ca = first({flagCa, env("YARD_CA"), fileCa});
+  s.http = first({env("YARD_HTTP"), own.http, file.defaults.http});
   return R::ok(std::move(s));
 }
 
 Result<bool> writeMasterEntry(const std::string& path, const std::string& master, const std::string& token,
-                              const std::string& ca) {
+                              const std::string& ca, const std::string& http) {
   if (path.empty()) return fail("no config file path: set YARD_CONFIG or HOME");
   if (master.empty()) return fail(path + ": no master address to write an entry for");
   std::error_code ec;
@@ -172,6 +175,7 @@ Result<bool> writeMasterEntry(const std::string& path, const std::string& master
   toml::table entry;
   if (!token.empty()) entry.insert("token", token);
   if (!ca.empty()) entry.insert("ca", ca);
+  if (!http.empty()) entry.insert("http", http);
   masters->insert_or_assign(master, std::move(entry));
   std::ostringstream out;
   out << root << "\n";

@@ -9,6 +9,7 @@
 //   [masters."127.0.0.1:7700"]  # a master's own entry wins over the defaults above
 //   token = "yard_..."
 //   ca = "/path/ca.pem"
+//   http = "127.0.0.1:7780"     # the master's HTTP API (the Python client's; yardctl ignores it)
 //
 // Found at $YARD_CONFIG, else $XDG_CONFIG_HOME/yard/config.toml, else ~/.config/yard/config.toml.
 // A relative `ca` is read relative to the file's directory.
@@ -23,6 +24,8 @@ struct ClientSettings {
   std::string master;      // HOST:PORT; "" when nothing names one
   std::string token;       // "" = none
   std::string ca;          // a PEM file; "" = none
+  std::string http;        // the master's HTTP API, HOST:PORT (YARD_HTTP, the entry's, the top
+                           // level's); yardctl does not use it, the Python client does
   std::string configPath;  // the file looked at (it may not exist)
 };
 
@@ -36,12 +39,12 @@ std::string clientConfigPath();
 Result<ClientSettings> resolveClientSettings(const std::string& flagMaster, const std::string& flagToken,
                                              const std::string& flagCa);
 
-// Sets the entry of `master` in the file at `path` to `token` and `ca` (an empty one is left
-// out), keeping every other entry and the top-level defaults. Creates the file and its
+// Sets the entry of `master` in the file at `path` to `token`, `ca` and `http` (an empty one is
+// left out), keeping every other entry and the top-level defaults. Creates the file and its
 // directory when missing. Atomic (a temporary file renamed over it), mode 0600, and under an
 // exclusive flock on "<path>.lock" so that two writers do not lose each other's entries. A
 // file that does not parse is left alone and the error names it. (Comments are not kept.)
 Result<bool> writeMasterEntry(const std::string& path, const std::string& master, const std::string& token,
-                              const std::string& ca);
+                              const std::string& ca, const std::string& http = "");
 
 }  // namespace yard::config

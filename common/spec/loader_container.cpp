@@ -3,6 +3,7 @@
 #include "common/spec/loader_yaml.h"
 
 #include "common/spec/quantity.h"
+#include "common/spec/spec_schema.h"
 
 #include <map>
 
@@ -10,9 +11,7 @@ namespace yard::spec::detail {
 
 void Loader::loadContainer(const YAML::Node& node, const std::string& path,
                            schema::Container::Builder c) {
-  auto m = mapping(node, path,
-                   {"image", "resources", "flavor", "command", "args", "postStart", "preStop",
-                    "ports", "env", "mounts", "workingDir", "nodeSelector"});
+  auto m = mapping(node, path, specKeys("Container"));
   if (!m) return;
   if (const auto* n = m->get("image"); n && present(*n))
     if (auto v = scalar(*n, at(path, "image"))) c.setImage(*v);
@@ -27,7 +26,7 @@ void Loader::loadContainer(const YAML::Node& node, const std::string& path,
     if (auto v = scalar(*flavor, at(path, "flavor"))) c.getSizing().setFlavor(*v);
   } else if (hasRes) {
     std::string rpath = at(path, "resources");
-    if (auto rm = mapping(*res, rpath, {"cpu", "memory", "gpu"})) {
+    if (auto rm = mapping(*res, rpath, specKeys("Resources"))) {
       auto r = c.getSizing().initResources();
       const YAML::Node* cpu = rm->get("cpu");
       if (!cpu || !present(*cpu)) {
@@ -98,7 +97,7 @@ void Loader::loadNodeSelector(const YAML::Node& node, const std::string& path, s
 
 void Loader::loadHook(const YAML::Node& node, const std::string& path,
                       schema::Hook::Builder hook) {
-  auto m = mapping(node, path, {"exec"});
+  auto m = mapping(node, path, specKeys("Hook"));
   if (!m) return;
   const YAML::Node* exec = m->get("exec");
   if (!exec || !present(*exec)) {
@@ -123,7 +122,7 @@ void Loader::loadPorts(const YAML::Node& node, const std::string& path,
   for (size_t i = 0; i < node.size(); ++i) {
     std::string ppath = index(path, i);
     auto p = ports[static_cast<unsigned>(i)];
-    auto m = mapping(node[i], ppath, {"name", "port", "protocol"});
+    auto m = mapping(node[i], ppath, specKeys("Port"));
     if (!m) continue;
     if (const auto* n = m->get("name"); n && present(*n))
       if (auto v = scalar(*n, at(ppath, "name"))) p.setName(*v);
@@ -165,7 +164,7 @@ void Loader::loadEnv(const YAML::Node& node, const std::string& path,
   for (size_t i = 0; i < node.size(); ++i) {
     std::string epath = index(path, i);
     auto e = env[static_cast<unsigned>(i)];
-    auto m = mapping(node[i], epath, {"name", "value"});
+    auto m = mapping(node[i], epath, specKeys("Env"));
     if (!m) continue;
     if (const auto* n = m->get("name"); n && present(*n))
       if (auto v = scalar(*n, at(epath, "name"))) e.setName(*v);
@@ -185,7 +184,7 @@ void Loader::loadMounts(const YAML::Node& node, const std::string& path,
   for (size_t i = 0; i < node.size(); ++i) {
     std::string mpath = index(path, i);
     auto mt = mounts[static_cast<unsigned>(i)];
-    auto m = mapping(node[i], mpath, {"dataset", "path", "readOnly"});
+    auto m = mapping(node[i], mpath, specKeys("Mount"));
     if (!m) continue;
     if (const auto* n = m->get("dataset"); n && present(*n))
       if (auto v = scalar(*n, at(mpath, "dataset"))) mt.setDataset(*v);

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "common/spec/kinds.h"
+#include "common/spec/spec_schema.h"
 #include "common/spec/validate.h"
 
 namespace yard::spec::detail {
@@ -40,7 +41,7 @@ void Loader::loadAfter(const YAML::Node& node, schema::Job::Builder job) {
       a.setCondition(parsed->condition);
       continue;
     }
-    auto m = mapping(node[i], path, {"job", "condition"});
+    auto m = mapping(node[i], path, specKeys("After"));
     if (!m) continue;
     if (const auto* j = m->get("job"); j && present(*j)) {
       if (auto s = scalar(*j, at(path, "job"))) a.setJob(*s);
@@ -57,7 +58,7 @@ void Loader::loadAfter(const YAML::Node& node, schema::Job::Builder job) {
 }
 
 void Loader::loadJob(const YAML::Node& root, schema::Job::Builder job) {
-  auto m = mapping(root, "", {"name", "type", "queue", "priority", "tasks", "array", "hold", "after"});
+  auto m = mapping(root, "", specKeys("Job"));
   if (!m) return;
   if (const auto* n = m->get("name"); n && present(*n)) {
     if (auto s = scalar(*n, "name")) job.setName(*s);
@@ -74,7 +75,7 @@ void Loader::loadJob(const YAML::Node& root, schema::Job::Builder job) {
     if (auto p = integer(*n, "priority")) job.setPriority(*p);
   }
   if (const auto* n = m->get("array"); n && present(*n)) {
-    if (auto a = mapping(*n, "array", {"count", "range", "maxRunning"})) {
+    if (auto a = mapping(*n, "array", specKeys("Array"))) {
       auto array = job.initArray();
       if (const auto* c = a->get("count"); c && present(*c)) {
         if (auto v = integer(*c, "array.count")) array.setCount(static_cast<int32_t>(std::clamp<int64_t>(*v, -1, INT32_MAX)));
@@ -260,7 +261,7 @@ void Loader::loadRoles(const YAML::Node& node, const std::string& path,
     auto role = roles[i++];
     role.setName(name);
     std::string rpath = at(path, name);
-    auto m = mapping(value, rpath, {"replicas", "container"});
+    auto m = mapping(value, rpath, specKeys("Role"));
     if (!m) continue;
     if (const auto* n = m->get("replicas"); n && present(*n)) {
       if (elastic)
@@ -281,7 +282,7 @@ void Loader::loadRoles(const YAML::Node& node, const std::string& path,
 
 void Loader::loadAdvanced(const YAML::Node& node, const std::string& path,
                           schema::Advanced::Builder adv) {
-  auto m = mapping(node, path, {"retries", "maxLifetime", "retention", "cleanup"});
+  auto m = mapping(node, path, specKeys("Advanced"));
   if (!m) return;
   if (const auto* n = m->get("retries"); n && present(*n))
     if (auto v = integer(*n, at(path, "retries"))) adv.setRetries(*v);
@@ -299,8 +300,7 @@ void Loader::loadAdvanced(const YAML::Node& node, const std::string& path,
 
 void Loader::loadElastic(const YAML::Node& node, const std::string& path,
                          schema::Elastic::Builder el, schema::TaskKind kind) {
-  auto m = mapping(node, path,
-                   {"backend", "metric", "target", "minReplicas", "maxReplicas", "scaleTimeout"});
+  auto m = mapping(node, path, specKeys("Elastic"));
   if (kind == schema::TaskKind::PADDLE) el.setBackend(schema::ElasticBackend::ETCD);
   if (!m) return;
   if (const auto* n = m->get("backend"); n && present(*n))

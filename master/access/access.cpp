@@ -465,7 +465,7 @@ void Access::record(store::AuditRecord rec, std::function<void()> then) {
                });
 }
 
-std::string writeDevClientEntry(const std::string& address, const std::string& dataDir) {
+std::string writeDevClientEntry(const std::string& address, const std::string& dataDir, const std::string& http) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path dir = fs::absolute(dataDir, ec);
@@ -476,10 +476,11 @@ std::string writeDevClientEntry(const std::string& address, const std::string& d
   std::getline(in, token);
   if (token.empty()) return "dev cluster: " + tokenPath + " is missing or empty, so yardctl's config was not written";
   std::string path = config::clientConfigPath();
-  auto written = config::writeMasterEntry(path, address, token, ca);
+  auto written = config::writeMasterEntry(path, address, token, ca, http);
   if (!written) return "dev cluster: cannot write yardctl's config: " + written.error() + instead;
   return "dev cluster: yardctl's config " + path + " now has this master (" + address +
-         "): the admin token and the CA; YARD_MASTER=" + address + " is all yardctl needs";
+         "): the admin token, the CA" + (http.empty() ? "" : " and its HTTP API") + "; YARD_MASTER=" + address +
+         " is all yardctl needs";
 }
 
 }  // namespace yard::master

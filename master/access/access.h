@@ -184,6 +184,6 @@ class Access {
 // <dataDir>/ca.pem as an absolute path) into the local user's yardctl config
 // (common/config/client_config.h). Returns the line to log: where it went, or why not and what
 // to export instead. Never the secret.
-std::string writeDevClientEntry(const std::string& address, const std::string& dataDir);
+std::string writeDevClientEntry(const std::string& address, const std::string& dataDir, const std::string& http = "");
 
 }  // namespace yard::master

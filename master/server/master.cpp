@@ -399,7 +399,7 @@ std::optional<std::string> listen(Master::Parts& p) {
           "/agent");
     // What yardctl needs for this master (docs/yardctl.md, "Connecting"): its entry in the
     // local user's client config, so the README's commands work with only YARD_MASTER set.
-    p.log(writeDevClientEntry(bound, config.dataDir));
+    p.log(writeDevClientEntry(bound, config.dataDir, p.httpApi ? p.httpApi->address() : ""));
   }
   return std::nullopt;
 }

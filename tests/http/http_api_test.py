@@ -26,6 +26,59 @@ def conn(timeout=20):
     return http.client.HTTPSConnection(HOST, int(PORT), context=ctx, timeout=timeout)
 
 
+# --- Every answer is checked against the OpenAPI document the master serves (issue: "real
+# responses of every endpoint validate against their schemas"): call() validates each JSON
+# answer under /api/v1 against the schema of its operation and status.
+import re
+import urllib.parse
+import jsonschema
+
+OPENAPI = None
+checked = {}  # "METHOD TEMPLATE" -> answers validated
+
+
+def template_of(path):
+    """The document's path template that `path` matches, or None."""
+    segs = [s for s in path.split("/") if s]
+    for t in OPENAPI["paths"]:
+        ts = [s for s in t.split("/") if s]
+        if len(ts) == len(segs) and all(a == b or (a.startswith("{") and a.endswith("}")) for a, b in zip(ts, segs)):
+            return t
+    return None
+
+
+def check_schema(method, path, status, j, r):
+    path = urllib.parse.urlsplit(path).path
+    if OPENAPI is None or not path.startswith("/api/v1/"):
+        return
+    t = template_of(path)
+    if t is None and status == 404:
+        return  # an unknown path: 404, as it should be
+    if not check(t is not None, f"{method} {path}: answered {status}, but the document has no such path"):
+        return
+    op = OPENAPI["paths"][t].get("get" if method == "HEAD" else method.lower())
+    if op is None:
+        check(status in (404, 405), f"{method} {path}: answered {status}, but the document has no {method} there")
+        return
+    resp = op["responses"].get(str(status)) or op["responses"]["default"]
+    content = resp.get("content", {})
+    if "text/event-stream" in content:
+        check("text/event-stream" in (r.getheader("Content-Type") or "") or status >= 400,
+              f"{method} {path}: not an event stream")
+        return
+    if not content:
+        checked[f"{method} {t}"] = checked.get(f"{method} {t}", 0) + 1
+        return
+    schema = dict(content["application/json"]["schema"])
+    schema["components"] = OPENAPI["components"]  # so "#/components/schemas/X" resolves here
+    try:
+        jsonschema.validate(j, schema, cls=jsonschema.Draft202012Validator)
+        checked[f"{method} {t}"] = checked.get(f"{method} {t}", 0) + 1
+    except jsonschema.ValidationError as e:
+        check(False, f"{method} {path} {status}: the answer does not fit the document: {e.message} at "
+                     f"{list(e.absolute_path)} ({json.dumps(j)[:300]})")
+
+
 def call(method, path, body=None, token=ADMIN, headers=None, ctype=None):
     c = conn()
     h = dict(headers or {})
@@ -44,7 +97,28 @@ def call(method, path, body=None, token=ADMIN, headers=None, ctype=None):
         j = json.loads(data) if data else None
     except ValueError:
         j = None
+    if not (r.getheader("Content-Type") or "").startswith("text/event-stream"):
+        check_schema(method, path, r.status, j, r)
     return r.status, j, r, data
+
+
+# The document needs no token, and is a valid OpenAPI 3.1 document (checked with
+# @seriousme/openapi-schema-validator from the console's node_modules, when there).
+s_, OPENAPI, _, raw = call("GET", "/api/v1/openapi.json", token=None)
+check(s_ == 200 and OPENAPI and OPENAPI.get("openapi") == "3.1.0", f"openapi.json: {s_}")
+checked["GET /api/v1/openapi.json"] = 1
+NODE_MODULES = os.environ.get("CONSOLE_NODE_MODULES", "")
+if NODE_MODULES and os.path.isdir(os.path.join(NODE_MODULES, "@seriousme/openapi-schema-validator")):
+    import tempfile
+    with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as f:
+        f.write(raw)
+    v = subprocess.run(["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), "openapi_validate.mjs"),
+                        f.name, NODE_MODULES], capture_output=True, text=True)
+    os.unlink(f.name)
+    check(v.returncode == 0, f"openapi.json is not valid OpenAPI 3.1: {v.stdout} {v.stderr}")
+    print(v.stdout.strip(), flush=True)
+else:
+    check(not os.environ.get("OPENAPI_VALIDATOR_REQUIRED"), "no OpenAPI validator in " + NODE_MODULES)
 
 
 def wait_state(job, want, secs=40, token=ADMIN):
@@ -316,7 +390,7 @@ check(s == 200 and j["items"][0]["name"] == "node-1" and "used" in j["items"][0]
 s, j, _, _ = call("GET", "/api/v1/nodes/node-1")
 check(s == 200 and j["name"] == "node-1", f"node: {j}")
 s, j, _, _ = call("GET", "/api/v1/datasets")
-check(s == 200 and j["items"] == [], f"datasets: {j}")
+check(s == 200 and [d["name"] for d in j["items"]] == ["sample"], f"datasets: {j}")
 s, j, _, _ = call("GET", "/api/v1/queues/nope")
 check(s == 404, f"unknown queue: {s}")
 
@@ -373,6 +447,60 @@ first, sess, _ = raw_get()
 second, _, reused = raw_get(sess)
 check(first.startswith(b"HTTP/1.1 200") and second.startswith(b"HTTP/1.1 200") and reused,
       f"TLS session resumption: reused={reused} {second[:40]!r}")
+
+# --- Every path of the document is served, and nothing else: each documented operation was
+# called above and its answer fit the document; an undocumented method on a documented path is
+# 405, an undocumented path 404.
+# The spec's schema in the document takes every example spec, and refuses what the validator
+# refuses for a key it does not know.
+import glob
+import yaml
+spec_schema = {"$ref": "#/components/schemas/SpecJob", "components": OPENAPI["components"]}
+examples = sorted(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../configs/examples/*.yaml")))
+check(len(examples) >= 10, f"examples: {examples}")
+for e in examples:
+    with open(e) as f:
+        doc = yaml.safe_load(f)
+    try:
+        jsonschema.validate(doc, spec_schema, cls=jsonschema.Draft202012Validator)
+    except jsonschema.ValidationError as err:
+        check(False, f"{e}: does not fit the spec's schema: {err.message} at {list(err.absolute_path)}")
+bad = {"name": "bad-spec", "tasks": [{"name": "main", "kind": "container-job",
+                                      "container": {"image": "host", "resources": {"cpu": 1, "memory": "1Gi"},
+                                                    "comand": ["true"]}}]}
+st, j, _, _ = call("POST", "/api/v1/validate", bad)
+check(st == 200 and not j["valid"] and any(e.get("path") == "tasks[0].container.comand" for e in j["errors"]),
+      f"validate of a misspelt key: {j}")
+check(not jsonschema.Draft202012Validator(spec_schema).is_valid(bad), "the spec's schema takes a misspelt key")
+
+# Calls the tests above do not make.
+st, _, _, _ = call("GET", "/api/v1/datasets/sample")
+check(st == 200, f"dataset show: {st}")
+st, _, _, _ = call("GET", "/api/v1/jobs/hello/tasks")
+check(st == 200, f"tasks of hello: {st}")
+call("POST", "/api/v1/jobs", JOB_YAML.format(name="held-one", task="main", script="true"), ctype="application/yaml")
+for action in ("hold", "release", "requeue"):
+    st, j, _, _ = call("POST", f"/api/v1/jobs/held-one/{action}")
+    check(st in (200, 400, 409), f"{action} held-one: {st} {j}")  # a job that started cannot be held
+st, _, _, _ = call("POST", "/api/v1/logout", headers={"X-Yard-Console": "1"})
+check(st == 204, f"logout: {st}")
+
+SAMPLE = {"name": "hello", "task": "main"}
+for t, item in OPENAPI["paths"].items():
+    path = re.sub(r"\{(\w+)\}", lambda m: SAMPLE.get(m.group(1), "x"), t)
+    for m in ("GET", "POST", "DELETE", "PUT", "PATCH"):
+        if m.lower() in item:
+            continue
+        st, _, r, _ = call(m, path, body="" if m != "GET" else None, headers={"X-Yard-Console": "1"})
+        check(st == 405 and r.getheader("Allow"), f"undocumented {m} {path}: {st}, want 405 with Allow")
+for p in ("/api/v1/jobs/hello/explode", "/api/v1/users", "/api/v1/jobs/hello/tasks/main/replicas/0"):
+    st, _, _, _ = call("GET", p)
+    check(st == 404, f"undocumented path {p}: {st}, want 404")
+for t, item in OPENAPI["paths"].items():
+    for m, op in item.items():
+        if m in ("get", "post", "delete") and "text/event-stream" not in json.dumps(op["responses"]):
+            check(checked.get(f"{m.upper()} {t}", 0) > 0, f"{m.upper()} {t}: no answer of it was checked")
+print(f"openapi: {sum(checked.values())} answers of {len(checked)} operations fit the document", flush=True)
 
 print("http_api_test.py:", "all checks passed" if not fails else f"{len(fails)} failed")
 sys.exit(1 if fails else 0)

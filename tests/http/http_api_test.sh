@@ -24,7 +24,10 @@ alice=$("$bin/yardctl" user token create alice -o json | python3 -c 'import json
 "$bin/yardctl" queue grant default alice >/dev/null || fail "queue grant"
 "$bin/yardctl" queue create team --cpu 2 --memory 2Gi --allow-host-tasks >/dev/null || fail "queue create team"
 "$bin/yardctl" queue grant team alice >/dev/null || fail "queue grant team"
+mkdir -p "$tmp/data/sample"
+"$bin/yardctl" dataset create sample --path "$tmp/data/sample" >/dev/null || fail "dataset create"
 
+CONSOLE_NODE_MODULES="$here/../../console/node_modules" \
 YARD_HTTP="$http" YARD_CA="$tmp/master/ca.pem" YARD_TOKEN="$YARD_TOKEN" ALICE_TOKEN="$alice" YARDCTL="$bin/yardctl" \
   /usr/bin/python3 "$here/http_api_test.py" || fail "http_api_test.py"
 # The audit trail says the requests came over HTTP, from the browser's address.

@@ -10,6 +10,8 @@
 #include "common/api_json/resource_output.h"
 #include "common/spec/kinds_json.h"
 #include "master/api/http/http_api_internal.h"
+#include "master/api/http/openapi.h"
+#include "yard/version.h"
 
 namespace yard::master {
 
@@ -147,6 +149,8 @@ void HttpApi::route(const Ctx& c) {
     pos = end + 1;
   }
   if (seg.size() < 2 || seg[1] != "v1") return c.error(404, "no such API: " + path + " (the API is under /api/v1/)");
+  // Only what the OpenAPI document lists is served (master/api/http/openapi.h).
+  if (!httpPathKnown(path)) return c.error(404, "no such API: " + path + " (GET /api/v1/openapi.json lists them)");
   // A browser sends the cookie with any request to this origin, even one another site's page
   // triggers: a change made with the cookie must carry the console's header, which a page
   // of another origin cannot add without the CORS permission this API never grants.
@@ -176,6 +180,10 @@ void HttpApi::apiRoute(const Ctx& c, const std::vector<std::string>& seg) {
     if (!only(m == "POST", "POST")) return;
     return c.reply(HttpReply{204, "application/json", "",
                              {{"Set-Cookie", std::string(kCookie) + "=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Strict"}}});
+  }
+  if (what == "openapi.json" && n == 3) {  // the API's description is no secret: no token needed
+    if (only(get, "GET")) c.json(200, openApiDocument(kVersion));
+    return;
   }
   if (c.token.empty())
     return c.error(401, "not authenticated: log in (POST /api/v1/login) or send Authorization: Bearer <token>");

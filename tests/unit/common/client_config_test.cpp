@@ -20,7 +20,7 @@ namespace {
 struct Env {
   // Sets the variables the settings read (empty = unset) for one test, then restores them.
   explicit Env(std::map<std::string, std::string> values) {
-    for (const char* k : {"YARD_CONFIG", "YARD_MASTER", "YARD_TOKEN", "YARD_CA", "XDG_CONFIG_HOME"}) {
+    for (const char* k : {"YARD_CONFIG", "YARD_MASTER", "YARD_TOKEN", "YARD_CA", "YARD_HTTP", "XDG_CONFIG_HOME"}) {
       if (const char* v = std::getenv(k)) saved_[k] = v;
       ::unsetenv(k);
     }
@@ -28,7 +28,7 @@ struct Env {
       if (!v.empty()) ::setenv(k.c_str(), v.c_str(), 1);
   }
   ~Env() {
-    for (const char* k : {"YARD_CONFIG", "YARD_MASTER", "YARD_TOKEN", "YARD_CA", "XDG_CONFIG_HOME"}) ::unsetenv(k);
+    for (const char* k : {"YARD_CONFIG", "YARD_MASTER", "YARD_TOKEN", "YARD_CA", "YARD_HTTP", "XDG_CONFIG_HOME"}) ::unsetenv(k);
     for (const auto& [k, v] : saved_) ::setenv(k.c_str(), v.c_str(), 1);
   }
   std::map<std::string, std::string> saved_;
@@ -55,11 +55,13 @@ TEST_CASE("client settings: flag > environment > the master's entry > the file's
 master = "10.0.0.1:7700"
 token = "top-token"
 ca = "top-ca.pem"
+http = "10.0.0.9:7443"
 [masters."10.0.0.1:7700"]
 token = "own-token"
 [masters."10.0.0.2:7700"]
 token = "other-token"
 ca = "/abs/other.pem"
+http = "10.0.0.2:7780"
 )");
   {
     Env env({{"YARD_CONFIG", file}});
@@ -72,18 +74,23 @@ ca = "/abs/other.pem"
     auto other = config::resolveClientSettings("10.0.0.2:7700", "", "");
     CHECK(other.value().token == "other-token");
     CHECK(other.value().ca == "/abs/other.pem");
+    CHECK(other.value().http == "10.0.0.2:7780");  // the entry's HTTP API (the Python client's)
+    CHECK(s.value().http == "10.0.0.9:7443");      // the file's default
     auto unknown = config::resolveClientSettings("10.0.0.3:7700", "", "");
     CHECK(unknown.value().token == "top-token");
+    CHECK(unknown.value().http == "10.0.0.9:7443");
     auto flags = config::resolveClientSettings("10.0.0.2:7700", "flag-token", "/flag.pem");
     CHECK(flags.value().token == "flag-token");
     CHECK(flags.value().ca == "/flag.pem");
   }
   {
-    Env env({{"YARD_CONFIG", file}, {"YARD_MASTER", "10.0.0.2:7700"}, {"YARD_TOKEN", "env-token"}, {"YARD_CA", "/env.pem"}});
+    Env env({{"YARD_CONFIG", file}, {"YARD_MASTER", "10.0.0.2:7700"}, {"YARD_TOKEN", "env-token"}, {"YARD_CA", "/env.pem"},
+             {"YARD_HTTP", "10.0.0.2:9443"}});
     auto s = config::resolveClientSettings("", "", "");
     CHECK(s.value().master == "10.0.0.2:7700");
     CHECK(s.value().token == "env-token");
     CHECK(s.value().ca == "/env.pem");
+    CHECK(s.value().http == "10.0.0.2:9443");
     CHECK(config::resolveClientSettings("", "flag", "").value().token == "flag");
   }
   {
@@ -105,6 +112,8 @@ TEST_CASE("client settings: a broken file is an error naming it and the key", "[
   CHECK(config::resolveClientSettings("", "", "").error() == file + ": token: must be a string");
   write(file, "[masters.\"a:1\"]\nca = 1\n");
   CHECK(config::resolveClientSettings("", "", "").error() == file + ": masters.\"a:1\".ca: must be a string");
+  write(file, "http = 7780\n");
+  CHECK(config::resolveClientSettings("", "", "").error() == file + ": http: must be a string");
   write(file, "master = \n");
   CHECK_THAT(config::resolveClientSettings("", "", "").error(), Catch::StartsWith(file + ": line 1"));
 }
@@ -123,8 +132,10 @@ TEST_CASE("writeMasterEntry keeps the other entries, writes 0600, refuses to clo
       CHECK(config::writeMasterEntry(file, "127.0.0.1:" + std::to_string(8000 + i), "t" + std::to_string(i), ""));
     });
   for (auto& w : writers) w.join();
-  REQUIRE(config::writeMasterEntry(file, "127.0.0.1:7700", "t2", "/ca2.pem"));  // replaced, not added
+  REQUIRE(config::writeMasterEntry(file, "127.0.0.1:7700", "t2", "/ca2.pem", "127.0.0.1:7780"));  // replaced, not added
   Env env({{"YARD_CONFIG", file}});
+  CHECK(config::resolveClientSettings("127.0.0.1:7700", "", "").value().http == "127.0.0.1:7780");
+  CHECK(config::resolveClientSettings("127.0.0.1:8000", "", "").value().http.empty());
   CHECK(config::resolveClientSettings("127.0.0.1:7700", "", "").value().token == "t2");
   CHECK(config::resolveClientSettings("127.0.0.1:7700", "", "").value().ca == "/ca2.pem");
   for (int i = 0; i < 8; ++i)
