@@ -49,7 +49,7 @@ class ConfigError(YardError):
     """The client could not work out where the master is or how to reach it."""
 
 
-class Timeout(YardError, TimeoutError):
+class Timeout(YardError):
     """wait() (or another call given a time limit) ran out of time."""
 
 
