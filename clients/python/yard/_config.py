@@ -147,9 +147,10 @@ def resolve(master=None, token=None, ca=None, http=None) -> Settings:
     if not http_value:
         looked = ["the http= argument", "$YARD_HTTP"]
         if path:
+            missing = "" if os.path.exists(path) else " (no such file)"
             if chosen:
-                looked.append(f'`http` in the [masters."{chosen}"] entry of {path}')
-            looked.append(f"`http` at the top level of {path}")
+                looked.append(f'`http` in the [masters."{chosen}"] entry of {path}{missing}')
+            looked.append(f"`http` at the top level of {path}{missing}")
         else:
             looked.append("no config file (neither $YARD_CONFIG nor $HOME is set)")
         raise ConfigError(
