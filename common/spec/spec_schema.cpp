@@ -186,6 +186,11 @@ Json jobSpecSchemas(const std::string& prefix) {
     kinds.push_back(std::move(s));
   }
   out["SpecTask"] = {{"description", task.doc}, {"oneOf", kinds}};
+  // `env` is a list of {name, value} or a mapping of names to values.
+  out["SpecContainer"]["properties"]["env"] = {
+      {"oneOf", Json::array({Json{{"type", "array"}, {"items", ref(prefix, "Env")}},
+                             Json{{"type", "object"},
+                                  {"additionalProperties", {{"type", Json::array({"string", "number", "boolean"})}}}}})}};
   // `after` also takes the short form "job" or "job:condition".
   out["SpecJob"]["properties"]["after"]["items"] = {
       {"oneOf", Json::array({ref(prefix, "After"), Json{{"type", "string"}, {"description", "job or job:condition"}}})}};

@@ -10,7 +10,9 @@ namespace yard::master {
 
 std::vector<std::string> certificateAddresses(const MasterConfig& config) {
   std::vector<std::string> out{"127.0.0.1"};
-  for (const std::string& hostPort : {config.listen, config.agentListen, config.advertise}) {
+  // The HTTP API presents the same certificate, so its address is on it too (a browser or the
+  // Python client checks it).
+  for (const std::string& hostPort : {config.listen, config.agentListen, config.advertise, config.httpListen.value_or("")}) {
     if (hostPort.empty()) continue;
     auto ep = wire::parseEndpoint(hostPort);
     if (!ep || ep.value().address().is_unspecified()) continue;

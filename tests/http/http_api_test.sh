@@ -12,7 +12,8 @@ mkdir -p "$tmp/console/assets"
 echo '<!doctype html><title>Yard</title><div id=root></div>' >"$tmp/console/index.html"
 echo 'console.log("app")' >"$tmp/console/assets/app-1234.js"
 
-start_master --http-listen 127.0.0.1:0 --console-dir "$tmp/console"
+# On an address of its own (127.0.0.9): the certificate must name it, or TLS clients refuse.
+start_master --http-listen 127.0.0.9:0 --console-dir "$tmp/console"
 for _ in $(seq 50); do grep -q '^http ' "$tmp/master.out" && break; sleep 0.1; done
 http=$(sed -n 's/^http //p' "$tmp/master.out")
 [ -n "$http" ] || { fail "the master printed no http address"; finish http.api; }

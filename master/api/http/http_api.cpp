@@ -92,7 +92,13 @@ void Heartbeat::stop() {
 }
 
 void Heartbeat::arm() {
-  timer_.expires_after(period_);
+  // The first pings come soon (1, 1, 2, 4, 8 s, then every period): a client that went away
+  // is found by a write failing, the second after its close, and until then its connection
+  // counts against its address's cap.
+  auto next = period_;
+  if (beats_ < 5) next = std::min<std::chrono::seconds>(period_, std::chrono::seconds(beats_ < 2 ? 1 : 1 << (beats_ - 1)));
+  ++beats_;
+  timer_.expires_after(next);
   timer_.async_wait([self = shared_from_this()](asio::error_code ec) {
     if (ec || self->stopped_) return;
     if (!self->sink_->send(": ping\n\n")) {
@@ -109,7 +115,7 @@ int statusForError(const std::string& m) {
   if (m.rfind("not authenticated", 0) == 0) return 401;
   if (contains(m, " may not ") || contains(m, "admins only") || contains(m, "only admins") || contains(m, "does not allow"))
     return 403;
-  if (contains(m, "does not exist")) return 404;
+  if (contains(m, "does not exist") || contains(m, " has no task ")) return 404;
   if (contains(m, "already exists") || contains(m, " in use") || contains(m, "is not empty") ||
       contains(m, "is mounted by") || contains(m, "has ended") || contains(m, "already"))
     return 409;

@@ -64,6 +64,7 @@ class Heartbeat : public std::enable_shared_from_this<Heartbeat> {
   std::chrono::seconds period_;
   std::function<void()> onDead_;
   bool stopped_ = false;
+  int beats_ = 0;
 };
 
 }  // namespace http_detail

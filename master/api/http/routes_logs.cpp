@@ -114,11 +114,15 @@ LogOffsets parseOffsets(const std::string& id) {
   return o;
 }
 
+// How long a log stream waits for the client API's first answer before it opens anyway.
+constexpr auto kOpenLogStreamAfter = std::chrono::milliseconds(500);
+
 // A log stream's state, shared by its callbacks.
 struct LogStream {
   std::shared_ptr<SseSink> sink;
   std::shared_ptr<Gateway::Stream> stream;
   std::shared_ptr<Heartbeat> heartbeat;
+  std::shared_ptr<asio::steady_timer> opener;
   LogOffsets sent, skip;
   bool started = false, over = false;
 
@@ -126,7 +130,10 @@ struct LogStream {
   void open(Exchange& ex, asio::io_context& io, std::chrono::seconds period, std::function<void()> onDead) {
     started = true;
     sink = ex.events();
-    sink->send("retry: 2000\n\n");
+    if (!sink->send("retry: 2000\n\n")) {  // the client is gone already
+      onDead();
+      return;
+    }
     heartbeat = std::make_shared<Heartbeat>(io, sink, period, std::move(onDead));
     heartbeat->start();
   }
@@ -206,6 +213,7 @@ void HttpApi::logsStream(const Ctx& c, const std::string& job) {
   auto finish = [this, st] {
     if (st->over) return;
     st->over = true;
+    if (st->opener) st->opener->cancel();
     if (st->heartbeat) st->heartbeat->stop();
     if (st->sink) st->sink->end();
     auto stream = std::move(st->stream);
@@ -222,6 +230,7 @@ void HttpApi::logsStream(const Ctx& c, const std::string& job) {
         if (st->over) return false;
         if (!st->started) {
           // The first answer decides the status: an error before any output is a plain reply.
+          if (st->opener) st->opener->cancel();
           if (!r || r->isError()) {
             std::string m = r ? r->getError().getMessage().cStr() : error;
             ex->reply(errorReply(r ? statusForError(m) : 503, m));
@@ -235,6 +244,11 @@ void HttpApi::logsStream(const Ctx& c, const std::string& job) {
           finish();
           return false;
         }
+        if (r->isError()) {  // after the stream opened: its end, with the reason
+          st->sink->send(sseEvent(offsetsId(st->sent), "end", jsonLine(Json{{"message", r->getError().getMessage().cStr()}})));
+          finish();
+          return false;
+        }
         if (r->isLogChunk()) {
           if (st->send(r->getLogChunk())) return true;
           finish();
@@ -245,6 +259,16 @@ void HttpApi::logsStream(const Ctx& c, const std::string& job) {
         finish();
         return false;
       });
+  // The client API answers a bad request at once, but a stream of a job with no output yet
+  // (queued, held) only when output comes. Waiting for it would leave the client without
+  // even a status, and a client that gives up would hold its connection (and its address's
+  // share of them) until then: so the event stream opens after a moment without an answer,
+  // and its heartbeat finds a client that went away.
+  st->opener = std::make_shared<asio::steady_timer>(io_, kOpenLogStreamAfter);
+  st->opener->async_wait([this, st, ex, finish](const asio::error_code& e) {
+    if (e || st->over || st->started) return;
+    st->open(*ex, io_, options_.heartbeat, finish);
+  });
 }
 
 }  // namespace yard::master

@@ -112,6 +112,7 @@ TEST_CASE("client API refusals map to HTTP statuses", "[http]") {
   CHECK(statusForError("not authenticated: the token is unknown, expired or revoked") == 401);
   CHECK(statusForError("user bob may not cancel job x: it belongs to alice") == 403);
   CHECK(statusForError("job x does not exist") == 404);
+  CHECK(statusForError("job x has no task nope") == 404);
   CHECK(statusForError("job x already exists") == 409);
   CHECK(statusForError("queue q is not empty: delete its jobs first") == 409);
   CHECK(statusForError("tasks[0].replicas: must be at least 1") == 400);
