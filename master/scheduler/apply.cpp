@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/util/quantity_format.h"
+#include "master/scheduler/cohort.h"
 #include "master/scheduler/node_fit.h"
 #include "master/scheduler/reasons.h"
 #include "master/scheduler/scheduler.h"
@@ -47,12 +48,18 @@ bool matchesRequest(const GangRequest& gang, const GangPlacement& placement) {
   return true;
 }
 
-std::optional<std::string> checkQueue(const QueueView& queue, const GangRequest& gang) {
+std::optional<std::string> checkQueue(const std::vector<QueueView>& queues, const QueueView& queue,
+                                      const GangRequest& gang) {
   if (queue.state == QueueState::Stopped) return detail::stoppedReason(queue.name);
   bool newJob = !queue.runningJobNames.contains(gang.job);
   if (newJob && queue.maxRunningJobs > 0 && queue.runningJobs >= queue.maxRunningJobs)
     return detail::maxRunningReason(queue);
-  return detail::quotaShortfall(queue, gang.total());
+  if (queue.cohort.empty()) return detail::quotaShortfall(queue, gang.total());
+  // The cohort's totals now (a few queues: summed afresh).
+  CohortBook book;
+  for (const QueueView& q : queues)
+    if (q.cohort == queue.cohort) book.add(q);
+  return detail::quotaShortfall(queue, gang.total(), book.of(queue));
 }
 
 // Node state, drivers and amounts; the exact GPUs and ports are checkExactFit()'s.
@@ -85,7 +92,7 @@ std::optional<std::string> check(const Snapshot& current, const Lookup& lookup,
   if (!q) return detail::unknownQueueReason(gang.queue);
   if (!matchesRequest(gang, placement))
     return "placement of task " + std::to_string(gang.taskId) + " does not match its replicas";
-  if (auto why = checkQueue(current.queues[*q], gang)) return why;
+  if (auto why = checkQueue(current.queues, current.queues[*q], gang)) return why;
   // Copies of the touched nodes with this gang's earlier replicas recorded, so two replicas
   // on one node are checked together.
   std::map<size_t, NodeView> touched;

@@ -101,6 +101,20 @@ uint64_t nodeHash(const NodeView& n, size_t position, uint64_t shape) {
   return mix(h, position);
 }
 
+// What a queue's quota checks read of its cohort's settings (cohort.h): every member's quota
+// and limits. Usage is compared apart (CohortTotals).
+uint64_t limitHash(uint64_t h, const std::optional<Resources>& r) { return r ? mixResources(mix(h, 1), *r) : mix(h, 0); }
+std::map<std::string_view, uint64_t> cohortSettings(const std::vector<QueueView>& queues) {
+  std::map<std::string_view, uint64_t> out;
+  for (const QueueView& q : queues) {
+    if (q.cohort.empty()) continue;
+    uint64_t h = mixResources(mixText(0, q.name), q.quota);
+    h = limitHash(limitHash(h, q.borrowLimit), q.lendLimit);
+    out[q.cohort] += h;  // a sum: the members' order does not matter
+  }
+  return out;
+}
+
 }  // namespace
 
 void Backlog::syncNodes(const std::vector<NodeView>& nodes, const std::vector<size_t>* changed) {
@@ -153,7 +167,8 @@ Plan Backlog::pass(const std::vector<NodeView>& nodes, std::vector<QueueView> wo
   stats_ = {};
   Plan plan;
   syncNodes(nodes, changed);
-  detail::Evaluator eval(working_, *index_, *facts_);
+  detail::Evaluator eval(working_, *index_, *facts_, work);
+  auto cohorts = cohortSettings(work);
   bool all = wakeAll_ || stats_.clusterChanged;
   wakeAll_ = false;
 
@@ -178,8 +193,9 @@ Plan Backlog::pass(const std::vector<NodeView>& nodes, std::vector<QueueView> wo
     }
     line.status = Line::Status::Open;
     QueueView& queue = *q->second;
+    uint64_t cohortSig = queue.cohort.empty() ? 0 : mixText(cohorts[queue.cohort], queue.cohort);
     line.settingsChanged = !line.seen || line.state != queue.state || !(line.quota == queue.quota) ||
-                           line.maxRunningJobs != queue.maxRunningJobs;
+                           line.maxRunningJobs != queue.maxRunningJobs || line.cohortSig != cohortSig;
     if (line.settingsChanged) {
       wake(line, ParkQuota);
     } else if (!line.parked[ParkRunning].empty() &&
@@ -190,6 +206,7 @@ Plan Backlog::pass(const std::vector<NodeView>& nodes, std::vector<QueueView> wo
     line.state = queue.state;
     line.quota = queue.quota;
     line.maxRunningJobs = queue.maxRunningJobs;
+    line.cohortSig = cohortSig;
     line.cursor = line.active.begin();
     if (line.cursor != line.active.end()) turns.insert({eval.turn(queue), name, &line, &queue});
   }
@@ -210,8 +227,11 @@ Plan Backlog::pass(const std::vector<NodeView>& nodes, std::vector<QueueView> wo
       continue;
     }
     // The head the last pass left, when nothing it read has changed: it blocks again, alike.
+    const CohortTotals* cohort = eval.cohortOf(*queue);
+    CohortTotals cohortNow = cohort ? *cohort : CohortTotals{};
     if (auto last = lastHead.find(line); last != lastHead.end() && last->second == *at && !line->settingsChanged &&
                                          line->headVersion == version_ && line->headUsed == queue->used &&
+                                         line->headCohort == cohortNow &&
                                          line->headRunning == queue->runningJobs &&
                                          line->headJobRunning == queue->runningJobNames.contains(e.gang.job)) {
       stats_.headsKept += 1;
@@ -233,6 +253,7 @@ Plan Backlog::pass(const std::vector<NodeView>& nodes, std::vector<QueueView> wo
       line->behind = detail::behindReason(e.gang);
       line->headVersion = version_;
       line->headUsed = used;
+      line->headCohort = cohortNow;
       line->headRunning = running;
       line->headJobRunning = jobRunning;
       continue;

@@ -8,14 +8,15 @@
 //  - Skipped (scheduler.h, "Gangs that waiting cannot help"): parked by its check, and
 //    woken when that check's inputs change: the cluster facts (ClusterFacts: Ready nodes'
 //    capacities, drivers, VM runtimes, counts) wake every parked gang; a queue's settings
-//    (state, quota, maxRunningJobs) wake its quota and max-running parks; a change in the
+//    (state, quota, maxRunningJobs, and every cohort member's quota and limits) wake its quota
+//    and max-running parks; a change in the
 //    queue's running jobs wakes its max-running parks. Skipped gangs block nothing, so
 //    leaving them out changes neither the order nor the outcome of the others.
 //  - Behind a blocked head: not looked at; its reason is "behind <head>", computed when
 //    asked (reasonOf), so a new head costs nothing per gang behind it.
 //  - A blocked head (quota in use, nodes too full): evaluated again whenever anything it read
 //    may differ: any node (a placement in this pass, or the nodes given differ from those the
-//    last pass left), its queue's usage, running jobs or settings. Greedy placement is not
+//    last pass left), its queue's usage, running jobs or settings, its cohort's totals. Greedy placement is not
 //    monotone in free resources (a gang may fit after someone else's placement), so "the
 //    same inputs" is the only safe test. Nodes are compared by a 64-bit hash of each.
 // The nodes' working copy and their index (node_index.h) persist between passes too: a pass
@@ -97,12 +98,14 @@ class Backlog {
     QueueState state = QueueState::Running;
     Resources quota;
     int64_t maxRunningJobs = 0;
+    uint64_t cohortSig = 0;   // its cohort's members' quotas and limits (0: no cohort)
     int64_t runningJobs = 0;  // at the end of the last pass
     std::set<std::string> runningJobNames;
     // What the head read when it blocked: the nodes' version, the queue's usage and running
     // jobs, whether its own job was running.
     uint64_t headVersion = 0;
     Resources headUsed;
+    CohortTotals headCohort;  // its cohort's totals (none: zero)
     int64_t headRunning = 0;
     bool headJobRunning = false;
     std::set<Key>::iterator cursor;  // during a pass

@@ -41,14 +41,17 @@ Verdict Evaluator::tryGang(QueueView& queue, const GangRequest& gang,
   if (gang.replicas.empty()) return wait("gang has no replicas", Verdict::SkipEmpty);
   if (auto why = facts_.neverFits(gang)) return wait(std::move(*why), Verdict::SkipCluster);
   Resources total = gang.total();
-  if (auto why = quotaNeverFits(queue, total)) return wait(std::move(*why), Verdict::SkipQuota);
+  const CohortTotals* cohort = cohorts_.of(queue);
+  if (auto why = quotaNeverFits(queue, total, cohort)) return wait(std::move(*why), Verdict::SkipQuota);
   bool newJob = !queue.runningJobNames.contains(gang.job);
   if (newJob && queue.maxRunningJobs > 0 && queue.runningJobs >= queue.maxRunningJobs)
     return wait(maxRunningReason(queue), Verdict::SkipMaxRunning);
-  if (auto why = quotaShortfall(queue, total)) return wait(std::move(*why), Verdict::BlockQuota);
+  if (auto why = quotaShortfall(queue, total, cohort)) return wait(std::move(*why), Verdict::BlockQuota);
   if (auto fitted = placeGang(gang, queue.placement, placements))
     return wait(waitingReason(gang, *fitted), Verdict::BlockResources);
+  Resources before = queue.used;
   queue.used += total;
+  cohorts_.moved(queue, before);
   if (newJob) {
     queue.runningJobNames.insert(gang.job);
     queue.runningJobs += 1;

@@ -40,10 +40,14 @@ class Evaluator {
   // `nodes` is the pass's working copy (workingNodes()), `index` indexes it, `facts` are
   // ClusterFacts of it as the pass began; all outlive the evaluator, which applies the pass's
   // placements to `nodes` and `index`.
-  Evaluator(std::vector<NodeView>& nodes, NodeIndex& index, const ClusterFacts& facts)
-      : nodes_(nodes), index_(index), facts_(facts) {}
+  // `queues`: the pass's queues as it begins, for their cohorts' totals (cohort.h).
+  Evaluator(std::vector<NodeView>& nodes, NodeIndex& index, const ClusterFacts& facts,
+            const std::vector<QueueView>& queues)
+      : nodes_(nodes), index_(index), facts_(facts), cohorts_(queues) {}
 
   const ClusterFacts& facts() const { return facts_; }
+  // The totals of `queue`'s cohort with this pass's placements; null without a cohort.
+  const CohortTotals* cohortOf(const QueueView& queue) const { return cohorts_.of(queue); }
   // The positions of the nodes this pass's placements changed.
   const std::set<size_t>& touched() const { return touched_; }
   // dominantShare / weight of `queue` (scheduler.h, "Across queues").
@@ -60,6 +64,7 @@ class Evaluator {
   std::vector<NodeView>& nodes_;
   NodeIndex& index_;
   const ClusterFacts& facts_;
+  CohortBook cohorts_;
   std::set<size_t> touched_;
 };
 

@@ -211,13 +211,47 @@ std::string describe(const Resources& r) {
          ", gpu " + std::to_string(r.gpu);
 }
 
-std::optional<std::string> quotaShortfall(const QueueView& queue, const Resources& need) {
-  return quotaSentence(queue, need);
+std::optional<std::string> quotaShortfall(const QueueView& queue, const Resources& need,
+                                          const CohortTotals* cohort) {
+  if (!cohort) return quotaSentence(queue, need);
+  Resources after = addSat(queue.used, need);
+  if (queue.borrowLimit) {
+    Resources limit = addSat(positive(queue.quota), positive(*queue.borrowLimit));
+    for (Dim d : kDims) {
+      if (get(after, d) <= get(limit, d)) continue;
+      return "queue " + queue.name + " borrow limit: " + std::string(dimName(d)) + " " + amount(d, get(queue.used, d)) +
+             " in use of " + amount(d, get(positive(queue.quota), d)) + " + " +
+             amount(d, get(positive(*queue.borrowLimit), d)) + ", needs " + amount(d, get(need, d));
+    }
+  }
+  Resources before = poolUseOf(queue, queue.used), more = poolUseOf(queue, after) - before;
+  for (Dim d : kDims) {
+    if (get(more, d) <= 0) continue;
+    int64_t free = std::max<int64_t>(0, get(cohort->capacity, d) - get(cohort->used, d));
+    if (get(more, d) <= free) continue;
+    return "cohort " + queue.cohort + " has " + std::string(dimName(d)) + " " + amount(d, free) + " of " +
+           amount(d, get(cohort->capacity, d)) + " free to lend, needs " + amount(d, get(more, d));
+  }
+  return std::nullopt;
 }
 
-std::optional<std::string> quotaNeverFits(const QueueView& queue, const Resources& need) {
+std::optional<std::string> quotaNeverFits(const QueueView& queue, const Resources& need,
+                                          const CohortTotals* cohort) {
   // Not the usage: waiting cannot help whatever is in use, and a sentence that does not
   // change with it lets the incremental pass keep it (backlog.h).
+  if (cohort) {
+    // The others' lendable parts, within the borrow limit.
+    Resources borrowable = positive(cohort->capacity - lendableOf(queue));
+    if (queue.borrowLimit) borrowable = minOf(borrowable, positive(*queue.borrowLimit));
+    Resources most = addSat(positive(queue.quota), borrowable);
+    for (Dim d : kDims) {
+      if (get(need, d) <= get(most, d)) continue;
+      return "queue " + queue.name + " quota: needs " + std::string(dimName(d)) + " " + amount(d, get(need, d)) +
+             ", more than it can ever have (" + amount(d, get(positive(queue.quota), d)) + " and " +
+             amount(d, get(borrowable, d)) + " borrowable in cohort " + queue.cohort + ")";
+    }
+    return std::nullopt;
+  }
   for (Dim d : kDims) {
     if (get(need, d) <= get(queue.quota, d)) continue;
     return "queue " + queue.name + " quota: needs " + std::string(dimName(d)) + " " + amount(d, get(need, d)) +

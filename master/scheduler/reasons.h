@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "master/scheduler/cohort.h"
 #include "master/scheduler/node_index.h"
 #include "master/scheduler/scheduler.h"
 
@@ -82,11 +83,18 @@ std::string describe(const Resources& r);
 
 // "queue team-a quota: gpu 8/8 in use, needs 4" for the first of cpu, memory, gpu where
 // used + need exceeds the quota; nullopt when the gang fits the quota now.
-std::optional<std::string> quotaShortfall(const QueueView& queue, const Resources& need);
+// A queue in a cohort (`cohort` its totals, cohort.h): "queue team-a borrow limit: gpu 12 in
+// use of 8 + 4, needs 2" when beyond quota + borrowLimit, else "cohort gpu-pool has gpu 0 of 8
+// free to lend, needs 2" when the pool cannot take it.
+std::optional<std::string> quotaShortfall(const QueueView& queue, const Resources& need,
+                                          const CohortTotals* cohort = nullptr);
 // "queue team-a quota: needs gpu 4, more than the whole quota (2)" for the first dimension
 // where need alone exceeds the quota (waiting cannot help); nullopt when the gang fits an
 // idle queue.
-std::optional<std::string> quotaNeverFits(const QueueView& queue, const Resources& need);
+// In a cohort the bound is the quota plus what it could ever borrow: the others' lendable parts,
+// within its borrowLimit.
+std::optional<std::string> quotaNeverFits(const QueueView& queue, const Resources& need,
+                                          const CohortTotals* cohort = nullptr);
 
 std::string stoppedReason(const std::string& queue);
 std::string unknownQueueReason(const std::string& queue);

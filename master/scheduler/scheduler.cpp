@@ -36,7 +36,7 @@ class Pass {
         nodes_(detail::workingNodes(snapshot.nodes)),
         index_(nodes_),
         facts_(nodes_),
-        eval_(nodes_, index_, facts_) {
+        eval_(nodes_, index_, facts_, queues_) {
     buildLines(snapshot.pending);
   }
 

@@ -22,6 +22,9 @@
 //     the queue with the smallest dominantShare / weight (dominantShare = max over cpu,
 //     memory, gpu of used / capacity of all Ready nodes), ties broken by queue name, among
 //     queues whose head has not blocked. A blocked queue never blocks another queue.
+//     Quota: a gang must fit its queue's quota; a queue in a cohort may also borrow what the
+//     other queues of its cohort leave idle of their lendable quota (cohort.h). Without
+//     preemption, borrowed quota comes back when the borrower's jobs end.
 //  4. Gang all-or-nothing: every replica is placed or none is. Replicas are placed largest
 //     first (gpu, cpu, memory); each placement updates the working state for the next.
 //  5. Node choice (one replica at a time, eligible Ready nodes only; a replica whose
@@ -54,6 +57,9 @@
 //   declared port 9100/TCP is needed by 5 replicas, one per node, but only 3 ready nodes
 //     can run them
 //   queue team-a quota: gpu 8/8 in use, needs 4   (first of cpu, memory, gpu)
+//   queue team-a quota: needs gpu 16, more than it can ever have (8 and 4 borrowable)
+//   queue team-a borrow limit: gpu 12 in use of 8 + 4, needs 2
+//   cohort gpu-pool has gpu 0 of 8 free to lend, needs 2   (cohort.h)
 //   queue team-a max running jobs: 2/2
 //   waiting for resources: needs 4 replicas (cpu 4, memory 16Gi, gpu 0 in total), 3 fit now
 //   behind job/task in queue team-a
@@ -173,6 +179,10 @@ struct QueueView {
   double weight = 1;  // > 0; a non-positive weight is served as the lowest possible
   Resources used;
   Placement placement = Placement::Binpack;
+  // Cohorts (cohort.h): the queues of one cohort lend each other idle quota. "" = none.
+  std::string cohort = {};
+  std::optional<Resources> borrowLimit = {};  // most it may use beyond quota; unset = no bound
+  std::optional<Resources> lendLimit = {};    // most of its quota others may use; unset = all
 };
 
 struct Snapshot {

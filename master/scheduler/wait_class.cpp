@@ -37,13 +37,14 @@ const char* waitClassName(WaitClass c) {
 
 WaitClass classifyWait(std::string_view r) {
   if (startsWith(r, "queue ")) {
-    if (has(r, " quota: ") || has(r, " max running jobs: ")) return WaitClass::Quota;
+    if (has(r, " quota: ") || has(r, " max running jobs: ") || has(r, " borrow limit: ")) return WaitClass::Quota;
     if (endsWith(r, " stopped") || endsWith(r, " does not exist")) return WaitClass::Queue;
     return WaitClass::Other;
   }
   // A job array's members held back by its maxRunning (master/jobs/scheduling_pass.cpp): a limit on
   // running jobs, like a queue's.
   if (startsWith(r, "job array ") && has(r, "(maxRunning ")) return WaitClass::Quota;
+  if (startsWith(r, "cohort ") && has(r, " free to lend")) return WaitClass::Quota;  // cohort.h
   if (startsWith(r, "behind ")) return WaitClass::Behind;
   if (startsWith(r, "declared port ")) return WaitClass::Ports;
   if (startsWith(r, "waiting for resources: ")) return needsGpus(r) ? WaitClass::Gpus : WaitClass::Capacity;

@@ -50,6 +50,10 @@ class History {
     q.maxRunningJobs = chance(30) ? 1 + below(3) : 0;
     q.weight = 1 + double(below(3));
     q.placement = chance(30) ? Placement::Spread : Placement::Binpack;
+    // Cohorts (cohort.h): most queues lend and borrow in one pool, some with limits.
+    if (chance(60)) q.cohort = "pool";
+    if (chance(30)) q.borrowLimit = cores(below(8), below(64), below(4));
+    if (chance(30)) q.lendLimit = cores(below(8), below(64), below(4));
     queues_.push_back(std::move(q));
   }
 
@@ -116,10 +120,13 @@ class History {
 
   void changeQueue() {
     QueueView& q = queues_[size_t(below(int64_t(queues_.size())))];
-    switch (below(4)) {
+    switch (below(7)) {
       case 0: q.state = q.state == QueueState::Stopped ? QueueState::Running : QueueState::Stopped; break;
       case 1: q.quota = chance(50) ? cores(1000, 100000, 1000) : cores(2 + below(12), 64, below(5)); break;
       case 2: q.maxRunningJobs = chance(50) ? 0 : 1 + below(3); break;
+      case 3: q.cohort = q.cohort.empty() ? "pool" : ""; break;
+      case 4: q.borrowLimit = chance(50) ? std::nullopt : std::optional<Resources>(cores(below(8), below(64), below(4))); break;
+      case 5: q.lendLimit = chance(50) ? std::nullopt : std::optional<Resources>(cores(below(8), below(64), below(4))); break;
       default: q.weight = 1 + double(below(3)); break;
     }
   }

@@ -79,8 +79,9 @@ void checkStrictOrder(const Snapshot& s, const Plan& plan) {
         continue;
       }
       const std::string& r = why->second;
-      bool quota = r.rfind("queue " + name + " quota:", 0) == 0;
-      bool quotaForever = quota && !g->total().fitsWithin(queues.at(name)->quota);
+      bool quota = r.rfind("queue " + name + " quota:", 0) == 0 || r.rfind("queue " + name + " borrow limit:", 0) == 0 ||
+                   r.rfind("cohort ", 0) == 0;
+      bool quotaForever = quota && (r.find("more than") != std::string::npos);
       if (r.rfind("waiting for resources", 0) == 0 || r.rfind("behind ", 0) == 0 ||
           (quota && !quotaForever)) {
         if (!blocker) blocker = g;
@@ -99,9 +100,45 @@ void checkTallies(const std::map<std::string, NodeTally>& nodes,
     INFO("queue " << name);
     const QueueView& q = *t.queue;
     REQUIRE(q.state != QueueState::Stopped);
-    REQUIRE((q.used + t.added).fitsWithin(q.quota));
+    if (q.cohort.empty()) {
+      REQUIRE((q.used + t.added).fitsWithin(q.quota));
+    } else if (q.borrowLimit && !(t.added == Resources{})) {
+      // Within quota + borrowLimit (the cohort's pool is checked below, over all its queues).
+      Resources after = q.used + t.added;
+      REQUIRE(after.cpuMillis <= q.quota.cpuMillis + q.borrowLimit->cpuMillis);
+      REQUIRE(after.memoryBytes <= q.quota.memoryBytes + q.borrowLimit->memoryBytes);
+      REQUIRE(after.gpu <= q.quota.gpu + q.borrowLimit->gpu);
+    }
     if (q.maxRunningJobs > 0 && !t.newJobs.empty())
       REQUIRE(q.runningJobs + int64_t(t.newJobs.size()) <= q.maxRunningJobs);
+  }
+}
+
+// A cohort that got placements: what its queues use beyond their guaranteed parts stays within
+// the sum of their lendable parts (cohort.h), computed here on its own, in 128 bits.
+void checkCohorts(const Snapshot& s, const std::map<std::string, QueueTally>& tallies) {
+  std::map<std::string, bool> grew;
+  for (const auto& [name, t] : tallies)
+    if (!t.queue->cohort.empty()) grew[t.queue->cohort] = true;
+  for (const auto& [cohort, yes] : grew) {
+    INFO("cohort " << cohort);
+    for (int d = 0; d < 3; ++d) {
+      auto pick = [d](const Resources& r) -> __int128 { return d == 0 ? r.cpuMillis : d == 1 ? r.memoryBytes : r.gpu; };
+      __int128 capacity = 0, used = 0, before = 0;
+      for (const QueueView& q : s.queues) {
+        if (q.cohort != cohort) continue;
+        __int128 quota = std::max<__int128>(0, pick(q.quota));
+        __int128 lend = q.lendLimit ? std::min(quota, std::max<__int128>(0, pick(*q.lendLimit))) : quota;
+        __int128 after = pick(q.used);
+        if (auto t = tallies.find(q.name); t != tallies.end()) after += pick(t->second.added);
+        capacity += lend;
+        used += std::max<__int128>(0, after - (quota - lend));
+        before += std::max<__int128>(0, pick(q.used) - (quota - lend));
+      }
+      // Placements within a queue's guaranteed part take nothing from the pool, so they may go
+      // on while it is over (its members' limits were lowered); any that took from it fit.
+      REQUIRE((used <= before || used <= capacity));
+    }
   }
 }
 
@@ -160,6 +197,7 @@ void checkInvariants(const Snapshot& s, const Plan& plan) {
   }
   std::erase_if(nodes, [](const auto& kv) { return kv.second.added == Resources{}; });
   checkTallies(nodes, queues);
+  checkCohorts(s, queues);
   checkStrictOrder(s, plan);
   checkAppliesInOrder(s, plan, gangs);
 }
