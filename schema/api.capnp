@@ -33,6 +33,16 @@ struct Queue {
   createdAt @9 :Int64;         # unix ms
   allowHostTasks @10 :Bool;    # users' jobs may have host tasks (image: host) here; admin-set
   grants @11 :List(Text);      # read-only: users granted this queue (queue grant)
+  # Cohorts (docs/scheduler.md, "Cohorts"): queues that lend each other idle quota.
+  cohort @12 :Text;            # "" = none
+  hasBorrowLimit @13 :Bool;    # false = no bound on borrowing
+  borrowLimit @14 :Common.Resources;
+  hasLendLimit @15 :Bool;      # false = all of the quota may be lent
+  lendLimit @16 :Common.Resources;
+  # Read-only: beyond the quota now; lent to the cohort's borrowers; what a gang could get now.
+  borrowed @17 :Common.Resources;
+  lent @18 :Common.Resources;
+  available @19 :Common.Resources;
 }
 
 # Which fields of a queue update to apply.
@@ -47,6 +57,9 @@ struct QueueUpdate {
   setState @7 :Bool;
   values @8 :Queue;
   setAllowHostTasks @9 :Bool;
+  setCohort @10 :Bool;
+  setBorrowLimit @11 :Bool;     # values.hasBorrowLimit false: remove the limit
+  setLendLimit @12 :Bool;       # values.hasLendLimit false: remove the limit
 }
 
 struct Dataset {

@@ -42,7 +42,16 @@ Json queueJson(api::Queue::Reader q) {
           {"queuedJobs", q.getQueuedJobs()},
           {"createdAt", q.getCreatedAt()},
           {"allowHostTasks", q.getAllowHostTasks()},
-          {"grants", listJson(q.getGrants())}};
+          {"grants", listJson(q.getGrants())},
+          // Cohorts (docs/scheduler.md): the quota is the nominal share; borrowed beyond it,
+          // lent to the cohort's borrowers, free for a gang now.
+          {"cohort", q.getCohort().cStr()},
+          {"borrowLimit", q.getHasBorrowLimit() ? resourcesJson(q.getBorrowLimit()) : Json(nullptr)},
+          {"lendLimit", q.getHasLendLimit() ? resourcesJson(q.getLendLimit()) : Json(nullptr)},
+          {"nominal", resourcesJson(q.getQuota())},
+          {"borrowed", resourcesJson(q.getBorrowed())},
+          {"lent", resourcesJson(q.getLent())},
+          {"free", resourcesJson(q.getAvailable())}};
 }
 
 Json datasetJson(api::Dataset::Reader d) {

@@ -31,6 +31,15 @@ std::string Catalog::checkQueue(const store::QueueRecord& q) {
   }
   if (q.placement != "binpack" && q.placement != "spread")
     return "--placement: \"" + q.placement + "\" must be binpack or spread";
+  if (!q.cohort.empty()) {
+    if (std::string bad = spec::checkName(q.cohort, 1, 63); !bad.empty()) return "--cohort: cohort name " + bad;
+  }
+  for (const auto& [flag, limit] : {std::pair{"--borrow-limit", &q.borrowLimit}, std::pair{"--lend-limit", &q.lendLimit}}) {
+    if (!*limit) continue;
+    if (q.cohort.empty()) return std::string(flag) + ": only a queue in a cohort borrows or lends (set --cohort)";
+    if ((*limit)->cpuMillis < 0 || (*limit)->memoryBytes < 0 || (*limit)->gpu < 0)
+      return std::string(flag) + ": cpu, memory and gpu must be 0 or more";
+  }
   return "";
 }
 

@@ -77,6 +77,10 @@ sched::Snapshot SchedulingPass::snapshot() const {
     v.maxRunningJobs = q.maxRunningJobs;
     v.weight = q.weight;
     v.placement = q.placement == "spread" ? sched::Placement::Spread : sched::Placement::Binpack;
+    v.cohort = q.cohort;
+    auto limit = [](const store::QueueRecord::Limit& l) { return sched::Resources{l.cpuMillis, l.memoryBytes, l.gpu}; };
+    if (q.borrowLimit) v.borrowLimit = limit(*q.borrowLimit);
+    if (q.lendLimit) v.lendLimit = limit(*q.lendLimit);
     queues[name] = v;
   }
   for (const auto& name : pending_.active()) {

@@ -1,5 +1,8 @@
 #include "master/store/columns.h"
 
+#include <cinttypes>
+#include <cstdio>
+
 #include <charconv>
 
 #include "common/util/json.h"
@@ -93,6 +96,18 @@ std::set<std::string> parseKeys(const std::string& text) {
     start = comma + 1;
   }
   return out;
+}
+
+std::string limitText(const std::optional<QueueRecord::Limit>& limit) {
+  if (!limit) return "";
+  return std::to_string(limit->cpuMillis) + " " + std::to_string(limit->memoryBytes) + " " + std::to_string(limit->gpu);
+}
+
+std::optional<QueueRecord::Limit> parseLimit(const std::string& text) {
+  QueueRecord::Limit l;
+  if (text.empty() || std::sscanf(text.c_str(), "%" SCNd64 " %" SCNd64 " %" SCNd64, &l.cpuMillis, &l.memoryBytes, &l.gpu) != 3)
+    return std::nullopt;
+  return l;
 }
 
 std::map<std::string, std::string> parseLabels(const std::string& node, const std::string& text) {

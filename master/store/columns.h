@@ -30,6 +30,9 @@ std::string labelsText(const std::map<std::string, std::string>& labels);
 // nodes.removed_labels: label keys as a comma list (a key has no comma)
 std::string keysText(const std::set<std::string>& keys);
 std::set<std::string> parseKeys(const std::string& text);
+// A queue's borrow or lend limit: "cpuMillis memoryBytes gpu", "" = unset.
+std::string limitText(const std::optional<QueueRecord::Limit>& limit);
+std::optional<QueueRecord::Limit> parseLimit(const std::string& text);
 std::map<std::string, std::string> parseLabels(const std::string& node, const std::string& text);
 
 JobState parseJobStateColumn(std::string_view text);

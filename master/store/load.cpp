@@ -19,11 +19,14 @@ QueueRecord queueRow(const sql::Stmt& s) {
   q.placement = s.text(7);
   q.createdAt = s.i64(8);
   q.allowHostTasks = s.flag(9);
+  q.cohort = s.text(10);
+  q.borrowLimit = parseLimit(s.text(11));
+  q.lendLimit = parseLimit(s.text(12));
   return q;
 }
 constexpr const char* kQueues =
     "SELECT name, state, cpu_millis, memory_bytes, gpu, max_running_jobs, weight, placement,"
-    " created_at, allow_host_tasks FROM queues ORDER BY id";
+    " created_at, allow_host_tasks, cohort, borrow_limit, lend_limit FROM queues ORDER BY id";
 
 DatasetRecord datasetRow(const sql::Stmt& s) {
   return DatasetRecord{s.text(0), s.text(1), s.flag(2), s.i64(3)};

@@ -29,6 +29,14 @@ struct QueueRecord {
   std::string placement;  // binpack | spread
   int64_t createdAt = 0;
   bool allowHostTasks = false;  // users' jobs may have host tasks here (admins' always may)
+  // Cohorts (master/scheduler/cohort.h, docs/scheduler.md "Cohorts"): "" = none.
+  std::string cohort = {};
+  struct Limit {
+    int64_t cpuMillis = 0, memoryBytes = 0, gpu = 0;
+    bool operator==(const Limit&) const = default;
+  };
+  std::optional<Limit> borrowLimit = {};  // unset = no bound on borrowing
+  std::optional<Limit> lendLimit = {};    // unset = all of its quota may be lent
   bool operator==(const QueueRecord&) const = default;
 };
 

@@ -282,6 +282,14 @@ ALTER TABLE tasks ADD COLUMN history_before INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tasks ADD COLUMN attempt_base INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 12: queues in cohorts lend and borrow idle quota (docs/scheduler.md, "Cohorts");
+// a limit is "cpuMillis memoryBytes gpu", '' = unset.
+constexpr const char* kV12 = R"sql(
+ALTER TABLE queues ADD COLUMN cohort TEXT NOT NULL DEFAULT '';
+ALTER TABLE queues ADD COLUMN borrow_limit TEXT NOT NULL DEFAULT '';
+ALTER TABLE queues ADD COLUMN lend_limit TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
@@ -294,6 +302,7 @@ constexpr Migration kMigrations[] = {
     {9, kV9},
     {10, kV10},
     {11, kV11},
+    {12, kV12},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

@@ -48,16 +48,19 @@ Result<bool> Tx::upsertQueue(const QueueRecord& q) {
   return guarded<bool>([&] {
     return described(runSql(conn_, R"sql(
       INSERT INTO queues (name, state, cpu_millis, memory_bytes, gpu, max_running_jobs,
-                          weight, placement, created_at, allow_host_tasks)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                          weight, placement, created_at, allow_host_tasks, cohort, borrow_limit,
+                          lend_limit)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (name) DO UPDATE SET
         state = excluded.state, cpu_millis = excluded.cpu_millis,
         memory_bytes = excluded.memory_bytes, gpu = excluded.gpu,
         max_running_jobs = excluded.max_running_jobs, weight = excluded.weight,
         placement = excluded.placement, created_at = excluded.created_at,
-        allow_host_tasks = excluded.allow_host_tasks)sql",
+        allow_host_tasks = excluded.allow_host_tasks, cohort = excluded.cohort,
+        borrow_limit = excluded.borrow_limit, lend_limit = excluded.lend_limit)sql",
       q.name, toText(q.state), q.cpuMillis, q.memoryBytes, q.gpu, q.maxRunningJobs, q.weight,
-      q.placement, q.createdAt, q.allowHostTasks), "storing queue " + inQuotes(q.name));
+      q.placement, q.createdAt, q.allowHostTasks, q.cohort, limitText(q.borrowLimit), limitText(q.lendLimit)),
+      "storing queue " + inQuotes(q.name));
   });
 }
 

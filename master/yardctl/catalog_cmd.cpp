@@ -41,7 +41,7 @@ std::string weightText(double w) {
 }
 
 void queueTable(std::ostream& out, capnp::List<api::Queue>::Reader list) {
-  Table t({"NAME", "STATE", "CPU", "MEMORY", "GPU", "MAX-JOBS", "WEIGHT", "PLACEMENT", "RUNNING", "QUEUED"});
+  Table t({"NAME", "STATE", "CPU", "MEMORY", "GPU", "MAX-JOBS", "WEIGHT", "PLACEMENT", "RUNNING", "QUEUED", "COHORT"});
   for (auto q : list) {
     auto quota = q.getQuota();
     auto used = q.getUsed();
@@ -51,14 +51,33 @@ void queueTable(std::ostream& out, capnp::List<api::Queue>::Reader list) {
            std::to_string(used.getGpu()) + "/" + countText(quota.getGpu()),
            q.getMaxRunningJobs() == 0 ? "-" : std::to_string(q.getMaxRunningJobs()), weightText(q.getWeight()),
            q.getPlacement() == api::Placement::SPREAD ? "spread" : "binpack", std::to_string(q.getRunningJobs()),
-           std::to_string(q.getQueuedJobs())});
+           std::to_string(q.getQueuedJobs()), q.getCohort().size() ? q.getCohort().cStr() : "-"});
   }
   t.print(out);
+}
+
+std::string resourcesText(schema::Resources::Reader r) {
+  return "cpu " + cpuText(r.getCpuMillis()) + ", memory " + memText(r.getMemoryBytes()) + ", gpu " + countText(r.getGpu());
+}
+
+// A queue in a cohort: its limits and what it borrows, lends and could get now.
+void printCohort(std::ostream& out, api::Queue::Reader q) {
+  if (q.getCohort().size() == 0) return;
+  out << "Cohort:     " << q.getCohort().cStr() << "\n"
+      << "  borrow limit: " << (q.getHasBorrowLimit() ? resourcesText(q.getBorrowLimit()) : "none") << "\n"
+      << "  lend limit:   " << (q.getHasLendLimit() ? resourcesText(q.getLendLimit()) : "none (all of the quota)") << "\n"
+      << "  nominal:      " << resourcesText(q.getQuota()) << "\n"
+      << "  borrowed:     " << resourcesText(q.getBorrowed()) << "\n"
+      << "  lent:         " << resourcesText(q.getLent()) << "\n"
+      << "  free:         " << resourcesText(q.getAvailable()) << "\n";
 }
 
 // Quota flags shared by create and update. Strings so that quantities parse our way.
 struct QuotaFlags {
   std::string cpu, memory, gpu, maxRunningJobs, weight, placement;
+  std::string cohort, borrowLimit, lendLimit;
+  CLI::Option* cohortFlag = nullptr;
+  bool cohortGiven() const { return cohortFlag && cohortFlag->count() > 0; }
   bool allowHostTasks = false;
   CLI::Option* allowHostTasksFlag = nullptr;  // given? (count)
   bool hostTasksGiven() const { return allowHostTasksFlag && allowHostTasksFlag->count() > 0; }
@@ -76,9 +95,55 @@ void addQuotaFlags(CLI::App* cmd, QuotaFlags& f, bool required) {
   cmd->add_option("--max-running-jobs", f.maxRunningJobs, "At most this many running jobs (0 = no limit)");
   cmd->add_option("--weight", f.weight, "Share weight against other queues (default 1)");
   cmd->add_option("--placement", f.placement, "binpack (default) or spread")->check(CLI::IsMember({"binpack", "spread"}));
+  f.cohortFlag = cmd->add_option("--cohort", f.cohort,
+                                 "Lend and borrow idle quota with the other queues of this cohort (\"\" = none)");
+  cmd->add_option("--borrow-limit", f.borrowLimit,
+                  "Most it may use beyond its quota from its cohort: cpu=4,memory=16Gi,gpu=2 (a resource "
+                  "left out: no bound; none = no limit)");
+  cmd->add_option("--lend-limit", f.lendLimit,
+                  "Most of its quota the cohort may borrow; the rest is its alone: cpu=2,memory=8Gi,gpu=0 "
+                  "(a resource left out: all of it; none = no limit)");
   f.allowHostTasksFlag = cmd->add_flag("--allow-host-tasks", f.allowHostTasks,
                                        "Users' jobs may run host tasks (image: host) here, as their own uid "
                                        "(--allow-host-tasks=false takes it back; admins' jobs always may)");
+}
+
+// "cpu=4,memory=16Gi,gpu=2" into `out` (a resource left out: unlimited); "none" leaves `has`
+// false. Returns the error naming the flag, the rule and the value.
+std::string parseLimit(const char* flag, const std::string& text, bool& has, schema::Resources::Builder out) {
+  has = false;
+  if (text == "none") return "";
+  out.setCpuMillis(kUnlimited);
+  out.setMemoryBytes(kUnlimited);
+  out.setGpu(kUnlimited);
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    std::string bad = std::string(flag) + ": \"" + item + "\" must be cpu=N, memory=SIZE or gpu=N (like cpu=4,memory=16Gi,gpu=2), or none";
+    if (eq == std::string::npos || value.empty()) return bad;
+    if (key == "cpu") {
+      auto v = spec::parseCpuMillis(value);
+      if (!v) return std::string(flag) + ": cpu: " + v.error();
+      out.setCpuMillis(v.value());
+    } else if (key == "memory") {
+      auto v = spec::parseMemoryBytes(value);
+      if (!v) return std::string(flag) + ": memory: " + v.error();
+      out.setMemoryBytes(v.value());
+    } else if (key == "gpu") {
+      auto v = spec::parseInteger(value);
+      if (!v) return std::string(flag) + ": gpu: " + v.error();
+      out.setGpu(v.value());
+    } else {
+      return bad;
+    }
+    start = comma + 1;
+  }
+  has = true;
+  return "";
 }
 
 // Parses the given flags into `q`; returns the first error naming flag, rule and value.
@@ -116,6 +181,17 @@ std::string parseQuota(const QuotaFlags& f, api::Queue::Builder q) {
   }
   if (!f.placement.empty()) q.setPlacement(f.placement == "spread" ? api::Placement::SPREAD : api::Placement::BINPACK);
   q.setAllowHostTasks(f.allowHostTasks);
+  q.setCohort(f.cohort);
+  if (!f.borrowLimit.empty()) {
+    bool has = false;
+    if (auto why = parseLimit("--borrow-limit", f.borrowLimit, has, q.initBorrowLimit()); !why.empty()) return why;
+    q.setHasBorrowLimit(has);
+  }
+  if (!f.lendLimit.empty()) {
+    bool has = false;
+    if (auto why = parseLimit("--lend-limit", f.lendLimit, has, q.initLendLimit()); !why.empty()) return why;
+    q.setHasLendLimit(has);
+  }
   return "";
 }
 
@@ -142,6 +218,7 @@ int run(GlobalOptions& global, Streams io, Fill fill, const char* kind = nullptr
         // One queue: who may use it (docs/security.md, "Users, roles and grants").
         io.out << "Host tasks: " << (r.getQueue().getAllowHostTasks() ? "allowed for users" : "admins only") << "\n"
                << "Granted to: " << listText(r.getQueue().getGrants()) << "\n";
+        printCohort(io.out, r.getQueue());
       }
       break;
     case api::Response::QUEUES:
@@ -218,10 +295,13 @@ void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action
         u.setSetWeight(!f.weight.empty());
         u.setSetPlacement(!f.placement.empty());
         u.setSetAllowHostTasks(f.hostTasksGiven());
+        u.setSetCohort(f.cohortGiven());
+        u.setSetBorrowLimit(!f.borrowLimit.empty());
+        u.setSetLendLimit(!f.lendLimit.empty());
         if (f.cpu.empty() && f.memory.empty() && f.gpu.empty() && f.maxRunningJobs.empty() && f.weight.empty() &&
-            f.placement.empty() && !f.hostTasksGiven())
+            f.placement.empty() && !f.hostTasksGiven() && !f.cohortGiven() && f.borrowLimit.empty() && f.lendLimit.empty())
           return "queue update: nothing to change (give --cpu, --memory, --gpu, --max-running-jobs, --weight, "
-                 "--placement or --allow-host-tasks)";
+                 "--placement, --allow-host-tasks, --cohort, --borrow-limit or --lend-limit)";
         return parseQuota(f, u.initValues());
       });
     };

@@ -87,6 +87,8 @@ expect 0 '^task train of job el-sleep scaled 1 -> 2$' -- job scale el-sleep --ta
 [ "$(json 'j["tasks"][0]["elastic"]["desired"]')" = 2 ] || fail "desired after scale: $(json 'j["tasks"][0]["elastic"]')"
 json_eventually 'j["tasks"][0]["elastic"]["current"]' 2
 json_eventually 'sorted(r["state"] for r in j["tasks"][0]["replicas"])' "['Running', 'Running']"
+# The scale-out counts as done at the master's next look at it, a moment after the worker runs.
+json_eventually 'j["tasks"][0]["elastic"]["pending"]' False
 [ "$(json 'j["tasks"][0]["elastic"]["lastDecision"]')" = "1 -> 2: set by yardctl job scale" ] ||
   fail "lastDecision: $(json 'j["tasks"][0]["elastic"]')"
 [ "$(json 'type(j["tasks"][0]["elastic"]["lastDecisionAt"]).__name__, j["tasks"][0]["elastic"]["lastDecisionAt"] >= j["job"]["startedAt"] > 0')" = "int True" ] ||

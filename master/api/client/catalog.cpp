@@ -1,6 +1,7 @@
 // yardctl queue and dataset: answered from the catalog, changes once committed.
 #include "master/api/client/client_api.h"
 #include "master/catalog/dataset_paths.h"
+#include "master/scheduler/cohort.h"
 
 #include <cassert>
 
@@ -49,6 +50,12 @@ store::QueueRecord queueFrom(api::Queue::Reader q) {
   r.weight = q.getWeight();
   r.placement = q.getPlacement() == api::Placement::SPREAD ? "spread" : "binpack";
   r.allowHostTasks = q.getAllowHostTasks();
+  r.cohort = q.getCohort();
+  auto limit = [](schema::Resources::Reader l) {
+    return store::QueueRecord::Limit{l.getCpuMillis(), l.getMemoryBytes(), l.getGpu()};
+  };
+  if (q.getHasBorrowLimit()) r.borrowLimit = limit(q.getBorrowLimit());
+  if (q.getHasLendLimit()) r.lendLimit = limit(q.getLendLimit());
   return r;
 }
 
@@ -80,6 +87,39 @@ void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q) 
   auto grantees = access_.grantees(store::GrantTable::Queue, q.name);
   auto list = out.initGrants(static_cast<unsigned>(grantees.size()));
   for (unsigned i = 0; i < list.size(); ++i) list.set(i, grantees[i]);
+  out.setCohort(q.cohort);
+  if (q.borrowLimit) {
+    out.setHasBorrowLimit(true);
+    setResources(out.initBorrowLimit(), q.borrowLimit->cpuMillis, q.borrowLimit->memoryBytes, q.borrowLimit->gpu);
+  }
+  if (q.lendLimit) {
+    out.setHasLendLimit(true);
+    setResources(out.initLendLimit(), q.lendLimit->cpuMillis, q.lendLimit->memoryBytes, q.lendLimit->gpu);
+  }
+  // What it has borrowed, lent and could get now, from its cohort's usage (master/scheduler/cohort.h).
+  std::vector<sched::QueueView> members;
+  sched::QueueView self;
+  for (const auto& [name, other] : catalog_.queues()) {
+    if (name != q.name && (q.cohort.empty() || other.cohort != q.cohort)) continue;
+    sched::QueueView v = shareView(name == q.name ? q : other);
+    if (name == q.name) self = v;
+    if (!q.cohort.empty()) members.push_back(std::move(v));
+  }
+  sched::QuotaShare share = sched::quotaShareOf(self, members);
+  setResources(out.initBorrowed(), share.borrowed.cpuMillis, share.borrowed.memoryBytes, share.borrowed.gpu);
+  setResources(out.initLent(), share.lent.cpuMillis, share.lent.memoryBytes, share.lent.gpu);
+  setResources(out.initAvailable(), share.available.cpuMillis, share.available.memoryBytes, share.available.gpu);
+}
+
+sched::QueueView ClientApi::shareView(const store::QueueRecord& q) const {
+  sched::QueueView v;
+  v.name = q.name;
+  v.quota = {q.cpuMillis, q.memoryBytes, q.gpu};
+  v.used = jobs_.queueUsage(q.name);
+  v.cohort = q.cohort;
+  if (q.borrowLimit) v.borrowLimit = sched::Resources{q.borrowLimit->cpuMillis, q.borrowLimit->memoryBytes, q.borrowLimit->gpu};
+  if (q.lendLimit) v.lendLimit = sched::Resources{q.lendLimit->cpuMillis, q.lendLimit->memoryBytes, q.lendLimit->gpu};
+  return v;
 }
 
 void ClientApi::handleQueue(api::Request::Reader req, const ClientAnswer& a) {
@@ -124,7 +164,8 @@ void ClientApi::updateQueue(api::QueueUpdate::Reader u, const ClientAnswer& a) {
   store::QueueRecord in = queueFrom(u.getValues());
   bool cpu = u.getSetQuotaCpu(), mem = u.getSetQuotaMemory(), gpu = u.getSetQuotaGpu();
   bool maxJobs = u.getSetMaxRunningJobs(), weight = u.getSetWeight(), placement = u.getSetPlacement(),
-       state = u.getSetState(), hostTasks = u.getSetAllowHostTasks();
+       state = u.getSetState(), hostTasks = u.getSetAllowHostTasks(), cohort = u.getSetCohort(),
+       borrow = u.getSetBorrowLimit(), lend = u.getSetLendLimit();
   std::string name = u.getName();
   catalog_.updateQueue(
       name,
@@ -137,6 +178,9 @@ void ClientApi::updateQueue(api::QueueUpdate::Reader u, const ClientAnswer& a) {
         if (placement) q.placement = in.placement;
         if (state) q.state = in.state;
         if (hostTasks) q.allowHostTasks = in.allowHostTasks;
+        if (cohort) q.cohort = in.cohort;
+        if (borrow) q.borrowLimit = in.borrowLimit;
+        if (lend) q.lendLimit = in.lendLimit;
         return "";
       },
       answerQueue(a, name));

@@ -183,6 +183,7 @@ class ClientApi {
   void events(const std::string& jobName, ClientAnswer a);
   // A queue or node as the client sees it: its record and what jobs hold of it now.
   void fillQueue(api::Queue::Builder out, const store::QueueRecord& q) const;
+  sched::QueueView shareView(const store::QueueRecord& q) const;  // its quota, usage and cohort
   void fillNode(api::NodeInfo::Builder out, const NodeInfo& n, bool withUsage) const;
 
   void logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader query, const Caller& caller);

@@ -133,7 +133,17 @@ Json components() {
                        {"queuedJobs", integer()},
                        {"createdAt", ms()},
                        {"allowHostTasks", boolean()},
-                       {"grants", strings()}});
+                       {"grants", strings()},
+                       {"cohort", str()},
+                       {"borrowLimit", nullable(ref("Resources"))},
+                       {"lendLimit", nullable(ref("Resources"))},
+                       {"nominal", ref("Resources")},
+                       {"borrowed", ref("Resources")},
+                       {"lent", ref("Resources")},
+                       {"free", ref("Resources")}});
+  s["Queue"]["description"] =
+      "quota = nominal; a queue in a cohort borrows idle quota of the others (borrowed), lends its own "
+      "(lent), and a gang of it could get `free` now (docs/scheduler.md, \"Cohorts\").";
   s["Node"] = object({{"name", str()},
                       {"address", str()},
                       {"state", str()},
