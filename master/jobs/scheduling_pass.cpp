@@ -65,24 +65,27 @@ sched::Plan SchedulingPass::accepted(sched::Snapshot& snap, const sched::Plan& p
   return ok;
 }
 
+sched::QueueView queueViewOf(const store::QueueRecord& q, const sched::Resources& used) {
+  sched::QueueView v;
+  v.name = q.name;
+  v.state = q.state;
+  v.quota = {q.cpuMillis, q.memoryBytes, q.gpu};
+  v.maxRunningJobs = q.maxRunningJobs;
+  v.weight = q.weight;
+  v.placement = q.placement == "spread" ? sched::Placement::Spread : sched::Placement::Binpack;
+  v.used = used;
+  v.cohort = q.cohort;
+  auto limit = [](const store::QueueRecord::Limit& l) { return sched::Resources{l.cpuMillis, l.memoryBytes, l.gpu}; };
+  if (q.borrowLimit) v.borrowLimit = limit(*q.borrowLimit);
+  if (q.lendLimit) v.lendLimit = limit(*q.lendLimit);
+  return v;
+}
+
 sched::Snapshot SchedulingPass::snapshot() const {
   sched::Snapshot s;
   s.now = in_.now;
   std::map<std::string, sched::QueueView> queues;
-  for (const auto& [name, q] : in_.catalog.queues()) {
-    sched::QueueView v;
-    v.name = name;
-    v.state = q.state;
-    v.quota = {q.cpuMillis, q.memoryBytes, q.gpu};
-    v.maxRunningJobs = q.maxRunningJobs;
-    v.weight = q.weight;
-    v.placement = q.placement == "spread" ? sched::Placement::Spread : sched::Placement::Binpack;
-    v.cohort = q.cohort;
-    auto limit = [](const store::QueueRecord::Limit& l) { return sched::Resources{l.cpuMillis, l.memoryBytes, l.gpu}; };
-    if (q.borrowLimit) v.borrowLimit = limit(*q.borrowLimit);
-    if (q.lendLimit) v.lendLimit = limit(*q.lendLimit);
-    queues[name] = v;
-  }
+  for (const auto& [name, q] : in_.catalog.queues()) queues[name] = queueViewOf(q);
   for (const auto& name : pending_.active()) {
     const JobEntry& job = jobs_.at(name);
     auto qit = queues.find(job.rec.queue);

@@ -23,6 +23,10 @@
 
 namespace yard::master {
 
+// A queue as the scheduler sees it: its settings and cohort, with `used` (its live replicas'
+// resources) and no running jobs. The snapshot, queue show and /metrics read queues so.
+sched::QueueView queueViewOf(const store::QueueRecord& q, const sched::Resources& used = {});
+
 class SchedulingPass {
  public:
   using Jobs = std::map<std::string, JobEntry>;

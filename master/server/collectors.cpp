@@ -1,5 +1,7 @@
 #include "master/server/collectors.h"
 
+#include "master/scheduler/cohort.h"
+
 #include <limits>
 #include <map>
 #include <set>
@@ -103,8 +105,28 @@ void jobFamilies(const JobRegistry& jobs, const Catalog& catalog, int64_t now, s
     quotaMemory.add({queue}, quota(q->second.memoryBytes));
     quotaGpu.add({queue}, quota(q->second.gpu));
   }
+  // Cohorts (docs/scheduler.md): what each member borrows beyond its quota and lends to others.
+  Family borrowed = gauge("yard_queue_borrowed", "Resources the queue uses beyond its quota, borrowed from its cohort "
+                                                 "(cpu in cores, memory in bytes)", {"queue", "resource"});
+  Family lent = gauge("yard_queue_lent", "Resources of the queue's idle quota its cohort's borrowers use "
+                                         "(cpu in cores, memory in bytes)", {"queue", "resource"});
+  std::map<std::string, std::vector<sched::QueueView>> cohorts;
+  for (const auto& [name, q] : catalog.queues()) {
+    if (q.cohort.empty()) continue;
+    auto f = facts.find(name);
+    cohorts[q.cohort].push_back(queueViewOf(q, f == facts.end() ? sched::Resources{} : f->second.used));
+  }
+  for (const auto& [cohort, members] : cohorts)
+    for (const sched::QueueView& v : members) {
+      sched::QuotaShare share = sched::quotaShareOf(v, members);
+      for (auto [family, r] : {std::pair{&borrowed, share.borrowed}, std::pair{&lent, share.lent}}) {
+        family->add({v.name, "cpu"}, double(r.cpuMillis) / 1000);
+        family->add({v.name, "memory"}, double(r.memoryBytes));
+        family->add({v.name, "gpu"}, double(r.gpu));
+      }
+    }
   for (Family* f : {&jobsByState, &tasksByState, &pending, &oldest, &quotaCpu, &quotaMemory, &quotaGpu, &usedCpu,
-                    &usedMemory, &usedGpu})
+                    &usedMemory, &usedGpu, &borrowed, &lent})
     out.push_back(std::move(*f));
 }
 

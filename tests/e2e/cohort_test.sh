@@ -44,6 +44,11 @@ for i in 1 2 3 4; do wait_job "a-job-$i" Running 30; done
   fail "team-a nominal/free/cohort: $("$bin/yardctl" queue show team-a -o json)"
 "$bin/yardctl" queue show team-a | grep -q '^  borrowed: *cpu 2, ' || fail "queue show: $("$bin/yardctl" queue show team-a)"
 "$bin/yardctl" queue list | grep -Eq '^team-b .* pool$' || fail "queue list COHORT: $("$bin/yardctl" queue list)"
+# /metrics: what each member borrows and lends.
+metrics=$(sed -n 's/^metrics //p' "$tmp/master.out")
+m=$(curl -s "http://$metrics/metrics")
+echo "$m" | grep -q '^yard_queue_borrowed{queue="team-a",resource="cpu"} 2$' || fail "yard_queue_borrowed: $(echo "$m" | grep yard_queue_)"
+echo "$m" | grep -q '^yard_queue_lent{queue="team-b",resource="cpu"} 2$' || fail "yard_queue_lent: $(echo "$m" | grep yard_queue_lent)"
 
 say "team-b waits for what it lent, with the cohort named, and runs once team-a gives one back"
 job "$tmp/b1.yaml" b-job-1 team-b

@@ -112,14 +112,7 @@ void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q) 
 }
 
 sched::QueueView ClientApi::shareView(const store::QueueRecord& q) const {
-  sched::QueueView v;
-  v.name = q.name;
-  v.quota = {q.cpuMillis, q.memoryBytes, q.gpu};
-  v.used = jobs_.queueUsage(q.name);
-  v.cohort = q.cohort;
-  if (q.borrowLimit) v.borrowLimit = sched::Resources{q.borrowLimit->cpuMillis, q.borrowLimit->memoryBytes, q.borrowLimit->gpu};
-  if (q.lendLimit) v.lendLimit = sched::Resources{q.lendLimit->cpuMillis, q.lendLimit->memoryBytes, q.lendLimit->gpu};
-  return v;
+  return queueViewOf(q, jobs_.queueUsage(q.name));
 }
 
 void ClientApi::handleQueue(api::Request::Reader req, const ClientAnswer& a) {
