@@ -7,7 +7,7 @@
 bin=$1
 source "$(dirname "$0")/cluster.sh"
 
-start_master
+start_master --metrics-listen 127.0.0.1:0  # its own port: the default one is e2e.metrics' to test
 start_agent 1 --cpu 4 --memory 4Gi
 wait_nodes 1
 
@@ -85,7 +85,7 @@ ok "$bin/yardctl" queue update team-a --borrow-limit none
 
 say "it survives a master restart"
 kill "$master"; wait "$master" 2>/dev/null
-start_master
+start_master --metrics-listen 127.0.0.1:0
 [ "$(qshow team-c 'q["cohort"], q["lendLimit"]["cpuMillis"]')" = "pool 0" ] || fail "after restart: $("$bin/yardctl" queue show team-c -o json)"
 
 for f in a-job-1 a-job-2 b-job-1 c-job-1; do touch "$tmp/stop-$f"; done

@@ -166,6 +166,7 @@ echo "$out" | grep -q "/metrics: cannot listen on $master_metrics" || fail "metr
 say "the default address taken (another daemon has it): /metrics is off, the daemon runs"
 $py -c 'import socket, time
 s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as a daemon binds: a TIME_WAIT left there is no owner
 try:
     s.bind(("127.0.0.1", 7780)); s.listen(1)
 except OSError:
