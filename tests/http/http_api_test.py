@@ -299,6 +299,18 @@ while cursor is not None and pages < 100:
     cursor = j["nextCursor"]
     pages += 1
 check(text == whole and pages > 2, f"paged logs ({pages} pages) differ: {text!r} vs {whole!r}")
+# A page never cuts a UTF-8 character in two (each half would become U+FFFD).
+call("POST", "/api/v1/jobs", JOB_YAML.format(name="utf8-log", task="main", script="echo héllo wörld ✓ 𝄞").encode(),
+     ctype="application/yaml")
+wait_state("utf8-log", "Succeeded")
+for limit in (4, 5, 6, 7):  # at least the longest character (4 bytes): each page ends between two
+    text, cursor, pages = "", "0", 0
+    while cursor is not None and pages < 100:
+        s, j, _, _ = call("GET", f"/api/v1/jobs/utf8-log/logs?limit={limit}&cursor={cursor}")
+        text += "".join(c["text"] for c in j["chunks"])
+        cursor = j["nextCursor"]
+        pages += 1
+    check(text == "héllo wörld ✓ 𝄞\n", f"utf-8 logs in pages of {limit} bytes: {text!r}")
 s, j, _, _ = call("GET", "/api/v1/jobs/hello/logs?tail=2")
 check("".join(c["text"] for c in j["chunks"]) == "line-4\nline-5\n", f"tail=2: {j}")
 

@@ -75,8 +75,29 @@ struct LogPage {
     if (end > to) more = true;
   }
 
+  // A page that ends inside a UTF-8 character gives that character's first bytes to the next
+  // page (the cursor moves back by them), so neither half becomes U+FFFD. A page holding only
+  // those bytes keeps them, so that a tiny `limit` still moves on.
+  void keepCharactersWhole() {
+    if (!more || chunks.empty()) return;
+    std::string& text = chunks.back().second;
+    size_t n = text.size();
+    for (size_t back = 1; back <= 3 && back <= n; ++back) {
+      unsigned char c = static_cast<unsigned char>(text[n - back]);
+      if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+      size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+      if (need > back && (n - back > 0 || chunks.size() > 1)) {
+        text.resize(n - back);
+        to -= back;
+        if (text.empty()) chunks.pop_back();
+      }
+      return;
+    }
+  }
+
   // The page, once the client API's answer `r` ends the output (logEnd, or anything else).
-  HttpReply reply(api::Response::Reader r) const {
+  HttpReply reply(api::Response::Reader r) {
+    keepCharactersWhole();
     Json parts = Json::array();
     for (auto& [replica, text] : chunks) parts.push_back({{"replica", replica}, {"text", text}});
     std::string problems = r.isLogEnd() ? r.getLogEnd().cStr() : "";
