@@ -43,6 +43,10 @@ struct Queue {
   borrowed @17 :Common.Resources;
   lent @18 :Common.Resources;
   available @19 :Common.Resources;
+  # Read-only, fair share (docs/scheduler.md): its dominant share of past usage, decayed; and
+  # the order queues take turns in, (dominant share of the ready nodes now + that) / weight.
+  pastShare @20 :Float64;
+  share @21 :Float64;
 }
 
 # Which fields of a queue update to apply.

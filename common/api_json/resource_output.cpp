@@ -51,7 +51,9 @@ Json queueJson(api::Queue::Reader q) {
           {"nominal", resourcesJson(q.getQuota())},
           {"borrowed", resourcesJson(q.getBorrowed())},
           {"lent", resourcesJson(q.getLent())},
-          {"free", resourcesJson(q.getAvailable())}};
+          {"free", resourcesJson(q.getAvailable())},
+          {"pastShare", q.getPastShare()},
+          {"share", q.getShare()}};
 }
 
 Json datasetJson(api::Dataset::Reader d) {

@@ -133,7 +133,7 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   if (auto e = config::unknownKey(root, {"data_dir", "listen", "agent_listen", "join_token", "heartbeat_timeout",
                                          "flavors", "etcd_endpoints", "stop_grace", "advertise", "autoscaler",
                                          "log_retention", "log_archive_max_bytes", "fence_timeout", "fence_grace",
-                                         "metrics_listen", "dataset_roots", "http_listen", "console_dir"});
+                                         "metrics_listen", "dataset_roots", "http_listen", "console_dir", "scheduler"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto str = [&](const char* key, std::string& out) -> std::string {
@@ -223,6 +223,17 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   if (const toml::node* n = root.get("autoscaler")) {
     std::string e = autoscalerSection(*n, c.autoscaler);
     if (!e.empty()) return R::fail(source + ": " + e);
+  }
+  if (const toml::node* n = root.get("scheduler")) {
+    const toml::table* t = n->as_table();
+    if (!t) return R::fail(source + ": scheduler: must be a table ([scheduler] with fairshare_half_life)");
+    if (auto e = config::unknownKey(*t, {"fairshare_half_life"}); !e.empty()) return R::fail(source + ": scheduler." + e);
+    if (const toml::node* v = t->get("fairshare_half_life"))
+      if (auto e = config::durationSeconds(*v, "scheduler.fairshare_half_life", 0, 86400 * 365,
+                                           "must be a duration from 0 (off) to 365d (like \"7d\" or \"12h\")",
+                                           c.fairshareHalfLifeSeconds);
+          !e.empty())
+        return R::fail(source + ": " + e);
   }
   if (const toml::node* n = root.get("flavors")) {
     const toml::table* flavors = n->as_table();

@@ -36,6 +36,9 @@ struct MasterConfig {
   int64_t fenceTimeoutSeconds = -1;
   int64_t fenceGraceSeconds = -1;
   lifecycle::AutoscalerSettings autoscaler;     // [autoscaler]: elastic tasks' control loop
+  // [scheduler] fairshare_half_life: past usage counts in queue order, halved every this long
+  // (docs/scheduler.md, "Fair share"); 0 = only what queues hold now.
+  int64_t fairshareHalfLifeSeconds = 0;
   int64_t logRetentionSeconds = 30 * 86400;     // archived replica logs are deleted after this
   int64_t logArchiveMaxBytes = 10 << 20;        // the archive keeps the last this many bytes of a log
   // Where /metrics listens (docs/operations.md, "Metrics"): unset = kDefaultMetricsListen,

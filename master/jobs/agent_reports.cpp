@@ -123,7 +123,10 @@ void JobRegistry::flushUsage(int64_t now) {
     slot.commit([rows](store::Tx& tx) {
       for (const auto& r : rows) tx.addUsage(r);
     }, [this, rows](Result<bool> stored) {
-      if (stored) return;
+      if (stored) {
+        for (const auto& r : rows) fairShare_.add(r);  // stored: fair share remembers it
+        return;
+      }
       usage_.putBack(rows);  // the next tick tries again
       if (log) log("usage accounting: " + stored.error() + " (kept; retried)");
     });

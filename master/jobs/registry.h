@@ -35,6 +35,7 @@
 #include "master/jobs/confined.h"
 #include "master/jobs/pass_nodes.h"
 #include "master/jobs/pending_index.h"
+#include "master/jobs/fair_share.h"
 #include "master/jobs/scheduling_pass.h"
 #include "master/jobs/usage_accounting.h"
 
@@ -63,6 +64,11 @@ class JobRegistry {
   // A job whose stored rows cannot be read is quarantined (Failed, reason stored, logged
   // through `log`, which must be set first), not fatal. REQUIRES: before the io loop runs.
   Result<bool> load(const store::State& state);
+  // Fair share's memory (fair_share.h) from the stored usage rows, at start-up. REQUIRES:
+  // before the io loop runs.
+  void seedFairShare(const std::vector<store::UsageRecord>& rows) { fairShare_.seed(rows, now_()); }
+  // Each queue's past share now (empty when [scheduler] fairshare_half_life is 0).
+  std::map<std::string, double> pastShares() const { return fairShare_.shares(now_()); }
 
   // Writes what the request that made a change did (its audit record, docs/security.md) in
   // that change's own transaction, given the confirmation it answers with: one durable
@@ -241,6 +247,7 @@ class JobRegistry {
   std::string execEndpoint_;
   std::string execCa_;
   UsageAccounting usage_;
+  FairShareHistory fairShare_{config_.fairshareHalfLifeSeconds * 1000};
   // Replicas a launch gate let start stay in their node's desired state for good;
   // forEachDesired is const to callers, and this is its memory.
   mutable DesiredState desired_;

@@ -49,7 +49,7 @@ void JobRegistry::runPass() {
   }
   fullPass_ = false;
   SchedulingPass::Inputs in{catalog_, config_, now_(), [this](const std::string& name) { return commits_.busy(name); },
-                            nullptr, std::nullopt, nodeWiring_, execEndpoint_, execCa_};
+                            nullptr, std::nullopt, nodeWiring_, execEndpoint_, execCa_, fairShare_.shares(now_())};
   if (pending_.backlog().size() > 0) {  // else nothing reads the nodes
     in.changedNodes = passNodes_.refresh(nodes_, nodeLookup_, jobs_, desired_);
     in.nodes = &passNodes_.views();

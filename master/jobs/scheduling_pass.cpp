@@ -85,7 +85,10 @@ sched::Snapshot SchedulingPass::snapshot() const {
   sched::Snapshot s;
   s.now = in_.now;
   std::map<std::string, sched::QueueView> queues;
-  for (const auto& [name, q] : in_.catalog.queues()) queues[name] = queueViewOf(q);
+  for (const auto& [name, q] : in_.catalog.queues()) {
+    queues[name] = queueViewOf(q);
+    if (auto past = in_.pastShares.find(name); past != in_.pastShares.end()) queues[name].pastShare = past->second;
+  }
   for (const auto& name : pending_.active()) {
     const JobEntry& job = jobs_.at(name);
     auto qit = queues.find(job.rec.queue);

@@ -42,6 +42,7 @@ class SchedulingPass {
     std::optional<std::vector<size_t>> changedNodes;
     NodeWiringLookup wiring;                                // addresses and GPU uuids by node
     std::string execEndpoint, execCa;                       // YARD_EXEC_MASTER, its CA
+    std::map<std::string, double> pastShares = {};          // fair share's memory, by queue
   };
   // What a pass decided.
   struct Outcome {

@@ -29,7 +29,7 @@ double Evaluator::turn(const QueueView& q) const {
   consider(q.used.gpu, cap.gpu);
   // A non-positive weight is a configuration slip; serve that queue last, not never.
   double weight = q.weight > 0 ? q.weight : 1e-9;
-  return share / weight;
+  return (share + q.pastShare) / weight;
 }
 
 Verdict Evaluator::tryGang(QueueView& queue, const GangRequest& gang,

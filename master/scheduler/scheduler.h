@@ -19,9 +19,10 @@
 //     job while the queue is at maxRunningJobs (a later gang of an already-running job
 //     must still run, or a DAG job would deadlock its queue).
 //  3. Across queues: weighted dominant-resource fairness. The next gang always comes from
-//     the queue with the smallest dominantShare / weight (dominantShare = max over cpu,
-//     memory, gpu of used / capacity of all Ready nodes), ties broken by queue name, among
-//     queues whose head has not blocked. A blocked queue never blocks another queue.
+//     the queue with the smallest (dominantShare + pastShare) / weight (dominantShare = max
+//     over cpu, memory, gpu of used / capacity of all Ready nodes; pastShare = its dominant
+//     share of past usage, decayed, 0 unless [scheduler] fairshare_half_life is set), ties
+//     broken by queue name, among queues whose head has not blocked. A blocked queue never blocks another queue.
 //     Quota: a gang must fit its queue's quota; a queue in a cohort may also borrow what the
 //     other queues of its cohort leave idle of their lendable quota (cohort.h). Without
 //     preemption, borrowed quota comes back when the borrower's jobs end.
@@ -183,6 +184,9 @@ struct QueueView {
   std::string cohort = {};
   std::optional<Resources> borrowLimit = {};  // most it may use beyond quota; unset = no bound
   std::optional<Resources> lendLimit = {};    // most of its quota others may use; unset = all
+  // Its dominant share of the cluster's past usage, decayed (0..1; 0 = none or fair share
+  // without history): added to its share now when queues take turns.
+  double pastShare = 0;
 };
 
 struct Snapshot {

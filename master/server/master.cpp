@@ -219,6 +219,11 @@ std::optional<std::string> loadState(Master::Parts& p) {
   p.jobs = std::make_unique<JobRegistry>(p.io, *p.db, config, *p.catalog, wallClockMs);
   p.jobs->log = p.log;  // before load: it reports the jobs it quarantines
   if (auto loaded = p.jobs->load(state.value()); !loaded) return dbPath + ": " + loaded.error();
+  if (config.fairshareHalfLifeSeconds > 0) {  // fair share remembers the stored usage (docs/scheduler.md)
+    auto rows = p.db->usage({});
+    if (!rows) return dbPath + ": usage: " + rows.error();
+    p.jobs->seedFairShare(rows.value());
+  }
   p.nodes = std::make_unique<NodeRegistry>(p.io, *p.db, config.heartbeatTimeoutSeconds, wallClockMs, p.log);
   if (auto loaded = p.nodes->load(state.value()); !loaded) return dbPath + ": " + loaded.error();
   // Users, tokens and grants (docs/security.md); the first start writes <data-dir>/admin.token.

@@ -1,5 +1,6 @@
 // `yardctl queue ...` and `yardctl dataset ...`.
 #include <cmath>
+#include <cstdio>
 #include <memory>
 
 #include "common/spec/quantity.h"
@@ -40,8 +41,16 @@ std::string weightText(double w) {
   return s;
 }
 
+// A fair-share value as a percentage with one decimal: "12.5%".
+std::string shareText(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", share * 100);
+  return buf;
+}
+
 void queueTable(std::ostream& out, capnp::List<api::Queue>::Reader list) {
-  Table t({"NAME", "STATE", "CPU", "MEMORY", "GPU", "MAX-JOBS", "WEIGHT", "PLACEMENT", "RUNNING", "QUEUED", "COHORT"});
+  Table t({"NAME", "STATE", "CPU", "MEMORY", "GPU", "MAX-JOBS", "WEIGHT", "PLACEMENT", "RUNNING", "QUEUED", "COHORT",
+           "SHARE"});
   for (auto q : list) {
     auto quota = q.getQuota();
     auto used = q.getUsed();
@@ -51,7 +60,7 @@ void queueTable(std::ostream& out, capnp::List<api::Queue>::Reader list) {
            std::to_string(used.getGpu()) + "/" + countText(quota.getGpu()),
            q.getMaxRunningJobs() == 0 ? "-" : std::to_string(q.getMaxRunningJobs()), weightText(q.getWeight()),
            q.getPlacement() == api::Placement::SPREAD ? "spread" : "binpack", std::to_string(q.getRunningJobs()),
-           std::to_string(q.getQueuedJobs()), q.getCohort().size() ? q.getCohort().cStr() : "-"});
+           std::to_string(q.getQueuedJobs()), q.getCohort().size() ? q.getCohort().cStr() : "-", shareText(q.getShare())});
   }
   t.print(out);
 }

@@ -61,7 +61,7 @@ expect 0 '^NAME +QUEUE +STATE +TASKS +PRIORITY +SUBMITTED +OWNER +WAITED +ELAPSE
 expect 0 '^ok-train +team-a +Queued .* admin +[0-9]+:[0-9]{2} +-$' -- job list --queue team-a
 expect 0 '^NAME' -- job list --state Running
 out=$("$bin/yardctl" job list --state Running); [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "no job should be running: $out"
-expect 0 'team-a +running .* 0 +2 +-$' -- queue list
+expect 0 'team-a +running .* 0 +2 +- +[0-9.]+%$' -- queue list
 expect 1 'queue team-a is not empty' -- queue delete team-a
 
 # Cancel, delete, and the name is free again.

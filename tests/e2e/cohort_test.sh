@@ -7,6 +7,8 @@
 bin=$1
 source "$(dirname "$0")/cluster.sh"
 
+# Fair share with a memory (docs/scheduler.md, "Fair share"): past usage counts, halved hourly.
+printf '[scheduler]\nfairshare_half_life = "1h"\n' >>"$tmp/master.toml"
 start_master --metrics-listen 127.0.0.1:0  # its own port: the default one is e2e.metrics' to test
 start_agent 1 --cpu 4 --memory 4Gi
 wait_nodes 1
@@ -43,7 +45,7 @@ for i in 1 2 3 4; do wait_job "a-job-$i" Running 30; done
 [ "$(qshow team-a 'q["nominal"]["cpuMillis"], q["free"]["cpuMillis"], q["cohort"]')" = "2000 0 pool" ] ||
   fail "team-a nominal/free/cohort: $("$bin/yardctl" queue show team-a -o json)"
 "$bin/yardctl" queue show team-a | grep -q '^  borrowed: *cpu 2, ' || fail "queue show: $("$bin/yardctl" queue show team-a)"
-"$bin/yardctl" queue list | grep -Eq '^team-b .* pool$' || fail "queue list COHORT: $("$bin/yardctl" queue list)"
+"$bin/yardctl" queue list | grep -Eq '^team-b .* pool +[0-9.]+%$' || fail "queue list COHORT: $("$bin/yardctl" queue list)"
 # /metrics: what each member borrows and lends.
 metrics=$(sed -n 's/^metrics //p' "$tmp/master.out")
 m=$(curl -s "http://$metrics/metrics")
@@ -61,6 +63,12 @@ wait_job a-job-4 Succeeded 30
 wait_job b-job-1 Running 30
 # Never more than the 4 CPUs: 3 of team-a and 1 of team-b.
 [ "$(qshow team-a 'q["used"]["cpuMillis"]')" = 3000 ] || fail "team-a uses $(qshow team-a 'q["used"]')"
+
+say "fair share remembers what team-a used (its ended job's usage row)"
+for _ in $(seq 100); do [ "$(qshow team-a 'q["pastShare"] > 0')" = True ] && break; sleep 0.1; done
+[ "$(qshow team-a 'q["pastShare"] > 0 and q["share"] > q["pastShare"]')" = True ] ||
+  fail "team-a's fair share: $("$bin/yardctl" queue show team-a -o json)"
+[ "$(qshow team-b 'q["pastShare"]')" = 0.0 ] || fail "team-b's past share: $(qshow team-b 'q["pastShare"]')"
 
 say "a lend limit keeps a queue's share its own"
 ok "$bin/yardctl" queue create team-c --cpu 1 --memory 1Gi --cohort pool --lend-limit cpu=0
@@ -87,6 +95,7 @@ say "it survives a master restart"
 kill "$master"; wait "$master" 2>/dev/null
 start_master --metrics-listen 127.0.0.1:0
 [ "$(qshow team-c 'q["cohort"], q["lendLimit"]["cpuMillis"]')" = "pool 0" ] || fail "after restart: $("$bin/yardctl" queue show team-c -o json)"
+[ "$(qshow team-a 'q["pastShare"] > 0')" = True ] || fail "fair share forgot team-a's past at the restart"
 
 for f in a-job-1 a-job-2 b-job-1 c-job-1; do touch "$tmp/stop-$f"; done
 for j in a-job-1 a-job-2 b-job-1 c-job-1; do wait_job "$j" Succeeded 30; done

@@ -109,6 +109,21 @@ void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q) 
   setResources(out.initBorrowed(), share.borrowed.cpuMillis, share.borrowed.memoryBytes, share.borrowed.gpu);
   setResources(out.initLent(), share.lent.cpuMillis, share.lent.memoryBytes, share.lent.gpu);
   setResources(out.initAvailable(), share.available.cpuMillis, share.available.memoryBytes, share.available.gpu);
+  // Fair share: the scheduler's turn order (scheduler.h, "Across queues").
+  auto past = jobs_.pastShares();
+  double pastShare = past.count(q.name) ? past.at(q.name) : 0;
+  sched::Resources ready;
+  for (const auto& [name, n] : nodes_.nodes())
+    if (n.record.state == NodeState::Ready) ready += {n.record.cpuMillis, n.record.memoryBytes, n.record.gpu};
+  double now = 0;
+  auto consider = [&](int64_t held, int64_t capacity) {
+    if (capacity > 0) now = std::max(now, double(held) / double(capacity));
+  };
+  consider(self.used.cpuMillis, ready.cpuMillis);
+  consider(self.used.memoryBytes, ready.memoryBytes);
+  consider(self.used.gpu, ready.gpu);
+  out.setPastShare(pastShare);
+  out.setShare((now + pastShare) / (q.weight > 0 ? q.weight : 1e-9));
 }
 
 sched::QueueView ClientApi::shareView(const store::QueueRecord& q) const {

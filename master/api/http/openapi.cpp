@@ -140,10 +140,13 @@ Json components() {
                        {"nominal", ref("Resources")},
                        {"borrowed", ref("Resources")},
                        {"lent", ref("Resources")},
-                       {"free", ref("Resources")}});
+                       {"free", ref("Resources")},
+                       {"pastShare", number()},
+                       {"share", number()}});
   s["Queue"]["description"] =
       "quota = nominal; a queue in a cohort borrows idle quota of the others (borrowed), lends its own "
-      "(lent), and a gang of it could get `free` now (docs/scheduler.md, \"Cohorts\").";
+      "(lent), and a gang of it could get `free` now (docs/scheduler.md, \"Cohorts\"). share: the order queues "
+      "take turns in, (dominant share now + pastShare) / weight, lowest first (\"Fair share\").";
   s["Node"] = object({{"name", str()},
                       {"address", str()},
                       {"state", str()},

@@ -37,6 +37,13 @@ TEST_CASE("bad master config names the key and the rule", "[config]") {
   CHECK(parseMasterConfig("advertise = \"0.0.0.0:7700\"", "m.toml").error() ==
         "m.toml: advertise: \"0.0.0.0:7700\" must be HOST:PORT that nodes can reach");
   CHECK(parseMasterConfig("advertise = \"10.0.0.1:7700\"", "m.toml").value().advertise == "10.0.0.1:7700");
+  // [scheduler] fairshare_half_life (docs/scheduler.md, "Fair share")
+  CHECK(parseMasterConfig("[scheduler]\nfairshare_half_life = \"7d\"", "m.toml").value().fairshareHalfLifeSeconds ==
+        7 * 86400);
+  CHECK(parseMasterConfig("", "m.toml").value().fairshareHalfLifeSeconds == 0);
+  CHECK(parseMasterConfig("[scheduler]\nfairshare_half_life = \"soon\"", "m.toml").error() ==
+        "m.toml: scheduler.fairshare_half_life: must be a duration from 0 (off) to 365d (like \"7d\" or \"12h\")");
+  CHECK(parseMasterConfig("[scheduler]\nhalf_life = 1", "m.toml").error() == "m.toml: scheduler.unknown key \"half_life\"");
 }
 
 TEST_CASE("fencing timing: derived from heartbeat_timeout, given values checked against it", "[config]") {

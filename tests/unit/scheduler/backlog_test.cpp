@@ -54,6 +54,7 @@ class History {
     if (chance(60)) q.cohort = "pool";
     if (chance(30)) q.borrowLimit = cores(below(8), below(64), below(4));
     if (chance(30)) q.lendLimit = cores(below(8), below(64), below(4));
+    if (chance(50)) q.pastShare = double(below(100)) / 100;  // fair share with history
     queues_.push_back(std::move(q));
   }
 
@@ -120,13 +121,14 @@ class History {
 
   void changeQueue() {
     QueueView& q = queues_[size_t(below(int64_t(queues_.size())))];
-    switch (below(7)) {
+    switch (below(8)) {
       case 0: q.state = q.state == QueueState::Stopped ? QueueState::Running : QueueState::Stopped; break;
       case 1: q.quota = chance(50) ? cores(1000, 100000, 1000) : cores(2 + below(12), 64, below(5)); break;
       case 2: q.maxRunningJobs = chance(50) ? 0 : 1 + below(3); break;
       case 3: q.cohort = q.cohort.empty() ? "pool" : ""; break;
       case 4: q.borrowLimit = chance(50) ? std::nullopt : std::optional<Resources>(cores(below(8), below(64), below(4))); break;
       case 5: q.lendLimit = chance(50) ? std::nullopt : std::optional<Resources>(cores(below(8), below(64), below(4))); break;
+      case 6: q.pastShare = double(below(100)) / 100; break;
       default: q.weight = 1 + double(below(3)); break;
     }
   }

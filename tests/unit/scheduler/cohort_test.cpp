@@ -153,3 +153,21 @@ TEST_CASE("cohort: unlimited quotas add up without overflowing", "[scheduler][co
   CHECK(book.of(qs[0])->capacity.cpuMillis == int64_t{1} << 62);
   CHECK_FALSE(detail::quotaShortfall(qs[0], cores(100, 100), book.of(qs[0])));
 }
+
+TEST_CASE("fair share: a queue that used more in the past takes its turn after one that did not",
+          "[scheduler][fairshare]") {
+  Scenario s;
+  NodeSpec node;
+  node.capacity = cores(1, 8);  // room for one gang: whoever's turn comes first gets it
+  s.node("n0", node).queue("team-a").queue("team-b");
+  int64_t a = s.gang("team-a", "a/t").replicas(1, cores(1, 1)).id();
+  int64_t b = s.gang("team-b", "b/t").replicas(1, cores(1, 1)).id();
+  CHECK(s.run().placed(a));  // equal shares: by name
+  queueOf(s, "team-a").pastShare = 0.6;
+  queueOf(s, "team-b").pastShare = 0.4;
+  Run r = s.run();
+  CHECK(r.placed(b));
+  CHECK_FALSE(r.placed(a));
+  queueOf(s, "team-a").weight = 2;  // 0.6 / 2 < 0.4
+  CHECK(s.run().placed(a));
+}
