@@ -187,6 +187,20 @@ out=$("$bin/yardctl" job submit --after self-follower "$tmp/late.yaml" 2>&1)
 [ $? -ne 0 ] || fail "a job after itself was accepted"
 echo "$out" | grep -q 'a job cannot run after itself' || fail "self after said: $out"
 
+# A master restart while a job waits on another: the wait is read back from the store and
+# decided when the other ends.
+quick "$tmp/slowprep.yaml" slow-prep 4
+quick "$tmp/waiter.yaml" waits-on-prep 0
+submit "$tmp/slowprep.yaml"
+"$bin/yardctl" job submit --after slow-prep "$tmp/waiter.yaml" >/dev/null || fail "submit waits-on-prep"
+wait_job slow-prep Running
+kill "$master"; wait "$master" 2>/dev/null
+start_master
+[ "$(jshow waits-on-prep 'j["job"]["afterPending"], j["job"]["state"]')" = "True Queued" ] ||
+  fail "after the restart waits-on-prep: $(jshow waits-on-prep 'j["job"]')"
+wait_job slow-prep Succeeded 30
+wait_job waits-on-prep Succeeded 30
+
 say "logs --since"
 cat >"$tmp/since.yaml" <<'YAML'
 name: since-logs
