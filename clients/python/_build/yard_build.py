@@ -86,6 +86,10 @@ def _package_files() -> list[tuple[str, str]]:
     return out
 
 
+# The `yard` command (yard/_cli.py), installed next to python3 (venv/bin/yard).
+_ENTRY_POINTS = "[console_scripts]\nyard = yard._cli:main\n"
+
+
 def _record_line(arcname: str, data: bytes) -> str:
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return f"{arcname},sha256={digest},{len(data)}"
@@ -96,6 +100,7 @@ def _write_wheel(wheel_directory: str, members: list[tuple[str, bytes]], tag: st
     members = list(members) + [
         (f"{info}/METADATA", _metadata().encode()),
         (f"{info}/WHEEL", _wheel_file(tag).encode()),
+        (f"{info}/entry_points.txt", _ENTRY_POINTS.encode()),
     ]
     record = [_record_line(n, d) for n, d in members] + [f"{info}/RECORD,,"]
     members.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
@@ -137,6 +142,8 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
         f.write(_metadata())
     with open(os.path.join(d, "WHEEL"), "w", encoding="utf-8") as f:
         f.write(_wheel_file("py3-none-any"))
+    with open(os.path.join(d, "entry_points.txt"), "w", encoding="utf-8") as f:
+        f.write(_ENTRY_POINTS)
     return info
 
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -420,3 +421,37 @@ def test_example_follow(cluster, tmp_path):
     failing.write_text(json.dumps(host_job(unique("fails"), "echo bye; exit 3")))
     r = _run_example([str(PYDIR / "examples" / "follow.py"), str(failing)])
     assert r.returncode == 1 and "main/run/0 | bye" in r.stdout and ": Failed" in r.stdout
+
+
+def _yard(*args, timeout=120):
+    """`python3 -m yard ARGS` with the session's settings ($YARD_CONFIG)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(yard.__file__).resolve().parent.parent)
+    return subprocess.run([sys.executable, "-m", "yard", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def test_the_yard_command(cluster, tmp_path):
+    """yardctl's habits: subcommands, -o json, exit 0 ok / 1 failed / 2 usage error."""
+    r = _yard("-o", "json", "whoami")
+    assert r.returncode == 0 and json.loads(r.stdout)["name"] == "admin", r.stderr
+    spec = tmp_path / "cmd.yaml"
+    spec.write_text("name: yard-cmd\ntasks:\n  - name: main\n    kind: container-job\n    container:\n"
+                    "      image: host\n      resources: {cpu: 100m, memory: 64Mi}\n"
+                    "      command: [sh, -c, 'echo from the yard command']\n")
+    r = _yard("submit", str(spec), "--wait")
+    assert r.returncode == 0 and "yard-cmd: Succeeded" in r.stdout, r.stdout + r.stderr
+    r = _yard("logs", "yard-cmd")
+    assert r.returncode == 0 and "main/run/0 | from the yard command" in r.stdout, r.stdout + r.stderr
+    r = _yard("-o", "json", "jobs")
+    assert r.returncode == 0 and "yard-cmd" in [j["name"] for j in json.loads(r.stdout)], r.stderr
+    r = _yard("show", "no-such-job")
+    assert r.returncode == 1 and "does not exist" in r.stderr, r.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad-cmd\ntasks:\n  - name: main\n    kind: container-job\n")
+    r = _yard("-o", "json", "validate", str(bad))
+    assert r.returncode == 1 and not json.loads(r.stdout)["valid"], r.stdout
+    r = _yard("frobnicate")
+    assert r.returncode == 2, r.stderr
+    r = _yard("delete", "yard-cmd")
+    assert r.returncode == 0, r.stderr

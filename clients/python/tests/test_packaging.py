@@ -29,6 +29,7 @@ def test_wheel_contents(tmp_path):
         meta = z.read(f"{info}/METADATA").decode()
         assert "Name: yard-client\n" in meta and "Version: 0.1.0\n" in meta
         assert "Tag: py3-none-any" in z.read(f"{info}/WHEEL").decode()
+        assert "yard = yard._cli:main" in z.read(f"{info}/entry_points.txt").decode()  # the `yard` command
         record = z.read(f"{info}/RECORD").decode().splitlines()
         assert f"{info}/RECORD,," in record
         listed = set()
@@ -71,6 +72,9 @@ def test_pip_install_offline(tmp_path):
                             str(PYDIR)], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stdout + r.stderr
         _check_import(str(venv / "bin" / "python"), tmp_path, venv)
+        # The `yard` command comes with it.
+        out = subprocess.run([str(venv / "bin" / "yard"), "--version"], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "yard 0.1.0", out
     target = tmp_path / "target"
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-cache-dir",
                         "--disable-pip-version-check", "--break-system-packages", "--target", str(target),
