@@ -39,7 +39,7 @@ std::vector<SpecObject> makeObjects() {
         {"restartPolicy", T::Enum, "", {"OnFailure", "Never"}},
         {"container", T::Object, "Container"},
         {"mode", T::String},
-        {"roles", T::Object, "Roles"},
+        {"roles", T::Object, "Roles"},  // a map of role name to Role: written per kind in jobSpecSchemas
         {"advanced", T::Object, "Advanced"},
         {"elastic", T::Object, "Elastic"},
         {"nprocPerNode", T::Integer},

@@ -20,6 +20,10 @@ Resources addSat(const Resources& a, const Resources& b) {
   return each(a, b, [](int64_t x, int64_t y) { return sat(__int128(x) + y); });
 }
 
+Resources leftOver(const Resources& a, const Resources& b) {
+  return positive(each(a, b, [](int64_t x, int64_t y) { return sat(__int128(x) - y); }));
+}
+
 Resources positive(const Resources& r) {
   return {std::max<int64_t>(0, r.cpuMillis), std::max<int64_t>(0, r.memoryBytes), std::max<int64_t>(0, r.gpu)};
 }
@@ -37,7 +41,7 @@ Resources guaranteedOf(const QueueView& q) { return positive(q.quota) - lendable
 
 Resources poolUseOf(const QueueView& q, const Resources& used) {
   Resources g = guaranteedOf(q);
-  return positive(each(used, g, [](int64_t u, int64_t x) { return sat(__int128(u) - x); }));
+  return leftOver(used, g);
 }
 
 CohortBook::CohortBook(const std::vector<QueueView>& queues) {
@@ -68,9 +72,9 @@ void CohortBook::moved(const QueueView& q, const Resources& before) {
 QuotaShare quotaShareOf(const QueueView& q, const std::vector<QueueView>& members) {
   QuotaShare s;
   s.nominal = positive(q.quota);
-  s.borrowed = positive(each(q.used, s.nominal, [](int64_t u, int64_t n) { return sat(__int128(u) - n); }));
+  s.borrowed = leftOver(q.used, s.nominal);
   if (members.empty()) {
-    s.available = positive(each(s.nominal, q.used, [](int64_t n, int64_t u) { return sat(__int128(n) - u); }));
+    s.available = leftOver(s.nominal, q.used);
     return s;
   }
   CohortBook book(members);
@@ -79,11 +83,11 @@ QuotaShare quotaShareOf(const QueueView& q, const std::vector<QueueView>& member
   // Lent: the cohort's borrowing, shared among lenders by their idle lendable parts.
   Resources borrowedAll, idleAll;
   auto idleOf = [](const QueueView& m) {
-    Resources idle = positive(each(positive(m.quota), m.used, [](int64_t n, int64_t u) { return sat(__int128(n) - u); }));
+    Resources idle = leftOver(positive(m.quota), m.used);
     return minOf(idle, lendableOf(m));
   };
   for (const QueueView& m : members) {
-    borrowedAll = addSat(borrowedAll, positive(each(m.used, positive(m.quota), [](int64_t u, int64_t n) { return sat(__int128(u) - n); })));
+    borrowedAll = addSat(borrowedAll, leftOver(m.used, positive(m.quota)));
     idleAll = addSat(idleAll, idleOf(m));
   }
   Resources idle = idleOf(q);
@@ -96,13 +100,13 @@ QuotaShare quotaShareOf(const QueueView& q, const std::vector<QueueView>& member
             share(idle.gpu, idleAll.gpu, borrowedAll.gpu)};
   // Available: the rest of its guaranteed part, plus the pool's free part, within its limit.
   Resources guaranteedLeft =
-      positive(each(guaranteedOf(q), q.used, [](int64_t g, int64_t u) { return sat(__int128(g) - u); }));
+      leftOver(guaranteedOf(q), q.used);
   Resources poolFree =
-      positive(each(totals.capacity, totals.used, [](int64_t c, int64_t u) { return sat(__int128(c) - u); }));
+      leftOver(totals.capacity, totals.used);
   Resources available = addSat(guaranteedLeft, poolFree);
   if (q.borrowLimit) {
     Resources limit = addSat(s.nominal, positive(*q.borrowLimit));
-    available = minOf(available, positive(each(limit, q.used, [](int64_t l, int64_t u) { return sat(__int128(l) - u); })));
+    available = minOf(available, leftOver(limit, q.used));
   }
   s.available = available;
   return s;

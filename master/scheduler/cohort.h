@@ -30,6 +30,8 @@ namespace yard::sched {
 Resources addSat(const Resources& a, const Resources& b);
 // Per resource max(0, x).
 Resources positive(const Resources& r);
+// Per resource max(0, a - b), saturating.
+Resources leftOver(const Resources& a, const Resources& b);
 Resources minOf(const Resources& a, const Resources& b);
 
 Resources lendableOf(const QueueView& q);

@@ -18,19 +18,7 @@ std::vector<NodeView> workingNodes(const std::vector<NodeView>& nodes) {
   return copy;
 }
 
-double Evaluator::turn(const QueueView& q) const {
-  const Resources& cap = facts_.readyCapacity();
-  double share = 0;
-  auto consider = [&](int64_t used, int64_t capacity) {
-    if (capacity > 0) share = std::max(share, double(used) / double(capacity));
-  };
-  consider(q.used.cpuMillis, cap.cpuMillis);
-  consider(q.used.memoryBytes, cap.memoryBytes);
-  consider(q.used.gpu, cap.gpu);
-  // A non-positive weight is a configuration slip; serve that queue last, not never.
-  double weight = q.weight > 0 ? q.weight : 1e-9;
-  return (share + q.pastShare) / weight;
-}
+double Evaluator::turn(const QueueView& q) const { return turnOf(q, facts_.readyCapacity()); }
 
 Verdict Evaluator::tryGang(QueueView& queue, const GangRequest& gang,
                            std::vector<GangPlacement>& placements, std::string& reason) {

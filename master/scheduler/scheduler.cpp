@@ -16,6 +16,19 @@ Resources GangRequest::total() const {
   return sum;
 }
 
+double turnOf(const QueueView& q, const Resources& cap) {
+  double share = 0;
+  auto consider = [&](int64_t used, int64_t capacity) {
+    if (capacity > 0) share = std::max(share, double(used) / double(capacity));
+  };
+  consider(q.used.cpuMillis, cap.cpuMillis);
+  consider(q.used.memoryBytes, cap.memoryBytes);
+  consider(q.used.gpu, cap.gpu);
+  // A non-positive weight is a configuration slip; serve that queue last, not never.
+  double weight = q.weight > 0 ? q.weight : 1e-9;
+  return (share + q.pastShare) / weight;
+}
+
 namespace {
 
 using detail::Evaluator;

@@ -229,6 +229,10 @@ struct Options {
 
 Plan schedule(const Snapshot& snapshot, const Options& options = {});
 
+// A queue's place in the turn order (policy 3, "Across queues"): (its dominant share of
+// `readyCapacity` + pastShare) / weight; lowest goes first. What queue show calls its share.
+double turnOf(const QueueView& queue, const Resources& readyCapacity);
+
 // Name -> position in a snapshot's nodes and queues, for a caller that checks and applies
 // many placements against one snapshot. It points into that snapshot's names: valid
 // while the snapshot lives and its nodes and queues are not resized, reordered or renamed

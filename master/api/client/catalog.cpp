@@ -111,19 +111,12 @@ void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q) 
   setResources(out.initAvailable(), share.available.cpuMillis, share.available.memoryBytes, share.available.gpu);
   // Fair share: the scheduler's turn order (scheduler.h, "Across queues").
   auto past = jobs_.pastShares();
-  double pastShare = past.count(q.name) ? past.at(q.name) : 0;
+  if (auto it = past.find(q.name); it != past.end()) self.pastShare = it->second;
   sched::Resources ready;
   for (const auto& [name, n] : nodes_.nodes())
     if (n.record.state == NodeState::Ready) ready += {n.record.cpuMillis, n.record.memoryBytes, n.record.gpu};
-  double now = 0;
-  auto consider = [&](int64_t held, int64_t capacity) {
-    if (capacity > 0) now = std::max(now, double(held) / double(capacity));
-  };
-  consider(self.used.cpuMillis, ready.cpuMillis);
-  consider(self.used.memoryBytes, ready.memoryBytes);
-  consider(self.used.gpu, ready.gpu);
-  out.setPastShare(pastShare);
-  out.setShare((now + pastShare) / (q.weight > 0 ? q.weight : 1e-9));
+  out.setPastShare(self.pastShare);
+  out.setShare(sched::turnOf(self, ready));
 }
 
 sched::QueueView ClientApi::shareView(const store::QueueRecord& q) const {
