@@ -146,6 +146,10 @@ struct DesiredReplica {
   # the attempt's processes, cgroup and logs.
   run @2 :Bool;
   spec @3 :ReplicaSpec;           # set when `run`
+  # Not `run` because the job was preempted (docs/scheduler.md, "Preemption"): before its stop
+  # the agent writes the preemption notice the workload watches (YARD_PREEMPTED_FILE).
+  preempted @4 :Bool;
+  preemptedBy @5 :Text;           # who and why: "team-b/train-7 (reclaim)"
 }
 
 # Everything an agent needs to start one replica attempt; fixed when it was placed.

@@ -47,6 +47,10 @@ struct Queue {
   # the order queues take turns in, (dominant share of the ready nodes now + that) / weight.
   pastShare @20 :Float64;
   share @21 :Float64;
+  # Preemption (docs/scheduler.md, "Preemption"): what its blocked head may stop.
+  reclaim @22 :Text;                   # never | borrowed | any ("" = never)
+  preemptLowerPriority @23 :Bool;
+  minRuntimeMs @24 :Int64 = 300000;    # its jobs are not preempted before running this long
 }
 
 # Which fields of a queue update to apply.
@@ -64,6 +68,9 @@ struct QueueUpdate {
   setCohort @10 :Bool;
   setBorrowLimit @11 :Bool;     # values.hasBorrowLimit false: remove the limit
   setLendLimit @12 :Bool;       # values.hasLendLimit false: remove the limit
+  setReclaim @13 :Bool;
+  setPreemptLowerPriority @14 :Bool;
+  setMinRuntime @15 :Bool;
 }
 
 struct Dataset {
@@ -107,6 +114,11 @@ struct JobSummary {
   after @14 :Text;         # its spec's after: "prep-data:succeeded,..." ("" = none)
   afterPending @15 :Bool;  # not all of them have ended as their conditions say yet
   requeues @16 :Int32;     # yardctl job requeue: how many times
+  # Preemptions (docs/scheduler.md, "Preemption"): how many times; the last one's preemptor
+  # and why ("team-b/train-7 (reclaim)"), at preemptedAt (unix ms).
+  preemptions @17 :Int32;
+  preemptedBy @18 :Text;
+  preemptedAt @19 :Int64;
 }
 
 struct ReplicaInfo {

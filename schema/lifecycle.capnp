@@ -28,4 +28,5 @@ enum EndCause {
   stoppedByUser @8;
   stoppedByPolicy @9;
   restartLimit @10;     # the launcher restarted its workers more often than allowed (a failure)
+  preempted @11;        # stopped to make room for another job; the job is requeued
 }

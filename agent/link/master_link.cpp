@@ -238,6 +238,8 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
         DesiredReplica out;
         out.key = {d.getReplicaId(), d.getAttempt()};
         out.run = d.getRun();
+        out.preempted = d.getPreempted();
+        out.preemptedBy = d.getPreemptedBy().cStr();
         if (out.run && d.hasSpec()) out.spec = specFrom(d.getSpec());
         desired.push_back(std::move(out));
       }

@@ -20,6 +20,9 @@ namespace fs = std::filesystem;
 // Marks a replica the agent was stopping, so a restarted agent reports it Killed (by
 // Yard) and not as a process that died of SIGTERM on its own.
 constexpr const char* kStopFile = "stop-reason";
+// The preemption notice and, for containers, the directory it is bound from.
+constexpr const char* kPreemptedFile = "yard-preempted";
+constexpr const char* kNoticeDir = "notice";
 // Written once postStart has succeeded (or there is none): the replica is Running.
 constexpr const char* kStartedFile = "started";
 // The lease, "<expires_at_ms> <kill_grace_ms>" (docs/shim.md): the shim fences by it, and a
@@ -165,6 +168,19 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
     return v;
   };
   for (auto& [name, value] : r.spec.env) value = expand(value);
+  // Where a preemption notice will appear (notePreempted): a container sees DIR/notice at
+  // /run/yard, read-only.
+  if (spec.image != "host") {
+    fs::create_directories(r.dir + "/" + kNoticeDir, ec);
+    if (ec) return fail("agent: cannot create " + r.dir + "/" + kNoticeDir + ": " + ec.message());
+    fs::permissions(r.dir + "/" + kNoticeDir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                    fs::perms::others_read | fs::perms::others_exec, fs::perm_options::replace, ec);
+    r.spec.mounts.push_back({r.dir + "/" + kNoticeDir, "/run/yard", true});
+  }
+  bool named = false;
+  for (const auto& [name, value] : r.spec.env) named = named || name == "YARD_PREEMPTED_FILE";
+  if (!named)
+    r.spec.env.emplace_back("YARD_PREEMPTED_FILE", spec.image == "host" ? noticePath(r) : std::string("/run/yard/") + kPreemptedFile);
   for (const auto& [name, content] : spec.files) {
     if (name != "hostfile")  // the only file the master sends; the rest of the directory is the shim's
       return fail("agent: refusing to write replica file \"" + name + "\"");
@@ -199,13 +215,34 @@ void Runner::converge(const std::vector<DesiredReplica>& desired) {
       if (d.run && d.spec) start(d.key, *d.spec);
       continue;
     }
-    if (!d.run) requestStop(it->second, "stopped: the master ended this attempt");
+    if (!d.run && d.preempted) notePreempted(it->second, d.preemptedBy);
+    if (!d.run) requestStop(it->second, d.preempted ? "stopped: preempted by " + d.preemptedBy
+                                                    : "stopped: the master ended this attempt");
   }
   for (auto& [key, r] : replicas_)
     if (!listed.count(key)) {
       requestStop(r, "stopped: the master no longer lists this attempt");
       r.remove = true;
     }
+}
+
+// The preemption notice (docs/scheduler.md, "Preemption"): where the workload finds it. A host
+// replica reads its working directory; a container gets DIR/notice bound read-only at
+// /run/yard.
+std::string Runner::noticePath(const Replica& r) {
+  if (r.spec.image == "host") return replicaWorkDir(r.spec, r.dir) + "/" + kPreemptedFile;
+  return r.dir + "/" + kNoticeDir + "/" + kPreemptedFile;
+}
+
+void Runner::notePreempted(Replica& r, const std::string& by) {
+  if (r.stop || r.phase == Phase::Done) return;
+  std::string path = noticePath(r);
+  auto w = writeFileAtomic(path, "YARD_PREEMPTED=1\nYARD_PREEMPTED_BY=" + by + "\n");
+  std::error_code ec;
+  if (w) fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read,
+                         fs::perm_options::replace, ec);
+  if (log_) log_(r.spec.label() + " attempt " + std::to_string(r.key.attempt) + " (replica " + r.key.name() + "): preempted by " +
+                 by + (w ? "" : " (notice not written: " + w.error() + ")"));
 }
 
 void Runner::writeLease(Replica& r) {

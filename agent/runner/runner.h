@@ -28,6 +28,9 @@ struct DesiredReplica {
   ReplicaKey key;
   bool run = false;
   std::optional<ReplicaSpec> spec;  // set when run
+  // Not run because its job was preempted: the notice to write before the stop.
+  bool preempted = false;
+  std::string preemptedBy = {};
 };
 
 // The lease the master's answers grant (docs/reliability.md, "Fencing"): a replica whose lease
@@ -163,6 +166,9 @@ class Runner {
 
   void start(const ReplicaKey& key, const ReplicaSpec& spec);
   void requestStop(Replica& r, const std::string& why);
+  // Writes the preemption notice (YARD_PREEMPTED=1) where r's workload finds it.
+  void notePreempted(Replica& r, const std::string& by);
+  static std::string noticePath(const Replica& r);
   void advance(Replica& r, int64_t now);
   void beginStop(Replica& r, int64_t now);
   void terminate(Replica& r, int64_t now);

@@ -68,7 +68,10 @@ Json summaryFields(api::JobSummary::Reader j) {
           {"heldBy", j.getHeldBy().cStr()},
           {"after", afterJson(j.getAfter().cStr())},
           {"afterPending", j.getAfterPending()},
-          {"requeues", j.getRequeues()}};
+          {"requeues", j.getRequeues()},
+          {"preemptions", j.getPreemptions()},
+          {"preemptedBy", j.getPreemptedBy().cStr()},
+          {"preemptedAt", j.getPreemptedAt()}};
 }
 
 Json detailJson(api::JobDetail::Reader d, bool showEnv) {

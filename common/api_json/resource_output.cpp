@@ -53,7 +53,11 @@ Json queueJson(api::Queue::Reader q) {
           {"lent", resourcesJson(q.getLent())},
           {"free", resourcesJson(q.getAvailable())},
           {"pastShare", q.getPastShare()},
-          {"share", q.getShare()}};
+          {"share", q.getShare()},
+          // Preemption (docs/scheduler.md): what its blocked head may stop.
+          {"reclaim", q.getReclaim().size() ? q.getReclaim().cStr() : "never"},
+          {"preemptLowerPriority", q.getPreemptLowerPriority()},
+          {"minRuntimeMs", q.getMinRuntimeMs()}};
 }
 
 Json datasetJson(api::Dataset::Reader d) {

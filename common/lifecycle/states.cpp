@@ -11,10 +11,10 @@ constexpr std::array<std::string_view, 9> kTask = {"Waiting", "Queued",    "Star
                                                    "Failed",  "Cancelled", "Skipped",  "Stopping"};
 constexpr std::array<std::string_view, 7> kJob = {"Queued",    "Running",    "Succeeded", "Failed",
                                                   "Cancelled", "Cancelling", "Skipped"};
-constexpr std::array<std::string_view, 11> kCause = {"",           "Exited",          "Signal",
+constexpr std::array<std::string_view, 12> kCause = {"",           "Exited",          "Signal",
                                                      "OOMKilled",  "DeadlineExceeded", "ImagePullFailed",
                                                      "AgentFailure", "NodeLost",       "StoppedByUser",
-                                                     "StoppedByPolicy", "RestartLimitExceeded"};
+                                                     "StoppedByPolicy", "RestartLimitExceeded", "Preempted"};
 
 constexpr std::array<std::string_view, 3> kNode = {"ready", "draining", "down"};
 constexpr std::array<std::string_view, 3> kQueue = {"running", "closed", "stopped"};
@@ -45,7 +45,8 @@ bool endedInFailure(ReplicaState s, EndCause cause, int32_t exitCode) {
     case EndCause::None: return s == ReplicaState::OOMKilled || s == ReplicaState::Lost || (s == ReplicaState::Exited && exitCode != 0);
     case EndCause::Exited: return exitCode != 0;
     case EndCause::StoppedByUser:
-    case EndCause::StoppedByPolicy: return false;
+    case EndCause::StoppedByPolicy:
+    case EndCause::Preempted: return false;
     default: return true;
   }
 }

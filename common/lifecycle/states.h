@@ -62,6 +62,8 @@ enum class EndCause : uint8_t {
   StoppedByPolicy,  // gang restart, cleanup at task end, a failed task stopping its peers
   RestartLimit,     // the launcher restarted its workers more often than allowed (torchrun's
                     // worker group, counted by the agent: docs/wiring.md); a failure
+  Preempted,        // stopped to make room for another job (docs/scheduler.md, "Preemption");
+                    // not a failure: the job is requeued
 };
 
 bool isLive(ReplicaState s);    // holds resources on its node (Stopping included)

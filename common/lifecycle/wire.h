@@ -17,6 +17,7 @@ static_assert(static_cast<int>(schema::EndCause::NONE) == static_cast<int>(EndCa
 static_assert(static_cast<int>(schema::EndCause::DEADLINE) == static_cast<int>(EndCause::Deadline));
 static_assert(static_cast<int>(schema::EndCause::STOPPED_BY_POLICY) == static_cast<int>(EndCause::StoppedByPolicy));
 static_assert(static_cast<int>(schema::EndCause::RESTART_LIMIT) == static_cast<int>(EndCause::RestartLimit));
+static_assert(static_cast<int>(schema::EndCause::PREEMPTED) == static_cast<int>(EndCause::Preempted));
 
 inline schema::ReplicaState toWire(ReplicaState s) { return static_cast<schema::ReplicaState>(s); }
 inline schema::EndCause toWire(EndCause c) { return static_cast<schema::EndCause>(c); }
@@ -25,7 +26,7 @@ inline std::optional<ReplicaState> fromWire(schema::ReplicaState s) {
   return static_cast<ReplicaState>(s);
 }
 inline std::optional<EndCause> fromWire(schema::EndCause c) {
-  if (static_cast<int>(c) > static_cast<int>(EndCause::RestartLimit)) return std::nullopt;
+  if (static_cast<int>(c) > static_cast<int>(EndCause::Preempted)) return std::nullopt;
   return static_cast<EndCause>(c);
 }
 

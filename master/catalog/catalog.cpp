@@ -40,6 +40,12 @@ std::string Catalog::checkQueue(const store::QueueRecord& q) {
     if ((*limit)->cpuMillis < 0 || (*limit)->memoryBytes < 0 || (*limit)->gpu < 0)
       return std::string(flag) + ": cpu, memory and gpu must be 0 or more";
   }
+  if (q.reclaim != "never" && q.reclaim != "borrowed" && q.reclaim != "any")
+    return "--reclaim: \"" + q.reclaim + "\" must be never, borrowed or any";
+  if (q.reclaim != "never" && q.cohort.empty())
+    return "--reclaim " + q.reclaim + ": only a queue in a cohort reclaims from others (set --cohort)";
+  if (q.minRuntimeMs < 0 || q.minRuntimeMs > 366LL * 24 * 3600 * 1000)
+    return "--min-runtime: " + std::to_string(q.minRuntimeMs) + " ms must be between 0 and 366 days";
   return "";
 }
 

@@ -25,6 +25,9 @@ void fillJobSummary(api::JobSummary::Builder out, const JobEntry& job) {
   out.setAfter(after);
   out.setAfterPending(job.rec.afterPending);
   out.setRequeues(job.rec.requeues);
+  out.setPreemptions(job.rec.preemptions);
+  out.setPreemptedBy(job.rec.preemptedBy);
+  out.setPreemptedAt(job.rec.preemptedAt);
   if (!job.rec.heldBy.empty()) out.setReason("held by " + job.rec.heldBy + " (yardctl job release " + job.rec.name + ")");
   else if (job.rec.afterPending) out.setReason("waiting for the jobs it runs after (" + after + ")");
   auto member = job.spec->job().getArray().getMember();

@@ -221,6 +221,7 @@ class JobRegistry {
   // Runs a scheduling pass (scheduling_pass.h) and commits what it decided (registry_pass.cpp).
   void runPass();
   void commitPass(SchedulingPass::Outcome outcome);
+  void notePreemptionTries(const SchedulingPass::Outcome& outcome);
   // Commits the changed copy `job` (deleted when job->rec.deleted) with `events` in `slot`;
   // once durable it replaces (or removes) the live entry and replies `done`. `alsoWrite`
   // (the request's audit record) goes in the same transaction.
@@ -270,6 +271,10 @@ class JobRegistry {
   std::chrono::steady_clock::duration lastPassCost_{};
   asio::steady_timer passTimer_{io_};
   bool passAgain_ = false;
+  // Preemption (preemption.h): the capacity held for preemptors; when each blocked head last
+  // looked for jobs to preempt.
+  Reservations reservations_;
+  std::map<int64_t, int64_t> preemptTried_;
   MasterMetrics* metrics_ = nullptr;
 };
 

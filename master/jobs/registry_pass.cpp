@@ -49,14 +49,20 @@ void JobRegistry::runPass() {
   }
   fullPass_ = false;
   SchedulingPass::Inputs in{catalog_, config_, now_(), [this](const std::string& name) { return commits_.busy(name); },
-                            nullptr, std::nullopt, nodeWiring_, execEndpoint_, execCa_, fairShare_.shares(now_())};
+                            nullptr, std::nullopt, nodeWiring_, execEndpoint_, execCa_, fairShare_.shares(now_()),
+                            &reservations_, &preemptTried_};
   if (pending_.backlog().size() > 0) {  // else nothing reads the nodes
     in.changedNodes = passNodes_.refresh(nodes_, nodeLookup_, jobs_, desired_);
     in.nodes = &passNodes_.views();
   }
   SchedulingPass::Outcome outcome = SchedulingPass(jobs_, pending_, std::move(in)).run();
   lastPassCost_ = std::chrono::steady_clock::now() - started;
-  if (outcome.idle) return;
+  if (outcome.idle) {
+    reservations_.clear();
+    preemptTried_.clear();
+    return;
+  }
+  notePreemptionTries(outcome);
   // The pass placed on its working copy of these nodes; if its commit fails, the next pass
   // must see them as they are.
   for (const auto& [name, job] : outcome.changed)
@@ -67,16 +73,29 @@ void JobRegistry::runPass() {
   commitPass(std::move(outcome));
 }
 
+// The reservations a pass kept, and when its heads looked for victims. A refused head looks
+// again in a later pass: the master's tick runs one every other second even when nothing
+// changes, since a victim's minimum runtime runs out with time alone.
+void JobRegistry::notePreemptionTries(const SchedulingPass::Outcome& outcome) {
+  reservations_ = outcome.held;
+  int64_t now = now_();
+  std::erase_if(preemptTried_, [&](const auto& t) { return now - t.second >= kPreemptRetryMs; });
+  for (int64_t id : outcome.preemptTried) preemptTried_[id] = now;
+}
+
 void JobRegistry::commitPass(SchedulingPass::Outcome outcome) {
   auto events = std::make_shared<lifecycle::Events>(std::move(outcome.events));
   auto changed = std::make_shared<std::map<std::string, JobEntry>>(std::move(outcome.changed));
   if (changed->empty()) return;
   size_t placed = outcome.placed;
+  auto audits = std::make_shared<std::vector<store::AuditRecord>>(std::move(outcome.audits));
+  auto reserved = std::make_shared<std::optional<std::pair<int64_t, Reservation>>>(std::move(outcome.reserved));
+  auto preempted = std::make_shared<std::vector<std::pair<std::string, std::string>>>(std::move(outcome.preempted));
   // The pass writes many jobs at once: it holds them all while it commits, so a cancel or
   // delete that arrives meanwhile runs after it and sees its placements.
-  commits_.tryRunExclusive([this, changed, events, placed](CommitQueue::Slot slot) {
+  commits_.tryRunExclusive([this, changed, events, placed, audits, reserved, preempted](CommitQueue::Slot slot) {
     slot.commit(
-        [changed, events](store::Tx& tx) {
+        [changed, events, audits](store::Tx& tx) {
           for (auto& [name, job] : *changed) {
             tx.updateJob(job.rec);
             for (auto& t : job.tasks) {
@@ -86,10 +105,17 @@ void JobRegistry::commitPass(SchedulingPass::Outcome outcome) {
             }
           }
           for (auto& e : *events) tx.appendEvent(e);
+          for (auto& a : *audits) tx.appendAudit(a);
         },
-        [this, changed, events, placed](Result<bool> r) {
+        [this, changed, events, placed, reserved, preempted](Result<bool> r) {
           if (!r && log) log("scheduling pass not committed: " + r.error());
           if (r) {
+            if (*reserved) {
+              if (log) log("preempting for " + (*reserved)->second.preemptor + ": " + reservationReason((*reserved)->second));
+              reservations_.insert(std::move(**reserved));
+            }
+            if (metrics_)
+              for (const auto& [queue, reason] : *preempted) metrics_->preemptions.with({queue, reason}).inc();
             for (auto& [name, job] : *changed)
               if (auto it = jobs_.find(name); it != jobs_.end()) {
                 notifyNodes(&it->second, job);
@@ -104,7 +130,7 @@ void JobRegistry::commitPass(SchedulingPass::Outcome outcome) {
               }
             if (placed > 0 && onPlaced) onPlaced(placed);
           }
-          if (passAgain_ || (r && placed > 0)) {
+          if (passAgain_ || (r && (placed > 0 || *reserved))) {
             passAgain_ = false;
             requestPass();
           }

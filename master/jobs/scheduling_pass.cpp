@@ -6,6 +6,8 @@
 
 #include "master/frameworks/framework.h"
 #include "master/jobs/confined.h"
+#include "master/jobs/preemption.h"
+#include "master/scheduler/reasons.h"
 #include "master/jobs/submission.h"
 #include "master/lifecycle/elastic.h"
 
@@ -30,16 +32,137 @@ SchedulingPass::Outcome SchedulingPass::run() const {
   }
   static const std::vector<sched::NodeView> kNone;
   sched::Snapshot snap = snapshot();
-  sched::Plan plan = backlog.pass(
-      in_.nodes ? *in_.nodes : kNone, snap.queues,
-      [this](const sched::GangRequest& g) {
-        return in_.busy && in_.busy(g.job);  // a cancel is committing
+  auto busy = [this](const std::string& job) { return in_.busy && in_.busy(job); };  // a cancel is committing
+
+  // Preemptors first, alone, on the nodes as they are; the capacity of those that do not fit
+  // yet is held from everyone else (preemption.h).
+  const std::vector<sched::NodeView>& given = in_.nodes ? *in_.nodes : kNone;
+  sched::Snapshot work{in_.now, {}, snap.queues, {}};  // its nodes copied only when changed
+  bool holding = false;
+  sched::Plan plan;
+  std::map<std::string, sched::GangRequest> heldHeads;  // by queue: its gangs behind wait
+  if (in_.reservations)
+    for (const auto& [id, r] : *in_.reservations) {
+      const sched::GangRequest* g = backlog.find(id);
+      if (!g || busy(g->job) || in_.now - r.since > kReservationTimeoutMs) continue;  // dropped
+      if (!holding) work.nodes = given;
+      holding = true;
+      sched::Snapshot one{in_.now, std::move(work.nodes), std::move(work.queues), {*g}};
+      sched::Plan alone = sched::schedule(one);
+      if (!alone.placements.empty()) {
+        sched::applyPlacement(one, *g, alone.placements.front());
+        plan.placements.push_back(alone.placements.front());
+      } else {
+        holdReservation(one.nodes, one.queues, r);
+        out.held.emplace(id, r);
+        heldHeads.emplace(r.queue, *g);
+        backlog.setReason(id, reservationReason(r));
+      }
+      work.nodes = std::move(one.nodes);
+      work.queues = std::move(one.queues);
+    }
+  std::set<int64_t> first;
+  for (const auto& p : plan.placements) first.insert(p.taskId);
+  std::vector<std::pair<int64_t, std::string>> behind;
+  sched::Plan rest = backlog.pass(
+      holding ? work.nodes : given, work.queues,
+      [&](const sched::GangRequest& g) {
+        if (busy(g.job) || first.count(g.taskId) || out.held.count(g.taskId)) return true;
+        auto h = heldHeads.find(g.queue);
+        if (h == heldHeads.end() || !(sched::dispatchKey(h->second) < sched::dispatchKey(g))) return false;
+        behind.emplace_back(g.taskId, sched::detail::behindReason(h->second));
+        return true;
       },
-      in_.changedNodes ? &*in_.changedNodes : nullptr);
+      holding ? nullptr : (in_.changedNodes ? &*in_.changedNodes : nullptr));
+  for (auto& [id, why] : behind) backlog.setReason(id, std::move(why));
+  for (auto& p : rest.placements) plan.placements.push_back(std::move(p));
   plan = accepted(snap, plan);
   out.placed = plan.placements.size();
   out.changed = placeGangs(plan, out.events);
+  // What the pass leaves: its placements on the nodes and queues the search reads.
+  if (std::any_of(work.queues.begin(), work.queues.end(), [](const sched::QueueView& q) {
+        return q.reclaim != sched::Reclaim::Never || q.preemptLowerPriority;
+      })) {
+    if (!holding) work.nodes = given;
+    sched::SnapshotIndex index(work);
+    for (const auto& p : plan.placements)
+      if (!first.count(p.taskId)) sched::applyPlacement(work, index, *backlog.find(p.taskId), p);
+    preempt(std::move(work), out);
+  }
   return out;
+}
+
+void SchedulingPass::preempt(sched::Snapshot after, Outcome& out) const {
+  sched::Backlog& backlog = pending_.backlog();
+  std::map<std::string, const sched::QueueView*> queues;
+  sched::Resources ready;
+  for (const auto& n : after.nodes)
+    if (n.state == NodeState::Ready) ready += n.capacity;
+  for (const auto& q : after.queues) queues[q.name] = &q;
+  // The blocked heads that may preempt, fairest queue first; one preemption per pass.
+  std::vector<std::tuple<double, std::string, int64_t>> heads;
+  for (const auto& [queue, id] : backlog.blockedHeads()) {
+    auto q = queues.find(queue);
+    if (q == queues.end() || (q->second->reclaim == sched::Reclaim::Never && !q->second->preemptLowerPriority)) continue;
+    if (out.held.count(id) || !backlog.find(id)) continue;
+    if (in_.preemptTried)
+      if (auto t = in_.preemptTried->find(id); t != in_.preemptTried->end() && in_.now - t->second < kPreemptRetryMs)
+        continue;
+    heads.emplace_back(sched::turnOf(*q->second, ready), queue, id);
+  }
+  if (heads.empty()) return;
+  std::sort(heads.begin(), heads.end());
+  std::vector<sched::RunningJob> running;
+  for (auto& r : runningJobs(jobs_, pending_.active()))
+    if (!out.changed.count(r.job) && !(in_.busy && in_.busy(r.job))) running.push_back(std::move(r));
+  for (const auto& [turn, queue, id] : heads) {
+    const sched::GangRequest& head = *backlog.find(id);
+    std::vector<sched::RunningJob> others;
+    for (const auto& r : running)
+      if (r.job != head.job) others.push_back(r);
+    out.preemptTried.push_back(id);
+    sched::PreemptDecision d = sched::findPreemption(after, others, head);
+    if (!d.preemption) continue;
+    Reservation r = reservationFor(head, *d.preemption, in_.now);
+    // Whole jobs are requeued; elastic workers of the others are scaled in (by task).
+    std::set<std::string> whole;
+    std::map<std::pair<std::string, std::string>, std::vector<int32_t>> workers;
+    for (const auto& v : d.preemption->victims) {
+      if (v.worker < 0) whole.insert(v.job);
+      else workers[{v.job, v.task}].push_back(v.worker);
+    }
+    for (const auto& v : d.preemption->victims) {
+      if (v.worker >= 0 && whole.count(v.job)) continue;
+      bool reclaim = v.why == sched::PreemptWhy::Reclaim;
+      std::string by = head.queue + "/" + head.job + (reclaim ? " (reclaim)" : " (priority)");
+      out.preempted.emplace_back(v.queue, reclaim ? "reclaim" : "priority");
+      JobEntry& job = out.changed.emplace(v.job, jobs_.at(v.job)).first->second;
+      if (v.worker < 0) {
+        lifecycle::preemptJob(job, by, in_.now, out.events);
+        out.audits.push_back(store::AuditRecord{0, in_.now, "scheduler", "yard-master", "job.preempt", v.job, "ok",
+                                                "preempted by " + by + "; requeued"});
+        continue;
+      }
+      auto w = workers.find({v.job, v.task});
+      if (w == workers.end()) continue;  // this task's workers are scaled in already
+      for (size_t ti = 0; ti < job.tasks.size(); ++ti)
+        if (job.tasks[ti].rec.name == v.task) lifecycle::shrinkForPreemption(job, ti, w->second, by, in_.now, out.events);
+      std::string list;
+      for (int32_t i : w->second) list += (list.empty() ? "worker/" : ", worker/") + std::to_string(i);
+      out.audits.push_back(store::AuditRecord{0, in_.now, "scheduler", "yard-master", "job.preempt", v.job, "ok",
+                                              "task " + v.task + " scaled in (" + list + ") by " + by});
+      workers.erase(w);
+    }
+    // The preemptor's own record of it (its job is unchanged otherwise).
+    JobEntry& preemptor = out.changed.emplace(head.job, jobs_.at(head.job)).first->second;
+    std::string list;
+    for (const auto& v : r.victims) list += (list.empty() ? "" : ", ") + v;
+    out.events.push_back({0, preemptor.rec.id, head.task, "", 0, in_.now, "Preempting",
+                          "stopping " + list + " to make room; their capacity is held for it"});
+    backlog.setReason(id, reservationReason(r));
+    out.reserved.emplace(id, std::move(r));
+    return;
+  }
 }
 
 sched::Plan SchedulingPass::accepted(sched::Snapshot& snap, const sched::Plan& plan) const {
@@ -78,6 +201,9 @@ sched::QueueView queueViewOf(const store::QueueRecord& q, const sched::Resources
   auto limit = [](const store::QueueRecord::Limit& l) { return sched::Resources{l.cpuMillis, l.memoryBytes, l.gpu}; };
   if (q.borrowLimit) v.borrowLimit = limit(*q.borrowLimit);
   if (q.lendLimit) v.lendLimit = limit(*q.lendLimit);
+  v.reclaim = q.reclaim == "any" ? sched::Reclaim::Any : q.reclaim == "borrowed" ? sched::Reclaim::Borrowed : sched::Reclaim::Never;
+  v.preemptLowerPriority = q.preemptLowerPriority;
+  v.minRuntimeMs = q.minRuntimeMs;
   return v;
 }
 

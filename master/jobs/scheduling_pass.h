@@ -19,6 +19,7 @@
 #include "master/lifecycle/model.h"
 #include "master/lifecycle/policy.h"
 #include "master/jobs/pending_index.h"
+#include "master/jobs/preemption.h"
 #include "master/scheduler/scheduler.h"
 
 namespace yard::master {
@@ -43,6 +44,10 @@ class SchedulingPass {
     NodeWiringLookup wiring;                                // addresses and GPU uuids by node
     std::string execEndpoint, execCa;                       // YARD_EXEC_MASTER, its CA
     std::map<std::string, double> pastShares = {};          // fair share's memory, by queue
+    // Preemption (preemption.h): the capacity held for preemptors, and when each blocked head
+    // last looked for jobs to preempt (task id -> unix ms).
+    const Reservations* reservations = nullptr;
+    const std::map<int64_t, int64_t>* preemptTried = nullptr;
   };
   // What a pass decided.
   struct Outcome {
@@ -50,6 +55,14 @@ class SchedulingPass {
     lifecycle::Events events;
     size_t placed = 0;                         // gangs placed
     bool idle = false;                         // nothing waited: no scheduler run at all
+    // Preemption: the reservations still held (placed or dropped ones left out), the one this
+    // pass made (its victims are in `changed`; held once that commits), its audit records,
+    // the victims' (queue, reason) for the metrics, and the heads that looked for victims.
+    Reservations held;
+    std::optional<std::pair<int64_t, Reservation>> reserved;
+    std::vector<store::AuditRecord> audits;
+    std::vector<std::pair<std::string, std::string>> preempted;
+    std::vector<int64_t> preemptTried;
   };
 
   // `pending` is kept in step with `jobs`; the pass runs its backlog (incremental unless the
@@ -68,6 +81,9 @@ class SchedulingPass {
   // The plan's placements applied to copies of the jobs they touch, and what running
   // elastic tasks' waiting workers now wait for.
   Jobs placeGangs(const sched::Plan& plan, lifecycle::Events& events) const;
+  // After the pass (`after`: the nodes and queues with its placements): one blocked head that
+  // may preempt, its victims preempted in `out` (preemption.h).
+  void preempt(sched::Snapshot after, Outcome& out) const;
 
   const Jobs& jobs_;
   PendingIndex& pending_;

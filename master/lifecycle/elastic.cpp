@@ -149,6 +149,27 @@ void scaleTo(JobEntry& job, size_t ti, int32_t to, const std::string& why, int64
   event(events, job, t, now, "ScaledIn", reason);
 }
 
+void shrinkForPreemption(JobEntry& job, size_t ti, const std::vector<int32_t>& indexes, const std::string& by,
+                         int64_t now, Events& events) {
+  TaskEntry& t = job.tasks[ti];
+  int32_t from = static_cast<int32_t>(liveWorkers(t).size());
+  int32_t to = from;
+  std::string reason = "preempted by " + by;
+  for (auto& r : t.replicas)
+    if (r.attempt == t.rec.attempt && isActive(r.state) && r.index != 0 &&
+        std::find(indexes.begin(), indexes.end(), r.index) != indexes.end()) {
+      to -= 1;
+      stopReplica(r, EndCause::StoppedByPolicy, "scaled in: " + reason);
+      events.push_back({0, job.rec.id, t.rec.name, replicaName(r), r.attempt, now, "Stopping", r.reason});
+    }
+  reason = std::to_string(from) + " -> " + std::to_string(to) + ": " + reason;
+  t.rec.desired = to;
+  t.rec.lastScaleAt = now;
+  t.rec.lastScale = reason;
+  t.rec.scaleSince = 0;
+  event(events, job, t, now, "ScaledIn", reason);
+}
+
 namespace {
 
 int32_t runningWorkers(const TaskEntry& t) {

@@ -70,6 +70,12 @@ int32_t nextWorkerIndex(const TaskEntry& t);
 // highest-index workers). `why` ends the event's reason: "2 -> 3: <why>". REQUIRES: the
 // task is elastic and running, min <= to <= max, to != the live count.
 void scaleTo(JobEntry& job, size_t ti, int32_t to, const std::string& why, int64_t now, Events& events);
+// A preemption's scale-in (docs/scheduler.md, "Preemption"): exactly the workers `indexes` of
+// the running elastic task `ti` stop, as any scale-in stops them (StoppedByPolicy; event
+// ScaledIn "4 -> 3: preempted by <by>"), and desired follows. REQUIRES: each is an active
+// worker of the current attempt, not worker 0, and at least minReplicas stay.
+void shrinkForPreemption(JobEntry& job, size_t ti, const std::vector<int32_t>& indexes, const std::string& by,
+                         int64_t now, Events& events);
 // Whether settleScaleOut has something to do at `now`.
 bool scaleOutSettles(const JobEntry& job, size_t ti, int64_t now);
 // A pending scale-out at `now`: finished once every wanted worker runs, cancelled past the

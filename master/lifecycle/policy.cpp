@@ -424,37 +424,66 @@ void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& ev
     event(events, job, "", "", 0, now, "Cancelling", reason + ": waiting for its replicas to stop");
 }
 
-void requeueJob(JobEntry& job, const std::string& reason, int64_t now, Events& events) {
-  for (auto& t : job.tasks) {
-    int64_t boundary = t.rec.historyBefore;
-    int32_t attempt = t.rec.attempt;
-    for (auto& r : t.replicas) {
-      boundary = std::max(boundary, r.id + 1);
-      attempt = std::max(attempt, r.attempt);
-      if (!isActive(r.state)) continue;
-      stopReplica(r, EndCause::StoppedByPolicy, reason);
-      event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Stopping", reason);
-    }
-    for (const auto& r : t.history) attempt = std::max(attempt, r.attempt);
-    // Ended attempts become history; those still stopping stay until gone (they hold their
-    // resources), and a later load files them as history.
-    auto past = std::stable_partition(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return isLive(r.state); });
-    t.history.insert(t.history.end(), std::make_move_iterator(past), std::make_move_iterator(t.replicas.end()));
-    t.replicas.erase(past, t.replicas.end());
-    t.rec.historyBefore = boundary;
-    t.rec.attempt = t.rec.attemptBase = attempt + 1;
-    t.rec.startedAt = t.rec.finishedAt = 0;
-    t.rec.ending = std::nullopt;
-    t.rec.desired = 0;
-    t.rec.scaleSince = 0;
-    t.rec.state = t.deps.empty() ? TaskState::Queued : TaskState::Waiting;
-    t.rec.reason = t.deps.empty() ? "waiting for the scheduler" : "waiting for its dependencies";
+namespace {
+
+// One task of a requeued or preempted job starts a new life: its active replicas stopped
+// with `cause`, the ended ones filed as history, a new attempt. `keepRetries`: the retries its
+// last life used stay used (a preemption is not a new chance); else they count afresh.
+void restartTask(JobEntry& job, TaskEntry& t, EndCause cause, const std::string& reason, bool keepRetries,
+                 int64_t now, Events& events) {
+  int64_t boundary = t.rec.historyBefore;
+  int32_t attempt = t.rec.attempt;
+  int32_t used = t.rec.attempt - t.rec.attemptBase;
+  for (auto& r : t.replicas) {
+    boundary = std::max(boundary, r.id + 1);
+    attempt = std::max(attempt, r.attempt);
+    if (!isActive(r.state)) continue;
+    stopReplica(r, cause, reason);
+    event(events, job, t.rec.name, replicaName(r), r.attempt, now, "Stopping", reason);
   }
+  for (const auto& r : t.history) attempt = std::max(attempt, r.attempt);
+  // Ended attempts become history; those still stopping stay until gone (they hold their
+  // resources), and a later load files them as history.
+  auto past = std::stable_partition(t.replicas.begin(), t.replicas.end(), [](const auto& r) { return isLive(r.state); });
+  t.history.insert(t.history.end(), std::make_move_iterator(past), std::make_move_iterator(t.replicas.end()));
+  t.replicas.erase(past, t.replicas.end());
+  t.rec.historyBefore = boundary;
+  t.rec.attempt = t.rec.attemptBase = attempt + 1;
+  if (keepRetries) t.rec.attemptBase -= std::max(0, used);
+  t.rec.startedAt = t.rec.finishedAt = 0;
+  t.rec.ending = std::nullopt;
+  t.rec.desired = 0;
+  t.rec.scaleSince = 0;
+  t.rec.state = t.deps.empty() ? TaskState::Queued : TaskState::Waiting;
+  t.rec.reason = t.deps.empty() ? "waiting for the scheduler" : "waiting for its dependencies";
+}
+
+}  // namespace
+
+void requeueJob(JobEntry& job, const std::string& reason, int64_t now, Events& events) {
+  for (auto& t : job.tasks) restartTask(job, t, EndCause::StoppedByPolicy, reason, false, now, events);
   job.rec.state = JobState::Queued;
   job.rec.reason = reason;
   job.rec.startedAt = job.rec.finishedAt = 0;
   job.rec.requeues += 1;
   event(events, job, "", "", 0, now, "Requeued", reason + " (requeue " + std::to_string(job.rec.requeues) + ")");
+}
+
+void preemptJob(JobEntry& job, const std::string& by, int64_t now, Events& events) {
+  std::string reason = "preempted by " + by;
+  for (auto& t : job.tasks) {
+    if (isFinal(t.rec.state)) continue;  // what it finished stays done
+    restartTask(job, t, EndCause::Preempted, reason, true, now, events);
+  }
+  job.rec.state = JobState::Queued;
+  job.rec.reason = reason;
+  job.rec.startedAt = job.rec.finishedAt = 0;
+  job.rec.preemptions += 1;
+  job.rec.preemptedBy = by;
+  job.rec.preemptedAt = now;
+  event(events, job, "", "", 0, now, "Preempted",
+        reason + " (preemption " + std::to_string(job.rec.preemptions) + "; it runs again when there is room)");
+  advanceDag(job, now, events);
 }
 
 void skipJob(JobEntry& job, const std::string& reason, int64_t now, Events& events) {

@@ -75,6 +75,12 @@ void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& ev
 // tasks' history; each task starts a new attempt (retries count from it), Queued or, with
 // dependencies, Waiting. REQUIRES: the job is Running or final (not Skipped), not Cancelling.
 void requeueJob(JobEntry& job, const std::string& reason, int64_t now, Events& events);
+// A preemption (docs/scheduler.md, "Preemption"), by `by` ("team-b/train-7 (reclaim)"): like
+// a requeue of its unfinished tasks, but their active replicas stop with cause Preempted (the
+// agent tells the workload: YARD_PREEMPTED), the retries they used stay used and no more, and
+// the job counts a preemption (event Preempted), not a requeue. Its stopping replicas keep their
+// resources until gone. REQUIRES: the job is Running.
+void preemptJob(JobEntry& job, const std::string& by, int64_t now, Events& events);
 // A job whose `after` condition can no longer be met: its unfinished tasks and the job end
 // Skipped with `reason`. REQUIRES: nothing of it has started.
 void skipJob(JobEntry& job, const std::string& reason, int64_t now, Events& events);

@@ -48,7 +48,12 @@ MasterMetrics::MasterMetrics(metrics::Registry& r)
                                 metrics::kLatencyBounds, {"registry"})),
       autoscalerDecisions(r.counter("yard_autoscaler_decisions_total",
                                     "Elastic autoscaler decisions by kind: scale_out, scale_in, hold (evaluated, no change)",
-                                    {"decision"})) {}
+                                    {"decision"})),
+      preemptions(r.counter("yard_preemptions_total",
+                            "Jobs preempted (stopped and requeued to make room for another job), by the preempted "
+                            "job's queue and the reason: reclaim (its queue borrowed, or ranks lower in the cohort) "
+                            "or priority (a higher-priority job of its own queue)",
+                            {"queue", "reason"})) {}
 
 MasterMetrics::SubmitReply MasterMetrics::countSubmission(SubmitReply reply) {
   return [this, reply = std::move(reply)](Result<std::string> r) {

@@ -39,6 +39,7 @@ class MasterMetrics {
   metrics::HistogramFamily& apiLatency;           // yard_api_request_duration_seconds{method}
   metrics::HistogramFamily& commitLatency;        // yard_store_commit_duration_seconds{registry}
   metrics::CounterFamily& autoscalerDecisions;    // yard_autoscaler_decisions_total{decision}
+  metrics::CounterFamily& preemptions;            // yard_preemptions_total{queue,reason}
 
   // `reply` wrapped so that its outcome counts the submission (accepted or refused).
   using SubmitReply = std::function<void(Result<std::string>)>;

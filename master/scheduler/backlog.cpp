@@ -52,6 +52,13 @@ void Backlog::wake(Line& line, int from) {
   }
 }
 
+std::vector<std::pair<std::string, int64_t>> Backlog::blockedHeads() const {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& [name, line] : lines_)
+    if (line.head) out.emplace_back(name, std::get<2>(*line.head));
+  return out;
+}
+
 std::string Backlog::reasonOf(int64_t taskId) const {
   auto it = gangs_.find(taskId);
   if (it == gangs_.end()) return "";

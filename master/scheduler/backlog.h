@@ -78,6 +78,9 @@ class Backlog {
   std::string reasonOf(int64_t taskId) const;
   // Sets the reason of a gang whose placement the caller could not apply.
   void setReason(int64_t taskId, std::string reason);
+  // The gangs that blocked their queue in the last pass (quota in use, nodes too full), by
+  // queue name: what preemption (preempt.h) may make room for.
+  std::vector<std::pair<std::string, int64_t>> blockedHeads() const;
 
  private:
   using Key = std::tuple<int64_t, int64_t, int64_t>;  // dispatchKey

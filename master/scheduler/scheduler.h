@@ -169,6 +169,10 @@ inline std::tuple<int64_t, int64_t, int64_t> dispatchKey(const GangRequest& g) {
 
 using QueueState = yard::QueueState;
 enum class Placement { Binpack, Spread };
+// What a queue's blocked head may take back from the other queues of its cohort (preempt.h):
+// Never; Borrowed = jobs of queues using more than their quota (borrowing), whatever their
+// priority; Any = those, and jobs of any queue of the cohort with a lower priority.
+enum class Reclaim { Never, Borrowed, Any };
 
 struct QueueView {
   std::string name;
@@ -187,6 +191,11 @@ struct QueueView {
   // Its dominant share of the cluster's past usage, decayed (0..1; 0 = none or fair share
   // without history): added to its share now when queues take turns.
   double pastShare = 0;
+  // Preemption (preempt.h): what this queue's blocked head may stop to start.
+  Reclaim reclaim = Reclaim::Never;   // jobs of the other queues of its cohort
+  bool preemptLowerPriority = false;  // jobs of this queue with a lower priority
+  // A job of this queue that started less than this long ago is never preempted.
+  int64_t minRuntimeMs = 5 * 60 * 1000;
 };
 
 struct Snapshot {

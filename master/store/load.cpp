@@ -22,11 +22,15 @@ QueueRecord queueRow(const sql::Stmt& s) {
   q.cohort = s.text(10);
   q.borrowLimit = parseLimit(s.text(11));
   q.lendLimit = parseLimit(s.text(12));
+  q.reclaim = s.text(13);
+  q.preemptLowerPriority = s.flag(14);
+  q.minRuntimeMs = s.i64(15);
   return q;
 }
 constexpr const char* kQueues =
     "SELECT name, state, cpu_millis, memory_bytes, gpu, max_running_jobs, weight, placement,"
-    " created_at, allow_host_tasks, cohort, borrow_limit, lend_limit FROM queues ORDER BY id";
+    " created_at, allow_host_tasks, cohort, borrow_limit, lend_limit,"
+    " reclaim, preempt_lower_priority, min_runtime_ms FROM queues ORDER BY id";
 
 DatasetRecord datasetRow(const sql::Stmt& s) {
   return DatasetRecord{s.text(0), s.text(1), s.flag(2), s.i64(3)};
@@ -89,12 +93,15 @@ JobRecord jobRow(const sql::Stmt& s, std::map<int64_t, std::string>& unreadable)
   j.heldBy = s.text(15);
   j.afterPending = s.flag(16);
   j.requeues = s.i32(17);
+  j.preemptions = s.i32(18);
+  j.preemptedBy = s.text(19);
+  j.preemptedAt = s.i64(20);
   return j;
 }
 constexpr const char* kJobs =
     "SELECT id, name, queue, state, reason, priority, spec, submitted_at, started_at,"
-    " finished_at, deleted, delete_requested, owner, run_as_uid, run_as_gid, held_by, after_pending, requeues"
-    " FROM jobs ORDER BY id";
+    " finished_at, deleted, delete_requested, owner, run_as_uid, run_as_gid, held_by, after_pending, requeues,"
+    " preemptions, preempted_by, preempted_at FROM jobs ORDER BY id";
 
 UserRecord userRow(const sql::Stmt& s) { return UserRecord{s.text(0), s.flag(1), s.i64(2), s.i64(3), s.i64(4)}; }
 constexpr const char* kUsers = "SELECT name, admin, uid, gid, created_at FROM users ORDER BY id";

@@ -37,6 +37,12 @@ struct QueueRecord {
   };
   std::optional<Limit> borrowLimit = {};  // unset = no bound on borrowing
   std::optional<Limit> lendLimit = {};    // unset = all of its quota may be lent
+  // Preemption (master/scheduler/preempt.h, docs/scheduler.md "Preemption"): what its blocked
+  // head may stop ("never" | "borrowed" | "any" of the cohort's other queues; whether lower
+  // priority jobs of this queue), and the runtime below which its jobs are not preempted.
+  std::string reclaim = "never";
+  bool preemptLowerPriority = false;
+  int64_t minRuntimeMs = 5 * 60 * 1000;
   bool operator==(const QueueRecord&) const = default;
 };
 
@@ -105,6 +111,11 @@ struct JobRecord {
   // yardctl job requeue: how many times; the tasks' replica rows older than requeuedAt's
   // boundary are history (TaskRecord::historyBefore).
   int32_t requeues = 0;
+  // Preemptions (docs/scheduler.md, "Preemption"): how many times it was preempted, and the
+  // last one's preemptor and why ("team-b/train-7 (reclaim)"), at preemptedAt.
+  int32_t preemptions = 0;
+  std::string preemptedBy = "";
+  int64_t preemptedAt = 0;
   bool operator==(const JobRecord&) const = default;
 };
 

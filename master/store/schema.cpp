@@ -290,6 +290,17 @@ ALTER TABLE queues ADD COLUMN borrow_limit TEXT NOT NULL DEFAULT '';
 ALTER TABLE queues ADD COLUMN lend_limit TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 13: preemption (docs/scheduler.md, "Preemption"): each queue's reclaim mode,
+// lower-priority preemption and minimum runtime; each job's preemption count and the last.
+constexpr const char* kV13 = R"sql(
+ALTER TABLE queues ADD COLUMN reclaim TEXT NOT NULL DEFAULT 'never';
+ALTER TABLE queues ADD COLUMN preempt_lower_priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE queues ADD COLUMN min_runtime_ms INTEGER NOT NULL DEFAULT 300000;
+ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN preempted_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN preempted_at INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
@@ -303,6 +314,7 @@ constexpr Migration kMigrations[] = {
     {10, kV10},
     {11, kV11},
     {12, kV12},
+    {13, kV13},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

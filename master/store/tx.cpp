@@ -49,17 +49,20 @@ Result<bool> Tx::upsertQueue(const QueueRecord& q) {
     return described(runSql(conn_, R"sql(
       INSERT INTO queues (name, state, cpu_millis, memory_bytes, gpu, max_running_jobs,
                           weight, placement, created_at, allow_host_tasks, cohort, borrow_limit,
-                          lend_limit)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                          lend_limit, reclaim, preempt_lower_priority, min_runtime_ms)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (name) DO UPDATE SET
         state = excluded.state, cpu_millis = excluded.cpu_millis,
         memory_bytes = excluded.memory_bytes, gpu = excluded.gpu,
         max_running_jobs = excluded.max_running_jobs, weight = excluded.weight,
         placement = excluded.placement, created_at = excluded.created_at,
         allow_host_tasks = excluded.allow_host_tasks, cohort = excluded.cohort,
-        borrow_limit = excluded.borrow_limit, lend_limit = excluded.lend_limit)sql",
+        borrow_limit = excluded.borrow_limit, lend_limit = excluded.lend_limit,
+        reclaim = excluded.reclaim, preempt_lower_priority = excluded.preempt_lower_priority,
+        min_runtime_ms = excluded.min_runtime_ms)sql",
       q.name, toText(q.state), q.cpuMillis, q.memoryBytes, q.gpu, q.maxRunningJobs, q.weight,
-      q.placement, q.createdAt, q.allowHostTasks, q.cohort, limitText(q.borrowLimit), limitText(q.lendLimit)),
+      q.placement, q.createdAt, q.allowHostTasks, q.cohort, limitText(q.borrowLimit), limitText(q.lendLimit),
+      q.reclaim, q.preemptLowerPriority, q.minRuntimeMs),
       "storing queue " + inQuotes(q.name));
   });
 }
@@ -139,11 +142,12 @@ Result<int64_t> Tx::insertJob(JobRecord& job) {
   return guarded<int64_t>([&] {
     Outcome o = runSql(conn_, R"sql(
       INSERT INTO jobs (name, queue, state, reason, priority, spec, submitted_at, started_at,
-                        finished_at, deleted, owner, run_as_uid, run_as_gid, held_by, after_pending, requeues)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
+                        finished_at, deleted, owner, run_as_uid, run_as_gid, held_by, after_pending, requeues,
+                        preemptions, preempted_by, preempted_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
       job.name, job.queue, toText(job.state), job.reason, job.priority, sql::Blob{job.spec},
       job.submittedAt, job.startedAt, job.finishedAt, job.deleted, job.owner, job.runAsUid, job.runAsGid,
-      job.heldBy, job.afterPending, job.requeues);
+      job.heldBy, job.afterPending, job.requeues, job.preemptions, job.preemptedBy, job.preemptedAt);
     if (o.code == SQLITE_CONSTRAINT_UNIQUE) {
       return Result<int64_t>::fail("job name " + inQuotes(job.name) +
                                    " is already used by a job that has not been deleted");
@@ -159,10 +163,11 @@ Result<bool> Tx::updateJob(const JobRecord& job) {
   return guarded<bool>([&] {
     Outcome o = runSql(conn_, R"sql(
       UPDATE jobs SET state = ?, reason = ?, priority = ?, started_at = ?, finished_at = ?,
-                      deleted = ?, delete_requested = ?, held_by = ?, after_pending = ?, requeues = ?
+                      deleted = ?, delete_requested = ?, held_by = ?, after_pending = ?, requeues = ?,
+                      preemptions = ?, preempted_by = ?, preempted_at = ?
       WHERE id = ?)sql",
       toText(job.state), job.reason, job.priority, job.startedAt, job.finishedAt, job.deleted, job.deleteRequested,
-      job.heldBy, job.afterPending, job.requeues, job.id);
+      job.heldBy, job.afterPending, job.requeues, job.preemptions, job.preemptedBy, job.preemptedAt, job.id);
     if (o.code == SQLITE_CONSTRAINT_UNIQUE) {  // un-deleting while the name is taken again
       return Result<bool>::fail("job name " + inQuotes(job.name) +
                                 " is already used by a job that has not been deleted");

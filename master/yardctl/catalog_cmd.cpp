@@ -69,8 +69,19 @@ std::string resourcesText(schema::Resources::Reader r) {
   return "cpu " + cpuText(r.getCpuMillis()) + ", memory " + memText(r.getMemoryBytes()) + ", gpu " + countText(r.getGpu());
 }
 
-// A queue in a cohort: its limits and what it borrows, lends and could get now.
+std::string durationText(int64_t ms) {
+  int64_t s = ms / 1000;
+  if (s % 3600 == 0 && s > 0) return std::to_string(s / 3600) + "h";
+  if (s % 60 == 0 && s > 0) return std::to_string(s / 60) + "m";
+  return std::to_string(s) + "s";
+}
+
+// A queue in a cohort: its limits and what it borrows, lends and could get now; and what its
+// blocked head may preempt.
 void printCohort(std::ostream& out, api::Queue::Reader q) {
+  std::string reclaim = q.getReclaim().size() ? q.getReclaim().cStr() : "never";
+  out << "Preemption: reclaim " << reclaim << ", lower priority in the queue "
+      << (q.getPreemptLowerPriority() ? "yes" : "no") << ", min runtime " << durationText(q.getMinRuntimeMs()) << "\n";
   if (q.getCohort().size() == 0) return;
   out << "Cohort:     " << q.getCohort().cStr() << "\n"
       << "  borrow limit: " << (q.getHasBorrowLimit() ? resourcesText(q.getBorrowLimit()) : "none") << "\n"
@@ -85,6 +96,10 @@ void printCohort(std::ostream& out, api::Queue::Reader q) {
 struct QuotaFlags {
   std::string cpu, memory, gpu, maxRunningJobs, weight, placement;
   std::string cohort, borrowLimit, lendLimit;
+  std::string reclaim, minRuntime;
+  bool preemptLower = false;
+  CLI::Option* preemptLowerFlag = nullptr;
+  bool preemptLowerGiven() const { return preemptLowerFlag && preemptLowerFlag->count() > 0; }
   CLI::Option* cohortFlag = nullptr;
   bool cohortGiven() const { return cohortFlag && cohortFlag->count() > 0; }
   bool allowHostTasks = false;
@@ -112,6 +127,15 @@ void addQuotaFlags(CLI::App* cmd, QuotaFlags& f, bool required) {
   cmd->add_option("--lend-limit", f.lendLimit,
                   "Most of its quota the cohort may borrow; the rest is its alone: cpu=2,memory=8Gi,gpu=0 "
                   "(a resource left out: all of it; none = no limit)");
+  cmd->add_option("--reclaim", f.reclaim,
+                  "What its blocked head may take back from its cohort: never (default), borrowed (jobs of queues "
+                  "using more than their quota) or any (those, and lower-priority jobs of the cohort)")
+      ->check(CLI::IsMember({"never", "borrowed", "any"}));
+  f.preemptLowerFlag = cmd->add_flag("--preempt-lower-priority", f.preemptLower,
+                                     "Its blocked head may preempt lower-priority jobs of this queue "
+                                     "(--preempt-lower-priority=false takes it back)");
+  cmd->add_option("--min-runtime", f.minRuntime,
+                  "Its jobs are never preempted before running this long: 90s, 10m, 1h (default 5m; 0 = any time)");
   f.allowHostTasksFlag = cmd->add_flag("--allow-host-tasks", f.allowHostTasks,
                                        "Users' jobs may run host tasks (image: host) here, as their own uid "
                                        "(--allow-host-tasks=false takes it back; admins' jobs always may)");
@@ -200,6 +224,13 @@ std::string parseQuota(const QuotaFlags& f, api::Queue::Builder q) {
     bool has = false;
     if (auto why = parseLimit("--lend-limit", f.lendLimit, has, q.initLendLimit()); !why.empty()) return why;
     q.setHasLendLimit(has);
+  }
+  q.setReclaim(f.reclaim.empty() ? "never" : f.reclaim);
+  q.setPreemptLowerPriority(f.preemptLower);
+  if (!f.minRuntime.empty()) {
+    auto secs = spec::parseDurationSeconds(f.minRuntime);
+    if (!secs) return "--min-runtime: " + secs.error();
+    q.setMinRuntimeMs(secs.value() * 1000);
   }
   return "";
 }
@@ -307,10 +338,15 @@ void addCatalogCommands(CLI::App& app, GlobalOptions& global, Streams io, Action
         u.setSetCohort(f.cohortGiven());
         u.setSetBorrowLimit(!f.borrowLimit.empty());
         u.setSetLendLimit(!f.lendLimit.empty());
+        u.setSetReclaim(!f.reclaim.empty());
+        u.setSetPreemptLowerPriority(f.preemptLowerGiven());
+        u.setSetMinRuntime(!f.minRuntime.empty());
         if (f.cpu.empty() && f.memory.empty() && f.gpu.empty() && f.maxRunningJobs.empty() && f.weight.empty() &&
-            f.placement.empty() && !f.hostTasksGiven() && !f.cohortGiven() && f.borrowLimit.empty() && f.lendLimit.empty())
+            f.placement.empty() && !f.hostTasksGiven() && !f.cohortGiven() && f.borrowLimit.empty() &&
+            f.lendLimit.empty() && f.reclaim.empty() && !f.preemptLowerGiven() && f.minRuntime.empty())
           return "queue update: nothing to change (give --cpu, --memory, --gpu, --max-running-jobs, --weight, "
-                 "--placement, --allow-host-tasks, --cohort, --borrow-limit or --lend-limit)";
+                 "--placement, --allow-host-tasks, --cohort, --borrow-limit, --lend-limit, --reclaim, "
+                 "--preempt-lower-priority or --min-runtime)";
         return parseQuota(f, u.initValues());
       });
     };

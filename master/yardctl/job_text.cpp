@@ -80,6 +80,9 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
   if (j.getHeldBy().size()) out << "Held:       by " << j.getHeldBy().cStr() << " (yardctl job release " << j.getName().cStr() << ")\n";
   if (j.getAfter().size())
     out << "After:      " << j.getAfter().cStr() << (j.getAfterPending() ? " (waiting)" : " (met)") << "\n";
+  if (j.getPreemptions())
+    out << "Preempted:  " << j.getPreemptions() << (j.getPreemptions() == 1 ? " time" : " times") << ", last by "
+        << j.getPreemptedBy().cStr() << "\n";
   if (j.getRequeues()) out << "Requeued:   " << j.getRequeues() << (j.getRequeues() == 1 ? " time" : " times") << "\n";
   out << "\nTasks:\n";
   Table tasks({"TASK", "KIND", "STATE", "ATTEMPT", "AFTER", "REASON"});

@@ -239,6 +239,10 @@ void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique
       list[i].setReplicaId(d.rec->id);
       list[i].setAttempt(d.rec->attempt);
       list[i].setRun(d.run);
+      if (!d.run && d.rec->cause == EndCause::Preempted) {  // the workload's notice (docs/scheduler.md)
+        list[i].setPreempted(true);
+        list[i].setPreemptedBy(d.job->rec.preemptedBy);
+      }
       // The spec only for attempts the agent does not hold yet (a heartbeat's answer stays
       // small however many replicas a node runs), and no more than kSpecBytesPerAnswer of
       // them (however large the specs, with their O(gang) variables): the rest are listed

@@ -56,6 +56,9 @@ store::QueueRecord queueFrom(api::Queue::Reader q) {
   };
   if (q.getHasBorrowLimit()) r.borrowLimit = limit(q.getBorrowLimit());
   if (q.getHasLendLimit()) r.lendLimit = limit(q.getLendLimit());
+  r.reclaim = q.getReclaim().size() ? std::string(q.getReclaim().cStr()) : "never";
+  r.preemptLowerPriority = q.getPreemptLowerPriority();
+  r.minRuntimeMs = q.getMinRuntimeMs();
   return r;
 }
 
@@ -96,6 +99,9 @@ void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q) 
     out.setHasLendLimit(true);
     setResources(out.initLendLimit(), q.lendLimit->cpuMillis, q.lendLimit->memoryBytes, q.lendLimit->gpu);
   }
+  out.setReclaim(q.reclaim);
+  out.setPreemptLowerPriority(q.preemptLowerPriority);
+  out.setMinRuntimeMs(q.minRuntimeMs);
   // What it has borrowed, lent and could get now, from its cohort's usage (master/scheduler/cohort.h).
   std::vector<sched::QueueView> members;
   sched::QueueView self;
@@ -166,7 +172,8 @@ void ClientApi::updateQueue(api::QueueUpdate::Reader u, const ClientAnswer& a) {
   bool cpu = u.getSetQuotaCpu(), mem = u.getSetQuotaMemory(), gpu = u.getSetQuotaGpu();
   bool maxJobs = u.getSetMaxRunningJobs(), weight = u.getSetWeight(), placement = u.getSetPlacement(),
        state = u.getSetState(), hostTasks = u.getSetAllowHostTasks(), cohort = u.getSetCohort(),
-       borrow = u.getSetBorrowLimit(), lend = u.getSetLendLimit();
+       borrow = u.getSetBorrowLimit(), lend = u.getSetLendLimit(), reclaim = u.getSetReclaim(),
+       lower = u.getSetPreemptLowerPriority(), minRuntime = u.getSetMinRuntime();
   std::string name = u.getName();
   catalog_.updateQueue(
       name,
@@ -182,6 +189,9 @@ void ClientApi::updateQueue(api::QueueUpdate::Reader u, const ClientAnswer& a) {
         if (cohort) q.cohort = in.cohort;
         if (borrow) q.borrowLimit = in.borrowLimit;
         if (lend) q.lendLimit = in.lendLimit;
+        if (reclaim) q.reclaim = in.reclaim;
+        if (lower) q.preemptLowerPriority = in.preemptLowerPriority;
+        if (minRuntime) q.minRuntimeMs = in.minRuntimeMs;
         return "";
       },
       answerQueue(a, name));

@@ -64,6 +64,9 @@ Json components() {
                             {"after", arrayOf(ref("AfterItem"))},
                             {"afterPending", boolean()},
                             {"requeues", integer()},
+                            {"preemptions", integer()},
+                            {"preemptedBy", str()},
+                            {"preemptedAt", ms()},
                             {"array", str()},
                             {"arrayIndex", integer()}},
                            {"array", "arrayIndex"});
@@ -142,11 +145,15 @@ Json components() {
                        {"lent", ref("Resources")},
                        {"free", ref("Resources")},
                        {"pastShare", number()},
-                       {"share", number()}});
+                       {"share", number()},
+                       {"reclaim", Json{{"enum", {"never", "borrowed", "any"}}}},
+                       {"preemptLowerPriority", boolean()},
+                       {"minRuntimeMs", integer()}});
   s["Queue"]["description"] =
       "quota = nominal; a queue in a cohort borrows idle quota of the others (borrowed), lends its own "
       "(lent), and a gang of it could get `free` now (docs/scheduler.md, \"Cohorts\"). share: the order queues "
-      "take turns in, (dominant share now + pastShare) / weight, lowest first (\"Fair share\").";
+      "take turns in, (dominant share now + pastShare) / weight, lowest first (\"Fair share\"). reclaim, "
+      "preemptLowerPriority, minRuntimeMs: what its blocked head may preempt (\"Preemption\").";
   s["Node"] = object({{"name", str()},
                       {"address", str()},
                       {"state", str()},

@@ -697,3 +697,48 @@ TEST_CASE("elastic: a worker whose group torchrun restarted more than 3 times fa
           "worker group failed 4 times (torchrun restarts, besides 1 for scale-ins); 3 allowed");
   }
 }
+
+TEST_CASE("a preemption stops the job politely and requeues it without using its retries", "[policy][preempt]") {
+  // A two-task DAG: prep has finished; train (retries: 2) used one retry, then is preempted.
+  Job j("name: jobx\ntasks:\n"
+        "  - name: prep\n    kind: container-job\n    container: " + std::string(kContainer) + "\n"
+        "  - name: train\n    kind: pytorch\n    dependsOn: [prep]\n    advanced: { retries: 2 }\n    roles:\n" +
+        role("master", 1) + role("worker", 1));
+  j.place(0);
+  j.runAll(0);
+  j.report(0, "run", 0, RS::Exited, 0, EndCause::Exited);
+  REQUIRE(j.state(0) == TaskState::Succeeded);
+  REQUIRE(j.state(1) == TaskState::Queued);
+  j.place(1);
+  j.runAll(1);
+  j.report(1, "worker", 0, RS::Exited, 1, EndCause::Exited);  // a failure: retry 1 of 2
+  j.gone();
+  REQUIRE(j.job.tasks[1].rec.attempt == 1);
+  j.place(1);
+  j.runAll(1);
+  REQUIRE(j.state(1) == TaskState::Running);
+
+  j.events.clear();
+  lifecycle::preemptJob(j.job, "team-b/big (reclaim)", j.now, j.events);
+  INFO(j.eventTypes());
+  CHECK(j.job.rec.state == JobState::Queued);
+  CHECK(j.job.rec.preemptions == 1);
+  CHECK(j.job.rec.preemptedBy == "team-b/big (reclaim)");
+  CHECK(j.job.rec.requeues == 0);
+  CHECK(j.state(0) == TaskState::Succeeded);  // what it finished stays done
+  CHECK(j.state(1) == TaskState::Queued);
+  // A new attempt, with the one retry it used still used: one left, not two.
+  CHECK(j.job.tasks[1].rec.attempt == 2);
+  CHECK(j.job.tasks[1].rec.attemptBase == 1);
+  // Its replicas stop politely (Stopping, cause Preempted) and keep their resources until gone.
+  CHECK(j.live(1) == 2);
+  for (const auto& r : j.job.tasks[1].replicas) {
+    CHECK(r.state == RS::Stopping);
+    CHECK(r.cause == EndCause::Preempted);
+  }
+  CHECK_FALSE(endedInFailure(RS::Killed, EndCause::Preempted, 137));
+  CHECK(j.eventTypes().find("Preempted") != std::string::npos);
+  j.gone();
+  CHECK(j.live(1) == 0);
+  CHECK(j.state(1) == TaskState::Queued);
+}
