@@ -45,7 +45,7 @@ tasks:
       image: $image
       resources: { cpu: 500m, memory: 64Mi }
       workingDir: /tmp
-      command: [sh, -c, 'echo after cwd=\$(pwd) host-os=\$(test -e /etc/debian_version && echo yes || echo no) userns=\$(unshare -U true 2>/dev/null && echo allowed || echo refused)']
+      command: [sh, -c, 'echo after cwd=\$(pwd) host-os=\$(test -e /etc/debian_version && echo yes || echo no) userns=\$(unshare -U true 2>/dev/null && echo allowed || echo refused) notice=\$YARD_PREEMPTED_FILE at=\$(test -d /run/yard && echo yes || echo no) ro=\$(touch /run/yard/x 2>/dev/null && echo no || echo yes)']
 YAML
 submit "$tmp/dag.yaml"
 wait_job c-dag Succeeded 60
@@ -53,7 +53,9 @@ out=$("$bin/yardctl" logs c-dag 2>&1)
 for i in 0 1; do
   echo "$out" | grep -qx "prep/run/$i | prep $i root=yard-test-image cwd=/ path=/bin" || fail "logs of prep $i: $out"
 done
-echo "$out" | grep -qx "after/run/0 | after cwd=/tmp host-os=no userns=refused" || fail "logs of after: $out"
+# The preemption notice's directory (docs/scheduler.md, "Preemption") is there, read-only.
+echo "$out" | grep -qx "after/run/0 | after cwd=/tmp host-os=no userns=refused notice=/run/yard/yard-preempted at=yes ro=yes" ||
+  fail "logs of after: $out"
 
 say "postStart and preStop run in the container (Tasks.Exec) and write to its log"
 # The hook prints before it lets the workload go: a workload that ends ends its hooks, so a
