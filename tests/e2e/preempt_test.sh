@@ -18,9 +18,9 @@ ok() { "$@" >"$tmp/cmd.out" 2>&1 || fail "$*: $(cat "$tmp/cmd.out")"; }
 ok "$bin/yardctl" queue create team-a --cpu 2 --memory 2Gi --cohort pool --min-runtime 1h
 ok "$bin/yardctl" queue create team-b --cpu 2 --memory 2Gi --cohort pool
 
-# job FILE NAME QUEUE CPU: a one-replica host job that runs until told to stop. On SIGTERM it
-# keeps the preemption notice it was given, takes a second (a checkpoint), notes when it
-# exits, and exits.
+# job FILE NAME QUEUE CPU [SECONDS]: a one-replica host job that runs until told to stop. On
+# SIGTERM it keeps the preemption notice it was given, takes SECONDS (a checkpoint; default
+# 1), notes when it exits, and exits.
 job() {
   cat >"$1" <<YAML
 name: $2
@@ -34,7 +34,7 @@ tasks:
         - sh
         - -c
         - |
-          trap 'cat "\$YARD_PREEMPTED_FILE" > $tmp/notice-$2.\$YARD_ATTEMPT 2>&1; sleep 1; date +%s%N > $tmp/exit-$2; exit 143' TERM
+          trap 'cat "\$YARD_PREEMPTED_FILE" > $tmp/notice-$2.\$YARD_ATTEMPT 2>&1; sleep ${5:-1}; date +%s%N > $tmp/exit-$2; exit 143' TERM
           date +%s%N > $tmp/start-$2
           while [ ! -e $tmp/stop-$2 ]; do sleep 0.1; done
       resources: { cpu: $4, memory: 128Mi }
@@ -79,7 +79,9 @@ done
 
 say "team-a uses its 2 CPUs and borrows team-b's idle 2"
 for i in 1 2 3 4; do
-  job "$tmp/a$i.yaml" "a-job-$i" team-a 1
+  # a-job-4 stops at once, a-job-3 takes 2 s: meanwhile the CPU a-job-4 left is held for
+  # team-b's job, and a-job-4 (requeued, and fitting there) must not take it back.
+  job "$tmp/a$i.yaml" "a-job-$i" team-a 1 "$([ $i = 4 ] && echo 0 || echo 2)"
   submit "$tmp/a$i.yaml"
   wait_job "a-job-$i" Running 30
   sleep 0.2  # distinct start times: the newest are preempted first
@@ -136,6 +138,9 @@ for j in a-job-3 a-job-4; do
   wait_job $j Running 30
   [ "$(jshow $j 'j["tasks"][0]["state"] != "Failed" and j["job"]["preemptions"] == 1')" = True ] || fail "$j after: $(jshow $j 'j')"
 done
+# Its start file is rewritten by its second run: that was after b-job-1's start.
+for _ in $(seq 50); do [ "$(cat "$tmp/start-a-job-4")" -gt "$(cat "$tmp/start-b-job-1")" ] && break; sleep 0.1; done
+[ "$(cat "$tmp/start-a-job-4")" -gt "$(cat "$tmp/start-b-job-1")" ] || fail "a-job-4 ran again before b-job-1 started"
 say "an elastic task shrinks towards its minimum before any whole job is taken"
 for j in a-job-1 a-job-2 a-job-3 a-job-4; do touch "$tmp/stop-$j"; done
 for j in a-job-1 a-job-2 a-job-3 a-job-4; do wait_job "$j" Succeeded 30; done
