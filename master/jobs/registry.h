@@ -275,6 +275,7 @@ class JobRegistry {
   // looked for jobs to preempt.
   Reservations reservations_;
   std::map<int64_t, int64_t> preemptTried_;
+  bool nodesHeld_ = false;  // the last pass held capacity on the nodes it gave the backlog
   MasterMetrics* metrics_ = nullptr;
 };
 

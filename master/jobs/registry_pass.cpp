@@ -53,6 +53,8 @@ void JobRegistry::runPass() {
                             &reservations_, &preemptTried_};
   if (pending_.backlog().size() > 0) {  // else nothing reads the nodes
     in.changedNodes = passNodes_.refresh(nodes_, nodeLookup_, jobs_, desired_);
+    // The last pass gave the backlog nodes with capacity held (preemption.h): any may differ.
+    if (nodesHeld_) in.changedNodes = std::nullopt;
     in.nodes = &passNodes_.views();
   }
   SchedulingPass::Outcome outcome = SchedulingPass(jobs_, pending_, std::move(in)).run();
@@ -63,6 +65,7 @@ void JobRegistry::runPass() {
     return;
   }
   notePreemptionTries(outcome);
+  nodesHeld_ = outcome.nodesHeld;
   // The pass placed on its working copy of these nodes; if its commit fails, the next pass
   // must see them as they are.
   for (const auto& [name, job] : outcome.changed)

@@ -75,6 +75,7 @@ SchedulingPass::Outcome SchedulingPass::run() const {
       },
       holding ? nullptr : (in_.changedNodes ? &*in_.changedNodes : nullptr));
   for (auto& [id, why] : behind) backlog.setReason(id, std::move(why));
+  out.nodesHeld = holding;
   for (auto& p : rest.placements) plan.placements.push_back(std::move(p));
   plan = accepted(snap, plan);
   out.placed = plan.placements.size();

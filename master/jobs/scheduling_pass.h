@@ -59,6 +59,7 @@ class SchedulingPass {
     // pass made (its victims are in `changed`; held once that commits), its audit records,
     // the victims' (queue, reason) for the metrics, and the heads that looked for victims.
     Reservations held;
+    bool nodesHeld = false;  // the backlog saw nodes with capacity held: the next pass compares all
     std::optional<std::pair<int64_t, Reservation>> reserved;
     std::vector<store::AuditRecord> audits;
     std::vector<std::pair<std::string, std::string>> preempted;
