@@ -178,6 +178,10 @@ struct ReplicaSpec {
   runAsUid @16 :Int64 = -1;
   runAsGid @17 :Int64 = -1;
   owner @18 :Text;                # the job owner's user name (for logs and accounting)
+  # Set by the agent, not the master (docs/topology.md): the CPUs and memory nodes of its GPUs'
+  # NUMA node(s), its cgroup's cpuset; "" = not bound.
+  cpus @19 :Text;
+  mems @20 :Text;
 }
 
 struct SpecFile {

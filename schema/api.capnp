@@ -135,6 +135,7 @@ struct ReplicaInfo {
   env @10 :List(Job.EnvVar);   # what it was started with: Yard's variables, then the user's
   restarts @11 :Int32;     # started again in the task's current life: a run's earlier attempts, a
                            # gang's restarts, plus torchrun's worker-group restarts (elastic PyTorch)
+  gpuLinks @12 :Text;      # the worst link among its GPUs ("NV12", "PIX", "SYS"); "" = one GPU or not known
 }
 
 struct TaskInfo {
@@ -205,6 +206,10 @@ struct NodeInfo {
   replicas @12 :Int32;     # live replicas placed on it
   used @13 :Common.Resources;  # what its replicas use now, as its agent last reported
   labels @14 :List(Common.Label);  # as the scheduler sees them: the agent's with the admin's changes
+  # How its GPUs are linked (docs/topology.md): `nvidia-smi topo -m`'s matrix, "" = not known;
+  # simulated: from its agent's --gpu-topology-file.
+  gpuTopology @15 :Text;
+  topologySimulated @16 :Bool;
 }
 
 # yardctl node label: set (hasValue) or remove labels of a node.

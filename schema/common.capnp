@@ -45,4 +45,8 @@ struct Node {
   agentVersion @8 :Text;
   vmRuntime @9 :Text;      # containerd runtime for VM-isolated replicas (e.g. Kata); "" = none
   agentPort @10 :UInt16;   # the agent's own API (logs, exec) on `address`; 0 = none
+  # How its GPUs are linked (docs/topology.md): the matrix as `nvidia-smi topo -m` prints it;
+  # "" = not known. Simulated: from the agent's --gpu-topology-file, not from the hardware.
+  gpuTopology @11 :Text;
+  topologySimulated @12 :Bool;
 }

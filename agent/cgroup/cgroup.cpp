@@ -26,11 +26,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <thread>
 
 #include "agent/cgroup/cgroup_text.h"
+#include "common/topology/gpu_topology.h"
 
 namespace yard::agent {
 
@@ -383,13 +385,100 @@ Result<bool> Cgroups::create(const std::string& name, const CgroupLimits& limits
     auto applied = setValue(group, write);
     if (!applied) return fail(applied.error());
   }
+  if (!limits.cpus.empty()) {
+    auto bound = bindCpuset(group, limits);
+    if (!bound) return fail(bound.error());
+  }
   return Result<bool>::ok(!existed);
+}
+
+namespace {
+
+std::string trimmed(std::optional<std::string> text) {
+  std::string s = text.value_or("");
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// What of `wanted` (a CPU or node list) `allowed` has, as a list; "" when nothing.
+std::string within(const std::string& wanted, const std::string& allowed) {
+  auto w = topology::parseCpuList(wanted);
+  auto a = topology::parseCpuList(allowed);
+  if (!w || !a) return "";
+  std::vector<uint32_t> both;
+  std::set_intersection(w->begin(), w->end(), a->begin(), a->end(), std::back_inserter(both));
+  return topology::cpuListText(both);
+}
+
+}  // namespace
+
+std::string Cgroups::cpusetDir(const std::string& group) const {
+  if (version() == CgroupVersion::V2) {
+    const std::string root = layout_.mounts.front().second;
+    return readFile(root + "/cgroup.controllers").value_or("").find("cpuset") == std::string::npos ? ""
+                                                                                                    : root + "/" + group;
+  }
+  for (const auto& m : layout_.others)
+    if (exists(m + "/cpuset.cpus")) return m + "/" + group;
+  return "";
+}
+
+Result<bool> Cgroups::bindCpuset(const std::string& group, const CgroupLimits& limits) {
+  using R = Result<bool>;
+  std::string leaf = cpusetDir(group);
+  if (leaf.empty()) return R::ok(false);  // no cpuset controller: nothing to bind
+  const bool v2 = version() == CgroupVersion::V2;
+  std::string root = leaf.substr(0, leaf.size() - group.size() - 1);
+  // Down from the root: v2 enables +cpuset for each level's children; v1 makes each level,
+  // a new one getting its parent's cpus and mems (a v1 cpuset group starts empty).
+  std::string dir = root;
+  for (size_t start = 0; start <= group.size();) {
+    size_t end = std::min(group.find('/', start), group.size());
+    if (v2) {
+      if (auto enabled = enableSubtree(dir, {"cpuset"}); !enabled) return enabled;
+    }
+    std::string next = dir + "/" + group.substr(start, end - start);
+    if (!v2 && !isDirectory(next)) {
+      if (::mkdir(next.c_str(), 0755) != 0 && errno != EEXIST)
+        return R::fail("creating cpuset group " + next + ": " + std::strerror(errno));
+    }
+    if (!v2 && end < group.size()) {
+      for (const char* f : {"cpuset.cpus", "cpuset.mems"})
+        if (trimmed(readFile(next + "/" + f)).empty())
+          if (auto w = writeFile(next + "/" + f, trimmed(readFile(dir + "/" + f))); !w) return w;
+    }
+    dir = next;
+    start = end + 1;
+  }
+  std::string parent = leaf.substr(0, leaf.rfind('/'));
+  std::string parentCpus = trimmed(readFile(parent + (v2 ? "/cpuset.cpus.effective" : "/cpuset.cpus")));
+  std::string parentMems = trimmed(readFile(parent + (v2 ? "/cpuset.mems.effective" : "/cpuset.mems")));
+  std::string cpus = within(limits.cpus, parentCpus);
+  std::string mems = limits.mems.empty() ? "" : within(limits.mems, parentMems);
+  if (cpus.empty()) cpus = v2 ? "" : parentCpus;  // nothing of it here: not bound
+  if (mems.empty()) mems = v2 ? "" : parentMems;
+  // v1 takes cpus and mems only within the parent's, and a task only once both are set.
+  if (!mems.empty())
+    if (auto w = writeFile(leaf + "/cpuset.mems", mems); !w) return w;
+  if (!cpus.empty())
+    if (auto w = writeFile(leaf + "/cpuset.cpus", cpus); !w) return w;
+  return R::ok(true);
+}
+
+std::pair<std::string, std::string> Cgroups::cpuset(const std::string& name) const {
+  std::string dir = cpusetDir(parent_ + "/" + name);
+  if (dir.empty() || !isDirectory(dir)) return {"", ""};
+  return {trimmed(readFile(dir + "/cpuset.cpus")), trimmed(readFile(dir + "/cpuset.mems"))};
 }
 
 std::vector<std::string> Cgroups::procsFiles(const std::string& name) const {
   std::vector<std::string> files;
   for (const auto& dir : hierarchyDirs(layout_, parent_ + "/" + name))
     files.push_back(dir + "/cgroup.procs");
+  // v1: a group bound to a cpuset (create() with cpus) is joined there too.
+  if (version() == CgroupVersion::V1)
+    if (std::string dir = cpusetDir(parent_ + "/" + name); !dir.empty() && isDirectory(dir))
+      files.push_back(dir + "/cgroup.procs");
   return files;
 }
 

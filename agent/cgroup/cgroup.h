@@ -32,6 +32,10 @@ struct CgroupLimits {
   int64_t cpuMillis = 0;    // 0 = no limit; otherwise at least 10 (1 ms of quota per 100 ms)
   int64_t memoryBytes = 0;  // 0 = no limit; no swap beyond it (memsw / swap.max)
   int64_t pids = 0;         // 0 = no limit
+  // cpuset (docs/topology.md): CPU and memory-node lists ("0-15,32-47", "0"); "" = not bound.
+  // Only what the parent's cpuset allows is kept (a simulated topology may name CPUs the host
+  // does not have); nothing left of a list: that list is not bound.
+  std::string cpus = {}, mems = {};
   bool operator==(const CgroupLimits&) const = default;
 };
 
@@ -79,8 +83,11 @@ class Cgroups {
   // created is removed again when a limit cannot be written.
   Result<bool> create(const std::string& name, const CgroupLimits& limits);
 
-  // The cgroup.procs files (one per v1 hierarchy used; one on v2) a process writes its own pid
-  // into to join `name`. yard-shim does this in the child before exec, so a workload never runs
+  // The cpuset `name` is bound to (cpuset.cpus and cpuset.mems), {"", ""} when it is not.
+  std::pair<std::string, std::string> cpuset(const std::string& name) const;
+
+  // The cgroup.procs files (one per v1 hierarchy used, the cpuset one too when the group is
+  // bound; one on v2) a process writes its own pid into to join `name`. yard-shim does this in the child before exec, so a workload never runs
   // outside its group. Paths are returned even when the group does not exist.
   std::vector<std::string> procsFiles(const std::string& name) const;
 
@@ -116,6 +123,10 @@ class Cgroups {
  private:
   Cgroups(CgroupLayout layout, std::string parent);
   Result<bool> makeParent();
+  // Binds `group` to cpus/mems (CgroupLimits). v1: in the cpuset hierarchy, making the groups
+  // down to it with their parent's cpus and mems; v2: +cpuset enabled down to its parent.
+  Result<bool> bindCpuset(const std::string& group, const CgroupLimits& limits);
+  std::string cpusetDir(const std::string& group) const;  // "" when no cpuset hierarchy
 
   CgroupLayout layout_;
   std::string parent_;

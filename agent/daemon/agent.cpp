@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <iostream>
 #include <set>
 
@@ -18,6 +19,7 @@
 #include "agent/link/log_shipper.h"
 #include "agent/link/master_link.h"
 #include "agent/node/capacity.h"
+#include "common/topology/gpu_topology.h"
 #include "agent/node/gpu_stats.h"
 #include "agent/node/metrics.h"
 #include "agent/runner/runner.h"
@@ -177,6 +179,14 @@ std::optional<std::string> openNode(Agent::Parts& p) {
   if (!cgroups) return "cgroups: " + cgroups.error();
   p.cgroups = std::move(cgroups).value();
   p.capacity = discoverCapacity();
+  if (!config.gpuTopologyFile.empty()) {  // simulated GPUs (docs/topology.md)
+    std::ifstream in(config.gpuTopologyFile);
+    if (!in) return "--gpu-topology-file: cannot read " + config.gpuTopologyFile;
+    std::stringstream text;
+    text << in.rdbuf();
+    if (auto bad = simulateGpus(p.capacity, text.str(), config.gpus, config.name); !bad.empty())
+      return "--gpu-topology-file " + config.gpuTopologyFile + ": " + bad;
+  }
   p.agentMetrics = std::make_unique<AgentMetrics>(p.metricsRegistry);
   return std::nullopt;
 }
@@ -205,8 +215,11 @@ std::optional<std::string> startRunner(Agent::Parts& p) {
   }
   p.host = std::make_unique<HostDriver>(config.shim, p.cgroups.get());
   std::string binDir = std::filesystem::path(config.shim).parent_path().string();
-  p.runner = std::make_unique<Runner>(Runner::Options{config.dataDir, config.allowHostTasks, binDir}, p.host.get(),
-                                      p.containers.get(), bootMs, p.log);
+  Runner::Options options{config.dataDir, config.allowHostTasks, binDir};
+  // A replica with GPUs is bound to their NUMA node's CPUs (docs/topology.md).
+  if (auto t = topology::parseNvidiaSmiTopo(p.capacity.gpuTopology); t.topology)
+    options.gpuTopology = std::make_shared<const topology::GpuTopology>(std::move(*t.topology));
+  p.runner = std::make_unique<Runner>(options, p.host.get(), p.containers.get(), bootMs, p.log);
   Runner& runner = *p.runner;
   runner.metrics = p.agentMetrics.get();
   // Ended replicas' output goes to the master's log archive before their directories go.
@@ -269,7 +282,10 @@ std::optional<std::string> connect(Agent::Parts& p) {
         formatCpuMillis(config.cpuMillis > 0 ? config.cpuMillis : capacity.cpuMillis) + " cpu, " +
         formatMemoryShort(config.memoryBytes > 0 ? config.memoryBytes : capacity.memoryBytes) + " memory, " +
         std::to_string(capacity.gpus.size()) + " GPUs" +
-        (capacity.gpuSource.empty() ? "" : " (" + capacity.gpuSource + ")") + ", cgroup " +
+        (capacity.gpuSource.empty() ? "" : " (" + capacity.gpuSource + ")") +
+        (capacity.gpuTopology.empty() ? "" : capacity.topologySimulated ? ", topology from " + config.gpuTopologyFile
+                                                                         : ", topology from nvidia-smi") +
+        ", cgroup " +
         (p.cgroups->version() == CgroupVersion::V2 ? "v2 " : "v1 ") + config.cgroupParent + ", state " +
         config.dataDir + p.containerdInfo);
   std::cout << "agent " << config.name << " api " << config.address << ":" << p.port << std::endl;

@@ -3,7 +3,10 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
+#include "agent/node/capacity.h"
 #include "common/http/metrics_endpoint.h"
 #include "common/spec/labels.h"
 #include "common/spec/quantity.h"
@@ -36,6 +39,10 @@ ParsedAgentFlags parseAgentFlags(int argc, char** argv) {
                "leaving them to the next agent (yard-master --dev uses it)");
   app.add_option("--cpu", f.cpu, "Advertise this many cores (e.g. 2 or 1500m) instead of all");
   app.add_option("--memory", f.memory, "Advertise this much memory (e.g. 4Gi) instead of all");
+  app.add_option("--gpu-topology-file", f.gpuTopologyFile,
+                 "Advertise simulated GPUs from this nvidia-smi topo -m output (docs/topology.md; for tests and "
+                 "planning; shown as simulated); overrides gpu_topology_file");
+  app.add_option("--gpus", f.gpus, "With --gpu-topology-file: advertise only its first N GPUs; overrides gpus");
   app.add_option("--cgroup-parent", f.cgroupParent, "Parent cgroup of the replicas (default yard/<name>)");
   app.add_option("--shim", f.shim, "Path of yard-shim (default: next to yard-agent)");
   app.add_option("--containerd-socket", f.containerdSocket,
@@ -110,6 +117,20 @@ Result<AgentConfig> mergeAgentConfig(const AgentFlags& f, const std::string& hos
     auto c = spec::parseCpuMillis(f.cpu);
     if (!c) return R::fail("--cpu: " + c.error());
     config.cpuMillis = c.value();
+  }
+  if (!f.gpuTopologyFile.empty()) config.gpuTopologyFile = f.gpuTopologyFile;
+  if (f.gpus >= 0) config.gpus = f.gpus;
+  if (config.gpus >= 0 && config.gpuTopologyFile.empty())
+    return R::fail("--gpus: " + std::to_string(config.gpus) +
+                   " needs --gpu-topology-file (real GPUs are discovered, not declared)");
+  if (!config.gpuTopologyFile.empty()) {  // checked now, before anything starts (docs/topology.md)
+    std::ifstream in(config.gpuTopologyFile);
+    if (!in) return R::fail("--gpu-topology-file: cannot read " + config.gpuTopologyFile);
+    std::stringstream text;
+    text << in.rdbuf();
+    HostCapacity simulated;
+    if (auto bad = simulateGpus(simulated, text.str(), config.gpus, "check"); !bad.empty())
+      return R::fail("--gpu-topology-file " + config.gpuTopologyFile + ": " + bad);
   }
   if (!f.memory.empty()) {
     auto m = spec::parseMemoryBytes(f.memory);

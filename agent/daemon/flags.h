@@ -20,6 +20,8 @@ struct AgentFlags {
   std::vector<std::string> labels;  // --label KEY=VALUE, as given
   std::optional<std::string> metricsListen;  // set when given, "" included (= off)
   int apiPort = -1;                          // -1: not given
+  std::string gpuTopologyFile;
+  int gpus = -1;                             // -1: not given
   bool allowHostTasks = false;
   bool stopReplicasOnExit = false;
 };

@@ -133,6 +133,8 @@ void MasterLink::sendRegister() {
   for (unsigned i = 0; i < dl.size(); ++i) dl.set(i, drivers[i]);
   node.setAgentVersion(kVersion);
   node.setAgentPort(agentPort_);
+  node.setGpuTopology(capacity_.gpuTopology);
+  node.setTopologySimulated(capacity_.topologySimulated);
   send(msg);
 }
 

@@ -1,5 +1,7 @@
 #include "agent/node/capacity.h"
 
+#include "common/topology/gpu_topology.h"
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -97,6 +99,37 @@ int64_t parseMemTotal(const std::string& meminfo) {
   return 0;
 }
 
+std::string discoverGpuTopology() {
+  FILE* p = popen("nvidia-smi topo -m 2>/dev/null", "r");
+  if (!p) return "";
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0 && text.size() < (1 << 20)) text.append(buf, n);
+  pclose(p);
+  return topology::parseNvidiaSmiTopo(text).topology ? text : "";
+}
+
+std::string simulateGpus(HostCapacity& c, const std::string& matrixText, int32_t count, const std::string& node) {
+  topology::ParsedTopology t = topology::parseNvidiaSmiTopo(matrixText);
+  if (!t.topology) return t.error;
+  if (count > static_cast<int32_t>(t.topology->gpus.size()))
+    return "--gpus " + std::to_string(count) + ": the matrix has only " + std::to_string(t.topology->gpus.size()) + " GPUs";
+  size_t n = count < 0 ? t.topology->gpus.size() : static_cast<size_t>(count);
+  c.gpus.clear();
+  for (size_t i = 0; i < n; ++i) {
+    GpuDevice g;
+    g.index = t.topology->gpus[i];
+    g.uuid = "SIM-" + node + "-" + std::to_string(g.index);
+    g.model = "simulated";
+    c.gpus.push_back(g);
+  }
+  c.gpuSource = "simulated";
+  c.gpuTopology = matrixText;
+  c.topologySimulated = true;
+  return "";
+}
+
 HostCapacity discoverCapacity() {
   HostCapacity c;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -107,6 +140,7 @@ HostCapacity discoverCapacity() {
   c.memoryBytes = parseMemTotal(s.str());
   if (discoverNvml(c.gpus)) c.gpuSource = "nvml";
   else if (discoverNvidiaSmi(c.gpus)) c.gpuSource = "nvidia-smi";
+  if (!c.gpus.empty()) c.gpuTopology = discoverGpuTopology();
   return c;
 }
 

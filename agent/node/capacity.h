@@ -20,10 +20,19 @@ struct HostCapacity {
   int64_t cpuMillis = 0;
   int64_t memoryBytes = 0;
   std::vector<GpuDevice> gpus;
-  std::string gpuSource;  // "nvml", "nvidia-smi" or "" (none)
+  std::string gpuSource;  // "nvml", "nvidia-smi", "simulated" or "" (none)
+  // How the GPUs are linked (docs/topology.md): nvidia-smi topo -m's matrix, "" = not known.
+  std::string gpuTopology;
+  bool topologySimulated = false;
 };
 
 HostCapacity discoverCapacity();
+// With real GPUs: their topology from `nvidia-smi topo -m` ("" when it cannot be had or read).
+std::string discoverGpuTopology();
+// Simulated GPUs (--gpu-topology-file; docs/topology.md): `c`'s GPUs become the first `count`
+// (-1 = all) of the matrix in `matrixText`, uuids "SIM-<node>-<index>". An error names the
+// file's problem.
+std::string simulateGpus(HostCapacity& c, const std::string& matrixText, int32_t count, const std::string& node);
 
 // Parses `nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader,nounits`
 // (memory in MiB); lines that do not parse are skipped.

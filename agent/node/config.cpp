@@ -57,7 +57,8 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
   if (auto e = config::unknownKey(root, {"master", "token", "name", "address", "data_dir", "port_range", "api_port",
                                          "allow_host_tasks", "drivers", "cpu", "memory", "labels", "cgroup_parent",
                                          "shim", "containerd_socket", "insecure_registries", "registries",
-                                         "vm_runtime", "metrics_listen", "token_file", "ca", "ca_fingerprint"});
+                                         "vm_runtime", "metrics_listen", "token_file", "ca", "ca_fingerprint",
+                                         "gpu_topology_file", "gpus"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto fail = [&](const std::string& e) { return R::fail(source + ": " + e); };
@@ -112,6 +113,12 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
   }
   if (const toml::node* n = root.get("cpu"))
     if (auto e = quantity(*n, "cpu", spec::parseCpuMillis, c.cpuMillis); !e.empty()) return fail(e);
+  if (auto e = str("gpu_topology_file", c.gpuTopologyFile); !e.empty()) return fail(e);
+  if (const toml::node* n = root.get("gpus")) {
+    auto v = n->value<int64_t>();
+    if (!v || *v < 0 || *v > 1024) return fail("gpus: must be a whole number 0-1024");
+    c.gpus = static_cast<int32_t>(*v);
+  }
   if (const toml::node* n = root.get("memory"))
     if (auto e = quantity(*n, "memory", spec::parseMemoryBytes, c.memoryBytes); !e.empty()) return fail(e);
   if (const toml::node* n = root.get("labels")) {

@@ -27,6 +27,10 @@ struct AgentConfig {
   std::vector<std::string> drivers = {"host"};
   int64_t cpuMillis = 0;                  // advertise this much; 0 = every core
   int64_t memoryBytes = 0;                // 0 = all memory
+  // Simulated GPUs (docs/topology.md): advertise the GPUs of this `nvidia-smi topo -m` matrix
+  // (the first `gpus` of them; -1 = all) instead of discovering them. For tests and planning.
+  std::string gpuTopologyFile;
+  int32_t gpus = -1;
   std::map<std::string, std::string> labels;
   std::string cgroupParent;               // default "yard/<name>"
   std::string shim;                       // yard-shim path; default: next to yard-agent

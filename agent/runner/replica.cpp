@@ -54,6 +54,8 @@ ReplicaSpec specFrom(agentapi::ReplicaSpec::Reader in) {
   s.runAsUid = in.getRunAsUid();
   s.runAsGid = in.getRunAsGid();
   s.owner = str(in.getOwner());
+  s.cpus = str(in.getCpus());
+  s.mems = str(in.getMems());
   for (auto f : in.getFiles()) s.files.emplace_back(str(f.getName()), str(f.getContent()));
   return s;
 }
@@ -89,6 +91,8 @@ void specTo(const ReplicaSpec& s, agentapi::ReplicaSpec::Builder out) {
   out.setRunAsUid(s.runAsUid);
   out.setRunAsGid(s.runAsGid);
   out.setOwner(s.owner);
+  out.setCpus(s.cpus);
+  out.setMems(s.mems);
   auto files = out.initFiles(static_cast<unsigned>(s.files.size()));
   for (unsigned i = 0; i < files.size(); ++i) {
     files[i].setName(s.files[i].first);

@@ -46,6 +46,9 @@ struct ReplicaSpec {
   // own user, as before users existed. Containers keep their image's user (docs/security.md).
   int64_t runAsUid = -1, runAsGid = -1;
   std::string owner;  // the job owner's user name
+  // The cpuset binding the agent chose from its GPU topology (docs/topology.md): its GPUs'
+  // NUMA node CPUs and memory nodes; "" = not bound.
+  std::string cpus, mems;
   // task/role/index, for log lines.
   std::string label() const { return task + "/" + role + "/" + std::to_string(index); }
 };

@@ -168,6 +168,19 @@ void Runner::start(const ReplicaKey& key, const ReplicaSpec& spec) {
     return v;
   };
   for (auto& [name, value] : r.spec.env) value = expand(value);
+  // Its GPUs' NUMA node(s) as its cpuset (docs/topology.md), chosen once and kept in its spec.
+  if (options_.gpuTopology && !spec.gpus.empty() && r.spec.cpus.empty()) {
+    std::vector<uint32_t> gpus;
+    for (size_t at = 0; at < spec.gpus.size();) {
+      size_t comma = std::min(spec.gpus.find(',', at), spec.gpus.size());
+      auto one = topology::parseCpuList(std::string_view(spec.gpus).substr(at, comma - at));
+      if (one && one->size() == 1) gpus.push_back(one->front());
+      at = comma + 1;
+    }
+    topology::CpuBinding b = topology::bindingFor(*options_.gpuTopology, gpus);
+    r.spec.cpus = b.cpus;
+    r.spec.mems = b.mems;
+  }
   // Where a preemption notice will appear (notePreempted): a container sees DIR/notice at
   // /run/yard, read-only.
   if (spec.image != "host") {

@@ -19,6 +19,7 @@
 #include "agent/drivers/driver.h"
 #include "agent/runner/replica.h"
 #include "agent/runner/worker_restarts.h"
+#include "common/topology/gpu_topology.h"
 
 namespace yard::agent {
 
@@ -67,6 +68,9 @@ class Runner {
     int64_t sampleEveryMs = 2000;
     int64_t postStartTimeoutMs = 300000;
     int64_t startTimeoutMs = 120000;  // from start to the process running (the launcher's setup)
+    // How the node's GPUs are linked (docs/topology.md): a replica with GPUs gets the CPUs
+    // and memory nodes of their NUMA node(s) as its cpuset. Null: no binding.
+    std::shared_ptr<const topology::GpuTopology> gpuTopology = {};
   };
   // `host` runs `image: host` replicas; `containers` the rest (may be null: no runtime).
   Runner(Options options, Driver* host, Driver* containers, Clock now, Log log);

@@ -88,6 +88,7 @@ Json detailJson(api::JobDetail::Reader d, bool showEnv) {
                       {"port", r.getPort()},
                       {"declaredPorts", r.getDeclaredPorts().cStr()},
                       {"gpus", r.getGpus().cStr()},
+                      {"gpuLinks", r.getGpuLinks().cStr()},
                       {"exitCode", r.getExitCode()},
                       {"restarts", r.getRestarts()},
                       {"reason", r.getReason().cStr()}};

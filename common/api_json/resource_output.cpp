@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/api_json/output.h"
+#include "common/topology/gpu_topology.h"
 
 namespace yard::api_json {
 
@@ -89,7 +90,22 @@ Json nodeJson(api::NodeInfo::Reader n) {
           {"lastHeartbeat", n.getLastHeartbeat()},
           {"agentVersion", n.getAgentVersion().cStr()},
           {"replicas", n.getReplicas()},
-          {"labels", labelsJson(n.getLabels())}};
+          {"labels", labelsJson(n.getLabels())},
+          {"topology", topologyJson(n.getGpuTopology().cStr(), n.getTopologySimulated())}};
+}
+
+Json topologyJson(const std::string& matrix, bool simulated) {
+  if (matrix.empty()) return nullptr;
+  topology::ParsedTopology p = topology::parseNvidiaSmiTopo(matrix);
+  if (!p.topology) return nullptr;
+  const topology::GpuTopology& t = *p.topology;
+  Json links = Json::array();
+  for (size_t a = 0; a < t.gpus.size(); ++a) {
+    Json row = Json::array();
+    for (size_t b = 0; b < t.gpus.size(); ++b) row.push_back(a == b ? "X" : topology::linkText(t.link[a][b], t.nvlinks[a][b]));
+    links.push_back(std::move(row));
+  }
+  return {{"simulated", simulated}, {"gpus", t.gpus}, {"links", std::move(links)}, {"numa", t.numa}, {"cpus", t.cpus}};
 }
 
 Json userJson(api::UserInfo::Reader u) {

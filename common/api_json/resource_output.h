@@ -17,6 +17,8 @@ Json listJson(capnp::List<capnp::Text>::Reader list);
 Json queueJson(api::Queue::Reader q);
 Json datasetJson(api::Dataset::Reader d);
 Json nodeJson(api::NodeInfo::Reader n);
+// A node's GPU topology (docs/topology.md) from nvidia-smi's matrix text; null when "" or unreadable.
+Json topologyJson(const std::string& matrix, bool simulated);
 Json labelsJson(capnp::List<schema::Label>::Reader labels);
 Json userJson(api::UserInfo::Reader u);
 // CPU used as a percentage of the CPU requested (what the elastic autoscaler compares with

@@ -196,6 +196,9 @@ ParsedTopology parseNvidiaSmiTopo(std::string_view text) {
                     linkText(t.link[b][a], t.nvlinks[b][a]) + " the other";
         return out;
       }
+  uint64_t fnv = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : text) fnv = (fnv ^ c) * 1099511628211ULL;
+  t.fingerprint = fnv;
   out.topology = std::move(t);
   return out;
 }
@@ -290,6 +293,62 @@ std::vector<uint32_t> chooseGpus(const GpuTopology& t, const std::vector<uint32_
   for (size_t p : best) out.push_back(t.gpus[p]);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::vector<uint32_t> orderByLinks(const GpuTopology& t, std::vector<uint32_t> gpus) {
+  std::sort(gpus.begin(), gpus.end());
+  std::vector<uint32_t> out;
+  std::vector<bool> used(gpus.size(), false);
+  for (size_t n = 0; n < gpus.size(); ++n) {
+    size_t next = SIZE_MAX;
+    int best = INT_MIN;
+    int last = out.empty() ? -1 : t.positionOf(out.back());
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      if (used[i]) continue;
+      int p = t.positionOf(gpus[i]);
+      int score = last < 0 || p < 0 ? 0 : pairScore(t, size_t(last), size_t(p));
+      if (next == SIZE_MAX || score > best) {
+        best = score;
+        next = i;
+      }
+      if (out.empty()) break;  // the first is the lowest
+    }
+    used[next] = true;
+    out.push_back(gpus[next]);
+  }
+  return out;
+}
+
+std::string worstLinkText(const GpuTopology& t, const std::vector<uint32_t>& gpus) {
+  std::vector<size_t> pos;
+  for (uint32_t g : gpus) {
+    int p = t.positionOf(g);
+    if (p < 0) return "";
+    pos.push_back(size_t(p));
+  }
+  std::string out;
+  int worst = INT_MAX;
+  for (size_t i = 0; i < pos.size(); ++i)
+    for (size_t j = i + 1; j < pos.size(); ++j)
+      if (int s = pairScore(t, pos[i], pos[j]); s < worst) {
+        worst = s;
+        out = linkText(t.link[pos[i]][pos[j]], t.nvlinks[pos[i]][pos[j]]);
+      }
+  return out;
+}
+
+CpuBinding bindingFor(const GpuTopology& t, const std::vector<uint32_t>& gpus) {
+  std::vector<uint32_t> cpus, mems;
+  for (uint32_t g : gpus) {
+    int p = t.positionOf(g);
+    if (p < 0 || t.cpus[size_t(p)].empty()) return {};
+    auto list = parseCpuList(t.cpus[size_t(p)]);
+    if (!list) return {};
+    cpus.insert(cpus.end(), list->begin(), list->end());
+    if (t.numa[size_t(p)] >= 0) mems.push_back(uint32_t(t.numa[size_t(p)]));
+  }
+  if (cpus.empty()) return {};
+  return {cpuListText(cpus), cpuListText(mems)};
 }
 
 std::optional<std::vector<uint32_t>> parseCpuList(std::string_view text) {

@@ -30,6 +30,7 @@ struct GpuTopology {
   std::vector<std::vector<int>> nvlinks;  // [a][b]: the bonded NVLinks of an NV link, else 0
   std::vector<int32_t> numa;              // per GPU: its NUMA node, -1 when not known
   std::vector<std::string> cpus;          // per GPU: its CPU affinity ("0-55,112-167"), "" when not known
+  uint64_t fingerprint = 0;               // of the text it was read from: equal text, equal topology
   bool empty() const { return gpus.empty(); }
   // The position of GPU index `gpu`, or -1.
   int positionOf(uint32_t gpu) const;
@@ -58,6 +59,20 @@ int worstPair(const GpuTopology& t, const std::vector<size_t>& set);
 // fragmented); then the lowest indexes. Exhaustive up to 16 free GPUs, greedy beyond.
 // Returns ascending indexes; fewer than k when fewer are free.
 std::vector<uint32_t> chooseGpus(const GpuTopology& t, const std::vector<uint32_t>& free, size_t k);
+// `gpus` in the order CUDA_VISIBLE_DEVICES should list them: from the lowest index, each next
+// the one best linked to the last (then the lowest), so that ring neighbours share the best
+// links ({0,1,2,3} where 0-2 and 1-3 are NVLinked: 0,2,1,3).
+std::vector<uint32_t> orderByLinks(const GpuTopology& t, std::vector<uint32_t> gpus);
+// The worst link among `gpus` as nvidia-smi names it ("NV12", "PIX"); "" for fewer than two
+// or when the matrix does not know one of them.
+std::string worstLinkText(const GpuTopology& t, const std::vector<uint32_t>& gpus);
+
+// The cpuset of a replica on `gpus` (docs/topology.md): the CPUs of their NUMA node(s) and
+// those nodes, as CPU lists ("0-15,32-47", "0"); both "" when a GPU is unknown or its CPUs are.
+struct CpuBinding {
+  std::string cpus, mems;
+};
+CpuBinding bindingFor(const GpuTopology& t, const std::vector<uint32_t>& gpus);
 
 // "0-3,8,10-11" -> {0,1,2,3,8,10,11}; nullopt when malformed.
 std::optional<std::vector<uint32_t>> parseCpuList(std::string_view text);

@@ -168,6 +168,7 @@ sched::NodeView viewOf(const NodeInfo& info, int64_t now) {
   v.drivers = info.drivers;
   v.vmRuntime = r.vmRuntime;
   v.labels = store::effectiveLabels(r);
+  v.topology = info.topology;
   return v;
 }
 
@@ -296,6 +297,16 @@ void NodeRegistry::doRegister(const CommitQueue::Slot& slot, const NodeRegistrat
   next.gpus = reg.gpus;
   std::sort(next.gpus.begin(), next.gpus.end(), [](const GpuInfo& a, const GpuInfo& b) { return a.index < b.index; });
   next.gpusReported = true;
+  if (!reg.gpuTopology.empty()) {  // docs/topology.md; a matrix that does not read is left out
+    topology::ParsedTopology t = topology::parseNvidiaSmiTopo(reg.gpuTopology);
+    if (t.topology) {
+      next.topology = std::make_shared<const topology::GpuTopology>(std::move(*t.topology));
+      next.topologyText = reg.gpuTopology;
+      next.topologySimulated = reg.topologySimulated;
+    } else {
+      say("node " + in.name + ": its GPU topology does not read (" + t.error + "); its GPUs go lowest index first");
+    }
+  }
   r.labels = std::map<std::string, std::string>(reg.labels.begin(), reg.labels.end());
   next.drivers = reg.drivers;
   r.drivers = joinDrivers(next.drivers);

@@ -59,6 +59,8 @@ struct NodeRegistration {
   std::vector<GpuInfo> gpus;
   std::vector<std::pair<std::string, std::string>> labels;  // key, value
   std::vector<std::string> drivers;                          // "host", "containerd"
+  std::string gpuTopology;         // nvidia-smi topo -m's matrix, "" = not known (docs/topology.md)
+  bool topologySimulated = false;  // from the agent's --gpu-topology-file
   // The agent's first registration after a planned stop (SIGTERM/SIGINT) of its previous
   // process: not counted toward "unstable".
   bool afterPlannedStop = false;
@@ -73,6 +75,11 @@ struct NodeInfo {
   // The store keeps only the GPU count, so after a master restart `gpus` holds indexes
   // 0..gpu-1 without uuids until the agent registers again; then this is true.
   bool gpusReported = false;
+  // How its GPUs are linked, as its agent last registered it (memory only, like the GPUs'
+  // details): null = not known. The text as sent, and whether it is simulated.
+  std::shared_ptr<const topology::GpuTopology> topology;
+  std::string topologyText;
+  bool topologySimulated = false;
   // When its agent registered, within the last kUnstableWindowMs (memory only): an agent
   // that keeps dropping its connection and registering again is not keeping up.
   std::vector<int64_t> registrations;

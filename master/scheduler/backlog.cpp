@@ -96,6 +96,7 @@ uint64_t shapeHash(const NodeView& n, size_t position) {
   h = mix(h, gpus);
   for (const auto& d : n.drivers) h = mixText(h, d);
   for (const auto& [k, v] : n.labels) h = mixText(mixText(h, k), v);
+  h = mix(h, n.topology ? n.topology->fingerprint : 0);
   return mixText(h, n.vmRuntime);
 }
 

@@ -99,8 +99,12 @@ void reserve(NodeView& node, const ReplicaRequest& replica, ReplicaPlacement& pl
   }
   std::sort(free.begin(), free.end());
   auto take = static_cast<size_t>(std::max<int64_t>(0, replica.resources.gpu));
-  free.resize(std::min(take, free.size()));
-  placement.gpus = std::move(free);
+  if (take > 0 && node.topology && !node.topology->empty()) {  // by their links (docs/topology.md)
+    placement.gpus = topology::orderByLinks(*node.topology, topology::chooseGpus(*node.topology, free, take));
+  } else {
+    free.resize(std::min(take, free.size()));
+    placement.gpus = std::move(free);
+  }
   placement.port = lowestFreePort(node, replica.declaredPorts).value_or(0);
   placement.declaredPorts = replica.declaredPorts;
   record(node, replica, placement);

@@ -37,7 +37,9 @@
 //     Spread = the reverse order: the most free GPUs, then the most free cpu, then
 //     memory, then the later node; this puts the replicas of one gang on distinct nodes
 //     while nodes are equally free.
-//     GPUs are the lowest free indexes of the node. Each replica gets the lowest port of
+//     GPUs: on a node whose topology is known, the free set whose worst link is best, then
+//     the one leaving the rest best connected (docs/topology.md), listed in link order;
+//     otherwise the lowest free indexes. Each replica gets the lowest port of
 //     the node's [portLo, portHi] that is free for both TCP and UDP, plus its declared
 //     ports, which must be free on that node for their protocol; so two replicas that
 //     declare the same port never share a node.
@@ -68,6 +70,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -78,6 +81,7 @@
 #include <vector>
 
 #include "common/lifecycle/states.h"  // the enums only: the scheduler links nothing for them
+#include "common/topology/gpu_topology.h"  // standard library only
 
 namespace yard::sched {
 
@@ -133,6 +137,8 @@ struct NodeView {
   std::vector<std::string> drivers;                // "host", "containerd"
   std::string vmRuntime;                           // empty = cannot run vm jobs
   std::map<std::string, std::string> labels = {};  // the node's labels (agent's and admin's)
+  // How its GPUs are linked (docs/topology.md); null = not known: GPUs go lowest index first.
+  std::shared_ptr<const topology::GpuTopology> topology = {};
 };
 
 struct ReplicaRequest {
@@ -209,7 +215,7 @@ struct ReplicaPlacement {
   std::string role;
   int32_t index = 0;
   std::string node;
-  std::vector<uint32_t> gpus;  // ascending
+  std::vector<uint32_t> gpus;  // ascending, or in link order on a node with a topology
   uint16_t port = 0;           // from the node's [portLo, portHi], taken for TCP and UDP
   std::vector<PortUse> declaredPorts;
 };

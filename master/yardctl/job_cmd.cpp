@@ -20,6 +20,7 @@
 #include "common/api_json/resource_output.h"
 #include "common/spec/after.h"
 #include "common/spec/labels.h"
+#include "common/topology/gpu_topology.h"
 #include "master/yardctl/job_text.h"
 #include "master/yardctl/time_flag.h"
 #include "master/yardctl/request.h"
@@ -46,6 +47,28 @@ void nodeTable(std::ostream& out, const std::vector<api::NodeInfo::Reader>& node
            orDash(n.getDrivers().cStr()), timeText(n.getLastHeartbeat()), orDash(labels)});
   }
   t.print(out);
+}
+
+// node show: how the node's GPUs are linked (docs/topology.md), as nvidia-smi topo -m shows it.
+void topologyText(std::ostream& out, api::NodeInfo::Reader n) {
+  if (n.getGpuTopology().size() == 0) return;
+  topology::ParsedTopology p = topology::parseNvidiaSmiTopo(n.getGpuTopology().cStr());
+  if (!p.topology) return;
+  const topology::GpuTopology& t = *p.topology;
+  out << "\nGPU topology" << (n.getTopologySimulated() ? " (simulated)" : "") << ":\n";
+  std::vector<std::string> header{""};
+  for (uint32_t g : t.gpus) header.push_back("GPU" + std::to_string(g));
+  header.push_back("CPU AFFINITY");
+  header.push_back("NUMA");
+  Table m(header);
+  for (size_t a = 0; a < t.gpus.size(); ++a) {
+    std::vector<std::string> row{"GPU" + std::to_string(t.gpus[a])};
+    for (size_t b = 0; b < t.gpus.size(); ++b) row.push_back(a == b ? "X" : topology::linkText(t.link[a][b], t.nvlinks[a][b]));
+    row.push_back(orDash(t.cpus[a]));
+    row.push_back(t.numa[a] < 0 ? "-" : std::to_string(t.numa[a]));
+    m.row(row);
+  }
+  m.print(out);
 }
 
 // Sends one request and prints the answer; fill returns a usage error or "". An answer that
@@ -100,6 +123,7 @@ int run(GlobalOptions& global, Streams io, Fill fill, const Json& subject = Json
       else for (auto n : r.getNodes()) nodes.push_back(n);
       printItems(out, json, r.isNode(), nodes, nodeJson,
                  [&](const std::vector<api::NodeInfo::Reader>& items) { nodeTable(io.out, items); });
+      if (!json && r.isNode()) topologyText(io.out, r.getNode());
       break;
     }
     default:

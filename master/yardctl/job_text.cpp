@@ -109,7 +109,9 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
       reps.row({std::string(t.getName().cStr()) + "/" + r.getRole().cStr() + "/" + std::to_string(r.getIndex()),
                 std::to_string(r.getAttempt()), r.getState().cStr(), orDash(r.getNode().cStr()),
                 r.getPort() ? std::to_string(r.getPort()) : "-", orDash(r.getDeclaredPorts().cStr()),
-                orDash(r.getGpus().cStr()),
+                // Its GPUs and the worst link among them: "0,1 (NV12 pairs)" (docs/topology.md).
+                orDash(r.getGpus().cStr()) +
+                    (r.getGpuLinks().size() ? " (" + std::string(r.getGpuLinks().cStr()) + " pairs)" : ""),
                 (r.getState() == "Exited" ? std::to_string(r.getExitCode()) : "-"), std::to_string(r.getRestarts()),
                 orDash(r.getReason().cStr())});
     }

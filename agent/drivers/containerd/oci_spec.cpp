@@ -173,6 +173,11 @@ std::string ociSpecJson(const ReplicaSpec& spec, const OciProcess& process, cons
   Json linuxPart = {{"namespaces", std::move(namespaces)},
                 {"devices", std::move(devices)},
                 {"resources", {{"devices", std::move(allowed)}}}};
+  // Its GPUs' NUMA node (docs/topology.md): runc writes the container's cpuset.
+  if (!spec.cpus.empty()) {
+    linuxPart["resources"]["cpu"] = {{"cpus", spec.cpus}};
+    if (!spec.mems.empty()) linuxPart["resources"]["cpu"]["mems"] = spec.mems;
+  }
   if (!options.cgroupsPath.empty()) linuxPart["cgroupsPath"] = options.cgroupsPath;
   linuxPart["seccomp"] = seccompJson();
   linuxPart["maskedPaths"] = kMaskedPaths;

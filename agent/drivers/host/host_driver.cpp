@@ -212,6 +212,8 @@ Result<bool> HostDriver::start(const ReplicaKey& key, const ReplicaSpec& spec, c
     limits.cpuMillis = spec.cpuMillis;
     limits.memoryBytes = spec.memoryBytes;
     limits.pids = 4096;  // a fork bomb stays inside its replica
+    limits.cpus = spec.cpus;  // its GPUs' NUMA node (docs/topology.md)
+    limits.mems = spec.mems;
     auto made = cgroups_->create(key.name(), limits);
     if (!made) return R::fail("cgroup: " + made.error());
   }

@@ -58,6 +58,7 @@ export interface ReplicaJson {
   port: number;
   declaredPorts: string;
   gpus: string;
+  gpuLinks?: string; // the worst link among its GPUs (docs/topology.md)
   exitCode: number;
   // Elastic PyTorch: torchrun's worker-group restarts in this attempt (docs/wiring.md).
   restarts: number;
@@ -161,6 +162,16 @@ export interface NodeJson {
   lastHeartbeat: number;
   agentVersion: string;
   replicas: number;
+  // How its GPUs are linked (docs/topology.md); null when not known.
+  topology?: GpuTopologyJson | null;
+}
+
+export interface GpuTopologyJson {
+  simulated: boolean;
+  gpus: number[];
+  links: string[][]; // links[a][b]: NV#, PIX, PXB, PHB, NODE, SYS; X for itself
+  numa: number[];
+  cpus: string[];
 }
 
 export interface DatasetJson {

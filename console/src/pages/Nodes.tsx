@@ -2,6 +2,40 @@ import { errorText, useNodes } from '../api/queries';
 import { ageText, cpuText, memText } from '../lib/format';
 import { useEffect, useState } from 'react';
 import { UsedOf } from './Queues';
+import type { GpuTopologyJson } from '../api/types';
+
+// How a node's GPUs are linked, as nvidia-smi topo -m shows it (docs/topology.md).
+function Topology({ node, t }: { node: string; t: GpuTopologyJson }) {
+  return (
+    <details data-testid={`node-topology-${node}`}>
+      <summary className="muted small">GPU topology{t.simulated ? ' (simulated)' : ''}</summary>
+      <table className="table small">
+        <thead>
+          <tr>
+            <th></th>
+            {t.gpus.map((g) => (
+              <th key={g}>GPU{g}</th>
+            ))}
+            <th>CPUs</th>
+            <th>NUMA</th>
+          </tr>
+        </thead>
+        <tbody>
+          {t.gpus.map((g, a) => (
+            <tr key={g}>
+              <th>GPU{g}</th>
+              {t.links[a].map((l, b) => (
+                <td key={b}>{l}</td>
+              ))}
+              <td>{t.cpus[a] || '-'}</td>
+              <td>{t.numa[a] < 0 ? '-' : t.numa[a]}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </details>
+  );
+}
 
 export function NodesPage() {
   const { data: items, error: err } = useNodes(5000);
@@ -40,6 +74,7 @@ export function NodesPage() {
               </td>
               <td>
                 cpu {cpuText(n.capacity.cpuMillis)}, mem {memText(n.capacity.memoryBytes)}, gpu {n.capacity.gpu}
+                {n.topology && <Topology node={n.name} t={n.topology} />}
               </td>
               <td>
                 <UsedOf used={n.allocated} total={n.capacity} />

@@ -47,6 +47,8 @@ NodeRegistration registrationFrom(schema::Node::Reader node) {
   for (auto g : node.getGpus()) r.gpus.push_back(GpuInfo{g.getIndex(), g.getUuid(), g.getModel(), g.getMemoryBytes()});
   for (auto l : node.getLabels()) r.labels.emplace_back(l.getKey(), l.getValue());
   for (auto d : node.getDrivers()) r.drivers.emplace_back(d);
+  r.gpuTopology = node.getGpuTopology();
+  r.topologySimulated = node.getTopologySimulated();
   return r;
 }
 

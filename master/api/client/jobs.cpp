@@ -15,6 +15,9 @@ namespace yard::master {
 
 namespace {
 
+// The worst link among a replica's GPUs on its node ("" when not known).
+using GpuLinks = std::function<std::string(const std::string& node, const std::vector<uint32_t>& gpus)>;
+
 // The latest attempt's replicas, in role and index order.
 // Container-job runs restart on their own (restartPolicy OnFailure): each run's newest.
 std::vector<const store::ReplicaRecord*> shownReplicas(const TaskEntry& t, schema::Task::Reader st) {
@@ -41,7 +44,7 @@ int32_t restartsOf(const TaskEntry& t, const store::ReplicaRecord& r, schema::Ta
 }
 
 void fillReplica(api::ReplicaInfo::Builder out, const TaskEntry& t, const store::ReplicaRecord& r,
-                 schema::Task::Reader st) {
+                 schema::Task::Reader st, const GpuLinks& gpuLinks) {
   out.setRole(r.role);
   out.setIndex(r.index);
   out.setAttempt(r.attempt);
@@ -50,6 +53,7 @@ void fillReplica(api::ReplicaInfo::Builder out, const TaskEntry& t, const store:
   out.setPort(r.port);
   out.setDeclaredPorts(store::declaredPortsText(r.declaredPorts));
   out.setGpus(store::gpusText(r.gpus));
+  if (r.gpus.size() > 1 && gpuLinks) out.setGpuLinks(gpuLinks(r.node, r.gpus));
   out.setExitCode(r.exitCode);
   out.setRestarts(restartsOf(t, r, st));
   out.setReason(r.reason);
@@ -81,7 +85,8 @@ void fillElastic(api::TaskInfo::Builder out, const JobRegistry& jobs, const JobE
   e.setPending(v->pending);
 }
 
-void fillJobDetail(api::JobDetail::Builder out, const JobRegistry& jobs, const JobEntry& job, int64_t now) {
+void fillJobDetail(api::JobDetail::Builder out, const JobRegistry& jobs, const JobEntry& job, int64_t now,
+                   const GpuLinks& gpuLinks) {
   // The master's clock goes with the answer: yardctl says "12s ago" from it, so a client
   // whose clock is off still reads the autoscaler's times right.
   out.setAnsweredAt(now);
@@ -104,7 +109,7 @@ void fillJobDetail(api::JobDetail::Builder out, const JobRegistry& jobs, const J
     auto out2 = ti.initReplicas(static_cast<unsigned>(reps.size()));
     int32_t restarts = 0;
     for (unsigned k = 0; k < reps.size(); ++k) {
-      fillReplica(out2[k], t, *reps[k], st);
+      fillReplica(out2[k], t, *reps[k], st, gpuLinks);
       restarts = std::max(restarts, out2[k].getRestarts());
     }
     fillElastic(ti, jobs, job, i);
@@ -189,7 +194,11 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
                          ", not a job: yardctl job list --array " + name + " lists them; each is " + name + "-<index>");
         return a.error("job " + name + " does not exist");
       }
-      fillJobDetail(a.resp.initJob(), jobs_, *job, now_());
+      fillJobDetail(a.resp.initJob(), jobs_, *job, now_(), [this](const std::string& node, const std::vector<uint32_t>& gpus) {
+        auto n = nodes_.nodes().find(node);
+        return n == nodes_.nodes().end() || !n->second.topology ? std::string()
+                                                                 : topology::worstLinkText(*n->second.topology, gpus);
+      });
       return a.send();
     }
     case api::Request::JOB_EVENTS: return events(req.getJobEvents(), a);

@@ -31,6 +31,8 @@ void ClientApi::fillNode(api::NodeInfo::Builder out, const NodeInfo& n, bool wit
     labels[li].setKey(k);
     labels[li++].setValue(v);
   }
+  out.setGpuTopology(n.topologyText);
+  out.setTopologySimulated(n.topologySimulated);
   if (withUsage) {
     auto now = jobs_.nodeUsed(r.name);
     setResources(out.initUsed(), now.cpuMillis, now.memoryBytes, 0);

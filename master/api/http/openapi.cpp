@@ -82,6 +82,7 @@ Json components() {
                          {"port", integer()},
                          {"declaredPorts", str()},
                          {"gpus", str()},
+                         {"gpuLinks", str()},
                          {"exitCode", integer()},
                          {"restarts", integer()},
                          {"reason", str()},
@@ -168,8 +169,18 @@ Json components() {
                       {"agentVersion", str()},
                       {"replicas", integer()},
                       {"labels", Json{{"type", "object"}, {"additionalProperties", str()}}},
+                      {"topology", nullable(ref("GpuTopology"))},
                       {"used", ref("Resources")}},
                      {"used"});
+  s["GpuTopology"] = object({{"simulated", boolean()},
+                             {"gpus", arrayOf(integer())},
+                             {"links", arrayOf(strings())},
+                             {"numa", arrayOf(integer())},
+                             {"cpus", strings()}});
+  s["GpuTopology"]["description"] =
+      "How the node's GPUs are linked (docs/topology.md): links[a][b] is the class of the path between gpus[a] "
+      "and gpus[b] as nvidia-smi topo -m names it (NV#, PIX, PXB, PHB, NODE, SYS; X for itself); numa -1 and cpus "
+      "\"\" when not known. simulated: from the agent's --gpu-topology-file.";
   s["Dataset"] = object({{"name", str()},
                          {"path", str()},
                          {"readOnly", boolean()},

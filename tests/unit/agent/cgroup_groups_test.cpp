@@ -2,6 +2,7 @@
 // limits, processes joining and attached, destroy and removeParent leaving nothing behind.
 // Skipped with a warning when not root or without usable cgroup controllers.
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -304,5 +305,48 @@ TEST_CASE("cgroup: removeParent refuses while a child exists, then leaves nothin
   INFO(reopened.error());
   REQUIRE(reopened.isOk());
   CHECK_FALSE(test->leftovers().empty());
+  test->finish();
+}
+
+TEST_CASE("cgroup: a group bound to a cpuset runs its process on those CPUs only", "[cgroup][real]") {
+  auto test = TestParent::openOrSkip();
+  if (!test) return;
+  Cgroups& cgroups = test->cgroups();
+  long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  std::string want = std::to_string(cpus - 1);  // the last CPU of this host
+  CgroupLimits limits;
+  limits.cpus = want + ",4096";  // a CPU the host does not have is left out, not refused
+  limits.mems = "0,7";
+  auto created = cgroups.create("bound", limits);
+  INFO(created.error());
+  REQUIRE(created.isOk());
+  auto [boundCpus, boundMems] = cgroups.cpuset("bound");
+  if (boundCpus.empty()) {
+    WARN("SKIPPED: no cpuset controller on this host");
+    test->finish();
+    return;
+  }
+  CHECK(boundCpus == want);
+  CHECK(boundMems == "0");
+  // A group without a binding has none of its own.
+  REQUIRE(cgroups.create("free", {}).isOk());
+  CHECK(cgroups.cpuset("free").first.empty());
+
+  Pipe pipe;
+  pid_t pid = test->fork([&] {
+    joinThroughProcsFiles(cgroups.procsFiles("bound"));
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    ::sched_getaffinity(0, sizeof set, &set);
+    writeNumber(pipe.write, CPU_COUNT(&set) == 1 && CPU_ISSET(cpus - 1, &set) ? 1 : 2);
+    ::execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  });
+  CHECK(pipe.next() == 1);  // its affinity is the one CPU
+  CHECK(contains(cgroups.pids("bound"), pid));
+  REQUIRE(cgroups.destroy("bound").isOk());
+  REQUIRE(cgroups.destroy("free").isOk());
+  CHECK(cgroups.cpuset("bound").first.empty());  // gone from the cpuset hierarchy too
+  test->waitFor(pid, std::chrono::seconds(5));
   test->finish();
 }

@@ -137,3 +137,37 @@ TEST_CASE("topology: CPU lists", "[topology]") {
   CHECK(cpuListText({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11");
   CHECK(cpuListText({5}) == "5");
 }
+
+TEST_CASE("topology: CUDA_VISIBLE_DEVICES order follows the links", "[topology]") {
+  GpuTopology pcie = fixture("pcie-8gpu-2socket.txt");
+  CHECK(orderByLinks(pcie, {3, 2, 1, 0}) == std::vector<uint32_t>{0, 1, 2, 3});
+  // A box whose NVLink pairs are (0,2) and (1,3): ring neighbours share them.
+  auto crossed = parseNvidiaSmiTopo(
+      "\tGPU0\tGPU1\tGPU2\tGPU3\n"
+      "GPU0\t X \tSYS\tNV4\tSYS\n"
+      "GPU1\tSYS\t X \tSYS\tNV4\n"
+      "GPU2\tNV4\tSYS\t X \tSYS\n"
+      "GPU3\tSYS\tNV4\tSYS\t X \n");
+  REQUIRE(crossed.topology);
+  CHECK(orderByLinks(*crossed.topology, {0, 1, 2, 3}) == std::vector<uint32_t>{0, 2, 1, 3});
+  CHECK(chooseGpus(*crossed.topology, {0, 1, 2, 3}, 2) == std::vector<uint32_t>{0, 2});
+  CHECK(worstLinkText(*crossed.topology, {0, 2}) == "NV4");
+  CHECK(worstLinkText(*crossed.topology, {0, 1, 2}) == "SYS");
+  CHECK(worstLinkText(*crossed.topology, {0}) == "");
+  CHECK(worstLinkText(*crossed.topology, {0, 9}) == "");
+  CHECK(crossed.topology->fingerprint != pcie.fingerprint);
+}
+
+TEST_CASE("topology: a replica's cpuset is its GPUs' NUMA nodes", "[topology]") {
+  GpuTopology pcie = fixture("pcie-8gpu-2socket.txt");
+  auto one = bindingFor(pcie, {2, 3});
+  CHECK(one.cpus == "0-15,32-47");
+  CHECK(one.mems == "0");
+  auto both = bindingFor(pcie, {3, 4});
+  CHECK(both.cpus == "0-63");
+  CHECK(both.mems == "0-1");
+  CHECK(bindingFor(pcie, {9}).cpus == "");
+  auto bare = parseNvidiaSmiTopo("\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tPIX\t X \n");
+  REQUIRE(bare.topology);
+  CHECK(bindingFor(*bare.topology, {0}).cpus == "");  // no CPU affinity column
+}

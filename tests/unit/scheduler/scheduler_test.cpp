@@ -70,6 +70,37 @@ TEST_CASE("GPUs are the lowest free indexes, packed, never shared", "[scheduler]
         "waiting for resources: needs 1 replica (cpu 1, memory 1Gi, gpu 4 in total), 0 fit now");
 }
 
+TEST_CASE("on a node with a GPU topology GPUs go by their links in link order", "[scheduler][gpu][topology]") {
+  // Pairs (0,2) and (1,3) NVLinked, the rest across sockets (docs/topology.md).
+  auto t = yard::topology::parseNvidiaSmiTopo(
+      "\tGPU0\tGPU1\tGPU2\tGPU3\n"
+      "GPU0\t X \tSYS\tNV4\tSYS\n"
+      "GPU1\tSYS\t X \tSYS\tNV4\n"
+      "GPU2\tNV4\tSYS\t X \tSYS\n"
+      "GPU3\tSYS\tNV4\tSYS\t X \n");
+  REQUIRE(t.topology);
+  Scenario s;
+  s.node("n0", {cores(16, 64, 4)}).queue("q");
+  s.nodeNamed("n0").topology = std::make_shared<const yard::topology::GpuTopology>(*t.topology);
+  int64_t one = s.gang("q", "j1/t").replicas(1, cores(1, 1, 1)).id();
+  int64_t pair = s.gang("q", "j2/t").replicas(1, cores(1, 1, 2)).id();
+  Run r = s.run();
+  REQUIRE(r.placed(one));
+  REQUIRE(r.placed(pair));
+  // One GPU takes 0 (all choices leave the rest alike); the pair then takes the free NVLinked
+  // pair 1,3, not the lowest free 1,2.
+  CHECK(r.placement(one)->replicas[0].gpus == std::vector<uint32_t>{0});
+  CHECK(r.placement(pair)->replicas[0].gpus == std::vector<uint32_t>{1, 3});
+  // All four: in link order (ring neighbours NVLinked).
+  Scenario s4;
+  s4.node("n0", {cores(16, 64, 4)}).queue("q");
+  s4.nodeNamed("n0").topology = std::make_shared<const yard::topology::GpuTopology>(*t.topology);
+  int64_t four = s4.gang("q", "j4/t").replicas(1, cores(1, 1, 4)).id();
+  Run r4 = s4.run();
+  REQUIRE(r4.placed(four));
+  CHECK(r4.placement(four)->replicas[0].gpus == std::vector<uint32_t>{0, 2, 1, 3});
+}
+
 TEST_CASE("binpack fills the most allocated node that fits", "[scheduler][placement]") {
   Scenario s;
   s.node("empty").node("half", busyGpus(4)).node("full", busyGpus(8)).queue("q");
