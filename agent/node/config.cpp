@@ -116,7 +116,9 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
   if (auto e = str("gpu_topology_file", c.gpuTopologyFile); !e.empty()) return fail(e);
   if (const toml::node* n = root.get("gpus")) {
     auto v = n->value<int64_t>();
-    if (!v || *v < 0 || *v > 1024) return fail("gpus: must be a whole number 0-1024");
+    if (!v || *v < 0 || *v > 1024)
+      return fail("gpus: " + (v ? std::to_string(*v) : std::string("a value that is not an integer")) +
+                  " must be a whole number 0-1024");
     c.gpus = static_cast<int32_t>(*v);
   }
   if (const toml::node* n = root.get("memory"))

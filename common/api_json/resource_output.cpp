@@ -99,13 +99,7 @@ Json topologyJson(const std::string& matrix, bool simulated) {
   topology::ParsedTopology p = topology::parseNvidiaSmiTopo(matrix);
   if (!p.topology) return nullptr;
   const topology::GpuTopology& t = *p.topology;
-  Json links = Json::array();
-  for (size_t a = 0; a < t.gpus.size(); ++a) {
-    Json row = Json::array();
-    for (size_t b = 0; b < t.gpus.size(); ++b) row.push_back(a == b ? "X" : topology::linkText(t.link[a][b], t.nvlinks[a][b]));
-    links.push_back(std::move(row));
-  }
-  return {{"simulated", simulated}, {"gpus", t.gpus}, {"links", std::move(links)}, {"numa", t.numa}, {"cpus", t.cpus}};
+  return {{"simulated", simulated}, {"gpus", t.gpus}, {"links", topology::linkMatrix(t)}, {"numa", t.numa}, {"cpus", t.cpus}};
 }
 
 Json userJson(api::UserInfo::Reader u) {

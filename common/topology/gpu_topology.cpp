@@ -88,6 +88,13 @@ std::string linkText(Link link, int nvlinks) {
   return "?";
 }
 
+std::vector<std::vector<std::string>> linkMatrix(const GpuTopology& t) {
+  std::vector<std::vector<std::string>> out(t.gpus.size());
+  for (size_t a = 0; a < t.gpus.size(); ++a)
+    for (size_t b = 0; b < t.gpus.size(); ++b) out[a].push_back(a == b ? "X" : linkText(t.link[a][b], t.nvlinks[a][b]));
+  return out;
+}
+
 ParsedTopology parseNvidiaSmiTopo(std::string_view text) {
   ParsedTopology out;
   std::vector<std::string_view> lines;

@@ -38,6 +38,8 @@ struct GpuTopology {
 
 // "NV12", "PIX", ..., "?" for Unknown.
 std::string linkText(Link link, int nvlinks = 0);
+// The matrix as nvidia-smi names its cells: [a][b] = linkText, "X" on the diagonal.
+std::vector<std::vector<std::string>> linkMatrix(const GpuTopology& t);
 
 struct ParsedTopology {
   std::optional<GpuTopology> topology;

@@ -80,28 +80,31 @@ SchedulingPass::Outcome SchedulingPass::run() const {
   plan = accepted(snap, plan);
   out.placed = plan.placements.size();
   out.changed = placeGangs(plan, out.events);
-  // What the pass leaves: its placements on the nodes and queues the search reads.
-  if (std::any_of(work.queues.begin(), work.queues.end(), [](const sched::QueueView& q) {
-        return q.reclaim != sched::Reclaim::Never || q.preemptLowerPriority;
-      })) {
+  // Heads that may preempt look for victims on what the pass leaves: its placements on the
+  // nodes and queues. The nodes are copied only when there is such a head.
+  if (auto heads = preemptingHeads(work.queues, given, out); !heads.empty()) {
     if (!holding) work.nodes = given;
     sched::SnapshotIndex index(work);
     for (const auto& p : plan.placements)
       if (!first.count(p.taskId)) sched::applyPlacement(work, index, *backlog.find(p.taskId), p);
-    preempt(std::move(work), out);
+    preempt(std::move(work), heads, out);
   }
   return out;
 }
 
-void SchedulingPass::preempt(sched::Snapshot after, Outcome& out) const {
+std::vector<std::tuple<double, std::string, int64_t>> SchedulingPass::preemptingHeads(
+    const std::vector<sched::QueueView>& queueList, const std::vector<sched::NodeView>& nodes, const Outcome& out) const {
+  std::vector<std::tuple<double, std::string, int64_t>> heads;
+  if (std::none_of(queueList.begin(), queueList.end(), [](const sched::QueueView& q) {
+        return q.reclaim != sched::Reclaim::Never || q.preemptLowerPriority;
+      }))
+    return heads;
   sched::Backlog& backlog = pending_.backlog();
   std::map<std::string, const sched::QueueView*> queues;
   sched::Resources ready;
-  for (const auto& n : after.nodes)
+  for (const auto& n : nodes)
     if (n.state == NodeState::Ready) ready += n.capacity;
-  for (const auto& q : after.queues) queues[q.name] = &q;
-  // The blocked heads that may preempt, fairest queue first; one preemption per pass.
-  std::vector<std::tuple<double, std::string, int64_t>> heads;
+  for (const auto& q : queueList) queues[q.name] = &q;
   for (const auto& [queue, id] : backlog.blockedHeads()) {
     auto q = queues.find(queue);
     if (q == queues.end() || (q->second->reclaim == sched::Reclaim::Never && !q->second->preemptLowerPriority)) continue;
@@ -111,8 +114,13 @@ void SchedulingPass::preempt(sched::Snapshot after, Outcome& out) const {
         continue;
     heads.emplace_back(sched::turnOf(*q->second, ready), queue, id);
   }
-  if (heads.empty()) return;
-  std::sort(heads.begin(), heads.end());
+  std::sort(heads.begin(), heads.end());  // fairest queue first
+  return heads;
+}
+
+void SchedulingPass::preempt(sched::Snapshot after, const std::vector<std::tuple<double, std::string, int64_t>>& heads,
+                             Outcome& out) const {
+  sched::Backlog& backlog = pending_.backlog();
   std::vector<sched::RunningJob> running;
   for (auto& r : runningJobs(jobs_, pending_.active()))
     if (!out.changed.count(r.job) && !(in_.busy && in_.busy(r.job))) running.push_back(std::move(r));

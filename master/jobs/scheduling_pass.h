@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "master/catalog/catalog.h"
@@ -82,9 +83,15 @@ class SchedulingPass {
   // The plan's placements applied to copies of the jobs they touch, and what running
   // elastic tasks' waiting workers now wait for.
   Jobs placeGangs(const sched::Plan& plan, lifecycle::Events& events) const;
-  // After the pass (`after`: the nodes and queues with its placements): one blocked head that
-  // may preempt, its victims preempted in `out` (preemption.h).
-  void preempt(sched::Snapshot after, Outcome& out) const;
+  // The blocked heads of queues that may preempt, not holding capacity nor tried within
+  // kPreemptRetryMs, fairest queue first: (turn, queue, task id).
+  std::vector<std::tuple<double, std::string, int64_t>> preemptingHeads(const std::vector<sched::QueueView>& queues,
+                                                                        const std::vector<sched::NodeView>& nodes,
+                                                                        const Outcome& out) const;
+  // After the pass (`after`: the nodes and queues with its placements): the first of `heads`
+  // that finds victims preempts them in `out` (preemption.h); one preemption per pass.
+  void preempt(sched::Snapshot after, const std::vector<std::tuple<double, std::string, int64_t>>& heads,
+               Outcome& out) const;
 
   const Jobs& jobs_;
   PendingIndex& pending_;

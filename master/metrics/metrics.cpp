@@ -50,8 +50,8 @@ MasterMetrics::MasterMetrics(metrics::Registry& r)
                                     "Elastic autoscaler decisions by kind: scale_out, scale_in, hold (evaluated, no change)",
                                     {"decision"})),
       preemptions(r.counter("yard_preemptions_total",
-                            "Jobs preempted (stopped and requeued to make room for another job), by the preempted "
-                            "job's queue and the reason: reclaim (its queue borrowed, or ranks lower in the cohort) "
+                            "Jobs preempted (stopped and requeued to make room for another job) and elastic workers "
+                            "scaled in for it, by the preempted job's queue and the reason: reclaim (its queue borrowed, or ranks lower in the cohort) "
                             "or priority (a higher-priority job of its own queue)",
                             {"queue", "reason"})) {}
 

@@ -12,7 +12,8 @@
 //   poolUsed - pool(q, used) + pool(q, used + need) <= pool capacity
 // So a member may use its whole quota while the others leave room in the pool, and beyond
 // its quota (borrowing) only what the others do not use; a member's guaranteed part is never
-// lent. Without preemption a borrower keeps what it borrowed until its jobs end. A queue
+// lent. A borrower keeps what it borrowed until its jobs end, unless a lender whose queue
+// reclaims preempts them (preempt.h). A queue
 // without a cohort is held to its quota alone, as before cohorts.
 //
 // Amounts add up saturating (an unlimited quota is 2^60), so sums never overflow.

@@ -24,8 +24,9 @@
 //     share of past usage, decayed, 0 unless [scheduler] fairshare_half_life is set), ties
 //     broken by queue name, among queues whose head has not blocked. A blocked queue never blocks another queue.
 //     Quota: a gang must fit its queue's quota; a queue in a cohort may also borrow what the
-//     other queues of its cohort leave idle of their lendable quota (cohort.h). Without
-//     preemption, borrowed quota comes back when the borrower's jobs end.
+//     other queues of its cohort leave idle of their lendable quota (cohort.h). Borrowed quota
+//     comes back when the borrower's jobs end, or by preemption (preempt.h), decided after the
+//     pass by the master for heads that blocked.
 //  4. Gang all-or-nothing: every replica is placed or none is. Replicas are placed largest
 //     first (gpu, cpu, memory); each placement updates the working state for the next.
 //  5. Node choice (one replica at a time, eligible Ready nodes only; a replica whose

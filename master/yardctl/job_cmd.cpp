@@ -61,9 +61,10 @@ void topologyText(std::ostream& out, api::NodeInfo::Reader n) {
   header.push_back("CPU AFFINITY");
   header.push_back("NUMA");
   Table m(header);
+  auto links = topology::linkMatrix(t);
   for (size_t a = 0; a < t.gpus.size(); ++a) {
     std::vector<std::string> row{"GPU" + std::to_string(t.gpus[a])};
-    for (size_t b = 0; b < t.gpus.size(); ++b) row.push_back(a == b ? "X" : topology::linkText(t.link[a][b], t.nvlinks[a][b]));
+    row.insert(row.end(), links[a].begin(), links[a].end());
     row.push_back(orDash(t.cpus[a]));
     row.push_back(t.numa[a] < 0 ? "-" : std::to_string(t.numa[a]));
     m.row(row);

@@ -13,14 +13,7 @@ yard::Json topologyOf(const std::string& matrix) {
   auto p = yard::topology::parseNvidiaSmiTopo(matrix);
   if (!p.topology) return matrix.empty() ? yard::Json(nullptr) : yard::Json{{"error", p.error}, {"text", matrix}};
   const auto& t = *p.topology;
-  yard::Json links = yard::Json::array();
-  for (size_t a = 0; a < t.gpus.size(); ++a) {
-    yard::Json row = yard::Json::array();
-    for (size_t b = 0; b < t.gpus.size(); ++b)
-      row.push_back(a == b ? "X" : yard::topology::linkText(t.link[a][b], t.nvlinks[a][b]));
-    links.push_back(std::move(row));
-  }
-  return {{"gpus", t.gpus}, {"links", std::move(links)}, {"numa", t.numa}, {"cpus", t.cpus}};
+  return {{"gpus", t.gpus}, {"links", yard::topology::linkMatrix(t)}, {"numa", t.numa}, {"cpus", t.cpus}};
 }
 
 int main() {

@@ -29,19 +29,10 @@ std::vector<uint32_t> except(const GpuTopology& t, std::vector<uint32_t> used) {
   return out;
 }
 
-// The worst link among the chosen GPUs.
+// The worst link among the chosen GPUs; "-" for one GPU.
 std::string worstOf(const GpuTopology& t, const std::vector<uint32_t>& gpus) {
-  std::vector<size_t> pos;
-  for (uint32_t g : gpus) pos.push_back(size_t(t.positionOf(g)));
-  std::string worst = "-";
-  int score = 1 << 30;
-  for (size_t i = 0; i < pos.size(); ++i)
-    for (size_t j = i + 1; j < pos.size(); ++j)
-      if (pairScore(t, pos[i], pos[j]) < score) {
-        score = pairScore(t, pos[i], pos[j]);
-        worst = linkText(t.link[pos[i]][pos[j]], t.nvlinks[pos[i]][pos[j]]);
-      }
-  return worst;
+  std::string w = worstLinkText(t, gpus);
+  return w.empty() ? "-" : w;
 }
 
 }  // namespace
