@@ -151,6 +151,8 @@ struct TaskInfo {
   elastic @9 :ElasticInfo;
   completions @10 :Int32;  # container-job: runs that must succeed (0 for other kinds)
   restarts @11 :Int32;     # the most restarts of any of its replicas (ReplicaInfo.restarts)
+  topology @12 :Text;      # "required rack", "preferred rack"; "" = none (docs/topology.md)
+  topologyDomains @13 :List(Text);  # the level's values its live replicas' nodes have ("r2")
 }
 
 # What the autoscaler holds of an elastic task (yardctl job show).

@@ -136,6 +136,20 @@ struct Task {
   slotsPerWorker @9 :Int64 = 1;  # openmpi
   nprocPerNode @10 :Int64 = 1;   # pytorch
   evaluatorInCluster @11 :Bool;  # tensorflow: put the evaluator in TF_CONFIG's cluster
+  topology @12 :TaskTopology;    # keep the gang within one domain of a cluster level (docs/topology.md)
+}
+
+# `topology: {required: rack}` or `{preferred: rack}`: a level of the master's
+# [scheduler] topology_levels (a node label key; "host" is the node itself).
+struct TaskTopology {
+  mode @0 :TopologyMode;
+  level @1 :Text;
+}
+
+enum TopologyMode {
+  none @0;
+  required @1;    # the whole gang within one domain of `level`, or it waits
+  preferred @2;   # within one if one fits, falling back level by level, then anywhere
 }
 
 struct Job {

@@ -74,6 +74,16 @@ Json summaryFields(api::JobSummary::Reader j) {
           {"preemptedAt", j.getPreemptedAt()}};
 }
 
+// {"required": "rack", "domains": ["r2"]}, or null without a topology constraint.
+Json topologyJson(api::TaskInfo::Reader t) {
+  std::string topo = t.getTopology();
+  auto space = topo.find(' ');
+  if (space == std::string::npos) return nullptr;
+  Json domains = Json::array();
+  for (auto d : t.getTopologyDomains()) domains.push_back(d.cStr());
+  return {{topo.substr(0, space), topo.substr(space + 1)}, {"domains", std::move(domains)}};
+}
+
 Json detailJson(api::JobDetail::Reader d, bool showEnv) {
   Json tasks = Json::array();
   for (auto t : d.getTasks()) {
@@ -109,7 +119,8 @@ Json detailJson(api::JobDetail::Reader d, bool showEnv) {
                      {"completions", t.getCompletions()},
                      {"dependsOn", std::move(dependsOn)},
                      {"replicas", std::move(replicas)},
-                     {"elastic", t.getHasElastic() ? elasticJson(t.getElastic()) : Json(nullptr)}});
+                     {"elastic", t.getHasElastic() ? elasticJson(t.getElastic()) : Json(nullptr)},
+                     {"topology", topologyJson(t)}});
   }
   return {{"job", summaryJson(d.getSummary())}, {"tasks", std::move(tasks)}};
 }

@@ -52,7 +52,7 @@ struct KindDescriptor {
   const char* name;               // as the YAML writes it
   const char* label;              // the product's name for it
   bool framework;                 // roles and `advanced`; false: a container job
-  // The task-level keys it takes besides name, kind and dependsOn, in the loader's order
+  // The task-level keys it takes besides commonTaskKeys(), in the loader's order
   // (which its "unknown key" errors list).
   std::vector<const char*> fields;
   std::vector<ModeDescriptor> modes;  // a kind without modes has one, named ""
@@ -66,6 +66,12 @@ struct KindDescriptor {
   // default mode's for a mode the kind does not have (the validator names the bad mode).
   const ModeDescriptor& rulesFor(schema::TaskMode mode) const;
 };
+
+// The task-level keys every kind takes, before its own `fields`.
+inline const std::vector<const char*>& commonTaskKeys() {
+  static const std::vector<const char*> keys = {"name", "kind", "dependsOn", "topology"};
+  return keys;
+}
 
 // Every kind, in the schema's order (the order the loader lists them in its errors).
 const std::vector<KindDescriptor>& kindDescriptors();

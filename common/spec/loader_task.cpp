@@ -135,7 +135,7 @@ void Loader::loadTask(const YAML::Node& node, const std::string& path,
       if (kind) kindName = k.Scalar();
     }
   }
-  std::vector<std::string> allowed = {"name", "kind", "dependsOn"};
+  std::vector<std::string> allowed(commonTaskKeys().begin(), commonTaskKeys().end());
   auto add = [&](const KindDescriptor& d) {
     for (const char* f : d.fields)
       if (std::find(allowed.begin(), allowed.end(), f) == allowed.end()) allowed.emplace_back(f);
@@ -158,6 +158,7 @@ void Loader::loadTask(const YAML::Node& node, const std::string& path,
       for (size_t i = 0; i < deps->size(); ++i) list.set(static_cast<unsigned>(i), (*deps)[i]);
     }
   }
+  if (const auto* n = m->get("topology"); n && present(*n)) loadTopology(*n, at(path, "topology"), task.initTopology());
   if (!kind) return;
   task.setKind(*kind);
   if (findKind(*kind)->framework)
@@ -277,6 +278,27 @@ void Loader::loadRoles(const YAML::Node& node, const std::string& path,
       error(at(rpath, "container"), "required");
     else
       loadContainer(*c, at(rpath, "container"), role.initContainer());
+  }
+}
+
+void Loader::loadTopology(const YAML::Node& node, const std::string& path, schema::TaskTopology::Builder topology) {
+  auto m = mapping(node, path, specKeys("Topology"));
+  if (!m) return;
+  const YAML::Node* required = m->get("required");
+  const YAML::Node* preferred = m->get("preferred");
+  bool hasRequired = required && present(*required), hasPreferred = preferred && present(*preferred);
+  if (hasRequired && hasPreferred) {
+    error(path, "give one of required or preferred, not both");
+    return;
+  }
+  if (!hasRequired && !hasPreferred) {
+    error(path, "needs required or preferred: a level of the master's topology_levels (like {required: rack})");
+    return;
+  }
+  const char* key = hasRequired ? "required" : "preferred";
+  if (auto level = scalar(hasRequired ? *required : *preferred, at(path, key))) {
+    topology.setMode(hasRequired ? schema::TopologyMode::REQUIRED : schema::TopologyMode::PREFERRED);
+    topology.setLevel(*level);
   }
 }
 

@@ -134,6 +134,7 @@ class Loader {
   void loadPorts(const YAML::Node& node, const std::string& path, schema::Container::Builder c);
   void loadEnv(const YAML::Node& node, const std::string& path, schema::Container::Builder c);
   void loadAfter(const YAML::Node& node, schema::Job::Builder job);
+  void loadTopology(const YAML::Node& node, const std::string& path, schema::TaskTopology::Builder topology);
   void loadNodeSelector(const YAML::Node& node, const std::string& path, schema::Container::Builder c);
   void loadMounts(const YAML::Node& node, const std::string& path,
                   schema::Container::Builder c);

@@ -65,6 +65,8 @@ Json taskJson(schema::Task::Reader t) {
   out["kind"] = kindName(t.getKind());
   if (t.getMode() != schema::TaskMode::NONE) out["mode"] = modeName(t.getMode());
   out["dependsOn"] = argvJson(t.getDependsOn());
+  if (auto topo = t.getTopology(); topo.getMode() != schema::TopologyMode::NONE)
+    out["topology"] = {{topo.getMode() == schema::TopologyMode::REQUIRED ? "required" : "preferred", sv(topo.getLevel())}};
   out["gangReplicas"] = gangReplicas(t);
   if (t.getKind() == schema::TaskKind::CONTAINER_JOB) {
     auto cj = t.getContainerJob();

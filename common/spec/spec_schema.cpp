@@ -32,6 +32,7 @@ std::vector<SpecObject> makeObjects() {
        {{"name", T::String, "", {}, "4-32 lowercase letters, digits and '-'"},
         {"kind", T::String},
         {"dependsOn", T::StringList, "", {}, "tasks that must succeed first"},
+        {"topology", T::Object, "Topology", {}, "keep the gang within one rack, block... (docs/topology.md)"},
         {"completions", T::Integer},
         {"parallelism", T::Integer},
         {"timeout", T::Duration},
@@ -46,6 +47,9 @@ std::vector<SpecObject> makeObjects() {
         {"evaluatorInCluster", T::Boolean},
         {"slotsPerWorker", T::Integer}},
        {"name", "kind"}},
+      {"Topology", "Where a task's gang may go: one of required or preferred, naming a level of the master's topology_levels.",
+       {{"required", T::String, "", {}, "the whole gang within one domain of this level, or it waits"},
+        {"preferred", T::String, "", {}, "within one domain of this level if one fits, else level by level up, else anywhere"}}},
       {"Role", "One role of a framework task: how many replicas, and what they run.",
        {{"replicas", T::Integer}, {"container", T::Object, "Container"}},
        {"container"}},
@@ -164,7 +168,7 @@ Json jobSpecSchemas(const std::string& prefix) {
   const SpecObject& task = specObject("Task");
   Json kinds = Json::array();
   for (const auto& k : kindDescriptors()) {
-    std::vector<std::string> keys = {"name", "kind", "dependsOn"};
+    std::vector<std::string> keys(commonTaskKeys().begin(), commonTaskKeys().end());
     for (const char* f : k.fields) keys.emplace_back(f);
     Json s = objectSchema(task, prefix, keys);
     s["description"] = std::string(k.label) + " task (kind " + k.name + ")";

@@ -104,6 +104,14 @@ void Validator::job(schema::Job::Reader job) {
 
 void Validator::task(schema::Task::Reader t, const std::string& path) {
   name(path + ".name", str(t.getName()), 4, 32);
+  if (auto topo = t.getTopology(); topo.getMode() != schema::TopologyMode::NONE) {
+    std::string level = str(topo.getLevel());
+    const char* key = topo.getMode() == schema::TopologyMode::REQUIRED ? ".topology.required" : ".topology.preferred";
+    if (topo.getMode() != schema::TopologyMode::REQUIRED && topo.getMode() != schema::TopologyMode::PREFERRED)
+      error(path + ".topology", "mode " + std::to_string(int(topo.getMode())) + " is not required or preferred");
+    else if (!isLabelKey(level))
+      error(path + key, "level " + quoted(level) + " " + kLabelKeyRule);
+  }
   const KindDescriptor* kind = findKind(t.getKind());
   if (kind && !kind->framework) {
     auto cj = t.getContainerJob();

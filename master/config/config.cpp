@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/http/server.h"
+#include "common/spec/labels.h"
 #include "common/spec/quantity.h"
 #include "common/spec/validate.h"
 
@@ -226,8 +227,24 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   }
   if (const toml::node* n = root.get("scheduler")) {
     const toml::table* t = n->as_table();
-    if (!t) return R::fail(source + ": scheduler: must be a table ([scheduler] with fairshare_half_life)");
-    if (auto e = config::unknownKey(*t, {"fairshare_half_life"}); !e.empty()) return R::fail(source + ": scheduler." + e);
+    if (!t) return R::fail(source + ": scheduler: must be a table ([scheduler] with fairshare_half_life, topology_levels)");
+    if (auto e = config::unknownKey(*t, {"fairshare_half_life", "topology_levels"}); !e.empty())
+      return R::fail(source + ": scheduler." + e);
+    if (const toml::node* v = t->get("topology_levels")) {
+      const char* shape = "must be a list of node label keys, broadest first, like [\"block\", \"rack\", \"host\"]";
+      const toml::array* arr = v->as_array();
+      if (!arr) return R::fail(source + ": scheduler.topology_levels: " + shape);
+      if (arr->size() > 8) return R::fail(source + ": scheduler.topology_levels: " + std::to_string(arr->size()) + " levels: at most 8");
+      for (const auto& e : *arr) {
+        auto level = e.value<std::string>();
+        if (!level) return R::fail(source + ": scheduler.topology_levels: " + shape);
+        if (!spec::isLabelKey(*level))
+          return R::fail(source + ": scheduler.topology_levels: \"" + *level + "\" " + spec::kLabelKeyRule);
+        if (std::find(c.topologyLevels.begin(), c.topologyLevels.end(), *level) != c.topologyLevels.end())
+          return R::fail(source + ": scheduler.topology_levels: \"" + *level + "\" is listed twice");
+        c.topologyLevels.push_back(*level);
+      }
+    }
     if (const toml::node* v = t->get("fairshare_half_life"))
       if (auto e = config::durationSeconds(*v, "scheduler.fairshare_half_life", 0, 86400 * 365,
                                            "must be a duration from 0 (off) to 365d (like \"7d\" or \"12h\")",

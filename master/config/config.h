@@ -39,6 +39,10 @@ struct MasterConfig {
   // [scheduler] fairshare_half_life: past usage counts in queue order, halved every this long
   // (docs/scheduler.md, "Fair share"); 0 = only what queues hold now.
   int64_t fairshareHalfLifeSeconds = 0;
+  // [scheduler] topology_levels: the cluster's levels, broadest first, each a node label key
+  // ("host" = the node itself unless nodes carry a host label), that a task's
+  // `topology: {required|preferred: LEVEL}` names (docs/topology.md, "Cluster levels").
+  std::vector<std::string> topologyLevels;
   int64_t logRetentionSeconds = 30 * 86400;     // archived replica logs are deleted after this
   int64_t logArchiveMaxBytes = 10 << 20;        // the archive keeps the last this many bytes of a log
   // Where /metrics listens (docs/operations.md, "Metrics"): unset = kDefaultMetricsListen,

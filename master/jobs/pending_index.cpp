@@ -26,6 +26,22 @@ sched::ReplicaRequest replicaRequest(const MasterConfig& config, const std::stri
   return r;
 }
 
+void topologyOf(const MasterConfig& config, schema::TaskTopology::Reader topology, sched::GangRequest& gang) {
+  if (topology.getMode() == schema::TopologyMode::NONE) return;
+  std::string level = str(topology.getLevel());
+  bool required = topology.getMode() == schema::TopologyMode::REQUIRED;
+  const auto& levels = config.topologyLevels;  // broadest first
+  auto at = std::find(levels.begin(), levels.end(), level);
+  gang.topologyRequired = required;
+  if (at == levels.end()) {  // no longer in the config: the level alone, as a label key
+    gang.topologyLevels = {level};
+    return;
+  }
+  // Finest first, up to the named level (required) or to the broadest (preferred).
+  auto last = required ? at : levels.begin();
+  for (auto l = levels.end(); l != last;) gang.topologyLevels.push_back(*--l);
+}
+
 void pendingGangsOf(const MasterConfig& config, const std::string& name, const JobEntry& job,
                     std::vector<PendingGang>& out) {
   if (isFinal(job.rec.state)) return;
@@ -40,6 +56,7 @@ void pendingGangsOf(const MasterConfig& config, const std::string& name, const J
     base.request.priority = job.rec.priority;
     base.request.submitSeq = job.rec.id;
     base.request.vm = job.spec->job().getType() == schema::JobType::VM;
+    topologyOf(config, st.getTopology(), base.request);
     if (st.getKind() == schema::TaskKind::CONTAINER_JOB) {
       if (isFinal(t.rec.state) || t.rec.state == TaskState::Waiting || t.rec.state == TaskState::Stopping) continue;
       // Each run is its own one-replica gang. Runs are indexed 0..completions-1 and each
@@ -65,6 +82,13 @@ void pendingGangsOf(const MasterConfig& config, const std::string& name, const J
       std::string role = str(st.getRoles()[0].getName());
       int32_t next = lifecycle::nextWorkerIndex(t);
       base.slot = PendingGang::kScaleOut;
+      // New workers join the domain the running ones are in (topology_fit.h).
+      if (!base.request.topologyLevels.empty())
+        for (const auto* r : lifecycle::liveWorkers(t))
+          if (!r->node.empty()) {
+            base.request.topologyAnchor = r->node;
+            break;
+          }
       for (int32_t k = 0; k < missing; ++k)
         base.request.replicas.push_back(replicaRequest(config, role, next + k, containerOf(st, role)));
       if (missing > 0) out.push_back(std::move(base));

@@ -42,6 +42,10 @@ struct PendingGang {
 // waiting), requests filled but for taskId. Reads the job's spec: may throw kj::Exception.
 void pendingGangsOf(const MasterConfig& config, const std::string& name, const JobEntry& job,
                     std::vector<PendingGang>& out);
+// A task's `topology:` as the scheduler takes it (GangRequest::topologyLevels, finest first):
+// up to its level when required, up to the broadest of [scheduler] topology_levels when
+// preferred; a level the config no longer lists is taken alone.
+void topologyOf(const MasterConfig& config, schema::TaskTopology::Reader topology, sched::GangRequest& gang);
 sched::ReplicaRequest replicaRequest(const MasterConfig& config, const std::string& role, int32_t index,
                                      schema::Container::Reader c);
 

@@ -46,6 +46,20 @@ std::string checkSubmission(schema::Job::Reader spec, const std::map<std::string
       lines.push_back(tpath + ".elastic.backend: etcd rendezvous needs an etcd, and this master has none configured; "
                       "set etcd_endpoints in the master's config (docs/master.md, \"Elastic scaling\") or use "
                       "backend: c10d (PyTorch only)");
+    // A topology level must be one of this master's (docs/topology.md, "Cluster levels").
+    if (auto topo = t.getTopology(); topo.getMode() != schema::TopologyMode::NONE) {
+      std::string level = str(topo.getLevel());
+      std::string key = tpath + (topo.getMode() == schema::TopologyMode::REQUIRED ? ".topology.required" : ".topology.preferred");
+      const auto& levels = config.topologyLevels;
+      if (levels.empty())
+        lines.push_back(key + ": level " + level + " is not defined: this master has no topology levels (set [scheduler] "
+                              "topology_levels in its config, like [\"rack\", \"host\"])");
+      else if (std::find(levels.begin(), levels.end(), level) == levels.end()) {
+        std::string names;
+        for (const auto& l : levels) names += (names.empty() ? "" : ", ") + l;
+        lines.push_back(key + ": level " + level + " is not one of this master's topology levels (" + names + ")");
+      }
+    }
     // Flavors and datasets.
     auto check = [&](schema::Container::Reader c, const std::string& cpath) {
       if (c.getSizing().isFlavor() && !config.flavors.count(str(c.getSizing().getFlavor())))

@@ -8,6 +8,7 @@
 #include "master/scheduler/node_fit.h"
 #include "master/scheduler/reasons.h"
 #include "master/scheduler/scheduler.h"
+#include "master/scheduler/topology_fit.h"
 
 namespace yard::sched {
 namespace {
@@ -105,6 +106,12 @@ std::optional<std::string> check(const Snapshot& current, const Lookup& lookup,
     if (auto why = checkNode(node, r, gang.vm)) return why;
     if (auto why = detail::checkExactFit(node, r, p)) return why;
     detail::record(node, r, p);
+  }
+  if (gang.topologyRequired) {
+    std::vector<const NodeView*> on;
+    for (const ReplicaPlacement& p : placement.replicas) on.push_back(&current.nodes[*lookup.node(p.node)]);
+    if (!detail::withinOneDomain(on, gang))
+      return "placement of task " + std::to_string(gang.taskId) + " is not within one " + gang.topologyLevels.back();
   }
   return std::nullopt;
 }

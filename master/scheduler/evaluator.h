@@ -61,6 +61,9 @@ class Evaluator {
   // Places every replica or none; returns how many fitted when it placed none.
   std::optional<size_t> placeGang(const GangRequest& gang, Placement how,
                                   std::vector<GangPlacement>& placements);
+  // A gang with topologyLevels (topology_fit.h): nullopt when placed, else why it waits.
+  std::optional<std::string> placeWithinTopology(const GangRequest& gang, Placement how,
+                                                 std::vector<GangPlacement>& placements);
   std::vector<NodeView>& nodes_;
   NodeIndex& index_;
   const ClusterFacts& facts_;

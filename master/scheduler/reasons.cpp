@@ -1,6 +1,7 @@
 #include "master/scheduler/reasons.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -82,6 +83,9 @@ std::optional<std::string> quotaSentence(const QueueView& q, const Resources& ne
 ClusterFacts::ClusterFacts(const std::vector<NodeView>& nodes) {
   std::array<std::vector<Resources>, kNodeClasses> shapes;
   for (const NodeView& n : nodes) {
+    uint64_t sig = std::hash<std::string>{}(n.name);
+    for (const auto& [k, v] : n.labels) sig = sig * 1099511628211ULL + std::hash<std::string>{}(k) * 31 + std::hash<std::string>{}(v);
+    namesSig_ = namesSig_ * 1469598103934665603ULL + sig;
     drainingNodes_ += n.state == NodeState::Draining;
     downNodes_ += n.state == NodeState::Down;
     if (n.state != NodeState::Ready) continue;

@@ -75,6 +75,10 @@ class ClusterFacts {
   int readyNodes_ = 0, drainingNodes_ = 0, downNodes_ = 0;
   std::array<bool, 2> anyDriver_{};  // [hostImage]
   std::vector<Labeled> labeled_;
+  // Every node's name and labels, whatever its state: what a topology constraint's domains
+  // and anchor read (topology_fit.h) beyond the above.
+  // (A hash: equal facts must give equal answers, and a 64-bit hash of them does that here.)
+  uint64_t namesSig_ = 0;
   mutable SelectorCache selectorCache_;
 };
 

@@ -40,7 +40,11 @@
 //     while nodes are equally free.
 //     GPUs: on a node whose topology is known, the free set whose worst link is best, then
 //     the one leaving the rest best connected (docs/topology.md), listed in link order;
-//     otherwise the lowest free indexes. Each replica gets the lowest port of
+//     otherwise the lowest free indexes.
+//  6. Cluster levels: a gang with topologyLevels is first kept within one domain (the nodes
+//     sharing a label value, like rack=r2) of its finest level that can hold it all, the
+//     fullest such domain first, with the node choice above among that domain's nodes
+//     (topology_fit.h). Each replica gets the lowest port of
 //     the node's [portLo, portHi] that is free for both TCP and UDP, plus its declared
 //     ports, which must be free on that node for their protocol; so two replicas that
 //     declare the same port never share a node.
@@ -65,6 +69,8 @@
 //   queue team-a borrow limit: gpu 12 in use of 8 + 4, needs 2
 //   cohort gpu-pool has gpu 0 of 8 free to lend, needs 2   (cohort.h)
 //   queue team-a max running jobs: 2/2
+//   no rack fits 16 replicas of 8 GPUs: best r2 fits 12             (topology required)
+//   no rack can ever fit 16 replicas of 8 GPUs: the largest, r2, has cpu 64, memory 1Ti, gpu 96
 //   waiting for resources: needs 4 replicas (cpu 4, memory 16Gi, gpu 0 in total), 3 fit now
 //   behind job/task in queue team-a
 //   not considered this pass (limit: 1000 gangs per pass)
@@ -164,6 +170,15 @@ struct GangRequest {
   int64_t submitSeq = 0;  // monotonic submit order
   bool vm = false;        // needs a node with a vmRuntime
   std::vector<ReplicaRequest> replicas;
+  // Cluster levels (topology_fit.h, docs/topology.md): the node label keys of the levels this
+  // gang may be kept within, finest first; empty = no constraint. It goes into one domain of
+  // the first level where one holds it, the fullest first.
+  std::vector<std::string> topologyLevels = {};
+  // true: only within one domain of topologyLevels.back(), or it waits; false: when no
+  // domain of any of its levels holds it, anywhere.
+  bool topologyRequired = false;
+  // A node where the task already runs (an elastic scale-out): only domains holding it.
+  std::string topologyAnchor = {};
 
   Resources total() const;
   friend bool operator==(const GangRequest&, const GangRequest&) = default;

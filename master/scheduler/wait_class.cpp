@@ -52,6 +52,9 @@ WaitClass classifyWait(std::string_view r) {
   if (startsWith(r, "cluster too small: "))
     return startsWith(r, "cluster too small: needs gpu ") ? WaitClass::Gpus : WaitClass::Capacity;
   if (startsWith(r, "no node fits replica ") || startsWith(r, "no ready node")) return WaitClass::Capacity;
+  // A topology constraint (topology_fit.h): "no rack fits 16 replicas of 8 GPUs: best r2 fits 12".
+  if (startsWith(r, "no ") && (has(r, " fits ") || has(r, " can ever fit ")))
+    return has(r, " GPU") ? WaitClass::Gpus : WaitClass::Capacity;
   if (startsWith(r, "node ")) {  // the applier's re-check of one node
     if (has(r, " port ")) return WaitClass::Ports;
     if (has(r, "not enough gpu") || has(r, " GPU")) return WaitClass::Gpus;

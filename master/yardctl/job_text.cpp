@@ -101,6 +101,13 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
         << elasticText(t.getName().cStr(), t.getElastic(), t.getState().cStr(), d.getAnsweredAt()) << "\n";
     firstElastic = false;
   }
+  // topology: {required: rack}: "Topology:   train required rack, in r2" (docs/topology.md).
+  for (auto t : d.getTasks()) {
+    if (!t.getTopology().size()) continue;
+    std::string in;
+    for (auto dom : t.getTopologyDomains()) in += (in.empty() ? ", in " : " and ") + std::string(dom.cStr());
+    out << "Topology:   " << t.getName().cStr() << " " << t.getTopology().cStr() << in << "\n";
+  }
   bool any = false;
   Table reps({"REPLICA", "ATTEMPT", "STATE", "NODE", "PORT", "DECLARED", "GPUS", "EXIT", "RESTARTS", "REASON"});
   for (auto t : d.getTasks())

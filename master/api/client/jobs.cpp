@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
+#include <set>
 
 #include "common/spec/validate.h"
 #include "master/store/columns.h"
@@ -17,6 +18,8 @@ namespace {
 
 // The worst link among a replica's GPUs on its node ("" when not known).
 using GpuLinks = std::function<std::string(const std::string& node, const std::vector<uint32_t>& gpus)>;
+// A node's value at a topology level (its label; for "host" without one, its name); "" = none.
+using DomainOf = std::function<std::string(const std::string& node, const std::string& level)>;
 
 // The latest attempt's replicas, in role and index order.
 // Container-job runs restart on their own (restartPolicy OnFailure): each run's newest.
@@ -85,8 +88,26 @@ void fillElastic(api::TaskInfo::Builder out, const JobRegistry& jobs, const JobE
   e.setPending(v->pending);
 }
 
+// The task's `topology:` and the domains of that level its live replicas are in.
+void fillTopology(api::TaskInfo::Builder out, schema::Task::Reader st, const std::vector<const store::ReplicaRecord*>& reps,
+                  const DomainOf& domainOf) {
+  auto topo = st.getTopology();
+  if (topo.getMode() == schema::TopologyMode::NONE) return;
+  std::string level = str(topo.getLevel());
+  out.setTopology(std::string(topo.getMode() == schema::TopologyMode::REQUIRED ? "required " : "preferred ") + level);
+  std::set<std::string> domains;
+  for (const auto* r : reps)
+    if (isLive(r->state) && !r->node.empty()) {
+      std::string d = domainOf(r->node, level);
+      if (!d.empty()) domains.insert(d);
+    }
+  auto list = out.initTopologyDomains(static_cast<unsigned>(domains.size()));
+  unsigned i = 0;
+  for (const auto& d : domains) list.set(i++, d);
+}
+
 void fillJobDetail(api::JobDetail::Builder out, const JobRegistry& jobs, const JobEntry& job, int64_t now,
-                   const GpuLinks& gpuLinks) {
+                   const GpuLinks& gpuLinks, const DomainOf& domainOf) {
   // The master's clock goes with the answer: yardctl says "12s ago" from it, so a client
   // whose clock is off still reads the autoscaler's times right.
   out.setAnsweredAt(now);
@@ -113,6 +134,7 @@ void fillJobDetail(api::JobDetail::Builder out, const JobRegistry& jobs, const J
       restarts = std::max(restarts, out2[k].getRestarts());
     }
     fillElastic(ti, jobs, job, i);
+    fillTopology(ti, st, reps, domainOf);
     if (st.getKind() == schema::TaskKind::CONTAINER_JOB)
       ti.setCompletions(static_cast<int32_t>(st.getContainerJob().getCompletions()));
     ti.setRestarts(restarts);  // the most any of its replicas was restarted
@@ -194,11 +216,19 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
                          ", not a job: yardctl job list --array " + name + " lists them; each is " + name + "-<index>");
         return a.error("job " + name + " does not exist");
       }
-      fillJobDetail(a.resp.initJob(), jobs_, *job, now_(), [this](const std::string& node, const std::vector<uint32_t>& gpus) {
+      auto gpuLinks = [this](const std::string& node, const std::vector<uint32_t>& gpus) {
         auto n = nodes_.nodes().find(node);
         return n == nodes_.nodes().end() || !n->second.topology ? std::string()
                                                                  : topology::worstLinkText(*n->second.topology, gpus);
-      });
+      };
+      auto domainOf = [this](const std::string& node, const std::string& level) {
+        auto n = nodes_.nodes().find(node);
+        if (n == nodes_.nodes().end()) return std::string();
+        auto labels = store::effectiveLabels(n->second.record);
+        if (auto l = labels.find(level); l != labels.end()) return l->second;
+        return level == "host" ? node : std::string();  // as the scheduler has it (topology_fit.h)
+      };
+      fillJobDetail(a.resp.initJob(), jobs_, *job, now_(), gpuLinks, domainOf);
       return a.send();
     }
     case api::Request::JOB_EVENTS: return events(req.getJobEvents(), a);

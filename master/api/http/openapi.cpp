@@ -108,7 +108,15 @@ Json components() {
                       {"completions", integer()},
                       {"dependsOn", strings()},
                       {"replicas", arrayOf(ref("Replica"))},
-                      {"elastic", nullable(ref("ElasticInfo"))}});
+                      {"elastic", nullable(ref("ElasticInfo"))},
+                      {"topology", nullable(ref("TaskTopology"))}});
+  // One of required or preferred (the level), and the level's values its live replicas are in.
+  s["TaskTopology"] = Json{{"type", "object"},
+                           {"properties", {{"required", str()}, {"preferred", str()}, {"domains", strings()}}},
+                           {"required", Json::array({"domains"})},
+                           {"minProperties", 2},
+                           {"maxProperties", 2},
+                           {"additionalProperties", false}};
   s["JobDetail"] = object({{"job", ref("JobSummary")}, {"tasks", arrayOf(ref("Task"))}});
   s["Event"] = object({{"at", ms()},
                        {"task", str()},

@@ -270,7 +270,7 @@ TEST_CASE("the loader takes exactly each kind's fields", "[kinds]") {
   std::set<std::string> every;
   for (const auto& k : kindDescriptors()) every.insert(k.fields.begin(), k.fields.end());
   for (const auto& k : kindDescriptors()) {
-    std::vector<std::string> allowed = {"name", "kind", "dependsOn"};
+    std::vector<std::string> allowed(commonTaskKeys().begin(), commonTaskKeys().end());
     allowed.insert(allowed.end(), k.fields.begin(), k.fields.end());
     std::string yaml = taskSpec(k, k.defaultMode(), minimumRoles(k.defaultMode()));
     yaml += "    bogusField: 1\n";

@@ -302,3 +302,27 @@ TEST_CASE("label arguments: KEY=VALUE sets, KEY- removes where allowed", "[loade
   CHECK_FALSE(parseLabelArg("rack=-x", true, why));
   CHECK(why.find("value \"-x\" must be empty or 1-63") != std::string::npos);
 }
+
+TEST_CASE("topology: one of required or preferred, naming a level", "[loader][topology]") {
+  auto loaded = loadJobSpec(cjob(kC, "    topology: { required: rack }\n"));
+  REQUIRE(loaded.ok());
+  auto topo = loaded.job().getTasks()[0].getTopology();
+  CHECK(topo.getMode() == yard::schema::TopologyMode::REQUIRED);
+  CHECK(std::string(topo.getLevel().cStr()) == "rack");
+  CHECK(jobJson(loaded.job())["tasks"][0]["topology"] == yard::Json({{"required", "rack"}}));
+  auto pref = loadJobSpec(cjob(kC, "    topology: { preferred: example.com/block }\n"));
+  REQUIRE(pref.ok());
+  CHECK(pref.job().getTasks()[0].getTopology().getMode() == yard::schema::TopologyMode::PREFERRED);
+  CHECK_FALSE(jobJson(loadJobSpec(cjob(kC)).job())["tasks"][0].contains("topology"));
+
+  CHECK(errorsOf(cjob(kC, "    topology: { required: rack, preferred: host }\n")) ==
+        "tasks[0].topology: give one of required or preferred, not both\n");
+  CHECK(errorsOf(cjob(kC, "    topology: {}\n")) ==
+        "tasks[0].topology: needs required or preferred: a level of the master's topology_levels (like {required: rack})\n");
+  CHECK(errorsOf(cjob(kC, "    topology: { required: \"a rack\" }\n")) ==
+        "tasks[0].topology.required: level \"a rack\" must be NAME or PREFIX/NAME: NAME 1-63 letters, digits, '-', '_' "
+        "or '.', starting and ending with a letter or digit; PREFIX a lowercase DNS name of at most 253 characters\n");
+  CHECK_THAT(errorsOf(cjob(kC, "    topology: { rack: required }\n")),
+             Catch::StartsWith("tasks[0].topology.rack: unknown key \"rack\""));
+  CHECK_THAT(errorsOf(cjob(kC, "    topology: rack\n")), Catch::StartsWith("tasks[0].topology: must be a mapping"));
+}

@@ -44,6 +44,16 @@ TEST_CASE("bad master config names the key and the rule", "[config]") {
   CHECK(parseMasterConfig("[scheduler]\nfairshare_half_life = \"soon\"", "m.toml").error() ==
         "m.toml: scheduler.fairshare_half_life: must be a duration from 0 (off) to 365d (like \"7d\" or \"12h\")");
   CHECK(parseMasterConfig("[scheduler]\nhalf_life = 1", "m.toml").error() == "m.toml: scheduler.unknown key \"half_life\"");
+  // [scheduler] topology_levels (docs/topology.md, "Cluster levels")
+  CHECK(parseMasterConfig("[scheduler]\ntopology_levels = [\"block\", \"rack\", \"host\"]", "m.toml").value().topologyLevels ==
+        std::vector<std::string>{"block", "rack", "host"});
+  CHECK(parseMasterConfig("", "m.toml").value().topologyLevels.empty());
+  CHECK(parseMasterConfig("[scheduler]\ntopology_levels = \"rack\"", "m.toml").error() ==
+        "m.toml: scheduler.topology_levels: must be a list of node label keys, broadest first, like [\"block\", \"rack\", \"host\"]");
+  CHECK(parseMasterConfig("[scheduler]\ntopology_levels = [\"rack\", \"rack\"]", "m.toml").error() ==
+        "m.toml: scheduler.topology_levels: \"rack\" is listed twice");
+  CHECK_THAT(parseMasterConfig("[scheduler]\ntopology_levels = [\"my rack\"]", "m.toml").error(),
+             Catch::StartsWith("m.toml: scheduler.topology_levels: \"my rack\" must be NAME or PREFIX/NAME"));
 }
 
 TEST_CASE("fencing timing: derived from heartbeat_timeout, given values checked against it", "[config]") {

@@ -3,6 +3,8 @@
 // failure skipping dependants, the DAG moving on, cleanup, and stale reports ignored.
 #include <catch2/catch.hpp>
 
+#include "master/jobs/pending_index.h"
+
 #include <asio.hpp>
 
 #include <chrono>
@@ -652,4 +654,26 @@ TEST_CASE("why a queued task waits is read from the backlog, and a new head cost
   c.report("big-job", 0, "run", 0, "exited", 0);
   c.placed("head-job", 0, 1);
   c.placed("tail-job", 0, 1);
+}
+
+TEST_CASE("a task's topology becomes the scheduler's levels, finest first", "[policy][topology]") {
+  master::MasterConfig config;
+  config.topologyLevels = {"block", "rack", "host"};
+  auto levelsOf = [&](const std::string& topology) {
+    auto loaded = spec::loadJobSpec("name: topo\ntasks:\n  - name: train\n    kind: container-job\n    topology: " +
+                                    topology + "\n    container: { image: host, command: ls, resources: { cpu: 1, memory: 1Gi } }\n");
+    REQUIRE(loaded.ok());
+    sched::GangRequest g;
+    master::topologyOf(config, loaded.job().getTasks()[0].getTopology(), g);
+    return std::make_pair(g.topologyLevels, g.topologyRequired);
+  };
+  using L = std::vector<std::string>;
+  CHECK(levelsOf("{ required: rack }") == std::make_pair(L{"host", "rack"}, true));
+  CHECK(levelsOf("{ required: block }") == std::make_pair(L{"host", "rack", "block"}, true));
+  CHECK(levelsOf("{ required: host }") == std::make_pair(L{"host"}, true));
+  CHECK(levelsOf("{ preferred: rack }") == std::make_pair(L{"host", "rack", "block"}, false));
+  // A level the config no longer lists (it was when the job was submitted): taken alone.
+  CHECK(levelsOf("{ required: zone }") == std::make_pair(L{"zone"}, true));
+  config.topologyLevels.clear();
+  CHECK(levelsOf("{ preferred: rack }") == std::make_pair(L{"rack"}, false));
 }

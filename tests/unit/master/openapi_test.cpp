@@ -86,8 +86,9 @@ TEST_CASE("openapi: the spec's schema has a task alternative per kind with exact
     const Json& alt = schemas["SpecTask"]["oneOf"][i];
     INFO(kinds[i].name);
     CHECK(alt["properties"]["kind"]["const"] == kinds[i].name);
-    // name, kind, dependsOn and the kind's own fields: the keys the loader allows it.
-    CHECK(alt["properties"].size() == 3 + kinds[i].fields.size());
+    // name, kind, dependsOn, topology and the kind's own fields: the keys the loader allows it.
+    CHECK(alt["properties"].size() == spec::commonTaskKeys().size() + kinds[i].fields.size());
+    for (const char* f : spec::commonTaskKeys()) CHECK(alt["properties"].contains(f));
     for (const char* f : kinds[i].fields) {
       INFO(f);
       CHECK(std::find(taskKeys.begin(), taskKeys.end(), f) != taskKeys.end());  // typed in the table

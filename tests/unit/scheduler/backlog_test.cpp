@@ -40,6 +40,7 @@ class History {
     if (chance(10)) n.vmRuntime = "kata";
     if (chance(50)) n.labels["rack"] = "r" + std::to_string(below(2));
     if (chance(30)) n.labels["disk"] = "nvme";
+    if (chance(60)) n.labels["block"] = "b" + std::to_string(below(2));
     nodes_.push_back(std::move(n));
   }
 
@@ -80,6 +81,12 @@ class History {
       if (chance(20)) r.nodeSelector.emplace_back("rack", "r" + std::to_string(below(3)));
       g.replicas.push_back(std::move(r));
     }
+    if (chance(25)) {  // cluster levels (topology_fit.h), as the master builds them
+      g.topologyRequired = chance(50);
+      g.topologyLevels = g.topologyRequired && chance(50) ? std::vector<std::string>{"host", "rack"}
+                                                          : std::vector<std::string>{"host", "rack", "block"};
+      if (chance(20) && !nodes_.empty()) g.topologyAnchor = nodes_[size_t(below(int64_t(nodes_.size())))].name;
+    }
     pending_[g.taskId] = g;
     hinted_.put(g);
     backlog_.put(std::move(g));
@@ -114,7 +121,10 @@ class History {
     switch (below(4)) {
       case 0: n.state = NodeState::Draining; break;
       case 1: n.state = NodeState::Ready; break;
-      case 2: n.labels["rack"] = "r" + std::to_string(below(3)); break;  // yardctl node label
+      case 2:  // yardctl node label
+        if (chance(50)) n.labels["rack"] = "r" + std::to_string(below(3));
+        else n.labels["block"] = "b" + std::to_string(below(3));
+        break;
       default: n.state = NodeState::Down; break;
     }
   }

@@ -181,6 +181,17 @@ void checkInvariants(const Snapshot& s, const Plan& plan) {
       REQUIRE(nodes.contains(p.replicas[i].node));
       checkReplica(nodes[p.replicas[i].node], g.replicas[i], p.replicas[i], g.vm);
     }
+    if (g.topologyRequired) {  // one domain of its level: one value of that label (or host)
+      const std::string& level = g.topologyLevels.back();
+      std::set<std::string> values;
+      for (const ReplicaPlacement& r : p.replicas) {
+        const NodeView& n = *nodes[r.node].node;
+        bool labelled = n.labels.count(level) == 1;
+        REQUIRE((labelled || level == "host"));
+        values.insert(labelled ? n.labels.at(level) : n.name);
+      }
+      REQUIRE(values.size() == 1);
+    }
     auto q = std::find_if(s.queues.begin(), s.queues.end(),
                           [&](const QueueView& v) { return v.name == g.queue; });
     REQUIRE(q != s.queues.end());

@@ -84,6 +84,27 @@ TEST_CASE("wait classes of the scheduler's reasons", "[wait_class]") {
     REQUIRE_THAT(r.reason(id), Catch::StartsWith("behind "));
     CHECK(classifyWait(r.reason(id)) == WaitClass::Behind);
   }
+  SECTION("a topology constraint no domain holds") {  // topology_fit.h
+    NodeSpec r1, r2;
+    r1.labels["rack"] = "r1";
+    r2.labels["rack"] = "r2";
+    s.node("a0", r1).node("a1", r1).node("b0", r2).queue("q");
+    auto required = [&](int replicas, Resources each) {
+      GangBuilder g = s.gang("q", "j/t").replicas(replicas, each);
+      g.request().topologyLevels = {"host", "rack"};
+      g.request().topologyRequired = true;
+      Run r = s.run();
+      REQUIRE_FALSE(r.placed(g.id()));
+      INFO("reason: " << r.reason(g.id()));
+      s.snapshot().pending.clear();
+      return classifyWait(r.reason(g.id()));
+    };
+    CHECK(required(3, cores(8, 32, 8)) == WaitClass::Gpus);      // no rack can ever fit
+    CHECK(required(3, cores(48, 32)) == WaitClass::Capacity);
+    s.nodeNamed("a0").allocated = cores(64, 0, 8);
+    CHECK(required(2, cores(8, 32, 8)) == WaitClass::Gpus);      // no rack fits now: best r1 fits 1
+    CHECK(required(2, cores(60, 32)) == WaitClass::Capacity);
+  }
   SECTION("not considered this pass") {
     s.node("n0").queue("q");
     s.gang("q", "a/t").replicas(1, cores(1, 1));

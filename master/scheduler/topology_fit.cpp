@@ -1,0 +1,167 @@
+// Gangs kept within one domain of a cluster level, see topology_fit.h.
+#include "master/scheduler/topology_fit.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "master/scheduler/node_fit.h"
+#include "master/scheduler/reasons.h"
+
+namespace yard::sched::detail {
+namespace {
+
+bool eligibleForGang(const NodeView& node, const GangRequest& gang) {
+  return std::any_of(gang.replicas.begin(), gang.replicas.end(),
+                     [&](const ReplicaRequest& r) { return isEligible(node, r.hostImage, gang.vm); });
+}
+
+const NodeView* findNode(const std::vector<NodeView>& nodes, const std::string& name) {
+  for (const NodeView& n : nodes)
+    if (n.name == name) return &n;
+  return nullptr;
+}
+
+// The level's value of the anchor node, when the gang has an anchor that is known.
+std::optional<std::string> anchorValue(const std::vector<NodeView>& nodes, const GangRequest& gang,
+                                       const std::string& level) {
+  if (gang.topologyAnchor.empty()) return std::nullopt;
+  const NodeView* anchor = findNode(nodes, gang.topologyAnchor);
+  if (!anchor) return std::nullopt;  // gone: the gang may go to any domain
+  const std::string* v = domainValue(*anchor, level);
+  return v ? *v : std::string();  // "" matches no domain: the anchor has no value here
+}
+
+Resources capacityOf(const NodeView& n) {
+  Resources c = n.capacity;
+  c.gpu = gpuCapacity(n);
+  return c;
+}
+
+// Largest first, as the full placement orders them (evaluator.cpp).
+std::vector<size_t> replicaOrder(const GangRequest& gang) {
+  std::vector<size_t> order(gang.replicas.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Resources& x = gang.replicas[a].resources;
+    const Resources& y = gang.replicas[b].resources;
+    return std::tie(x.gpu, x.cpuMillis, x.memoryBytes) > std::tie(y.gpu, y.cpuMillis, y.memoryBytes);
+  });
+  return order;
+}
+
+}  // namespace
+
+const std::string* domainValue(const NodeView& node, const std::string& level) {
+  auto it = node.labels.find(level);
+  if (it != node.labels.end()) return &it->second;
+  if (level == "host") return &node.name;
+  return nullptr;
+}
+
+std::vector<Domain> domainsOf(const std::vector<NodeView>& nodes, const GangRequest& gang,
+                              const std::string& level) {
+  // A required gang uses only nodes of its level's domains (of the anchor's, with one), at
+  // every level; a preferred one with an anchor only the anchor's domain of each level.
+  const std::string& top = gang.topologyRequired ? gang.topologyLevels.back() : level;
+  std::optional<std::string> only = anchorValue(nodes, gang, top);
+  std::map<std::string, Domain> byValue;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeView& n = nodes[i];
+    const std::string* v = domainValue(n, level);
+    const std::string* within = &top == &level ? v : domainValue(n, top);
+    if (!v || !within || (only && *within != *only) || !eligibleForGang(n, gang)) continue;
+    // A finer domain of a required gang lies within one of its level's: a rack whose nodes
+    // are labelled with two blocks is two domains under "required: block".
+    Domain& d = byValue[v == within ? *v : *v + '\0' + *within];
+    if (d.nodes.empty()) d.value = *v;
+    d.nodes.push_back(i);
+    d.free += freeResources(n);
+    d.capacity += capacityOf(n);
+  }
+  std::vector<Domain> out;
+  out.reserve(byValue.size());
+  for (auto& [value, d] : byValue) out.push_back(std::move(d));
+  return out;
+}
+
+std::optional<size_t> placeOn(std::vector<NodeView>& nodes, const Domain& domain, const GangRequest& gang,
+                              Placement how, GangPlacement& placed, std::vector<size_t>& nodeOf) {
+  std::vector<size_t> order = replicaOrder(gang);
+  placed = GangPlacement{gang.taskId, std::vector<ReplicaPlacement>(gang.replicas.size())};
+  nodeOf.assign(gang.replicas.size(), 0);
+  size_t done = 0;
+  for (; done < order.size(); ++done) {
+    const ReplicaRequest& r = gang.replicas[order[done]];
+    std::optional<size_t> best;
+    std::tuple<int64_t, int64_t, int64_t, size_t> bestKey{};
+    for (size_t i : domain.nodes) {
+      const NodeView& n = nodes[i];
+      if (!isEligible(n, r.hostImage, gang.vm) || !matchesSelector(n, r.nodeSelector) || !canHold(n, r)) continue;
+      Resources f = freeResources(n);
+      std::tuple<int64_t, int64_t, int64_t, size_t> key{f.gpu, f.cpuMillis, f.memoryBytes, i};
+      // Binpack: the least free node that holds it; spread: the most free (scheduler.h).
+      if (!best || (how == Placement::Binpack ? key < bestKey : key > bestKey)) {
+        best = i;
+        bestKey = key;
+      }
+    }
+    if (!best) break;
+    reserve(nodes[*best], r, placed.replicas[order[done]]);
+    nodeOf[order[done]] = *best;
+  }
+  if (done == order.size()) return std::nullopt;
+  for (size_t k = done; k-- > 0;) {  // all or nothing
+    size_t r = order[k];
+    release(nodes[nodeOf[r]], gang.replicas[r], placed.replicas[r]);
+  }
+  return done;
+}
+
+std::optional<std::string> topologyNeverFits(const std::vector<NodeView>& nodes, const GangRequest& gang) {
+  if (!gang.topologyRequired || gang.topologyLevels.empty()) return std::nullopt;
+  const std::string& level = gang.topologyLevels.back();
+  std::vector<Domain> domains = domainsOf(nodes, gang, level);
+  if (domains.empty()) {
+    if (!gang.topologyAnchor.empty() && findNode(nodes, gang.topologyAnchor))
+      return "no ready node shares " + level + " with node " + gang.topologyAnchor + ", where the task runs";
+    return "no ready node has topology label " + level + " (topology: {required: " + level + "})";
+  }
+  Resources total = gang.total();
+  const Domain* largest = nullptr;
+  for (const Domain& d : domains) {
+    if (total.fitsWithin(d.capacity)) return std::nullopt;
+    const Resources& c = d.capacity;
+    if (!largest || std::tie(c.gpu, c.cpuMillis, c.memoryBytes) >
+                        std::tie(largest->capacity.gpu, largest->capacity.cpuMillis, largest->capacity.memoryBytes))
+      largest = &d;
+  }
+  return "no " + level + " can ever fit " + replicasText(gang) + ": the largest, " + largest->value + ", has " +
+         describe(largest->capacity);
+}
+
+std::string replicasText(const GangRequest& gang) {
+  size_t n = gang.replicas.size();
+  std::string count = std::to_string(n) + (n == 1 ? " replica" : " replicas");
+  const Resources& first = gang.replicas.front().resources;
+  bool uniform = std::all_of(gang.replicas.begin(), gang.replicas.end(),
+                             [&](const ReplicaRequest& r) { return r.resources == first; });
+  if (!uniform) return count + " (" + describe(gang.total()) + " in total)";
+  if (first.gpu > 0) return count + " of " + std::to_string(first.gpu) + (first.gpu == 1 ? " GPU" : " GPUs");
+  return count + " of " + describe(first).substr(0, describe(first).rfind(", gpu "));
+}
+
+bool withinOneDomain(const std::vector<const NodeView*>& replicaNodes, const GangRequest& gang) {
+  if (!gang.topologyRequired || gang.topologyLevels.empty()) return true;
+  const std::string& level = gang.topologyLevels.back();
+  const std::string* first = nullptr;
+  for (const NodeView* n : replicaNodes) {
+    const std::string* v = domainValue(*n, level);
+    if (!v || (first && *v != *first)) return false;
+    first = v;
+  }
+  return true;
+}
+
+}  // namespace yard::sched::detail
