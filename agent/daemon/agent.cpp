@@ -284,7 +284,7 @@ std::optional<std::string> connect(Agent::Parts& p) {
         std::to_string(capacity.gpus.size()) + " GPUs" +
         (capacity.gpuSource.empty() ? "" : " (" + capacity.gpuSource + ")") +
         (capacity.gpuTopology.empty() ? "" : capacity.topologySimulated ? ", topology from " + config.gpuTopologyFile
-                                                                         : ", topology from nvidia-smi") +
+                                                                         : ", topology from " + capacity.topologySource) +
         ", cgroup " +
         (p.cgroups->version() == CgroupVersion::V2 ? "v2 " : "v1 ") + config.cgroupParent + ", state " +
         config.dataDir + p.containerdInfo);

@@ -1,5 +1,6 @@
 #include "agent/node/capacity.h"
 
+#include "agent/node/nvml_topology.h"
 #include "common/topology/gpu_topology.h"
 
 #include <dlfcn.h>
@@ -126,6 +127,7 @@ std::string simulateGpus(HostCapacity& c, const std::string& matrixText, int32_t
   }
   c.gpuSource = "simulated";
   c.gpuTopology = matrixText;
+  c.topologySource = "simulated";
   c.topologySimulated = true;
   return "";
 }
@@ -140,7 +142,14 @@ HostCapacity discoverCapacity() {
   c.memoryBytes = parseMemTotal(s.str());
   if (discoverNvml(c.gpus)) c.gpuSource = "nvml";
   else if (discoverNvidiaSmi(c.gpus)) c.gpuSource = "nvidia-smi";
-  if (!c.gpus.empty()) c.gpuTopology = discoverGpuTopology();
+  if (!c.gpus.empty() && c.gpuSource == "nvml") {  // NVML's own queries first (docs/topology.md)
+    c.gpuTopology = nvmlGpuTopology();
+    if (!c.gpuTopology.empty()) c.topologySource = "nvml";
+  }
+  if (!c.gpus.empty() && c.gpuTopology.empty()) {
+    c.gpuTopology = discoverGpuTopology();
+    if (!c.gpuTopology.empty()) c.topologySource = "nvidia-smi";
+  }
   return c;
 }
 

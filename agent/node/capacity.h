@@ -23,11 +23,13 @@ struct HostCapacity {
   std::string gpuSource;  // "nvml", "nvidia-smi", "simulated" or "" (none)
   // How the GPUs are linked (docs/topology.md): nvidia-smi topo -m's matrix, "" = not known.
   std::string gpuTopology;
+  std::string topologySource;  // "nvml", "nvidia-smi", "simulated" or "" (none)
   bool topologySimulated = false;
 };
 
 HostCapacity discoverCapacity();
 // With real GPUs: their topology from `nvidia-smi topo -m` ("" when it cannot be had or read).
+// discoverCapacity() asks NVML first (nvml_topology.h) and runs this when NVML cannot answer.
 std::string discoverGpuTopology();
 // Simulated GPUs (--gpu-topology-file; docs/topology.md): `c`'s GPUs become the first `count`
 // (-1 = all) of the matrix in `matrixText`, uuids "SIM-<node>-<index>". An error names the

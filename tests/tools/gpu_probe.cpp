@@ -23,7 +23,7 @@ int main() {
     gpus.push_back({{"index", g.index}, {"uuid", g.uuid}, {"model", g.model}, {"memoryBytes", g.memoryBytes}});
   yard::Json out = {
       {"cpuMillis", c.cpuMillis}, {"memoryBytes", c.memoryBytes}, {"gpuSource", c.gpuSource}, {"gpus", std::move(gpus)},
-      {"topology", topologyOf(c.gpuTopology)}};
+      {"topology", topologyOf(c.gpuTopology)}, {"topologySource", c.topologySource}};
   std::cout << yard::jsonText(out) << "\n";
   return 0;
 }

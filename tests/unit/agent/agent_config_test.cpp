@@ -3,6 +3,8 @@
 #include "agent/link/agent_server.h"
 #include "agent/node/capacity.h"
 #include "agent/node/config.h"
+#include "agent/node/nvml_topology.h"
+#include "common/topology/gpu_topology.h"
 
 using namespace yard::agent;
 
@@ -121,4 +123,55 @@ TEST_CASE("logs: the offset of the last N lines") {
   CHECK(tailOffset(t, 3) == 0);
   CHECK(tailOffset(t, 10) == 0);
   CHECK(std::string("a\nb").substr(tailOffset("a\nb", 1)) == "b");
+}
+
+TEST_CASE("NVML's answers become nvidia-smi topo -m's matrix", "[capacity][topology]") {
+  using yard::agent::NvmlGpuLinks;
+  CHECK(yard::agent::sysfsBusId("00000000:07:00.0") == "0000:07:00.0");
+  CHECK(yard::agent::sysfsBusId("0000:A1:00.0") == "0000:a1:00.0");
+  CHECK(yard::agent::sysfsBusId("07:00.0") == "0000:07:00.0");
+  CHECK(yard::agent::sysfsBusId("00010000:07:00.0") == "");  // beyond 16 bits
+  CHECK(yard::agent::sysfsBusId("junk") == "");
+
+  // 4 GPUs: 0-1 and 2-3 bridged by 4 NVLinks each; 0,1 on switch A, 2,3 on B; two sockets.
+  auto bus = [](int i) { return "00000000:0" + std::to_string(i + 1) + ":00.0"; };
+  std::vector<NvmlGpuLinks> gpus(4);
+  for (int i = 0; i < 4; ++i) {
+    gpus[i].index = uint32_t(i);
+    gpus[i].busId = bus(i);
+    gpus[i].numaNode = i / 2;
+    for (uint32_t c = 0; c < 4; ++c) gpus[i].cpus.push_back(uint32_t(i / 2) * 4 + c);
+    for (int l = 0; l < 4; ++l) gpus[i].nvlinkPeers.push_back(bus(i ^ 1));
+  }
+  std::vector<std::vector<int>> level = {{-1, 10, 50, 50}, {10, -1, 50, 50}, {50, 50, -1, 10}, {50, 50, 10, -1}};
+  std::string matrix = yard::agent::renderTopoMatrix(gpus, level);
+  auto t = yard::topology::parseNvidiaSmiTopo(matrix);
+  INFO(matrix << t.error);
+  REQUIRE(t.topology);
+  CHECK(yard::topology::linkMatrix(*t.topology) ==
+        std::vector<std::vector<std::string>>{{"X", "NV4", "SYS", "SYS"}, {"NV4", "X", "SYS", "SYS"},
+                                              {"SYS", "SYS", "X", "NV4"}, {"SYS", "SYS", "NV4", "X"}});
+  CHECK(t.topology->cpus == std::vector<std::string>{"0-3", "0-3", "4-7", "4-7"});
+  CHECK(t.topology->numa == std::vector<int32_t>{0, 0, 1, 1});
+
+  // Without NVLinks: NVML's levels (PIX, PXB, PHB, NODE, SYS; one NVML did not give = SYS).
+  for (auto& g : gpus) g.nvlinkPeers.clear();
+  level = {{-1, 10, 20, 30}, {10, -1, 40, 50}, {20, 40, -1, -1}, {30, 50, -1, -1}};
+  gpus[3].cpus.clear();
+  gpus[3].numaNode = -1;
+  t = yard::topology::parseNvidiaSmiTopo(yard::agent::renderTopoMatrix(gpus, level));
+  REQUIRE(t.topology);
+  CHECK(yard::topology::linkMatrix(*t.topology) ==
+        std::vector<std::vector<std::string>>{{"X", "PIX", "PXB", "PHB"}, {"PIX", "X", "NODE", "SYS"},
+                                              {"PXB", "NODE", "X", "SYS"}, {"PHB", "SYS", "SYS", "X"}});
+  CHECK(t.topology->numa[3] == -1);
+  CHECK(t.topology->cpus[3] == "");
+
+  // An NVSwitch box: every GPU's 12 links go to switches (bus ids that are not GPUs): NV12.
+  for (int i = 0; i < 4; ++i)
+    for (int l = 0; l < 12; ++l) gpus[i].nvlinkPeers.push_back("00000000:8" + std::to_string(l % 6) + ":00.0");
+  t = yard::topology::parseNvidiaSmiTopo(yard::agent::renderTopoMatrix(gpus, level));
+  REQUIRE(t.topology);
+  CHECK(yard::topology::linkMatrix(*t.topology)[0][3] == "NV12");
+  CHECK(yard::topology::worstLinkText(*t.topology, {0, 1, 2, 3}) == "NV12");
 }
