@@ -94,10 +94,9 @@ std::optional<std::string> Evaluator::placeWithinTopology(const GangRequest& gan
   GangPlacement placed;
   std::vector<size_t> nodeOf;
   for (const std::string& level : gang.topologyLevels) {
-    std::vector<Domain> domains = domainsOf(nodes_, gang, level);
+    std::vector<Domain> domains = domainsOf(nodes_, gang, level, &total);
     std::vector<const Domain*> order;
-    for (const Domain& d : domains)
-      if (total.fitsWithin(d.free)) order.push_back(&d);
+    for (const Domain& d : domains) order.push_back(&d);
     // Best fit: the fullest domain that may hold it first.
     std::sort(order.begin(), order.end(), [](const Domain* a, const Domain* b) {
       return std::tie(a->free.gpu, a->free.cpuMillis, a->free.memoryBytes, a->value) <

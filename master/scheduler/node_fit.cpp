@@ -50,8 +50,14 @@ int64_t gpuCapacity(const NodeView& node) {
 }
 
 int64_t freeGpus(const NodeView& node) {
-  int64_t freeIndexes = 0;
-  for (uint32_t g : node.gpuIndexes) freeIndexes += node.gpusInUse.contains(g) ? 0 : 1;
+  // Indexes not in use: walk the smaller of the two (a busy node's set, or an idle one's list).
+  int64_t freeIndexes = static_cast<int64_t>(node.gpuIndexes.size());
+  if (node.gpusInUse.size() < node.gpuIndexes.size()) {
+    for (uint32_t g : node.gpusInUse)
+      freeIndexes -= std::find(node.gpuIndexes.begin(), node.gpuIndexes.end(), g) != node.gpuIndexes.end() ? 1 : 0;
+  } else {
+    for (uint32_t g : node.gpuIndexes) freeIndexes -= node.gpusInUse.contains(g) ? 1 : 0;
+  }
   return std::max<int64_t>(0, std::min(node.capacity.gpu - node.allocated.gpu, freeIndexes));
 }
 

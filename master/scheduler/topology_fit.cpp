@@ -2,7 +2,8 @@
 #include "master/scheduler/topology_fit.h"
 
 #include <algorithm>
-#include <map>
+#include <string_view>
+#include <unordered_map>
 #include <numeric>
 #include <tuple>
 
@@ -60,29 +61,53 @@ const std::string* domainValue(const NodeView& node, const std::string& level) {
   return nullptr;
 }
 
-std::vector<Domain> domainsOf(const std::vector<NodeView>& nodes, const GangRequest& gang,
-                              const std::string& level) {
+std::vector<Domain> domainsOf(const std::vector<NodeView>& nodes, const GangRequest& gang, const std::string& level,
+                              const Resources* need) {
   // A required gang uses only nodes of its level's domains (of the anchor's, with one), at
   // every level; a preferred one with an anchor only the anchor's domain of each level.
   const std::string& top = gang.topologyRequired ? gang.topologyLevels.back() : level;
   std::optional<std::string> only = anchorValue(nodes, gang, top);
-  std::map<std::string, Domain> byValue;
+  // Grouped by hashing, not sorting: at the host level there are as many domains as nodes.
+  struct Key {
+    std::string_view value, within;  // a finer domain of a required gang lies within one of
+    bool operator==(const Key&) const = default;  // its level's: a rack in two blocks is two racks
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<std::string_view>{}(k.value) * 31 + std::hash<std::string_view>{}(k.within);
+    }
+  };
+  std::unordered_map<Key, size_t, KeyHash> at;
+  std::vector<Domain> all;
+  std::vector<Key> keys;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeView& n = nodes[i];
     const std::string* v = domainValue(n, level);
     const std::string* within = &top == &level ? v : domainValue(n, top);
     if (!v || !within || (only && *within != *only) || !eligibleForGang(n, gang)) continue;
-    // A finer domain of a required gang lies within one of its level's: a rack whose nodes
-    // are labelled with two blocks is two domains under "required: block".
-    Domain& d = byValue[v == within ? *v : *v + '\0' + *within];
-    if (d.nodes.empty()) d.value = *v;
+    Key key{*v, v == within ? std::string_view() : std::string_view(*within)};
+    auto [it, added] = at.try_emplace(key, all.size());
+    if (added) {
+      all.emplace_back();
+      keys.push_back(key);
+    }
+    Domain& d = all[it->second];
     d.nodes.push_back(i);
     d.free += freeResources(n);
     d.capacity += capacityOf(n);
   }
+  std::vector<size_t> kept;
+  for (size_t d = 0; d < all.size(); ++d)
+    if (!need || need->fitsWithin(all[d].free)) kept.push_back(d);  // the others cannot hold it
+  std::sort(kept.begin(), kept.end(), [&](size_t a, size_t b) {
+    return std::tie(keys[a].value, keys[a].within) < std::tie(keys[b].value, keys[b].within);
+  });
   std::vector<Domain> out;
-  out.reserve(byValue.size());
-  for (auto& [value, d] : byValue) out.push_back(std::move(d));
+  out.reserve(kept.size());
+  for (size_t d : kept) {
+    all[d].value = std::string(keys[d].value);
+    out.push_back(std::move(all[d]));
+  }
   return out;
 }
 

@@ -36,9 +36,10 @@ struct Domain {
 // The domains of `level` over the Ready nodes eligible for some replica of `gang` (driver,
 // VM runtime). For a required gang, only nodes with a value at its level (topologyLevels.back());
 // with an anchor (GangRequest::topologyAnchor, found among `nodes`), only nodes sharing the
-// anchor's value at that level (required) or at `level` (preferred). Sorted by value.
+// anchor's value at that level (required) or at `level` (preferred). Sorted by value. With
+// `need`, only the domains whose free total holds it (the others are not even made).
 std::vector<Domain> domainsOf(const std::vector<NodeView>& nodes, const GangRequest& gang,
-                              const std::string& level);
+                              const std::string& level, const Resources* need = nullptr);
 
 // Places every replica of `gang` on `domain`'s nodes, largest replica first, each on the
 // node the queue's order (`how`: binpack or spread, scheduler.h) picks among them. On success

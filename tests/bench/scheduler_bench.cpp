@@ -7,7 +7,7 @@
 // committed, one pass after one more submission, hashing every node to find what changed and
 // (one_hinted_ms) told which nodes changed, as the master tells it.
 //
-// Usage: yard_scheduler_bench [runs=5]
+// Usage: yard_scheduler_bench [runs=5] [topology]   (topology: only the cluster-levels cases)
 
 #include <algorithm>
 #include <chrono>
@@ -200,10 +200,47 @@ BacklogResult measureBacklog(int nodes, int pending, int runs) {
   return r;
 }
 
+// Cluster levels (topology_fit.h): 1,000 nodes in 25 racks of 40, 5 blocks of 5 racks, a
+// quarter of each rack's nodes half busy; `pending` gangs of 8 x 8-GPU replicas, unconstrained,
+// required rack, or preferred rack. The median of one schedule() call.
+struct TopologyResult {
+  double seconds = 0;
+  size_t placed = 0;
+};
+TopologyResult measureTopology(int pending, int mode, int runs) {
+  Snapshot s;
+  s.nodes = cluster(1000);
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    s.nodes[i].labels["rack"] = "r" + std::to_string(i / 40);
+    s.nodes[i].labels["block"] = "b" + std::to_string(i / 200);
+    if (i % 4 == 0) {
+      s.nodes[i].allocated = cores(32, 256, 4);
+      s.nodes[i].gpusInUse = {0, 1, 2, 3};
+    }
+  }
+  s.queues = queues();
+  for (int i = 0; i < pending; ++i) {
+    GangRequest g;
+    g.taskId = i + 1;
+    g.job = "job-" + std::to_string(i);
+    g.task = "train";
+    g.queue = "team-" + std::string(1, char('a' + i % 4));
+    g.submitSeq = i;
+    addReplicas(g, "worker", 8, cores(32, 256, 8));
+    if (mode == 1) g.topologyLevels = {"host", "rack"}, g.topologyRequired = true;
+    if (mode == 2) g.topologyLevels = {"host", "rack", "block"};
+    s.pending.push_back(std::move(g));
+  }
+  TopologyResult r;
+  r.seconds = medianOf(runs, [&](int) { r.placed = schedule(s).placements.size(); });
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  bool onlyTopology = argc > 2 && std::string(argv[2]) == "topology";
   std::printf("yard_scheduler_bench: median of %d runs of schedule() per case\n", runs);
   std::printf("nodes: 64 cores, 512Gi, 8 GPUs each; 4 queues (weights 1-4, one spread)\n\n");
   std::printf("%7s %8s %8s %10s %12s %14s %10s\n", "nodes", "pending", "placed", "considered",
@@ -212,6 +249,7 @@ int main(int argc, char** argv) {
       {1000, 10000}, {1000, 100000}, {10000, 10000}, {10000, 100000}};
   double baseline = 0;
   for (auto [nodes, pending] : cases) {
+    if (onlyTopology) break;
     Result r = measure(nodes, pending, runs);
     if (baseline == 0) baseline = r.medianSeconds;
     std::printf("%7d %8d %8zu %10lld %12.1f %14.0f %10.2f\n", r.nodes, r.pending, r.placed,
@@ -223,12 +261,25 @@ int main(int argc, char** argv) {
   std::printf("%7s %8s %8s %14s %14s %10s %12s %10s %14s\n", "nodes", "pending", "placed", "full_ms", "x_schedule()",
               "one_ms", "one_examined", "idle_ms", "one_hinted_ms");
   for (auto [nodes, pending] : cases) {
+    if (onlyTopology) break;
     double reference = measure(nodes, pending, runs).medianSeconds;
     BacklogResult r = measureBacklog(nodes, pending, runs);
     std::printf("%7d %8d %8zu %14.1f %14.2f %10.3f %12lld %10.3f %14.3f\n", nodes, pending, r.placed,
                 r.fullSeconds * 1e3, r.fullSeconds / reference, r.oneSeconds * 1e3, static_cast<long long>(r.examined),
                 r.idleSeconds * 1e3, r.hintedSeconds * 1e3);
     std::fflush(stdout);
+  }
+  std::printf("\ncluster levels (topology_fit.h): 1000 nodes in 25 racks, gangs of 8 x 8-GPU replicas\n");
+  std::printf("%8s %10s %8s %12s %12s\n", "pending", "topology", "placed", "median_ms", "x_none");
+  for (int pending : {200, 2000}) {
+    double none = 0;
+    for (int mode = 0; mode < 3; ++mode) {
+      TopologyResult r = measureTopology(pending, mode, runs);
+      if (mode == 0) none = r.seconds;
+      std::printf("%8d %10s %8zu %12.2f %12.2f\n", pending, mode == 0 ? "none" : mode == 1 ? "required" : "preferred",
+                  r.placed, r.seconds * 1e3, r.seconds / none);
+      std::fflush(stdout);
+    }
   }
   return 0;
 }
