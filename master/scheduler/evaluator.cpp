@@ -1,7 +1,6 @@
 #include "master/scheduler/evaluator.h"
 
 #include <algorithm>
-#include <numeric>
 #include <tuple>
 
 #include "master/scheduler/node_fit.h"
@@ -56,14 +55,7 @@ Verdict Evaluator::tryGang(QueueView& queue, const GangRequest& gang,
 std::optional<size_t> Evaluator::placeGang(const GangRequest& gang, Placement how,
                                            std::vector<GangPlacement>& placements) {
   NodeIndex& nodes = index_;
-  // Largest replicas first: they have the fewest candidate nodes.
-  std::vector<size_t> order(gang.replicas.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const Resources& x = gang.replicas[a].resources;
-    const Resources& y = gang.replicas[b].resources;
-    return std::tie(x.gpu, x.cpuMillis, x.memoryBytes) > std::tie(y.gpu, y.cpuMillis, y.memoryBytes);
-  });
+  std::vector<size_t> order = largestFirst(gang);
   GangPlacement placed{gang.taskId, std::vector<ReplicaPlacement>(gang.replicas.size())};
   std::vector<size_t> nodeOf(gang.replicas.size());
   size_t done = 0;

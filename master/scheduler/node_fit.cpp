@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <numeric>
+#include <tuple>
 
 namespace yard::sched::detail {
 namespace {
@@ -91,6 +93,17 @@ bool canHold(const NodeView& node, const ReplicaRequest& replica) {
   if (need.cpuMillis > free.cpuMillis || need.memoryBytes > free.memoryBytes) return false;
   if (need.gpu > 0 && need.gpu > freeGpus(node)) return false;
   return lowestFreePort(node, replica.declaredPorts).has_value();
+}
+
+std::vector<size_t> largestFirst(const GangRequest& gang) {
+  std::vector<size_t> order(gang.replicas.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const Resources& x = gang.replicas[a].resources;
+    const Resources& y = gang.replicas[b].resources;
+    return std::tie(x.gpu, x.cpuMillis, x.memoryBytes) > std::tie(y.gpu, y.cpuMillis, y.memoryBytes);
+  });
+  return order;
 }
 
 void reserve(NodeView& node, const ReplicaRequest& replica, ReplicaPlacement& placement) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "master/scheduler/scheduler.h"
 
@@ -34,6 +35,10 @@ std::optional<uint16_t> lowestFreePort(const NodeView& node,
 // True when the replica's resources, GPUs, an allocated port and its declared ports all fit
 // on the node as it is now. Does not look at node state, drivers or VM runtime.
 bool canHold(const NodeView& node, const ReplicaRequest& replica);
+
+// The gang's replica positions, largest first (gpu, cpu, memory), ties in request order: the
+// order a gang's replicas are placed in (they have the fewest candidate nodes).
+std::vector<size_t> largestFirst(const GangRequest& gang);
 
 // Takes room for the replica: fills placement's node, gpus (lowest free indexes), port and
 // declaredPorts, and records them on the node. REQUIRES: canHold(node, replica).

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <string_view>
 #include <unordered_map>
-#include <numeric>
 #include <tuple>
 
 #include "master/scheduler/node_fit.h"
@@ -38,18 +37,6 @@ Resources capacityOf(const NodeView& n) {
   Resources c = n.capacity;
   c.gpu = gpuCapacity(n);
   return c;
-}
-
-// Largest first, as the full placement orders them (evaluator.cpp).
-std::vector<size_t> replicaOrder(const GangRequest& gang) {
-  std::vector<size_t> order(gang.replicas.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    const Resources& x = gang.replicas[a].resources;
-    const Resources& y = gang.replicas[b].resources;
-    return std::tie(x.gpu, x.cpuMillis, x.memoryBytes) > std::tie(y.gpu, y.cpuMillis, y.memoryBytes);
-  });
-  return order;
 }
 
 }  // namespace
@@ -113,7 +100,7 @@ std::vector<Domain> domainsOf(const std::vector<NodeView>& nodes, const GangRequ
 
 std::optional<size_t> placeOn(std::vector<NodeView>& nodes, const Domain& domain, const GangRequest& gang,
                               Placement how, GangPlacement& placed, std::vector<size_t>& nodeOf) {
-  std::vector<size_t> order = replicaOrder(gang);
+  std::vector<size_t> order = largestFirst(gang);
   placed = GangPlacement{gang.taskId, std::vector<ReplicaPlacement>(gang.replicas.size())};
   nodeOf.assign(gang.replicas.size(), 0);
   size_t done = 0;
