@@ -20,7 +20,7 @@ ParsedAgentFlags parseAgentFlags(int argc, char** argv) {
   AgentFlags f;
   std::string metricsListen;
   app.add_option("--config", f.configPath, "TOML config file (see configs/agent.toml)")->check(CLI::ExistingFile);
-  app.add_option("--master", f.master, "The master's agent API HOST:PORT; overrides master");
+  app.add_option("--master", f.master, "The master's agent API HOST:PORT, or several comma-separated (tried in turn); overrides master");
   app.add_option("--token", f.token,
                  "A join token; overrides token. Prefer --token-file or YARD_JOIN_TOKEN: a value in the command "
                  "line is visible to every local user until the agent overwrites it");

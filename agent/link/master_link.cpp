@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/lifecycle/wire.h"
+#include "common/wire/address_list.h"
 #include "schema/agent.capnp.h"
 #include "yard/version.h"
 
@@ -29,10 +30,15 @@ void MasterLink::stop() {
   if (conn_) conn_->close("");
 }
 
+const std::string& MasterLink::address() const {
+  return addresses_.empty() ? config_.master : addresses_[current_ % addresses_.size()];
+}
+
 void MasterLink::connect() {
   if (stopped_) return;
+  if (addresses_.empty()) addresses_ = wire::splitAddressList(config_.master);
   wire::connectFrames(
-      io_, config_.master, tls_, wire::Limits{},
+      io_, address(), tls_, wire::Limits{},
       [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         if (conn == conn_) onFrame(std::move(frame));
       },
@@ -58,6 +64,8 @@ void MasterLink::connect() {
 
 void MasterLink::reconnectLater(const std::string& why) {
   if (stopped_) return;
+  std::string from = address();
+  current_ += 1;  // several masters: the next one (docs/reliability.md, "Several master addresses")
   conn_.reset();
   registered_ = false;
   inFlight_ = false;
@@ -70,7 +78,9 @@ void MasterLink::reconnectLater(const std::string& why) {
   backoffMs_ = backoffMs_ == 0 ? kBackoffFirstMs : std::min(backoffMs_ * 2, maxMs);
   std::uniform_real_distribution<double> jitter(0.5, 1.5);
   auto wait = std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(backoffMs_) * jitter(rng_)));
-  if (log_) log_("master " + config_.master + ": " + why + "; retrying in " + std::to_string(wait.count()) + " ms");
+  if (log_)
+    log_("master " + from + ": " + why + "; retrying" + (address() == from ? "" : " with " + address()) + " in " +
+         std::to_string(wait.count()) + " ms");
   retryTimer_.expires_after(wait);
   retryTimer_.async_wait([this](asio::error_code ec) {
     if (!ec) connect();
@@ -202,7 +212,7 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
     case agentapi::AgentResponse::ERROR: {
       std::string why = resp.getError().cStr();
       if (why.find("certificate") != std::string::npos) {  // agent_api.cpp: who is asking
-        if (log_) log_("master " + config_.master + " refused this agent: " + why);
+        if (log_) log_("master " + address() + " refused this agent: " + why);
         if (onRefused) onRefused(why);
         return;
       }
@@ -220,7 +230,7 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
       intervalMs_ = std::max<uint32_t>(100, resp.getRegistered().getHeartbeatIntervalMs());
       fenceTimeoutMs_ = resp.getRegistered().getFenceTimeoutMs();
       fenceGraceMs_ = resp.getRegistered().getFenceGraceMs();
-      if (log_) log_("registered with master " + config_.master + " as node " + config_.name + " (heartbeat every " +
+      if (log_) log_("registered with master " + address() + " as node " + config_.name + " (heartbeat every " +
                      std::to_string(intervalMs_) + " ms; " +
                      (fenceTimeoutMs_ ? "replicas are fenced after " + std::to_string(fenceTimeoutMs_) +
                                             " ms without an answer, SIGKILL within " + std::to_string(fenceGraceMs_) + " ms"

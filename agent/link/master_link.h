@@ -54,6 +54,8 @@ class MasterLink {
   void send(capnp::MessageBuilder& msg);
   // An answer came to the request sent at sentAtMs_: the replicas' lease runs from then.
   void renewLease();
+  // The master address tried now.
+  const std::string& address() const;
 
   asio::io_context& io_;
   wire::ClientTls tls_;
@@ -76,6 +78,10 @@ class MasterLink {
   uint32_t fenceTimeoutMs_ = 0;   // from Registered; 0: the master does not fence
   uint32_t fenceGraceMs_ = 0;
   int64_t backoffMs_ = 0;
+  // The masters of config_.master ("A1,A2,A3"): one is tried at a time, the next after a
+  // failed or lost connection.
+  std::vector<std::string> addresses_;
+  size_t current_ = 0;
   bool connected_once_ = false;
   std::mt19937 rng_{std::random_device{}()};
   asio::steady_timer beatTimer_{io_};

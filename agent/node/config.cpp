@@ -1,5 +1,7 @@
 #include "agent/node/config.h"
 
+#include "common/wire/address_list.h"
+
 #include "common/config/toml_config.h"
 
 #include <fstream>
@@ -203,7 +205,16 @@ std::string checkAgentConfig(const AgentConfig& c) {
   };
   if (!nameOk(c.name)) return "name: " + quoted(c.name) + " must be 1-63 characters of [A-Za-z0-9._-]";
   if (c.address.empty()) return "address: must be set (the address replicas bind and peers dial)";
-  if (c.master.empty()) return "master: must be HOST:PORT of the master's agent API";
+  // One master, or several, comma-separated (docs/reliability.md, "Several master addresses").
+  std::vector<std::string> masters = wire::splitAddressList(c.master);
+  if (masters.empty()) return "master: must be HOST:PORT of the master's agent API (or several, comma-separated)";
+  for (const std::string& m : masters) {
+    size_t colon = m.rfind(':');
+    std::string port = colon == std::string::npos ? "" : m.substr(colon + 1);
+    bool ok = colon != std::string::npos && colon > 0 && !port.empty() && port.size() <= 5 &&
+              port.find_first_not_of("0123456789") == std::string::npos && std::stoi(port) > 0 && std::stoi(port) <= 65535;
+    if (!ok) return "master: " + quoted(m) + " must be HOST:PORT of the master's agent API";
+  }
   if (c.cpuMillis < 0) return "cpu: must be greater than 0";
   if (c.memoryBytes < 0) return "memory: must be greater than 0";
   for (const auto& h : c.insecureRegistries)

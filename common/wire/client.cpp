@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/tls/pki.h"
+#include "common/wire/address_list.h"
 #include "common/wire/server.h"
 
 namespace yard::wire {
@@ -16,6 +17,16 @@ FrameClient::FrameClient(std::string address, const ClientTls& tls)
 Result<std::unique_ptr<FrameClient>> FrameClient::connect(const std::string& hostPort, const ClientTls& tls,
                                                           std::chrono::milliseconds timeout) {
   using R = Result<std::unique_ptr<FrameClient>>;
+  std::vector<std::string> addresses = splitAddressList(hostPort);
+  if (addresses.size() > 1) {  // several masters: the first that answers, each within `timeout`
+    std::string why;
+    for (const std::string& a : addresses) {
+      auto client = connect(a, tls, timeout);
+      if (client) return client;
+      why += (why.empty() ? "" : "; ") + client.error();
+    }
+    return R::fail(why);
+  }
   auto ep = parseEndpoint(hostPort);
   if (!ep) return R::fail("master address " + ep.error());
   if (!tls.context) return R::fail("cannot reach the master at " + hostPort + ": no TLS settings");

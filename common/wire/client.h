@@ -18,6 +18,7 @@ class FrameClient {
  public:
   // Connects to "HOST:PORT" and completes the TLS handshake, verifying the server as `tls`
   // says; the error says which address failed and why ("its certificate did not verify").
+  // "A1,A2,A3" (address_list.h): the first of them that answers; the error names each.
   static Result<std::unique_ptr<FrameClient>> connect(const std::string& hostPort, const ClientTls& tls,
                                                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // Sends `request` and waits for one response frame.

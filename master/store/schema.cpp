@@ -301,6 +301,16 @@ ALTER TABLE jobs ADD COLUMN preempted_by TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN preempted_at INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 14: replication (issue 26, docs/ha.md): the index of the last replicated change this
+// database holds, written in the same transaction as the change (store.h, "Replication").
+constexpr const char* kV14 = R"sql(
+CREATE TABLE replication (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  applied_index INTEGER NOT NULL
+);
+INSERT INTO replication (id, applied_index) VALUES (1, 0);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
@@ -315,6 +325,7 @@ constexpr Migration kMigrations[] = {
     {11, kV11},
     {12, kV12},
     {13, kV13},
+    {14, kV14},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 
 #include <cassert>
+#include <string_view>
+#include <utility>
 
 namespace yard::store::sql {
 
@@ -16,21 +18,75 @@ Stmt::~Stmt() {
   }
 }
 
+void Stmt::remember(int index, CapturedValue v) {
+  if (!capture_ || index < 1) return;
+  if (binds_.size() < size_t(index)) binds_.resize(size_t(index));
+  binds_[size_t(index) - 1] = std::move(v);
+}
+
 // Bound values are copied (SQLITE_TRANSIENT): callers bind temporaries and step later.
-void Stmt::bindOne(int index, int64_t v) { sqlite3_bind_int64(stmt_, index, v); }
-void Stmt::bindOne(int index, double v) { sqlite3_bind_double(stmt_, index, v); }
+void Stmt::bindOne(int index, int64_t v) {
+  sqlite3_bind_int64(stmt_, index, v);
+  if (capture_) remember(index, {CapturedValue::Int, v, 0, {}});
+}
+void Stmt::bindOne(int index, double v) {
+  sqlite3_bind_double(stmt_, index, v);
+  if (capture_) remember(index, {CapturedValue::Real, 0, v, {}});
+}
 void Stmt::bindOne(int index, std::string_view v) {
   sqlite3_bind_text(stmt_, index, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  if (capture_) remember(index, {CapturedValue::Text, 0, 0, std::string(v)});
 }
 void Stmt::bindOne(int index, Blob v) {
   // An empty view may have a null data(); SQLite would store NULL. Keep it an empty blob.
   static const char kEmpty = 0;
   const char* data = v.bytes.empty() ? &kEmpty : v.bytes.data();
   sqlite3_bind_blob(stmt_, index, data, static_cast<int>(v.bytes.size()), SQLITE_TRANSIENT);
+  if (capture_) remember(index, {CapturedValue::Blob, 0, 0, std::string(v.bytes)});
 }
+
+void Stmt::bindValue(int index, const CapturedValue& v) {
+  switch (v.kind) {
+    case CapturedValue::Null:
+      sqlite3_bind_null(stmt_, index);
+      remember(index, v);
+      break;
+    case CapturedValue::Int: bindOne(index, v.i); break;
+    case CapturedValue::Real: bindOne(index, v.r); break;
+    case CapturedValue::Text: bindOne(index, std::string_view(v.s)); break;
+    case CapturedValue::Blob: bindOne(index, Blob{v.s}); break;
+  }
+}
+
+namespace {
+
+// What a replica of the database must run too: statements that write, and the savepoints
+// that scope them (SQLite counts transaction control as read-only). BEGIN, COMMIT and a whole
+// ROLLBACK are the capturer's own business: a changeset is applied in its own transaction.
+bool replicates(sqlite3_stmt* stmt) {
+  if (!sqlite3_stmt_readonly(stmt)) return true;
+  std::string_view sql = sqlite3_sql(stmt);
+  return sql.starts_with("SAVEPOINT") || sql.starts_with("RELEASE") || sql.starts_with("ROLLBACK TO");
+}
+
+// What a row change did, for checking a replay: the rows changed, and an INSERT's rowid.
+void rowEffects(sqlite3_stmt* stmt, CapturedStatement& c) {
+  if (!c.ok || sqlite3_stmt_readonly(stmt)) return;
+  sqlite3* db = sqlite3_db_handle(stmt);
+  c.changes = sqlite3_changes64(db);
+  if (std::string_view(sqlite3_sql(stmt)).starts_with("INSERT")) c.rowid = sqlite3_last_insert_rowid(db);
+}
+
+}  // namespace
 
 Result<bool> Stmt::step() {
   int rc = sqlite3_step(stmt_);
+  if (capture_ && !captured_ && replicates(stmt_)) {
+    captured_ = true;
+    CapturedStatement c{sqlite3_sql(stmt_), binds_, rc == SQLITE_ROW || rc == SQLITE_DONE};
+    rowEffects(stmt_, c);
+    capture_->push_back(std::move(c));
+  }
   if (rc == SQLITE_ROW) return Result<bool>::ok(true);
   if (rc == SQLITE_DONE) return Result<bool>::ok(false);
   sqlite3* db = sqlite3_db_handle(stmt_);
@@ -94,9 +150,20 @@ Result<bool> Connection::exec(std::string_view sql) {
   return Result<bool>::fail(msg);
 }
 
+void Connection::startCapture() {
+  capture_.clear();
+  capturing_ = true;
+}
+
+Changeset Connection::takeCapture() {
+  capturing_ = false;
+  return std::exchange(capture_, {});
+}
+
 Result<Stmt> Connection::prepare(std::string_view sql) {
+  Changeset* capture = capturing_ ? &capture_ : nullptr;
   auto it = cache_.find(sql);
-  if (it != cache_.end()) return Result<Stmt>::ok(Stmt(it->second));
+  if (it != cache_.end()) return Result<Stmt>::ok(Stmt(it->second, capture));
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
                               SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
@@ -104,7 +171,7 @@ Result<Stmt> Connection::prepare(std::string_view sql) {
   // A statement with no SQL (only whitespace/comments) compiles to null: a bug in our SQL.
   assert(stmt != nullptr);
   cache_.emplace(std::string(sql), stmt);
-  return Result<Stmt>::ok(Stmt(stmt));
+  return Result<Stmt>::ok(Stmt(stmt, capture));
 }
 
 Result<int64_t> Connection::queryInt(std::string_view sql) {
@@ -135,5 +202,29 @@ int64_t Connection::lastInsertRowid() const { return sqlite3_last_insert_rowid(d
 int64_t Connection::changes() const { return sqlite3_changes64(db_); }
 bool Connection::inTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
 void Connection::setBusyTimeoutMs(int ms) { sqlite3_busy_timeout(db_, ms); }
+
+Result<bool> applyChangeset(Connection& conn, const Changeset& changes) {
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const CapturedStatement& c = changes[i];
+    std::string at = "diverged at statement " + std::to_string(i + 1) + " of " + std::to_string(changes.size()) + " (" +
+                     c.sql.substr(0, 60) + "): ";
+    auto stmt = conn.prepare(c.sql);
+    if (!stmt) return Result<bool>::fail(at + "it does not compile here: " + stmt.error());
+    Stmt s = std::move(stmt).value();
+    for (size_t p = 0; p < c.params.size(); ++p) s.bindValue(int(p + 1), c.params[p]);
+    auto r = s.run();
+    if (r.isOk() != c.ok)
+      return Result<bool>::fail(at + (c.ok ? "it failed here: " + r.error() : std::string("it succeeded here but failed there")));
+    CapturedStatement here{c.sql, {}, r.isOk()};
+    rowEffects(s.handle(), here);
+    if (here.changes != c.changes)
+      return Result<bool>::fail(at + "it changed " + std::to_string(here.changes) + " rows here, " + std::to_string(c.changes) +
+                                " there");
+    if (here.rowid != c.rowid)
+      return Result<bool>::fail(at + "it inserted rowid " + std::to_string(here.rowid) + " here, " + std::to_string(c.rowid) +
+                                " there");
+  }
+  return Result<bool>::ok(true);
+}
 
 }  // namespace yard::store::sql

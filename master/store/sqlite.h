@@ -12,8 +12,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/util/result.h"
+#include "master/store/changeset.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -29,8 +31,13 @@ struct Blob {
 // so the next user of the same SQL starts clean. Move-only.
 class Stmt {
  public:
-  explicit Stmt(sqlite3_stmt* stmt) : stmt_(stmt) {}
-  Stmt(Stmt&& other) noexcept : stmt_(other.stmt_) { other.stmt_ = nullptr; }
+  // `capture`: where a statement that writes records itself when it runs (Connection's
+  // capture, changeset.h); null when the connection does not capture.
+  explicit Stmt(sqlite3_stmt* stmt, Changeset* capture = nullptr) : stmt_(stmt), capture_(capture) {}
+  Stmt(Stmt&& other) noexcept
+      : stmt_(other.stmt_), capture_(other.capture_), binds_(std::move(other.binds_)), captured_(other.captured_) {
+    other.stmt_ = nullptr;
+  }
   Stmt& operator=(Stmt&&) = delete;
   Stmt(const Stmt&) = delete;
   ~Stmt();
@@ -42,6 +49,10 @@ class Stmt {
     (bindOne(++index, args), ...);
     return *this;
   }
+
+  sqlite3_stmt* handle() const { return stmt_; }
+  // Binds one captured value (changeset.h) at `index` (1-based).
+  void bindValue(int index, const CapturedValue& v);
 
   // Advances: ok(true) when a row is ready, ok(false) when done, fail(SQLite's text) on error.
   Result<bool> step();
@@ -68,8 +79,13 @@ class Stmt {
   void bindOne(int index, const char* v) { bindOne(index, std::string_view(v)); }
   void bindOne(int index, Blob v);
 
+  void remember(int index, CapturedValue v);
+
   sqlite3_stmt* stmt_;
   int lastError_ = 0;
+  Changeset* capture_ = nullptr;
+  std::vector<CapturedValue> binds_;  // while capturing
+  bool captured_ = false;             // recorded at its first step
 };
 
 class Connection {
@@ -90,6 +106,13 @@ class Connection {
   // The first column of every row of `sql` as text (e.g. PRAGMA quick_check).
   Result<std::string> queryText(std::string_view sql);
 
+  // Capture (changeset.h): from startCapture() on, every statement that writes, and every
+  // SAVEPOINT, RELEASE and ROLLBACK TO, is recorded as it runs, until takeCapture() hands the
+  // record over and stops. Statements prepared before startCapture() are captured too (the
+  // cache hands out a Stmt that knows whether its connection captures).
+  void startCapture();
+  Changeset takeCapture();
+
   int64_t lastInsertRowid() const;
   int64_t changes() const;
   // False once SQLite has rolled back the open transaction by itself (e.g. after an I/O
@@ -105,6 +128,13 @@ class Connection {
   sqlite3* db_;
   std::string path_;
   std::map<std::string, sqlite3_stmt*, std::less<>> cache_;
+  bool capturing_ = false;
+  Changeset capture_;
 };
+
+// Runs `changes` (captured on another connection, changeset.h) on `conn`, in the caller's
+// transaction: each statement with its values, checking it succeeds or fails as it did where
+// it was captured. The first that does not is the error ("diverged at statement N: ...").
+Result<bool> applyChangeset(Connection& conn, const Changeset& changes);
 
 }  // namespace yard::store::sql

@@ -7,6 +7,7 @@
 #include <exception>
 #include <future>
 
+#include "master/store/changeset.h"
 #include "master/store/schema.h"
 #include "master/store/sqlite.h"
 
@@ -105,8 +106,67 @@ void Store::writerLoop() {
         pending_.erase(pending_.begin(), end);
       }
     }
-    commitBatch(batch);
+    // Replicated changesets apply alone, in their order among the writes.
+    std::vector<Pending> writes;
+    for (Pending& p : batch) {
+      if (!p.changeset) {
+        writes.push_back(std::move(p));
+        continue;
+      }
+      if (!writes.empty()) commitBatch(writes);
+      writes.clear();
+      auto r = applyOne(p);
+      std::vector<Pending> one;
+      one.push_back(std::move(p));
+      std::vector<Result<bool>> outcome{std::move(r)};
+      finishBatch(one, outcome);
+    }
+    if (!writes.empty()) commitBatch(writes);
   }
+}
+
+Result<bool> Store::applyOne(const Pending& p) {
+  using R = Result<bool>;
+  auto changes = decodeChangeset(*p.changeset);
+  if (!changes) return R::fail("replicated change " + std::to_string(p.index) + ": " + changes.error());
+  auto begin = runCached(*writer_, "BEGIN IMMEDIATE");
+  if (!begin) return R::fail("cannot start a transaction: " + begin.error());
+  auto fail = [&](const std::string& why) {
+    if (writer_->inTransaction()) (void)runCached(*writer_, "ROLLBACK");
+    return R::fail("replicated change " + std::to_string(p.index) + ": " + why);
+  };
+  auto applied = writer_->queryInt("SELECT applied_index FROM replication WHERE id = 1");
+  if (!applied) return fail(applied.error());
+  if (p.index <= applied.value())
+    return fail("already applied (this store holds changes up to " + std::to_string(applied.value()) + ")");
+  if (auto r = sql::applyChangeset(*writer_, changes.value()); !r) return fail(r.error());
+  auto mark = writer_->prepare("UPDATE replication SET applied_index = ? WHERE id = 1");
+  if (!mark) return fail(mark.error());
+  if (auto r = std::move(mark).value().bindAll(p.index).run(); !r) return fail(r.error());
+  auto commit = runCached(*writer_, "COMMIT");
+  if (!commit) return fail("commit failed: " + commit.error());
+  transactions_.fetch_add(1);
+  return R::ok(true);
+}
+
+void Store::applyReplicated(std::string changeset, int64_t index, Done done) {
+  {
+    std::lock_guard<std::mutex> lock(queueMu_);
+    pending_.push_back(Pending{nullptr, std::move(done), std::move(changeset), index});
+  }
+  queueCv_.notify_one();
+}
+
+Result<bool> Store::applyReplicatedSync(std::string changeset, int64_t index) {
+  std::promise<Result<bool>> promise;
+  auto future = promise.get_future();
+  applyReplicated(std::move(changeset), index, [&promise](Result<bool> r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+Result<int64_t> Store::appliedIndex() {
+  std::lock_guard<std::mutex> lock(readMu_);
+  return reader_->queryInt("SELECT applied_index FROM replication WHERE id = 1");
 }
 
 Result<bool> Store::runOne(Pending& p) {
@@ -144,12 +204,27 @@ void Store::commitBatch(std::vector<Pending>& batch) {
   std::string batchError;  // set when the transaction as a whole is lost
   auto begin = runCached(*writer_, "BEGIN IMMEDIATE");
   if (!begin.isOk()) batchError = "cannot start a transaction: " + begin.error();
+  if (replicate_) writer_->startCapture();
 
   for (Pending& p : batch) {
     if (!batchError.empty()) break;
     outcomes.push_back(runOne(p));
     if (!writer_->inTransaction()) {
       batchError = "SQLite rolled back the transaction after: " + outcomes.back().error();
+    }
+  }
+  if (replicate_) {
+    Changeset changes = writer_->takeCapture();
+    if (batchError.empty()) {  // the others must hold it before it is durable here
+      auto index = replicate_(encodeChangeset(changes));
+      if (!index) {
+        batchError = "not replicated: " + index.error();
+      } else {
+        auto mark = writer_->prepare("UPDATE replication SET applied_index = ? WHERE id = 1");
+        auto marked = mark ? std::move(mark).value().bindAll(index.value()).run() : Result<bool>::fail(mark.error());
+        if (!marked) batchError = "cannot record the replicated index: " + marked.error();
+      }
+      if (!batchError.empty() && writer_->inTransaction()) (void)runCached(*writer_, "ROLLBACK");
     }
   }
   if (batchError.empty()) {

@@ -146,6 +146,23 @@ class Store {
   // The per-job usage rows matching `q`, by job id (usage_tx.cpp).
   Result<std::vector<UsageRecord>> usage(const UsageQuery& q);
 
+  // Replication (issue 26; changeset.h). With a replicator set, each batch's changes are
+  // captured as it runs and handed to `replicate` on the writer thread before its COMMIT; the
+  // batch commits only when that returns the log index the changes were committed at (by a
+  // majority of masters), recorded in the same transaction; an error rolls the whole batch back
+  // and fails its writes with it. Without one (a single master) nothing changes.
+  // REQUIRES: called before the first write.
+  using Replicate = std::function<Result<int64_t>(const std::string& changeset)>;
+  void setReplicator(Replicate replicate) { replicate_ = std::move(replicate); }
+  // Applies a changeset another master's store captured (what its Replicate was given) as log
+  // entry `index`, in one transaction with the applied index; refused when `index` is not past
+  // appliedIndex() or the changes do not apply as they did there (the stores diverged): then
+  // nothing of it is kept. Runs on the writer thread, in order with writes; thread-safe.
+  void applyReplicated(std::string changeset, int64_t index, Done done);
+  Result<bool> applyReplicatedSync(std::string changeset, int64_t index);
+  // The index of the last replicated change held (0: none). Thread-safe.
+  Result<int64_t> appliedIndex();
+
   Stats stats() const;
   const std::string& path() const { return path_; }
 
@@ -153,6 +170,9 @@ class Store {
   struct Pending {
     Write write;
     Done done;
+    // applyReplicated: a changeset to apply alone instead of `write`.
+    std::optional<std::string> changeset = std::nullopt;
+    int64_t index = 0;
   };
   Store(std::string path, std::unique_ptr<sql::Connection> writer,
         std::unique_ptr<sql::Connection> reader);
@@ -161,6 +181,9 @@ class Store {
   // Runs one write in its savepoint; returns its outcome (not yet durable).
   Result<bool> runOne(Pending& p);
   void finishBatch(std::vector<Pending>& batch, std::vector<Result<bool>>& outcomes);
+  Result<bool> applyOne(const Pending& p);
+
+  Replicate replicate_;  // set before the writer runs anything
 
   const std::string path_;
 

@@ -30,6 +30,7 @@
 #include <openssl/ssl.h>
 
 #include "common/tls/pki.h"
+#include "common/wire/address_list.h"
 #include "common/wire/frame.h"
 #include "common/wire/server.h"
 #include "master/yardctl/cli.h"
@@ -134,11 +135,24 @@ class MasterSocket {
     if (ssl_) SSL_free(ssl_);
     if (fd_ >= 0) ::close(fd_);
   }
+  // Several masters (docs/reliability.md, "Several master addresses"): the first that answers.
   Result<bool> connect(const MasterTarget& target) {
+    std::string why;
+    for (const std::string& hostPort : wire::splitAddressList(target.address)) {
+      auto r = connectOne(target, hostPort);
+      if (r) return r;
+      why += (why.empty() ? "" : "; ") + r.error();
+      if (ssl_) SSL_free(ssl_);
+      ssl_ = nullptr;
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = -1;
+    }
+    return Result<bool>::fail(why.empty() ? "no master address" : why);
+  }
+  Result<bool> connectOne(const MasterTarget& target, const std::string& hostPort) {
     using R = Result<bool>;
-    address_ = target.address;
+    address_ = hostPort;
     token_ = target.token;
-    const std::string& hostPort = target.address;
     if (target.ca.empty())
       return R::fail("no CA certificate to verify the master with: pass --ca FILE, set YARD_CA, or set ca in "
                      "~/.config/yard/config.toml");

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("yardctl ") + yard::kVersion);
   GlobalOptions global;
   if (const char* env = std::getenv("YARD_MASTER")) global.master = env;
-  app.add_option("--master", global.master, "Master client address HOST:PORT (default $YARD_MASTER)");
+  app.add_option("--master", global.master, "Master client address HOST:PORT, or several: HOST:PORT,HOST:PORT (default $YARD_MASTER)");
   if (const char* env = std::getenv("YARD_TOKEN")) global.token = env;
   app.add_option("--token", global.token, "API token (default $YARD_TOKEN, or token in ~/.config/yard/config.toml)");
   if (const char* env = std::getenv("YARD_CA")) global.ca = env;

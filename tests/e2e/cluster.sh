@@ -61,12 +61,13 @@ start_master() {
 }
 
 # start_agent N [args...]: agent N on 127.0.0.(N+1), ports 31N00-31N99; sets agent_pid[N].
+# Its --master is $AGENT_MASTER when set (a list of addresses), else the master's agent port.
 declare -A agent_pid
 start_agent() {
   local n=$1; shift
   : >"$tmp/agent$n.out"
   # The join token from the environment, never the command line (docs/security.md).
-  YARD_JOIN_TOKEN=e2e-token "$bin/yard-agent" --master "127.0.0.1:$agent_port" --ca "$tmp/master/ca.pem" --name "node-$n" \
+  YARD_JOIN_TOKEN=e2e-token "$bin/yard-agent" --master "${AGENT_MASTER:-127.0.0.1:$agent_port}" --ca "$tmp/master/ca.pem" --name "node-$n" \
     --address "127.0.0.$((n + 1))" --data-dir "$tmp/agent$n" --port-range "31${n}00-31${n}99" \
     --cgroup-parent "yard/$tag-$n" --allow-host-tasks "$@" >"$tmp/agent$n.out" 2>>"$tmp/agent$n.err" &
   agent_pid[$n]=$!

@@ -4,6 +4,7 @@
 #include "agent/node/capacity.h"
 #include "agent/node/config.h"
 #include "agent/node/nvml_topology.h"
+#include "common/wire/address_list.h"
 #include "common/topology/gpu_topology.h"
 
 using namespace yard::agent;
@@ -174,4 +175,20 @@ TEST_CASE("NVML's answers become nvidia-smi topo -m's matrix", "[capacity][topol
   REQUIRE(t.topology);
   CHECK(yard::topology::linkMatrix(*t.topology)[0][3] == "NV12");
   CHECK(yard::topology::worstLinkText(*t.topology, {0, 1, 2, 3}) == "NV12");
+}
+
+TEST_CASE("agent config: master may list several addresses", "[config][masters]") {
+  CHECK(yard::wire::splitAddressList("a:1, b:2,,c:3 ,") == std::vector<std::string>{"a:1", "b:2", "c:3"});
+  CHECK(yard::wire::splitAddressList("10.0.0.1:7701") == std::vector<std::string>{"10.0.0.1:7701"});
+  CHECK(yard::wire::splitAddressList(" , ").empty());
+  AgentConfig c;
+  c.name = "n";
+  c.master = "10.0.0.1:7701,10.0.0.2:7701, [::1]:7701";
+  CHECK(checkAgentConfig(c) == "");
+  c.master = "10.0.0.1:7701,10.0.0.2";
+  CHECK(checkAgentConfig(c) == "master: \"10.0.0.2\" must be HOST:PORT of the master's agent API");
+  c.master = "10.0.0.1:99999";
+  CHECK(checkAgentConfig(c) == "master: \"10.0.0.1:99999\" must be HOST:PORT of the master's agent API");
+  c.master = ",";
+  CHECK(checkAgentConfig(c) == "master: must be HOST:PORT of the master's agent API (or several, comma-separated)");
 }
