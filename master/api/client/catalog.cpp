@@ -74,7 +74,20 @@ void fillDataset(api::Dataset::Builder out, const store::DatasetRecord& d, const
 
 }  // namespace
 
-void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q) const {
+ClientApi::ShareContext ClientApi::shareContext() const {
+  ShareContext c;
+  for (const auto& [name, n] : nodes_.nodes())
+    if (n.record.state == NodeState::Ready) c.ready += {n.record.cpuMillis, n.record.memoryBytes, n.record.gpu};
+  c.past = jobs_.pastShares();
+  for (const auto& [name, q] : catalog_.queues()) {
+    sched::QueueView v = shareView(q);
+    if (!q.cohort.empty()) c.cohorts[q.cohort].push_back(v);
+    c.views.emplace(name, std::move(v));
+  }
+  return c;
+}
+
+void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q, const ShareContext& shares) const {
   out.setName(q.name);
   out.setState(wireState(q.state));
   setResources(out.initQuota(), q.cpuMillis, q.memoryBytes, q.gpu);
@@ -103,26 +116,19 @@ void ClientApi::fillQueue(api::Queue::Builder out, const store::QueueRecord& q) 
   out.setPreemptLowerPriority(q.preemptLowerPriority);
   out.setMinRuntimeMs(q.minRuntimeMs);
   // What it has borrowed, lent and could get now, from its cohort's usage (master/scheduler/cohort.h).
-  std::vector<sched::QueueView> members;
-  sched::QueueView self;
-  for (const auto& [name, other] : catalog_.queues()) {
-    if (name != q.name && (q.cohort.empty() || other.cohort != q.cohort)) continue;
-    sched::QueueView v = shareView(name == q.name ? q : other);
-    if (name == q.name) self = v;
-    if (!q.cohort.empty()) members.push_back(std::move(v));
-  }
+  static const std::vector<sched::QueueView> kNoCohort;
+  auto view = shares.views.find(q.name);
+  sched::QueueView self = view != shares.views.end() ? view->second : shareView(q);
+  auto cohort = q.cohort.empty() ? shares.cohorts.end() : shares.cohorts.find(q.cohort);
+  const auto& members = cohort == shares.cohorts.end() ? kNoCohort : cohort->second;
   sched::QuotaShare share = sched::quotaShareOf(self, members);
   setResources(out.initBorrowed(), share.borrowed.cpuMillis, share.borrowed.memoryBytes, share.borrowed.gpu);
   setResources(out.initLent(), share.lent.cpuMillis, share.lent.memoryBytes, share.lent.gpu);
   setResources(out.initAvailable(), share.available.cpuMillis, share.available.memoryBytes, share.available.gpu);
   // Fair share: the scheduler's turn order (scheduler.h, "Across queues").
-  auto past = jobs_.pastShares();
-  if (auto it = past.find(q.name); it != past.end()) self.pastShare = it->second;
-  sched::Resources ready;
-  for (const auto& [name, n] : nodes_.nodes())
-    if (n.record.state == NodeState::Ready) ready += {n.record.cpuMillis, n.record.memoryBytes, n.record.gpu};
+  if (auto it = shares.past.find(q.name); it != shares.past.end()) self.pastShare = it->second;
   out.setPastShare(self.pastShare);
-  out.setShare(sched::turnOf(self, ready));
+  out.setShare(sched::turnOf(self, shares.ready));
 }
 
 sched::QueueView ClientApi::shareView(const store::QueueRecord& q) const {
@@ -149,14 +155,15 @@ void ClientApi::handleQueue(api::Request::Reader req, const ClientAnswer& a) {
     case api::Request::QUEUE_LIST: {
       auto list = a.resp.initQueues(static_cast<unsigned>(catalog_.queues().size()));
       unsigned i = 0;
-      for (const auto& [name, q] : catalog_.queues()) fillQueue(list[i++], q);
+      ShareContext shares = shareContext();
+      for (const auto& [name, q] : catalog_.queues()) fillQueue(list[i++], q, shares);
       return a.send();
     }
     case api::Request::QUEUE_SHOW: {
       std::string name = req.getQueueShow();
       auto it = catalog_.queues().find(name);
       if (it == catalog_.queues().end()) return a.error("queue " + name + " does not exist");
-      fillQueue(a.resp.initQueue(), it->second);
+      fillQueue(a.resp.initQueue(), it->second, shareContext());
       return a.send();
     }
     default: break;
@@ -198,7 +205,7 @@ void ClientApi::updateQueue(api::QueueUpdate::Reader u, const ClientAnswer& a) {
 }
 
 Catalog::Reply ClientApi::answerQueue(const ClientAnswer& a, const std::string& name) {
-  return afterCommit(a, [this, a, name] { fillQueue(a.resp.initQueue(), catalog_.queues().at(name)); });
+  return afterCommit(a, [this, a, name] { fillQueue(a.resp.initQueue(), catalog_.queues().at(name), shareContext()); });
 }
 
 void ClientApi::createDataset(const store::DatasetRecord& rec, const ClientAnswer& a) {

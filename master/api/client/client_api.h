@@ -182,7 +182,16 @@ class ClientApi {
   void listJobs(api::JobFilter::Reader filter, const ClientAnswer& a);
   void events(const std::string& jobName, ClientAnswer a);
   // A queue or node as the client sees it: its record and what jobs hold of it now.
-  void fillQueue(api::Queue::Builder out, const store::QueueRecord& q) const;
+  // What every queue's share reads, made once per answer: `queue list` is then linear in the
+  // queues and nodes, not quadratic.
+  struct ShareContext {
+    sched::Resources ready;                                        // Ready nodes' capacity
+    std::map<std::string, double> past;                            // fair share's past shares
+    std::map<std::string, sched::QueueView> views;                 // by queue
+    std::map<std::string, std::vector<sched::QueueView>> cohorts;  // members, by cohort
+  };
+  ShareContext shareContext() const;
+  void fillQueue(api::Queue::Builder out, const store::QueueRecord& q, const ShareContext& shares) const;
   sched::QueueView shareView(const store::QueueRecord& q) const;  // its quota, usage and cohort
   void fillNode(api::NodeInfo::Builder out, const NodeInfo& n, bool withUsage) const;
 
