@@ -26,6 +26,19 @@ sched::ReplicaRequest replicaRequest(const MasterConfig& config, const std::stri
   return r;
 }
 
+std::vector<const JobEntry*> arrayMembersOf(const std::map<std::string, JobEntry>& jobs, const std::string& array) {
+  std::vector<std::pair<int32_t, const JobEntry*>> found;
+  std::string prefix = array + "-";
+  for (auto it = jobs.lower_bound(prefix); it != jobs.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    auto m = it->second.spec->job().getArray().getMember();
+    if (m.getArray().size() != 0 && m.getArray() == array) found.emplace_back(m.getIndex(), &it->second);
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const JobEntry*> out;
+  for (const auto& [i, e] : found) out.push_back(e);
+  return out;
+}
+
 void topologyOf(const MasterConfig& config, schema::TaskTopology::Reader topology, sched::GangRequest& gang) {
   if (topology.getMode() == schema::TopologyMode::NONE) return;
   std::string level = str(topology.getLevel());
@@ -222,10 +235,13 @@ std::string PendingIndex::reasonOf(const JobEntry& job, size_t task) const {
   const std::string& name = job.rec.name;
   if (!job.rec.heldBy.empty()) return "held by " + job.rec.heldBy + " (yardctl job release " + name + ")";
   if (job.rec.afterPending) {
-    auto outcome = lifecycle::decideAfter(job, [this](const std::string& n) -> const JobEntry* {
-      auto it = jobs_.find(n);
-      return it == jobs_.end() ? nullptr : &it->second;
-    });
+    auto outcome = lifecycle::decideAfter(
+        job,
+        [this](const std::string& n) -> const JobEntry* {
+          auto it = jobs_.find(n);
+          return it == jobs_.end() ? nullptr : &it->second;
+        },
+        [this](const std::string& n) { return arrayMembersOf(jobs_, n); });
     return outcome.reason;
   }
   if (held(name)) {

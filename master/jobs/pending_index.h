@@ -42,6 +42,10 @@ struct PendingGang {
 // waiting), requests filled but for taskId. Reads the job's spec: may throw kj::Exception.
 void pendingGangsOf(const MasterConfig& config, const std::string& name, const JobEntry& job,
                     std::vector<PendingGang>& out);
+// The jobs of job array `array` (named <array>-<index>, their spec's member names the array),
+// by index; empty when `array` is no job array. Only the names with that prefix are looked at.
+std::vector<const JobEntry*> arrayMembersOf(const std::map<std::string, JobEntry>& jobs, const std::string& array);
+
 // A task's `topology:` as the scheduler takes it (GangRequest::topologyLevels, finest first):
 // up to its level when required, up to the broadest of [scheduler] topology_levels when
 // preferred; a level the config no longer lists is taken alone.

@@ -112,7 +112,12 @@ void JobRegistry::indexJob(const std::string& name) {
   else unreadable_.erase(name);
   auto it = jobs_.find(name);
   if (it != jobs_.end() && it->second.rec.afterPending) {
-    for (auto a : it->second.spec->job().getAfter()) dependents_[str(a.getJob())].insert(name);
+    for (auto a : it->second.spec->job().getAfter()) {
+      std::string dep = str(a.getJob());
+      dependents_[dep].insert(name);
+      if (!jobs_.count(dep))  // a job array: decided again as each of its jobs ends
+        for (const auto& m : arrayMembers(dep)) dependents_[m].insert(name);
+    }
     decideAfter(name);  // its jobs may have ended before it was indexed (a restart)
   }
   decideDependents(name);
@@ -334,8 +339,7 @@ std::string JobRegistry::expand(const std::shared_ptr<JobSpec>& spec, const JobO
   for (unsigned i = 0; i < after.size(); ++i) {
     std::string dep = str(after[i].getJob()), path = "after[" + std::to_string(i) + "].job: ";
     if (jobs_.count(dep)) continue;
-    if (!arrayMembers(dep).empty())
-      return path + dep + " is a job array: name its jobs (" + dep + "-0, ...) one by one";
+    if (!arrayMembers(dep).empty()) continue;  // a job array: after all of its jobs
     return path + "job " + dep + " does not exist (a job runs after jobs submitted before it; yardctl job list)";
   }
   names.insert(name);
@@ -355,10 +359,13 @@ std::string JobRegistry::expand(const std::shared_ptr<JobSpec>& spec, const JobO
     events.emplace_back();
     initTasks(e, now, events.back());
     if (e.rec.afterPending) {  // the jobs it runs after may have ended already
-      auto outcome = lifecycle::decideAfter(e, [this](const std::string& n) -> const JobEntry* {
-        auto j = jobs_.find(n);
-        return j == jobs_.end() ? nullptr : &j->second;
-      });
+      auto outcome = lifecycle::decideAfter(
+          e,
+          [this](const std::string& n) -> const JobEntry* {
+            auto j = jobs_.find(n);
+            return j == jobs_.end() ? nullptr : &j->second;
+          },
+          [this](const std::string& n) { return arrayMemberEntries(n); });
       if (outcome.kind == lifecycle::AfterOutcome::Met) e.rec.afterPending = false;
       if (outcome.kind == lifecycle::AfterOutcome::Never) lifecycle::skipJob(e, outcome.reason, now, events.back());
     }
@@ -399,18 +406,13 @@ std::string JobRegistry::submittedText(const JobSpec& spec, const std::vector<Jo
          " each)" + gpuNote(job);
 }
 
+std::vector<const JobEntry*> JobRegistry::arrayMemberEntries(const std::string& array) const {
+  return arrayMembersOf(jobs_, array);
+}
+
 std::vector<std::string> JobRegistry::arrayMembers(const std::string& array) const {
-  // Members are named <array>-<index>: only names with that prefix need a look (jobs_ is
-  // ordered by name), so a submission costs no scan of every job.
-  std::vector<std::pair<int32_t, std::string>> found;
-  std::string prefix = array + "-";
-  for (auto it = jobs_.lower_bound(prefix); it != jobs_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-    auto m = it->second.spec->job().getArray().getMember();
-    if (m.getArray().size() != 0 && m.getArray() == array) found.emplace_back(m.getIndex(), it->first);
-  }
-  std::sort(found.begin(), found.end());
   std::vector<std::string> out;
-  for (auto& [i, n] : found) out.push_back(std::move(n));
+  for (const JobEntry* e : arrayMembersOf(jobs_, array)) out.push_back(e->rec.name);
   return out;
 }
 

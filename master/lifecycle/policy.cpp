@@ -496,12 +496,47 @@ void skipJob(JobEntry& job, const std::string& reason, int64_t now, Events& even
   event(events, job, "", "", 0, now, "Skipped", reason);
 }
 
-AfterOutcome decideAfter(const JobEntry& job, const JobLookup& lookup) {
+namespace {
+
+bool failedOrCancelled(JobState s) { return s == JobState::Failed || s == JobState::Cancelled; }
+
+// `after` naming a job array (policy.h, MembersLookup): Waiting, Met or Never, and the text.
+AfterOutcome afterArray(const std::string& name, schema::AfterCondition cond, const std::vector<const JobEntry*>& members) {
+  size_t ended = 0;
+  const JobEntry* failed = nullptr;
+  for (const JobEntry* m : members) {
+    if (!isFinal(m->rec.state)) continue;
+    ended += 1;
+    if (m->rec.state != JobState::Succeeded && !failed) failed = m;
+  }
+  if (cond == schema::AfterCondition::SUCCEEDED && failed)  // can no longer be met
+    return {AfterOutcome::Never, "after " + name + ": its job " + failed->rec.name + " ended " +
+                                     std::string(toText(failed->rec.state)) + ", not succeeded"};
+  std::string of = std::to_string(ended) + " of " + std::to_string(members.size()) + " jobs ended";
+  if (ended < members.size()) return {AfterOutcome::Waiting, name + " (array: " + of + ")"};
+  bool anyFailed = std::any_of(members.begin(), members.end(), [](const JobEntry* m) { return failedOrCancelled(m->rec.state); });
+  if (cond == schema::AfterCondition::FAILED && !anyFailed)
+    return {AfterOutcome::Never, "after " + name + ": every job of the array ended Succeeded, not failed"};
+  return {AfterOutcome::Met, name + " (array: " + of + ")"};
+}
+
+}  // namespace
+
+AfterOutcome decideAfter(const JobEntry& job, const JobLookup& lookup, const MembersLookup& members) {
   AfterOutcome out{AfterOutcome::Met, ""};
   std::string met, waiting;
   for (auto a : job.spec->job().getAfter()) {
     std::string name = str(a.getJob());
     const JobEntry* dep = lookup(name);
+    if (!dep && members) {
+      if (auto list = members(name); !list.empty()) {
+        AfterOutcome o = afterArray(name, a.getCondition(), list);
+        if (o.kind == AfterOutcome::Never) return o;
+        std::string& into = o.kind == AfterOutcome::Waiting ? waiting : met;
+        into += (into.empty() ? "" : ", ") + o.reason;
+        continue;
+      }
+    }
     if (!dep) return {AfterOutcome::Never, "after " + name + ": the job no longer exists"};
     std::string state(toText(dep->rec.state));
     if (!isFinal(dep->rec.state)) {
@@ -511,7 +546,7 @@ AfterOutcome decideAfter(const JobEntry& job, const JobLookup& lookup) {
     JobState s = dep->rec.state;
     bool ok = a.getCondition() == schema::AfterCondition::ENDED ||
               (a.getCondition() == schema::AfterCondition::SUCCEEDED && s == JobState::Succeeded) ||
-              (a.getCondition() == schema::AfterCondition::FAILED && (s == JobState::Failed || s == JobState::Cancelled));
+              (a.getCondition() == schema::AfterCondition::FAILED && failedOrCancelled(s));
     std::string cond = a.getCondition() == schema::AfterCondition::SUCCEEDED ? "succeeded"
                        : a.getCondition() == schema::AfterCondition::FAILED  ? "failed"
                                                                              : "ended";

@@ -91,7 +91,11 @@ struct AfterOutcome {
   enum Kind { Waiting, Met, Never } kind = Waiting;
   std::string reason;  // Met: "after prep-data (Succeeded)"; Never: why; Waiting: what it waits for
 };
-AfterOutcome decideAfter(const JobEntry& job, const JobLookup& lookup);
+// A job array's members by its name (empty: not an array), for an `after` naming an array:
+// succeeded = every member succeeded (decided Never at the first that did not); failed =
+// every member ended and one of them Failed or was Cancelled; ended = every member ended.
+using MembersLookup = std::function<std::vector<const JobEntry*>(const std::string&)>;
+AfterOutcome decideAfter(const JobEntry& job, const JobLookup& lookup, const MembersLookup& members = {});
 
 // A finished job's replicas still running (`cleanup: none` leaves them): stops them (cause
 // StoppedByUser); the job and its tasks keep their final states. Returns how many.

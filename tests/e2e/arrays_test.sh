@@ -42,6 +42,43 @@ done
 out=$("$bin/yardctl" job show sweep 2>&1) && fail "job show of an array's name succeeded"
 echo "$out" | grep -q "sweep is a job array of 3 jobs" || fail "job show sweep: $out"
 
+say "after a job array: all of its jobs (Slurm's afterok on an array job)"
+cat >"$tmp/gate.yaml" <<YAML
+name: gate
+array: { count: 2 }
+tasks:
+  - name: work
+    kind: container-job
+    container: { image: host, resources: { cpu: 100m, memory: 32Mi }, command: [sh, -c, 'while [ ! -e $tmp/open-\$YARD_ARRAY_INDEX ]; do sleep 0.1; done'] }
+YAML
+submit "$tmp/gate.yaml"
+cat >"$tmp/after-gate.yaml" <<'YAML'
+name: after-gate
+tasks:
+  - { name: work, kind: container-job, container: { image: host, resources: { cpu: 100m, memory: 32Mi }, command: "true" } }
+YAML
+"$bin/yardctl" job submit --after gate "$tmp/after-gate.yaml" >/dev/null 2>"$tmp/ag.err" || fail "submit --after gate: $(cat "$tmp/ag.err")"
+wait_job gate-0 Running 30
+[ "$(jshow after-gate 'j["job"]["afterPending"]')" = True ] || fail "after-gate is not waiting: $(jshow after-gate 'j["job"]')"
+[ "$(jshow after-gate 'j["tasks"][0]["reason"]')" = "after gate (array: 0 of 2 jobs ended)" ] ||
+  fail "after-gate why pending: $(jshow after-gate 'j["tasks"][0]["reason"]')"
+touch "$tmp/open-0"
+wait_job gate-0 Succeeded 30
+sleep 0.5
+[ "$(jshow after-gate 'j["tasks"][0]["reason"]')" = "after gate (array: 1 of 2 jobs ended)" ] ||
+  fail "after-gate with one ended: $(jshow after-gate 'j["tasks"][0]["reason"]')"
+touch "$tmp/open-1"
+wait_job after-gate Succeeded 30
+"$bin/yardctl" job events after-gate | grep -q 'Released .*after gate (array: 2 of 2 jobs ended)' || fail "no Released event: $("$bin/yardctl" job events after-gate)"
+# Decided at submit when the array has ended: failed cannot be met by an array that succeeded.
+sed 's/name: after-gate/name: on-gate-failure/' "$tmp/after-gate.yaml" >"$tmp/ogf.yaml"
+"$bin/yardctl" job submit --after gate:failed "$tmp/ogf.yaml" >/dev/null || fail "submit --after gate:failed"
+wait_job on-gate-failure Skipped 10
+[ "$(jshow on-gate-failure 'j["job"]["reason"]')" = "after gate: every job of the array ended Succeeded, not failed" ] ||
+  fail "on-gate-failure reason: $(jshow on-gate-failure 'j["job"]["reason"]')"
+for j in after-gate on-gate-failure; do "$bin/yardctl" job delete $j >/dev/null; done
+"$bin/yardctl" job delete gate >/dev/null
+
 say "all or none: a member name already taken refuses the whole array"
 cat >"$tmp/taken.yaml" <<'YAML'
 name: sweep-4-x

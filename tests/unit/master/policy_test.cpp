@@ -742,3 +742,49 @@ TEST_CASE("a preemption stops the job politely and requeues it without using its
   CHECK(j.live(1) == 0);
   CHECK(j.state(1) == TaskState::Queued);
 }
+
+TEST_CASE("after a job array: all its jobs, by the condition", "[policy][after]") {
+  const std::string c = "{ image: host, command: ls, resources: { cpu: 1, memory: 1Gi } }";
+  auto waiter = [&](const std::string& cond) {
+    return Job("name: report\nafter: [ { job: sweep, condition: " + cond +
+               " } ]\ntasks:\n  - { name: main, kind: container-job, container: " + c + " }\n");
+  };
+  std::vector<Job> members;
+  for (int i = 0; i < 3; ++i) members.emplace_back("name: sweep-" + std::to_string(i) + "\ntasks:\n  - { name: main, kind: container-job, container: " + c + " }\n");
+  auto decide = [&](Job& w) {
+    return lifecycle::decideAfter(
+        w.job, [](const std::string&) -> const JobEntry* { return nullptr; },
+        [&](const std::string& n) {
+          std::vector<const JobEntry*> out;
+          if (n == "sweep")
+            for (auto& m : members) out.push_back(&m.job);
+          return out;
+        });
+  };
+  Job ok = waiter("succeeded"), failed = waiter("failed"), ended = waiter("ended");
+  members[0].job.rec.state = JobState::Succeeded;
+  auto o = decide(ok);
+  CHECK(o.kind == lifecycle::AfterOutcome::Waiting);
+  CHECK(o.reason == "after sweep (array: 1 of 3 jobs ended)");
+  members[1].job.rec.state = JobState::Succeeded;
+  members[2].job.rec.state = JobState::Succeeded;
+  o = decide(ok);
+  CHECK(o.kind == lifecycle::AfterOutcome::Met);
+  CHECK(o.reason == "after sweep (array: 3 of 3 jobs ended)");
+  CHECK(decide(ended).kind == lifecycle::AfterOutcome::Met);
+  o = decide(failed);
+  CHECK(o.kind == lifecycle::AfterOutcome::Never);
+  CHECK(o.reason == "after sweep: every job of the array ended Succeeded, not failed");
+  // One failure decides `succeeded` at once, and `failed` once all have ended.
+  members[1].job.rec.state = JobState::Failed;
+  members[2].job.rec.state = JobState::Running;
+  o = decide(ok);
+  CHECK(o.kind == lifecycle::AfterOutcome::Never);
+  CHECK(o.reason == "after sweep: its job sweep-1 ended Failed, not succeeded");
+  CHECK(decide(failed).kind == lifecycle::AfterOutcome::Waiting);
+  members[2].job.rec.state = JobState::Cancelled;
+  CHECK(decide(failed).kind == lifecycle::AfterOutcome::Met);
+  // An array none of whose jobs exists any more is no array: the job no longer exists.
+  members.clear();
+  CHECK(decide(ended).reason == "after sweep: the job no longer exists");
+}
