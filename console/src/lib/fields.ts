@@ -98,7 +98,7 @@ export function taskFieldPaths(kinds: Kinds, task: TaskSpec, i: number): string[
   return out;
 }
 
-export const JOB_FIELDS = ['name', 'type', 'queue', 'priority', 'array', 'array.count', 'array.range', 'array.maxRunning', 'tasks'];
+export const JOB_FIELDS = ['name', 'type', 'queue', 'priority', 'hold', 'after', 'array', 'array.count', 'array.range', 'array.maxRunning', 'tasks'];
 
 export function specFieldPaths(kinds: Kinds, spec: JobSpec): Set<string> {
   const out = new Set<string>(JOB_FIELDS);

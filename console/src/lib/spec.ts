@@ -86,13 +86,47 @@ export interface JobArraySpec {
   range?: string;
   maxRunning?: Scalar;
 }
+export interface AfterSpec {
+  job?: string;
+  condition?: string;
+}
 export interface JobSpec {
   name?: string;
   type?: string;
   queue?: string;
   priority?: Scalar;
   array?: JobArraySpec;
+  hold?: boolean;
+  after?: (AfterSpec | string)[];
   tasks: TaskSpec[];
+}
+
+// `after` as one line, as yardctl's --after takes it: "prep-data, eval-b:failed" (docs/habits.md);
+// a condition is shown only when it is not the default, succeeded.
+export function afterText(after: JobSpec['after']): string {
+  if (!Array.isArray(after)) return '';
+  return after
+    .map((a) => {
+      if (typeof a === 'string') return a;
+      const job = a?.job ?? '';
+      return a?.condition && a.condition !== 'succeeded' ? `${job}:${a.condition}` : job;
+    })
+    .join(', ');
+}
+
+// The line back as the spec's list: "a, b:failed" -> [{job: 'a'}, {job: 'b', condition: 'failed'}];
+// an empty line is no `after`. A condition the master does not know is kept for its validator to name.
+export function parseAfter(text: string): AfterSpec[] | undefined {
+  const items = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (items.length === 0) return undefined;
+  return items.map((s) => {
+    const colon = s.lastIndexOf(':');
+    if (colon < 0) return { job: s };
+    return { job: s.slice(0, colon).trim(), condition: s.slice(colon + 1).trim() };
+  });
 }
 
 // A kind's name as the master's descriptors give it (lib/kinds.ts).
@@ -208,7 +242,7 @@ export function reorderTask(t: TaskSpec): TaskSpec {
 
 // The key order a person writes a spec in (docs/design.md §2): what export uses, whatever
 // order the form added keys in.
-const JOB_KEY_ORDER = ['name', 'type', 'queue', 'priority', 'array', 'tasks'];
+const JOB_KEY_ORDER = ['name', 'type', 'queue', 'priority', 'array', 'hold', 'after', 'tasks'];
 export function orderedSpec(spec: JobSpec): JobSpec {
   const out: Record<string, unknown> = {};
   const src = spec as unknown as Record<string, unknown>;

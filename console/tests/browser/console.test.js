@@ -234,6 +234,18 @@ try {
     await validation('valid');
   });
 
+  await step('create: runs-after takes JOB[:condition] and a bad condition shows its error at the field', async () => {
+    await tid('field-after').fill('prep-data:sometimes');
+    await validation('invalid');
+    const err = page.locator('[data-testid^="error-after"]').first();
+    await err.waitFor();
+    log(`  error at the field: ${(await err.textContent()).trim()}`);
+    assert.match(await err.textContent(), /sometimes/, 'the error names the value');
+    await tid('field-after').fill('');
+    await validation('valid');
+    assert.equal(await tid('field-hold').isChecked(), false, 'not held by default');
+  });
+
   await step('create: a bad cpu shows its error at the field and on the task node, and fixing it clears both', async () => {
     await tid('task-node-step-b').click();
     await tid('field-tasks[1].container.resources.cpu').fill('lots');

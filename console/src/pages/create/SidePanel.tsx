@@ -1,11 +1,12 @@
 // The Create page's right-hand panel: the selected dependency, the selected task's form, or
-// with nothing selected the job's own form (name, type, queue, priority, job array).
+// with nothing selected the job's own form (name, type, queue, priority, hold, after, job array).
 
+import { useEffect, useState } from 'react';
 import { useQueues } from '../../api/queries';
-import { FieldErrors, Section, SelectField, TextField, useForm } from '../../components/form';
+import { CheckField, FieldErrors, Section, SelectField, TextField, useForm } from '../../components/form';
 import { TaskForm } from '../../components/TaskForm';
 import { countText, cpuText, freeOf, memText } from '../../lib/format';
-import type { JobSpec } from '../../lib/spec';
+import { afterText, parseAfter, type JobSpec } from '../../lib/spec';
 
 export interface EdgeSel {
   source: string;
@@ -64,6 +65,36 @@ export function SidePanel({
   );
 }
 
+// `after` as one line ("prep-data, eval-b:failed"), written back as the spec's list.
+function AfterField() {
+  const form = useForm();
+  const value = form.get('after') as JobSpec['after'];
+  const [draft, setDraft] = useState(afterText(value));
+  useEffect(() => {
+    if (afterText(parseAfter(draft)) !== afterText(value)) setDraft(afterText(value));
+  }, [value]); // the draft is compared, not watched
+  const bad = !!form.errorsAt('after')?.length;
+  return (
+    <div className="field">
+      <label htmlFor="field-after">Runs after</label>
+      <input
+        id="field-after"
+        data-testid="field-after"
+        value={draft}
+        placeholder="prep-data, eval-b:failed"
+        aria-invalid={bad}
+        className={bad ? 'invalid' : undefined}
+        onChange={(e) => {
+          setDraft(e.target.value);
+          form.set('after', parseAfter(e.target.value));
+        }}
+      />
+      <div className="hint">jobs (or job arrays) it waits for, each JOB[:succeeded|failed|ended]</div>
+      <FieldErrors path="after" />
+    </div>
+  );
+}
+
 function JobForm({ spec }: { spec: JobSpec }) {
   // the queue list of the cache (shared with the Jobs and Queues pages); only running
   // queues are offered, each with its free quota
@@ -81,6 +112,8 @@ function JobForm({ spec }: { spec: JobSpec }) {
         <SelectField path="queue" label="Queue" options={options} defaultLabel={spec.queue === undefined ? 'default (default)' : undefined} />
         {queues.length > 0 && running.length === 0 && <div className="hint">No queue is running: the master will refuse a submission.</div>}
         <TextField path="priority" label="Priority" type="int" placeholder="0" hint="within the queue, higher goes first" />
+        <CheckField path="hold" label="Submit held (it starts on yardctl job release)" dflt={false} />
+        <AfterField />
         <FieldErrors path="tasks" />
       </Section>
       <Section title="Job array (optional)" path="array" open={spec.array !== undefined}>
