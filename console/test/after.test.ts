@@ -23,3 +23,14 @@ describe("the Create page's after field", () => {
     expect(Object.keys(spec)).toEqual(['name', 'hold', 'after', 'tasks']);
   });
 });
+
+describe("the Create page's topology field", () => {
+  it("takes a task's topology errors at the field", async () => {
+    const { fieldForError, specFieldPaths } = await import('../src/lib/fields');
+    const { KINDS } = await import('./kinds');
+    const spec = { name: 'topo-job', tasks: [{ name: 'train', kind: 'container-job', topology: { required: 'a rack' } }] };
+    const fields = specFieldPaths(KINDS, spec);
+    expect(fieldForError('tasks[0].topology.required', fields)).toBe('tasks[0].topology');
+    expect(Object.keys(orderedSpec(spec).tasks[0])).toEqual(['name', 'kind', 'topology']);
+  });
+});

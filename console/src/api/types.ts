@@ -88,6 +88,8 @@ export interface TaskDetail {
   dependsOn: string[];
   replicas: ReplicaJson[];
   elastic: ElasticJson | null;
+  // topology: {required|preferred: LEVEL}, and the level's values its live replicas are in
+  topology?: { required?: string; preferred?: string; domains: string[] } | null;
   // A container job's runs needed (0 for other kinds).
   completions?: number;
   restarts?: number;

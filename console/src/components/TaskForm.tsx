@@ -81,6 +81,32 @@ function DependsOn({ base, task, tasks }: { base: string; task: TaskSpec; tasks:
   );
 }
 
+// `topology:` (docs/topology.md, "Cluster levels"): the whole gang within one domain of a level
+// of the master's topology_levels (required), or there if one has room (preferred).
+function TopologyField({ base, task }: { base: string; task: TaskSpec }) {
+  const form = useForm();
+  const path = join(base, 'topology');
+  const t = task.topology;
+  const mode = t?.required !== undefined ? 'required' : t?.preferred !== undefined ? 'preferred' : '';
+  const level = (mode === 'required' ? t?.required : t?.preferred) ?? '';
+  const set = (m: string, l: string) => form.set(path, m ? { [m]: l } : undefined);
+  return (
+    <div className="field">
+      <label htmlFor={`${path}.mode`}>Topology</label>
+      <div className="field-row">
+        <select id={`${path}.mode`} data-testid={`field-${path}.mode`} value={mode} onChange={(e) => set(e.target.value, level || 'rack')}>
+          <option value="">anywhere (default)</option>
+          <option value="required">required: within one</option>
+          <option value="preferred">preferred: within one</option>
+        </select>
+        {mode && <input data-testid={`field-${path}.level`} value={level} placeholder="rack" onChange={(e) => set(mode, e.target.value)} />}
+      </div>
+      <div className="hint">a level of the master's topology_levels, like rack or block</div>
+      <FieldErrors path={path} />
+    </div>
+  );
+}
+
 function withoutMode(t: TaskSpec): TaskSpec {
   const out = { ...t };
   delete out.mode;
@@ -135,6 +161,7 @@ export const TaskForm = memo(function TaskForm({
           />
         )}
         <DependsOn base={b} task={task} tasks={tasks} />
+        <TopologyField base={b} task={task} />
         <TopFields base={b} fields={fields} />
       </Section>
 

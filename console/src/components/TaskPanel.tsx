@@ -71,6 +71,15 @@ export function TaskPanel({
         </dd>
         <dt>Attempt</dt>
         <dd>{task.attempt}</dd>
+        {task.topology && (
+          <>
+            <dt>Topology</dt>
+            <dd data-testid="panel-topology">
+              {task.topology.required !== undefined ? `required ${task.topology.required}` : `preferred ${task.topology.preferred}`}
+              {task.topology.domains.length > 0 ? `, in ${task.topology.domains.join(' and ')}` : ''}
+            </dd>
+          </>
+        )}
         {progress && (
           <>
             <dt>Progress</dt>

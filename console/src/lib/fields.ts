@@ -78,7 +78,7 @@ export function taskFields(kinds: Kinds, task: TaskSpec): string[] {
 
 export function taskFieldPaths(kinds: Kinds, task: TaskSpec, i: number): string[] {
   const b = `tasks[${i}]`;
-  const out = [b, join(b, 'name'), join(b, 'kind'), join(b, 'dependsOn')];
+  const out = [b, join(b, 'name'), join(b, 'kind'), join(b, 'dependsOn'), join(b, 'topology')];
   (task.dependsOn ?? []).forEach((_, j) => out.push(`${b}.dependsOn[${j}]`));
   for (const f of taskFields(kinds, task)) {
     const p = join(b, f);

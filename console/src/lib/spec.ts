@@ -61,10 +61,16 @@ export interface Elastic {
   maxReplicas?: Scalar;
   scaleTimeout?: Scalar;
 }
+export interface TopologySpec {
+  required?: string;
+  preferred?: string;
+}
 export interface TaskSpec {
   name?: string;
   kind?: string;
   dependsOn?: string[];
+  // keep the gang within one rack, block... (docs/topology.md, "Cluster levels")
+  topology?: TopologySpec;
   // framework kinds
   mode?: string;
   roles?: Record<string, Role>;
@@ -231,7 +237,7 @@ export function withKind(kinds: Kinds, task: TaskSpec, kind: Kind): TaskSpec {
 }
 
 // The key order a person writes: name, kind, dependsOn first.
-const TASK_KEY_ORDER = ['name', 'kind', 'dependsOn', 'mode'];
+const TASK_KEY_ORDER = ['name', 'kind', 'dependsOn', 'topology', 'mode'];
 export function reorderTask(t: TaskSpec): TaskSpec {
   const out: Record<string, unknown> = {};
   const src = t as Record<string, unknown>;

@@ -265,6 +265,20 @@ try {
     await shot('create');
   });
 
+  await step('create: a task topology level that is not a label key shows its error at the field', async () => {
+    await tid('task-node-step-a').click();
+    await tid('field-tasks[0].topology.mode').selectOption('required');
+    await tid('field-tasks[0].topology.level').fill('a rack');
+    await validation('invalid');
+    const err = page.locator('[data-testid^="error-tasks[0].topology"]').first();
+    await err.waitFor();
+    log(`  error at the field: ${(await err.textContent()).trim()}`);
+    assert.match(await err.textContent(), /a rack/, 'the error names the value');
+    await tid('field-tasks[0].topology.mode').selectOption('');
+    await validation('valid');
+    assert.equal(await tid('field-tasks[0].topology.level').count(), 0, 'no level without a mode');
+  });
+
   await step('submit; every task becomes Succeeded on the canvas', async () => {
     await tid('submit-job').click();
     await page.waitForURL(`**/jobs/${JOB}`, { timeout: 10000 });

@@ -76,7 +76,7 @@ function AfterField() {
   const bad = !!form.errorsAt('after')?.length;
   return (
     <div className="field">
-      <label htmlFor="field-after">Runs after</label>
+      <label htmlFor="field-after">After jobs</label>
       <input
         id="field-after"
         data-testid="field-after"
