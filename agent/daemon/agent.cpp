@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <iostream>
 #include <set>
 
@@ -179,14 +178,9 @@ std::optional<std::string> openNode(Agent::Parts& p) {
   if (!cgroups) return "cgroups: " + cgroups.error();
   p.cgroups = std::move(cgroups).value();
   p.capacity = discoverCapacity();
-  if (!config.gpuTopologyFile.empty()) {  // simulated GPUs (docs/topology.md)
-    std::ifstream in(config.gpuTopologyFile);
-    if (!in) return "--gpu-topology-file: cannot read " + config.gpuTopologyFile;
-    std::stringstream text;
-    text << in.rdbuf();
-    if (auto bad = simulateGpus(p.capacity, text.str(), config.gpus, config.name); !bad.empty())
-      return "--gpu-topology-file " + config.gpuTopologyFile + ": " + bad;
-  }
+  if (!config.gpuTopologyFile.empty())  // simulated GPUs (docs/topology.md)
+    if (auto bad = loadSimulatedGpus(p.capacity, config.gpuTopologyFile, config.gpus, config.name); !bad.empty())
+      return bad;
   p.agentMetrics = std::make_unique<AgentMetrics>(p.metricsRegistry);
   return std::nullopt;
 }

@@ -3,8 +3,6 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "agent/node/capacity.h"
 #include "common/http/metrics_endpoint.h"
@@ -124,13 +122,9 @@ Result<AgentConfig> mergeAgentConfig(const AgentFlags& f, const std::string& hos
     return R::fail("--gpus: " + std::to_string(config.gpus) +
                    " needs --gpu-topology-file (real GPUs are discovered, not declared)");
   if (!config.gpuTopologyFile.empty()) {  // checked now, before anything starts (docs/topology.md)
-    std::ifstream in(config.gpuTopologyFile);
-    if (!in) return R::fail("--gpu-topology-file: cannot read " + config.gpuTopologyFile);
-    std::stringstream text;
-    text << in.rdbuf();
     HostCapacity simulated;
-    if (auto bad = simulateGpus(simulated, text.str(), config.gpus, "check"); !bad.empty())
-      return R::fail("--gpu-topology-file " + config.gpuTopologyFile + ": " + bad);
+    if (auto bad = loadSimulatedGpus(simulated, config.gpuTopologyFile, config.gpus, "check"); !bad.empty())
+      return R::fail(bad);
   }
   if (!f.memory.empty()) {
     auto m = spec::parseMemoryBytes(f.memory);

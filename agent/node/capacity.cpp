@@ -3,11 +3,12 @@
 #include "agent/node/nvml_topology.h"
 #include "common/topology/gpu_topology.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 namespace yard::agent {
@@ -18,25 +19,17 @@ std::string trim(const std::string& s) {
   return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
-// The few NVML entry points we use, resolved with dlsym. Signatures from nvml.h (stable ABI).
-bool discoverNvml(std::vector<GpuDevice>& out) {
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return false;
-  using Init = int (*)();
-  using Count = int (*)(unsigned*);
-  using Handle = int (*)(unsigned, void**);
+// The GPUs as NVML lists them. Signatures from nvml.h (stable ABI).
+bool discoverNvml(const NvmlLibrary& nvml, std::vector<GpuDevice>& out) {
   using Text = int (*)(void*, char*, unsigned);
   struct Memory { unsigned long long total, free, used; };
-  using Mem = int (*)(void*, Memory*);
-  auto init = reinterpret_cast<Init>(dlsym(lib, "nvmlInit_v2"));
-  auto count = reinterpret_cast<Count>(dlsym(lib, "nvmlDeviceGetCount_v2"));
-  auto handle = reinterpret_cast<Handle>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
-  auto uuid = reinterpret_cast<Text>(dlsym(lib, "nvmlDeviceGetUUID"));
-  auto name = reinterpret_cast<Text>(dlsym(lib, "nvmlDeviceGetName"));
-  auto mem = reinterpret_cast<Mem>(dlsym(lib, "nvmlDeviceGetMemoryInfo"));
-  auto shutdown = reinterpret_cast<Init>(dlsym(lib, "nvmlShutdown"));
+  auto count = nvml.fn<int (*)(unsigned*)>("nvmlDeviceGetCount_v2");
+  auto handle = nvml.fn<int (*)(unsigned, void**)>("nvmlDeviceGetHandleByIndex_v2");
+  auto uuid = nvml.fn<Text>("nvmlDeviceGetUUID");
+  auto name = nvml.fn<Text>("nvmlDeviceGetName");
+  auto mem = nvml.fn<int (*)(void*, Memory*)>("nvmlDeviceGetMemoryInfo");
   unsigned n = 0;
-  bool ok = init && count && handle && uuid && name && mem && init() == 0 && count(&n) == 0;
+  bool ok = count && handle && uuid && name && mem && count(&n) == 0;
   for (unsigned i = 0; ok && i < n; ++i) {
     void* dev = nullptr;
     if (handle(i, &dev) != 0) continue;
@@ -49,21 +42,25 @@ bool discoverNvml(std::vector<GpuDevice>& out) {
     if (mem(dev, &m) == 0) g.memoryBytes = m.total;
     out.push_back(g);
   }
-  if (ok && shutdown) shutdown();
-  dlclose(lib);
   return ok;
 }
 
-bool discoverNvidiaSmi(std::vector<GpuDevice>& out) {
-  FILE* p = popen("nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader,nounits 2>/dev/null", "r");
-  if (!p) return false;
+// What `command` prints (at most 1 MiB), or nullopt when it cannot run or exits non-zero.
+std::optional<std::string> commandOutput(const char* command) {
+  FILE* p = popen(command, "r");
+  if (!p) return std::nullopt;
   std::string text;
   char buf[4096];
   size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
-  int rc = pclose(p);
-  if (rc != 0) return false;
-  out = parseNvidiaSmi(text);
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0 && text.size() < (1 << 20)) text.append(buf, n);
+  if (pclose(p) != 0) return std::nullopt;
+  return text;
+}
+
+bool discoverNvidiaSmi(std::vector<GpuDevice>& out) {
+  auto text = commandOutput("nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader,nounits 2>/dev/null");
+  if (!text) return false;
+  out = parseNvidiaSmi(*text);
   return true;
 }
 
@@ -101,13 +98,7 @@ int64_t parseMemTotal(const std::string& meminfo) {
 }
 
 std::string discoverGpuTopology() {
-  FILE* p = popen("nvidia-smi topo -m 2>/dev/null", "r");
-  if (!p) return "";
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0 && text.size() < (1 << 20)) text.append(buf, n);
-  pclose(p);
+  std::string text = commandOutput("nvidia-smi topo -m 2>/dev/null").value_or("");
   return topology::parseNvidiaSmiTopo(text).topology ? text : "";
 }
 
@@ -132,6 +123,15 @@ std::string simulateGpus(HostCapacity& c, const std::string& matrixText, int32_t
   return "";
 }
 
+std::string loadSimulatedGpus(HostCapacity& c, const std::string& path, int32_t count, const std::string& node) {
+  std::ifstream in(path);
+  if (!in) return "--gpu-topology-file: cannot read " + path;
+  std::stringstream text;
+  text << in.rdbuf();
+  if (auto bad = simulateGpus(c, text.str(), count, node); !bad.empty()) return "--gpu-topology-file " + path + ": " + bad;
+  return "";
+}
+
 HostCapacity discoverCapacity() {
   HostCapacity c;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -140,10 +140,11 @@ HostCapacity discoverCapacity() {
   std::stringstream s;
   s << in.rdbuf();
   c.memoryBytes = parseMemTotal(s.str());
-  if (discoverNvml(c.gpus)) c.gpuSource = "nvml";
+  std::unique_ptr<NvmlLibrary> nvml = NvmlLibrary::open();  // one load and init for both
+  if (nvml && discoverNvml(*nvml, c.gpus)) c.gpuSource = "nvml";
   else if (discoverNvidiaSmi(c.gpus)) c.gpuSource = "nvidia-smi";
-  if (!c.gpus.empty() && c.gpuSource == "nvml") {  // NVML's own queries first (docs/topology.md)
-    c.gpuTopology = nvmlGpuTopology();
+  if (!c.gpus.empty() && nvml && c.gpuSource == "nvml") {  // NVML's own queries first (docs/topology.md)
+    c.gpuTopology = nvmlGpuTopology(*nvml);
     if (!c.gpuTopology.empty()) c.topologySource = "nvml";
   }
   if (!c.gpus.empty() && c.gpuTopology.empty()) {

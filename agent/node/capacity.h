@@ -35,6 +35,9 @@ std::string discoverGpuTopology();
 // (-1 = all) of the matrix in `matrixText`, uuids "SIM-<node>-<index>". An error names the
 // file's problem.
 std::string simulateGpus(HostCapacity& c, const std::string& matrixText, int32_t count, const std::string& node);
+// simulateGpus() with the matrix read from `path`; the error names the file
+// ("--gpu-topology-file F: ...").
+std::string loadSimulatedGpus(HostCapacity& c, const std::string& path, int32_t count, const std::string& node);
 
 // Parses `nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader,nounits`
 // (memory in MiB); lines that do not parse are skipped.

@@ -1,8 +1,6 @@
 // The GPU topology from NVML, see nvml_topology.h.
 #include "agent/node/nvml_topology.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -84,9 +82,7 @@ std::string renderTopoMatrix(const std::vector<NvmlGpuLinks>& gpus, const std::v
   return out;
 }
 
-std::string nvmlGpuTopology() {
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return "";
+std::string nvmlGpuTopology(const NvmlLibrary& nvml) {
   // Signatures and nvmlPciInfo_t as nvml.h has them (stable ABI); the struct has room to spare.
   struct PciInfo {
     char busIdLegacy[16];
@@ -94,26 +90,16 @@ std::string nvmlGpuTopology() {
     char busId[32];
     char spare[64];
   };
-  using Init = int (*)();
-  using Count = int (*)(unsigned*);
-  using Handle = int (*)(unsigned, void**);
-  using Pci = int (*)(void*, PciInfo*);
-  using Ancestor = int (*)(void*, void*, int*);
-  using Affinity = int (*)(void*, unsigned, unsigned long*);
-  using LinkState = int (*)(void*, unsigned, int*);
-  using RemotePci = int (*)(void*, unsigned, PciInfo*);
-  auto init = reinterpret_cast<Init>(dlsym(lib, "nvmlInit_v2"));
-  auto shutdown = reinterpret_cast<Init>(dlsym(lib, "nvmlShutdown"));
-  auto count = reinterpret_cast<Count>(dlsym(lib, "nvmlDeviceGetCount_v2"));
-  auto handle = reinterpret_cast<Handle>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
-  auto pci = reinterpret_cast<Pci>(dlsym(lib, "nvmlDeviceGetPciInfo_v3"));
-  auto ancestor = reinterpret_cast<Ancestor>(dlsym(lib, "nvmlDeviceGetTopologyCommonAncestor"));
-  auto affinity = reinterpret_cast<Affinity>(dlsym(lib, "nvmlDeviceGetCpuAffinity"));
-  auto linkState = reinterpret_cast<LinkState>(dlsym(lib, "nvmlDeviceGetNvLinkState"));
-  auto remotePci = reinterpret_cast<RemotePci>(dlsym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2"));
+  auto count = nvml.fn<int (*)(unsigned*)>("nvmlDeviceGetCount_v2");
+  auto handle = nvml.fn<int (*)(unsigned, void**)>("nvmlDeviceGetHandleByIndex_v2");
+  auto pci = nvml.fn<int (*)(void*, PciInfo*)>("nvmlDeviceGetPciInfo_v3");
+  auto ancestor = nvml.fn<int (*)(void*, void*, int*)>("nvmlDeviceGetTopologyCommonAncestor");
+  auto affinity = nvml.fn<int (*)(void*, unsigned, unsigned long*)>("nvmlDeviceGetCpuAffinity");
+  auto linkState = nvml.fn<int (*)(void*, unsigned, int*)>("nvmlDeviceGetNvLinkState");
+  auto remotePci = nvml.fn<int (*)(void*, unsigned, PciInfo*)>("nvmlDeviceGetNvLinkRemotePciInfo_v2");
   std::string out;
   unsigned n = 0;
-  if (init && count && handle && pci && ancestor && init() == 0) {
+  if (count && handle && pci && ancestor) {
     std::vector<void*> devs;
     std::vector<NvmlGpuLinks> gpus;
     bool ok = count(&n) == 0 && n > 0;
@@ -151,9 +137,7 @@ std::string nvmlGpuTopology() {
           if (a != b && ancestor(devs[a], devs[b], &level[a][b]) != 0) level[a][b] = -1;
       out = renderTopoMatrix(gpus, level);
     }
-    if (shutdown) shutdown();
   }
-  dlclose(lib);
   // Only a matrix the master will read: otherwise the caller falls back to nvidia-smi.
   return topology::parseNvidiaSmiTopo(out).topology ? out : "";
 }

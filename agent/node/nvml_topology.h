@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/node/nvml.h"
+
 namespace yard::agent {
 
 struct NvmlGpuLinks {
@@ -42,8 +44,7 @@ std::string renderTopoMatrix(const std::vector<NvmlGpuLinks>& gpus, const std::v
 // "0000:07:00.0": the sysfs form of a bus id (a 4-digit domain, lower case); "" if malformed.
 std::string sysfsBusId(const std::string& busId);
 
-// The matrix from NVML (libnvidia-ml.so.1, loaded at run time), or "" when NVML, a GPU or a
-// query it needs is missing.
-std::string nvmlGpuTopology();
+// The matrix from NVML, or "" when a GPU or a query it needs is missing.
+std::string nvmlGpuTopology(const NvmlLibrary& nvml);
 
 }  // namespace yard::agent

@@ -39,6 +39,16 @@ std::vector<const JobEntry*> arrayMembersOf(const std::map<std::string, JobEntry
   return out;
 }
 
+lifecycle::AfterOutcome afterOutcome(const std::map<std::string, JobEntry>& jobs, const JobEntry& job) {
+  return lifecycle::decideAfter(
+      job,
+      [&](const std::string& n) -> const JobEntry* {
+        auto it = jobs.find(n);
+        return it == jobs.end() ? nullptr : &it->second;
+      },
+      [&](const std::string& n) { return arrayMembersOf(jobs, n); });
+}
+
 void topologyOf(const MasterConfig& config, schema::TaskTopology::Reader topology, sched::GangRequest& gang) {
   if (topology.getMode() == schema::TopologyMode::NONE) return;
   std::string level = str(topology.getLevel());
@@ -235,14 +245,7 @@ std::string PendingIndex::reasonOf(const JobEntry& job, size_t task) const {
   const std::string& name = job.rec.name;
   if (!job.rec.heldBy.empty()) return "held by " + job.rec.heldBy + " (yardctl job release " + name + ")";
   if (job.rec.afterPending) {
-    auto outcome = lifecycle::decideAfter(
-        job,
-        [this](const std::string& n) -> const JobEntry* {
-          auto it = jobs_.find(n);
-          return it == jobs_.end() ? nullptr : &it->second;
-        },
-        [this](const std::string& n) { return arrayMembersOf(jobs_, n); });
-    return outcome.reason;
+    return afterOutcome(jobs_, job).reason;
   }
   if (held(name)) {
     const Member& m = members_.at(name);

@@ -25,6 +25,7 @@
 
 #include "master/config/config.h"
 #include "master/lifecycle/model.h"
+#include "master/lifecycle/policy.h"
 #include "master/scheduler/backlog.h"
 
 namespace yard::master {
@@ -45,6 +46,9 @@ void pendingGangsOf(const MasterConfig& config, const std::string& name, const J
 // The jobs of job array `array` (named <array>-<index>, their spec's member names the array),
 // by index; empty when `array` is no job array. Only the names with that prefix are looked at.
 std::vector<const JobEntry*> arrayMembersOf(const std::map<std::string, JobEntry>& jobs, const std::string& array);
+
+// lifecycle::decideAfter for `job`, looking its `after` jobs and arrays up in `jobs`.
+lifecycle::AfterOutcome afterOutcome(const std::map<std::string, JobEntry>& jobs, const JobEntry& job);
 
 // A task's `topology:` as the scheduler takes it (GangRequest::topologyLevels, finest first):
 // up to its level when required, up to the broadest of [scheduler] topology_levels when

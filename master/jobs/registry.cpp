@@ -359,13 +359,7 @@ std::string JobRegistry::expand(const std::shared_ptr<JobSpec>& spec, const JobO
     events.emplace_back();
     initTasks(e, now, events.back());
     if (e.rec.afterPending) {  // the jobs it runs after may have ended already
-      auto outcome = lifecycle::decideAfter(
-          e,
-          [this](const std::string& n) -> const JobEntry* {
-            auto j = jobs_.find(n);
-            return j == jobs_.end() ? nullptr : &j->second;
-          },
-          [this](const std::string& n) { return arrayMemberEntries(n); });
+      auto outcome = afterOutcome(jobs_, e);
       if (outcome.kind == lifecycle::AfterOutcome::Met) e.rec.afterPending = false;
       if (outcome.kind == lifecycle::AfterOutcome::Never) lifecycle::skipJob(e, outcome.reason, now, events.back());
     }
@@ -404,10 +398,6 @@ std::string JobRegistry::submittedText(const JobSpec& spec, const std::vector<Jo
   return "job array " + str(spec.job().getName()) + " submitted to queue " + job.rec.queue + ": " + std::to_string(n) +
          (n == 1 ? " job, " : " jobs, ") + job.rec.name + (n > 1 ? " to " + jobs.back().rec.name : "") + " (" + tasks +
          " each)" + gpuNote(job);
-}
-
-std::vector<const JobEntry*> JobRegistry::arrayMemberEntries(const std::string& array) const {
-  return arrayMembersOf(jobs_, array);
 }
 
 std::vector<std::string> JobRegistry::arrayMembers(const std::string& array) const {

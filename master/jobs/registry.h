@@ -97,8 +97,6 @@ class JobRegistry {
   // cancel and remove take the name of a job array too: they act on every member.
   // The members of job array `array` (their names, in index order); empty when none.
   std::vector<std::string> arrayMembers(const std::string& array) const;
-  // The entries of arrayMembers(array), for lifecycle::decideAfter.
-  std::vector<const JobEntry*> arrayMemberEntries(const std::string& array) const;
 
   const std::map<std::string, JobEntry>& jobs() const { return jobs_; }
   const JobEntry* find(const std::string& name) const;

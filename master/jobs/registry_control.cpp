@@ -23,13 +23,7 @@ void JobRegistry::decideAfter(const std::string& name) {
   commits_.run(name, [this, name](CommitQueue::Slot slot) {
     auto it = jobs_.find(name);
     if (it == jobs_.end() || !it->second.rec.afterPending) return slot.done();
-    auto outcome = lifecycle::decideAfter(
-        it->second,
-        [this](const std::string& n) -> const JobEntry* {
-          auto j = jobs_.find(n);
-          return j == jobs_.end() ? nullptr : &j->second;
-        },
-        [this](const std::string& n) { return arrayMemberEntries(n); });
+    auto outcome = afterOutcome(jobs_, it->second);
     if (outcome.kind == lifecycle::AfterOutcome::Waiting) return slot.done();
     auto job = std::make_shared<JobEntry>(it->second);
     auto events = std::make_shared<lifecycle::Events>();

@@ -260,6 +260,11 @@ struct Options {
 
 Plan schedule(const Snapshot& snapshot, const Options& options = {});
 
+// A node's value at cluster level `level` (docs/topology.md, "Cluster levels"): its label, or
+// for level "host" without such a label, its name; null when it has none.
+const std::string* levelValue(const std::map<std::string, std::string>& labels, const std::string& node,
+                              const std::string& level);
+
 // A queue's place in the turn order (policy 3, "Across queues"): (its dominant share of
 // `readyCapacity` + pastShare) / weight; lowest goes first. What queue show calls its share.
 double turnOf(const QueueView& queue, const Resources& readyCapacity);

@@ -42,11 +42,24 @@ Resources capacityOf(const NodeView& n) {
 }  // namespace
 
 const std::string* domainValue(const NodeView& node, const std::string& level) {
-  auto it = node.labels.find(level);
-  if (it != node.labels.end()) return &it->second;
-  if (level == "host") return &node.name;
+  return levelValue(node.labels, node.name, level);
+}
+
+}  // namespace yard::sched::detail
+
+namespace yard::sched {
+
+const std::string* levelValue(const std::map<std::string, std::string>& labels, const std::string& node,
+                              const std::string& level) {
+  auto it = labels.find(level);
+  if (it != labels.end()) return &it->second;
+  if (level == "host") return &node;
   return nullptr;
 }
+
+}  // namespace yard::sched
+
+namespace yard::sched::detail {
 
 std::vector<Domain> domainsOf(const std::vector<NodeView>& nodes, const GangRequest& gang, const std::string& level,
                               const Resources* need) {

@@ -225,8 +225,8 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
         auto n = nodes_.nodes().find(node);
         if (n == nodes_.nodes().end()) return std::string();
         auto labels = store::effectiveLabels(n->second.record);
-        if (auto l = labels.find(level); l != labels.end()) return l->second;
-        return level == "host" ? node : std::string();  // as the scheduler has it (topology_fit.h)
+        const std::string* value = sched::levelValue(labels, node, level);
+        return value ? *value : std::string();
       };
       fillJobDetail(a.resp.initJob(), jobs_, *job, now_(), gpuLinks, domainOf);
       return a.send();
