@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   using namespace yard;
   auto parsed = master::parseMasterFlags(argc, argv);
   if (!parsed.flags) return parsed.exitCode;
+  std::vector<std::string> original(argv, argv + argc);
   if (scrubArgument(argc, argv, "--join-token"))
     logLine("warning: --join-token puts the join token where every local user can read it (/proc/PID/cmdline) "
             "until the master overwrites it; prefer join_token in the config file (mode 0640)");
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   options.startedUmask = ::umask(077);
   options.dev = parsed.flags->dev;
   options.argv0 = argv[0];
+  options.argv = std::move(original);
   options.log = logLine;
   auto master = master::Master::create(std::move(config).value(), std::move(options));
   if (!master) {

@@ -10,6 +10,8 @@ packages=(
   # build
   build-essential cmake pkg-config ninja-build
   libasio-dev capnproto libcapnp-dev libsqlite3-dev libcgroup-dev
+  # the masters' Raft group (docs/ha.md): canonical/raft on libuv
+  libraft-dev libuv1-dev
   libyaml-cpp-dev libtomlplusplus-dev libcli11-dev libssl-dev nlohmann-json3-dev
   # the HTTP API (docs/http_api.md): RESTinio, header-only, with its fmt and http-parser
   librestinio-dev libfmt-dev libhttp-parser-dev

@@ -134,7 +134,9 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   if (auto e = config::unknownKey(root, {"data_dir", "listen", "agent_listen", "join_token", "heartbeat_timeout",
                                          "flavors", "etcd_endpoints", "stop_grace", "advertise", "autoscaler",
                                          "log_retention", "log_archive_max_bytes", "fence_timeout", "fence_grace",
-                                         "metrics_listen", "dataset_roots", "http_listen", "console_dir", "scheduler"});
+                                         "metrics_listen", "dataset_roots", "http_listen", "console_dir", "scheduler",
+                                         "raft_listen", "raft_advertise", "join", "ca_fingerprint", "ca",
+                                         "election_timeout_ms"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto str = [&](const char* key, std::string& out) -> std::string {
@@ -147,9 +149,17 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   };
   for (auto [key, out] : {std::pair<const char*, std::string*>{"data_dir", &c.dataDir},
                           {"listen", &c.listen}, {"agent_listen", &c.agentListen},
-                          {"join_token", &c.joinToken}, {"advertise", &c.advertise}}) {
+                          {"join_token", &c.joinToken}, {"advertise", &c.advertise},
+                          {"raft_listen", &c.raftListen}, {"raft_advertise", &c.raftAdvertise}, {"join", &c.join},
+                          {"ca_fingerprint", &c.caFingerprint}, {"ca", &c.caFile}}) {
     std::string e = str(key, *out);
     if (!e.empty()) return R::fail(e);
+  }
+  if (const toml::node* n = root.get("election_timeout_ms")) {
+    auto v = n->value<int64_t>();
+    if (!v || *v < 100 || *v > 60000)
+      return R::fail(source + ": election_timeout_ms: must be an integer from 100 to 60000 (milliseconds)");
+    c.electionTimeoutMs = *v;
   }
   if (const toml::node* n = root.get("metrics_listen")) {
     auto v = n->value<std::string>();

@@ -57,6 +57,13 @@ struct MasterConfig {
   std::optional<std::string> httpListen;
   // The built console app; empty = <exe dir>/../console, then <exe dir>/../share/yard/console.
   std::string consoleDir;
+  // High availability (docs/ha.md): the masters' Raft address; empty = a single master.
+  std::string raftListen;
+  std::string raftAdvertise;  // what the other masters dial; "" = as bound
+  // A member's raft address to join through (a new master of an existing cluster), with the
+  // cluster CA pinned by fingerprint or given as a file.
+  std::string join, caFingerprint, caFile;
+  int64_t electionTimeoutMs = 1000;  // raft: a follower without a leader this long (x1..x2) stands
 };
 
 inline constexpr const char* kDefaultMetricsListen = "127.0.0.1:7780";

@@ -31,6 +31,13 @@ ParsedFlags parseMasterFlags(int argc, char** argv) {
                                   "Address of the HTTP API and web console (HTTPS) HOST:PORT, \"\" = off; overrides "
                                   "http_listen; default off, " + std::string(kDevHttpListen) + " with --dev");
   app.add_option("--console-dir", f.consoleDir, "The built web console (default: build/console or /usr/share/yard/console)");
+  app.add_option("--raft-listen", f.raftListen,
+                 "Raft address HOST:PORT of this master among several (docs/ha.md); overrides raft_listen; "
+                 "none = a single master");
+  app.add_option("--raft-advertise", f.raftAdvertise, "Raft address the other masters dial; default: as bound");
+  app.add_option("--join", f.join, "A member's raft address: join its cluster as a new master (with --join-token)");
+  app.add_option("--ca-fingerprint", f.caFingerprint, "With --join: the cluster CA's sha256:... fingerprint");
+  app.add_option("--ca", f.caFile, "With --join: the cluster CA's certificate file, instead of --ca-fingerprint");
   app.add_flag("--dev", f.dev,
                "Embedded dev cluster: this master plus a yard-agent child (host tasks allowed) on loopback, "
                "state under --data-dir (default ./yard-dev)");
@@ -83,6 +90,19 @@ Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function
     config.httpListen = *f.httpListen;
   }
   if (!f.consoleDir.empty()) config.consoleDir = f.consoleDir;
+  if (!f.raftListen.empty()) config.raftListen = f.raftListen;
+  if (!f.raftAdvertise.empty()) config.raftAdvertise = f.raftAdvertise;
+  if (!f.join.empty()) config.join = f.join;
+  if (!f.caFingerprint.empty()) config.caFingerprint = f.caFingerprint;
+  if (!f.caFile.empty()) config.caFile = f.caFile;
+  if (!config.raftListen.empty() && f.dev)
+    return R::fail("--dev runs a single master: drop --raft-listen (raft_listen) or --dev");
+  if (!config.join.empty() && config.raftListen.empty())
+    return R::fail("--join: a joining master needs --raft-listen (raft_listen), the address the others reach it on");
+  if (!config.join.empty() && config.joinToken.empty())
+    return R::fail("--join: needs --join-token (join_token), a token of the cluster (yardctl token create, or its join_token)");
+  if (!config.join.empty() && config.caFingerprint.empty() && config.caFile.empty())
+    return R::fail("--join: needs --ca-fingerprint sha256:... or --ca FILE, so that it knows the cluster it joins");
   // After --dev and the flags: heartbeat_timeout is final here.
   if (auto fence = fenceTiming(config); !fence) return R::fail(fence.error());
   return R::ok(std::move(config));

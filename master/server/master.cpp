@@ -2,9 +2,13 @@
 
 #include <asio.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <set>
+#include <unistd.h>
+#include <linux/close_range.h>
 #include <thread>
 
 #include "common/http/metrics_endpoint.h"
@@ -29,6 +33,7 @@
 #include "master/server/collectors.h"
 #include "master/server/data_dir.h"
 #include "master/server/dev_agent.h"
+#include "master/server/ha_member.h"
 #include "yard/version.h"
 
 namespace yard::master {
@@ -78,6 +83,10 @@ struct Master::Parts {
   std::optional<wire::ServerTls> clientTls, agentTls, httpTls;
   std::optional<wire::ClientTls> gatewayTls, callTls;
   std::unique_ptr<store::Store> db;
+  // One of several masters (docs/ha.md): the store's replicator; after the store, so that it
+  // goes first (its state machine writes to the store).
+  std::unique_ptr<ha::RaftNode> raft;
+  std::atomic<bool> serving{false};  // leading, loaded and listening: answers other masters
   // Before io and everything that counts into it: they all end before it.
   metrics::Registry registry;
   std::unique_ptr<MasterMetrics> masterMetrics;
@@ -139,8 +148,12 @@ using Made = Result<std::unique_ptr<Master>>;
 
 // The data directory, its lock and the cluster's certificates (docs/security.md).
 std::optional<std::string> openDataDir(Master::Parts& p);
-// The store, and the registries loaded from it.
+// The store (and, with several masters, the raft member, once this master leads).
+std::optional<std::string> openStore(Master::Parts& p);
+// The registries, loaded from the store.
 std::optional<std::string> loadState(Master::Parts& p);
+// With several masters: what this one answers the others, and its going when it loses the lead.
+void serveMembers(Master::Parts& p);
 // The APIs, their listeners, the HTTP API and /metrics; prints the bound addresses.
 std::optional<std::string> listen(Master::Parts& p);
 
@@ -154,9 +167,12 @@ Made Master::create(MasterConfig config, MasterOptions options) {
   p->options = std::move(options);
   if (p->config.joinToken.empty())
     p->log("no static join token (join_token in the config): agents join with a token from `yardctl token create`");
+  if (auto e = fetchClusterCa(p->config, p->log)) return Made::fail(*e);
   if (auto e = openDataDir(*p)) return Made::fail(*e);
+  if (auto e = openStore(*p)) return Made::fail(*e);
   if (auto e = loadState(*p)) return Made::fail(*e);
   if (auto e = listen(*p)) return Made::fail(*e);
+  if (p->raft) serveMembers(*p);
   return Made::ok(std::unique_ptr<Master>(new Master(std::move(p))));
 }
 
@@ -200,12 +216,83 @@ std::optional<std::string> openDataDir(Master::Parts& p) {
   return std::nullopt;
 }
 
-std::optional<std::string> loadState(Master::Parts& p) {
+// Runs this master again (the command line it was given): a master that lost the lead comes
+// back as a follower, with nothing of its leader's state in memory.
+[[noreturn]] void runAgain(Master::Parts& p, const std::string& why) {
+  p.log("raft: " + why + "; running again as a follower");
+  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  std::vector<char*> args;
+  for (auto& a : p.options.argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  if (!args.empty() && args[0] != nullptr) ::execv("/proc/self/exe", args.data());
+  p.log(std::string("cannot run again: ") + std::strerror(errno));
+  std::_Exit(1);
+}
+
+std::optional<std::string> openStore(Master::Parts& p) {
   const MasterConfig& config = p.config;
   std::string dbPath = config.dataDir + "/state.db";
   auto opened = store::Store::open(dbPath);
   if (!opened) return opened.error();
   p.db = std::move(opened).value();
+  if (config.raftListen.empty()) return std::nullopt;
+  auto raft = startRaftMember(config, p.pki, *p.db, p.log);
+  if (!raft) return raft.error();
+  p.raft = std::move(raft).value();
+  Master::Parts* pp = &p;
+  // Other masters' requests: a join (the CA, for the join token) and a promotion to voter, on
+  // the leader once it serves; the others redirect.
+  p.raft->transport().setCallHandler([pp](ha::Fields req, bool isMaster, std::function<void(ha::Fields)> answer) {
+    Master::Parts& m = *pp;
+    if (!m.serving.load()) {
+      auto s = m.raft->status();
+      if (s.role != ha::Role::Leader && !s.leaderAddress.empty() && s.leaderId != m.raft->id())
+        return answer({"redirect", s.leaderAddress});
+      return answer({"error", "this master is starting; try again"});
+    }
+    if (req.size() == 3 && req[0] == "join") {
+      asio::post(m.io, [pp, req, answer] {
+        pp->access->redeemJoinToken(req[1], "master " + req[2], [pp, answer](std::optional<std::string> refusal) {
+          if (refusal) return answer({"error", *refusal});
+          pp->log("raft: a master at " + pp->raft->address() + " is given the cluster CA to join");
+          answer({"ok", pp->pki.ca.certPem, pp->pki.ca.keyPem});
+        });
+      });
+      return;
+    }
+    if (req.size() == 3 && req[0] == "promote") {
+      if (!isMaster) return answer({"error", "promote: only a master (certificate yard-master) may ask"});
+      uint64_t id = std::strtoull(req[1].c_str(), nullptr, 10);
+      std::string address = req[2];
+      std::thread([pp, id, address, answer] {
+        auto added = pp->raft->addVoter(id, address);
+        if (added) pp->log("raft: master " + std::to_string(id) + " at " + address + " is a voter");
+        answer(added ? ha::Fields{"ok"} : ha::Fields{"error", added.error()});
+      }).detach();
+      return;
+    }
+    answer({"error", "unknown request"});
+  });
+  if (!config.join.empty())
+    if (auto e = becomeVoter(config, p.pki, *p.raft, std::chrono::seconds(60), p.log)) return *e;
+  waitForLead(*p.raft, p.log);
+  return std::nullopt;
+}
+
+void serveMembers(Master::Parts& p) {
+  Master::Parts* pp = &p;
+  p.raft->onRoleChange([pp](ha::Role role, uint64_t term) {
+    if (role != ha::Role::Leader) runAgain(*pp, std::string("lost the lead (now ") + ha::roleName(role) + " in term " + std::to_string(term) + ")");
+  });
+  auto s = p.raft->status();
+  if (s.role != ha::Role::Leader) runAgain(p, "lost the lead while starting");
+  p.serving = true;
+  p.log("raft: leader in term " + std::to_string(s.term) + "; raft on " + p.raft->address());
+}
+
+std::optional<std::string> loadState(Master::Parts& p) {
+  const MasterConfig& config = p.config;
+  std::string dbPath = config.dataDir + "/state.db";
   auto state = p.db->loadAll();
   if (!state) return state.error();
   p.masterMetrics = std::make_unique<MasterMetrics>(p.registry);
@@ -424,6 +511,7 @@ int Master::run() {
   p.signals->async_wait([&p](asio::error_code, int sig) {
     p.log(std::string("shutting down on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
     p.systemd->stopping("shutting down");
+    if (p.raft) p.raft->onRoleChange(nullptr);  // a lead lost now ends nothing more than this
     p.watchdogTimer->cancel();
     p.server->stop();
     asio::post(p.agentIo, [&p] { p.agentServer->stop(); });
@@ -447,6 +535,7 @@ int Master::run() {
   // Finish queued writes while the io_context and everything their completions post to
   // still exist (they are posted, not run: the loop has stopped).
   p.db.reset();
+  p.raft.reset();
   p.log("stopped");
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/util/result.h"
 #include "common/util/sd_notify.h"
@@ -19,6 +20,9 @@ namespace yard::master {
 struct MasterOptions {
   bool dev = false;            // --dev: also start a dev agent; the HTTP API on by default
   std::string argv0;           // where to look for the built console
+  // The command line as given (before secrets were scrubbed from /proc): a master of several
+  // that loses the lead runs it again, to come back as a follower (docs/ha.md).
+  std::vector<std::string> argv;
   mode_t startedUmask = 022;   // the umask the master was started with (the dev agent gets it back)
   ServiceNotifier::Settings systemd;  // taken from the environment at the very start
   std::function<void(const std::string&)> log;

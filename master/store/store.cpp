@@ -202,6 +202,7 @@ void Store::commitBatch(std::vector<Pending>& batch) {
   std::vector<Result<bool>> outcomes;
   outcomes.reserve(batch.size());
   std::string batchError;  // set when the transaction as a whole is lost
+  int64_t replicated = 0;  // the log index a majority holds this batch at
   auto begin = runCached(*writer_, "BEGIN IMMEDIATE");
   if (!begin.isOk()) batchError = "cannot start a transaction: " + begin.error();
   if (replicate_) writer_->startCapture();
@@ -220,6 +221,7 @@ void Store::commitBatch(std::vector<Pending>& batch) {
       if (!index) {
         batchError = "not replicated: " + index.error();
       } else {
+        replicated = index.value();
         auto mark = writer_->prepare("UPDATE replication SET applied_index = ? WHERE id = 1");
         auto marked = mark ? std::move(mark).value().bindAll(index.value()).run() : Result<bool>::fail(mark.error());
         if (!marked) batchError = "cannot record the replicated index: " + marked.error();
@@ -236,6 +238,8 @@ void Store::commitBatch(std::vector<Pending>& batch) {
       if (writer_->inTransaction()) (void)runCached(*writer_, "ROLLBACK");
     }
   }
+  if (!batchError.empty() && replicated > 0 && lost_)
+    lost_("log entry " + std::to_string(replicated) + " is held by a majority but not by " + path_ + ": " + batchError);
   if (!batchError.empty()) {
     // Nothing in this batch is durable, including writes that ran cleanly.
     outcomes.assign(batch.size(), Result<bool>::fail(path_ + ": " + batchError));

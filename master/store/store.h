@@ -153,7 +153,13 @@ class Store {
   // and fails its writes with it. Without one (a single master) nothing changes.
   // REQUIRES: called before the first write.
   using Replicate = std::function<Result<int64_t>(const std::string& changeset)>;
-  void setReplicator(Replicate replicate) { replicate_ = std::move(replicate); }
+  // `lost`: the majority holds a batch this store then failed to commit (a full disk): the
+  // store is behind its log, and the master must stop and replay it (docs/ha.md).
+  using Lost = std::function<void(const std::string& why)>;
+  void setReplicator(Replicate replicate, Lost lost = {}) {
+    replicate_ = std::move(replicate);
+    lost_ = std::move(lost);
+  }
   // Applies a changeset another master's store captured (what its Replicate was given) as log
   // entry `index`, in one transaction with the applied index; refused when `index` is not past
   // appliedIndex() or the changes do not apply as they did there (the stores diverged): then
@@ -184,6 +190,7 @@ class Store {
   Result<bool> applyOne(const Pending& p);
 
   Replicate replicate_;  // set before the writer runs anything
+  Lost lost_;
 
   const std::string path_;
 

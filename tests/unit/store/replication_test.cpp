@@ -20,36 +20,6 @@ using namespace yard::store::test;
 
 namespace {
 
-// Every row of every table of the database at `path`, in rowid order, with SQLite's quote():
-// equal dumps are equal databases (ids, sqlite_sequence and the applied index included).
-std::string dump(const std::string& path) {
-  auto conn = sql::Connection::open(path, /*readOnly=*/true);
-  REQUIRE(conn);
-  auto tables = conn.value()->queryText("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
-  REQUIRE(tables);
-  std::string out;
-  std::string list = tables.value();
-  for (size_t start = 0; start < list.size();) {
-    size_t end = list.find("; ", start);
-    std::string table = list.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    start = end == std::string::npos ? list.size() : end + 2;
-    auto columns = conn.value()->queryText("SELECT name FROM pragma_table_info('" + table + "')");
-    REQUIRE(columns);
-    std::string expr;
-    std::string cols = columns.value();
-    for (size_t c = 0; c < cols.size();) {
-      size_t e = cols.find("; ", c);
-      expr += (expr.empty() ? "" : " || '|' || ") + std::string("quote(\"") +
-              cols.substr(c, e == std::string::npos ? std::string::npos : e - c) + "\")";
-      c = e == std::string::npos ? cols.size() : e + 2;
-    }
-    auto rows = conn.value()->queryText("SELECT " + expr + " FROM \"" + table + "\" ORDER BY rowid");
-    REQUIRE(rows);
-    out += table + ": " + rows.value() + "\n";
-  }
-  return out;
-}
-
 // A leader and a follower: every batch the leader commits is first applied by the follower as
 // the next log index (a stand-in for a Raft log with a majority of one).
 struct Pair {

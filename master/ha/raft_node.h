@@ -1,0 +1,98 @@
+#pragma once
+// One master's member of the masters' Raft group (docs/ha.md). It owns canonical/raft on a
+// libuv loop thread of its own, with the TLS transport (raft_transport.h), and is the store's
+// replicator: the leader's store hands each batch's changeset to propose(), which returns once
+// a majority holds it; every other master's state machine applies committed changesets to its
+// own store (store::Store::applyReplicated), in log order, skipping those it already holds (a
+// restart replays the log from its start).
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/util/result.h"
+#include "common/wire/tls.h"
+#include "master/ha/raft_transport.h"
+
+namespace yard::store {
+class Store;
+}
+
+namespace yard::master::ha {
+
+enum class Role { Unavailable, Follower, Candidate, Leader };
+const char* roleName(Role r);
+
+struct RaftSettings {
+  std::string dir;          // raft's own files (<data-dir>/raft)
+  std::string bindAddress;  // --raft-listen
+  std::string advertise;    // what the other masters dial; empty: the bound address
+  bool bootstrap = false;   // a new cluster of this master alone (no --join), when `dir` is new
+  unsigned electionTimeoutMs = 1000;
+  unsigned heartbeatMs = 100;
+  wire::ServerTls serverTls;  // this master's certificate; asks for the peer's
+  wire::ClientTls peerTls;    // the cluster CA; the peer must be "yard-master"
+  std::function<void(const std::string&)> log;
+  // The store cannot follow the log (a changeset that does not apply, a commit that failed
+  // after the majority held it): this master must stop serving. Default: log and exit(1).
+  std::function<void(const std::string&)> fatal;
+};
+
+struct Member {
+  uint64_t id = 0;
+  std::string address;
+  std::string role;  // voter, standby, spare
+};
+
+struct RaftStatus {
+  uint64_t id = 0;
+  std::string address;
+  Role role = Role::Unavailable;
+  uint64_t term = 0;
+  uint64_t leaderId = 0;
+  std::string leaderAddress;
+  uint64_t commitIndex = 0, lastApplied = 0, lastIndex = 0;
+  std::vector<Member> members;
+};
+
+class RaftNode {
+ public:
+  // Binds the raft address, opens (or creates) raft's files and starts. The raft id is kept in
+  // `dir` (made on first start).
+  static Result<std::unique_ptr<RaftNode>> start(RaftSettings settings, store::Store& store);
+  ~RaftNode();
+  RaftNode(const RaftNode&) = delete;
+  RaftNode& operator=(const RaftNode&) = delete;
+
+  // Appends `changeset` to the log; returns its index once a majority holds it. Fails at once
+  // when this master is not the leader. Blocks; never on raft's loop thread.
+  Result<int64_t> propose(const std::string& changeset);
+  // Returns once every entry before it is applied here (a new leader's first step).
+  Result<bool> barrier();
+  // Membership, on the leader: a new master as a voter once it caught up; one taken out.
+  Result<bool> addVoter(uint64_t id, const std::string& address);
+  Result<bool> remove(uint64_t id);
+
+  RaftStatus status() const;
+  uint64_t id() const { return id_; }
+  const std::string& address() const { return address_; }
+  // Called on raft's loop thread whenever this master's role or term changes.
+  void onRoleChange(std::function<void(Role role, uint64_t term)> fn);
+  TlsTransport& transport() { return *transport_; }
+
+  struct Loop;  // raft and its loop; defined in raft_node.cpp
+
+ private:
+  RaftNode() = default;
+  uint64_t id_ = 0;
+  std::string address_;
+  std::unique_ptr<TlsTransport> transport_;
+  std::unique_ptr<Loop> loop_;
+};
+
+// A random raft id for a new member, never 0.
+uint64_t newRaftId();
+
+}  // namespace yard::master::ha

@@ -1,0 +1,463 @@
+#include "master/ha/raft_transport.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <thread>
+
+#include "common/tls/pki.h"
+#include "common/wire/server.h"
+
+namespace yard::master::ha {
+namespace {
+
+using tcp = asio::ip::tcp;
+using TlsStream = asio::ssl::stream<tcp::socket>;
+constexpr uint32_t kMaxMessage = 1u << 20;  // a join's answer (the CA) is a few KiB
+
+void putU32(std::string& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
+uint32_t getU32(const char* p) {
+  auto b = reinterpret_cast<const unsigned char*>(p);
+  return (uint32_t(b[0]) << 24) | (uint32_t(b[1]) << 16) | (uint32_t(b[2]) << 8) | uint32_t(b[3]);
+}
+
+}  // namespace
+
+std::string encodeFields(const Fields& fields) {
+  std::string body;
+  putU32(body, static_cast<uint32_t>(fields.size()));
+  for (const auto& f : fields) {
+    putU32(body, static_cast<uint32_t>(f.size()));
+    body += f;
+  }
+  std::string out;
+  putU32(out, static_cast<uint32_t>(body.size()));
+  return out + body;
+}
+
+std::optional<Fields> decodeFields(const std::string& bytes) {
+  if (bytes.size() < 4) return std::nullopt;
+  size_t pos = 0;
+  auto need = [&](size_t n) { return bytes.size() - pos >= n; };
+  uint32_t count = getU32(bytes.data());
+  pos = 4;
+  if (count > bytes.size()) return std::nullopt;
+  Fields out;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!need(4)) return std::nullopt;
+    uint32_t n = getU32(bytes.data() + pos);
+    pos += 4;
+    if (!need(n)) return std::nullopt;
+    out.emplace_back(bytes.substr(pos, n));
+    pos += n;
+  }
+  if (pos != bytes.size()) return std::nullopt;
+  return out;
+}
+
+namespace {
+
+// Reads one message (u32 length, then the fields) from `stream`.
+template <typename Stream, typename Done>
+void readMessage(Stream& stream, std::shared_ptr<void> keep, Done done) {
+  auto header = std::make_shared<std::array<char, 4>>();
+  asio::async_read(stream, asio::buffer(*header), [&stream, keep, header, done](asio::error_code ec, size_t) mutable {
+    if (ec) return done(std::optional<Fields>());
+    uint32_t n = getU32(header->data());
+    if (n > kMaxMessage) return done(std::optional<Fields>());
+    auto body = std::make_shared<std::string>(n, '\0');
+    asio::async_read(stream, asio::buffer(*body), [keep, body, done](asio::error_code ec2, size_t) mutable {
+      if (ec2) return done(std::optional<Fields>());
+      done(decodeFields(*body));
+    });
+  });
+}
+
+// A TLS connection carrying raft's bytes, pumped to and from one end of a socketpair.
+struct Link : std::enable_shared_from_this<Link> {
+  TlsStream tls;
+  asio::local::stream_protocol::socket local;
+  std::array<char, 64 * 1024> up{}, down{};
+  bool stopped = false;
+
+  Link(TlsStream stream, asio::io_context& io) : tls(std::move(stream)), local(io) {}
+
+  void start(int fd) {
+    asio::error_code ec;
+    local.assign(asio::local::stream_protocol(), fd, ec);
+    if (ec) {
+      ::close(fd);
+      return stop();
+    }
+    fromTls();
+    fromLocal();
+  }
+  void fromTls() {
+    auto self = shared_from_this();
+    tls.async_read_some(asio::buffer(up), [self](asio::error_code ec, size_t n) {
+      if (ec) return self->stop();
+      asio::async_write(self->local, asio::buffer(self->up.data(), n), [self](asio::error_code ec2, size_t) {
+        if (ec2) return self->stop();
+        self->fromTls();
+      });
+    });
+  }
+  void fromLocal() {
+    auto self = shared_from_this();
+    local.async_read_some(asio::buffer(down), [self](asio::error_code ec, size_t n) {
+      if (ec) return self->stop();
+      asio::async_write(self->tls, asio::buffer(self->down.data(), n), [self](asio::error_code ec2, size_t) {
+        if (ec2) return self->stop();
+        self->fromLocal();
+      });
+    });
+  }
+  void stop() {
+    if (stopped) return;
+    stopped = true;
+    asio::error_code ignored;
+    local.close(ignored);
+    tls.lowest_layer().close(ignored);
+  }
+};
+
+}  // namespace
+
+struct TlsTransport::Impl {
+  TlsTransport* owner = nullptr;
+  wire::ServerTls server;
+  wire::ClientTls peer;
+  std::function<void(const std::string&)> log;
+
+  asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::thread thread;
+  std::optional<tcp::acceptor> acceptor;
+
+  uv_loop_t* loop = nullptr;
+  uv_async_t async{};
+  std::mutex mu;
+  std::vector<std::function<void()>> toLoop;  // guarded by mu
+  CallHandler handler;                        // guarded by mu
+
+  // Raft's loop thread only.
+  raft_id id = 0;
+  std::string address;
+  raft_uv_accept_cb acceptCb = nullptr;
+  int pendingConnects = 0;
+  bool closing = false;
+  raft_uv_transport_close_cb closeCb = nullptr;
+
+  void post(std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      toLoop.push_back(std::move(fn));
+    }
+    uv_async_send(&async);
+  }
+
+  static void onAsync(uv_async_t* handle) {
+    auto* self = static_cast<Impl*>(handle->data);
+    std::vector<std::function<void()>> run;
+    {
+      std::lock_guard<std::mutex> lock(self->mu);
+      run.swap(self->toLoop);
+    }
+    for (auto& fn : run) fn();
+  }
+
+  // On raft's loop: a uv pipe over `fd`, allocated as raft frees its streams (raft_free).
+  uv_stream_t* pipeFor(int fd) {
+    auto* pipe = static_cast<uv_pipe_t*>(raft_malloc(sizeof(uv_pipe_t)));
+    if (pipe == nullptr) {
+      ::close(fd);
+      return nullptr;
+    }
+    if (uv_pipe_init(loop, pipe, 0) != 0) {
+      ::close(fd);
+      raft_free(pipe);
+      return nullptr;
+    }
+    if (uv_pipe_open(pipe, fd) != 0) {
+      ::close(fd);
+      uv_close(reinterpret_cast<uv_handle_t*>(pipe), [](uv_handle_t* h) { raft_free(h); });
+      return nullptr;
+    }
+    return reinterpret_cast<uv_stream_t*>(pipe);
+  }
+
+  // On the io thread: a socketpair, one end pumped to `tls`, the other returned for raft.
+  int splice(TlsStream stream) {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return -1;
+    auto link = std::make_shared<Link>(std::move(stream), io);
+    link->start(fds[0]);
+    return fds[1];
+  }
+
+  void checkClosed() {
+    if (closing && pendingConnects == 0 && closeCb != nullptr) {
+      auto cb = closeCb;
+      closeCb = nullptr;
+      cb(&owner->raw_);
+    }
+  }
+
+  void accept() {
+    if (!acceptor) return;
+    acceptor->async_accept([this](asio::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || !acceptor || !acceptor->is_open()) return;
+      if (!ec) serve(std::move(socket));
+      accept();
+    });
+  }
+
+  // A connection from another master (or a joining one): TLS, then its first message.
+  void serve(tcp::socket socket) {
+    asio::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto stream = std::make_shared<TlsStream>(std::move(socket), *server.context);
+    auto deadline = std::make_shared<asio::steady_timer>(io);
+    deadline->expires_after(std::chrono::seconds(10));
+    deadline->async_wait([stream](asio::error_code ec) {
+      if (!ec) {
+        asio::error_code e;
+        stream->lowest_layer().close(e);
+      }
+    });
+    stream->async_handshake(asio::ssl::stream_base::server, [this, stream, deadline](asio::error_code ec) {
+      if (ec) return (void)deadline->cancel();
+      bool isMaster = wire::verifiedPeerName(stream->native_handle()) == std::string(tls::kMasterName);
+      readMessage(*stream, stream, [this, stream, deadline, isMaster](std::optional<Fields> msg) {
+        if (!msg || msg->empty()) return (void)deadline->cancel();
+        if ((*msg)[0] == "raft" && msg->size() == 3 && isMaster) {
+          deadline->cancel();
+          raft_id peerId = std::strtoull((*msg)[1].c_str(), nullptr, 10);
+          std::string peerAddress = (*msg)[2];
+          int fd = splice(std::move(*stream));
+          if (fd < 0) return;
+          post([this, fd, peerId, peerAddress] {
+            if (closing || acceptCb == nullptr) return (void)::close(fd);
+            uv_stream_t* s = pipeFor(fd);
+            if (s != nullptr) acceptCb(&owner->raw_, peerId, peerAddress.c_str(), s);
+          });
+          return;
+        }
+        if ((*msg)[0] != "call" || msg->size() < 2) return (void)deadline->cancel();
+        CallHandler h;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          h = handler;
+        }
+        Fields request(msg->begin() + 1, msg->end());
+        auto answer = [this, stream, deadline](Fields reply) {
+          asio::post(io, [stream, deadline, reply = std::move(reply)] {
+            auto bytes = std::make_shared<std::string>(encodeFields(reply));
+            asio::async_write(*stream, asio::buffer(*bytes), [stream, deadline, bytes](asio::error_code, size_t) {
+              deadline->cancel();
+              asio::error_code e;
+              stream->lowest_layer().close(e);
+            });
+          });
+        };
+        if (!h) return answer({"error", "this master is not serving requests yet"});
+        h(std::move(request), isMaster, std::move(answer));
+      });
+    });
+  }
+
+  // Runs on the io thread for a connect from raft.
+  void dial(raft_uv_connect* req, raft_id peerId, std::string peerAddress, raft_uv_connect_cb cb) {
+    auto fail = [this, req, cb] {
+      post([this, req, cb] {
+        --pendingConnects;
+        cb(req, nullptr, closing ? RAFT_CANCELED : RAFT_NOCONNECTION);
+        checkClosed();
+      });
+    };
+    auto ep = wire::parseEndpoint(peerAddress);
+    if (!ep) return fail();
+    auto stream = std::make_shared<TlsStream>(io, *peer.context);
+    wire::requirePeerName(*stream, tls::kMasterName);
+    auto deadline = std::make_shared<asio::steady_timer>(io);
+    deadline->expires_after(std::chrono::seconds(2));
+    deadline->async_wait([stream](asio::error_code ec) {
+      if (!ec) {
+        asio::error_code e;
+        stream->lowest_layer().close(e);
+      }
+    });
+    (void)peerId;
+    stream->lowest_layer().async_connect(ep.value(), [this, stream, deadline, req, cb, fail](asio::error_code ec) {
+      if (ec) return deadline->cancel(), fail();
+      asio::error_code ignored;
+      stream->lowest_layer().set_option(tcp::no_delay(true), ignored);
+      stream->async_handshake(asio::ssl::stream_base::client, [this, stream, deadline, req, cb, fail](asio::error_code ec2) {
+        if (ec2) return deadline->cancel(), fail();
+        auto hello = std::make_shared<std::string>(encodeFields({"raft", std::to_string(id), address}));
+        asio::async_write(*stream, asio::buffer(*hello), [this, stream, deadline, hello, req, cb, fail](asio::error_code ec3, size_t) {
+          deadline->cancel();
+          if (ec3) return fail();
+          int fd = splice(std::move(*stream));
+          if (fd < 0) return fail();
+          post([this, fd, req, cb] {
+            --pendingConnects;
+            if (closing) {
+              ::close(fd);
+              cb(req, nullptr, RAFT_CANCELED);
+              return checkClosed();
+            }
+            uv_stream_t* s = pipeFor(fd);
+            cb(req, s, s != nullptr ? 0 : RAFT_NOCONNECTION);
+          });
+        });
+      });
+    });
+  }
+};
+
+namespace {
+
+TlsTransport::Impl* implOf(raft_uv_transport* t) { return static_cast<TlsTransport::Impl*>(t->impl); }
+
+int transportInit(raft_uv_transport* t, raft_id id, const char* address) {
+  implOf(t)->id = id;
+  implOf(t)->address = address;
+  return 0;
+}
+
+int transportListen(raft_uv_transport* t, raft_uv_accept_cb cb) {
+  auto* impl = implOf(t);
+  impl->acceptCb = cb;
+  asio::post(impl->io, [impl] { impl->accept(); });
+  return 0;
+}
+
+int transportConnect(raft_uv_transport* t, raft_uv_connect* req, raft_id id, const char* address, raft_uv_connect_cb cb) {
+  auto* impl = implOf(t);
+  if (impl->closing) return RAFT_CANCELED;
+  ++impl->pendingConnects;
+  std::string a = address;
+  asio::post(impl->io, [impl, req, id, a, cb] { impl->dial(req, id, a, cb); });
+  return 0;
+}
+
+void transportClose(raft_uv_transport* t, raft_uv_transport_close_cb cb) {
+  auto* impl = implOf(t);
+  impl->closing = true;
+  impl->acceptCb = nullptr;
+  impl->closeCb = cb;
+  asio::post(impl->io, [impl] {
+    asio::error_code ignored;
+    if (impl->acceptor) impl->acceptor->close(ignored);
+  });
+  impl->checkClosed();
+}
+
+}  // namespace
+
+TlsTransport::TlsTransport(wire::ServerTls server, wire::ClientTls peer, std::function<void(const std::string&)> log)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->owner = this;
+  impl_->server = std::move(server);
+  impl_->peer = std::move(peer);
+  impl_->log = std::move(log);
+  impl_->work.emplace(asio::make_work_guard(impl_->io));
+  impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
+
+  raw_.impl = impl_.get();
+  raw_.init = transportInit;
+  raw_.listen = transportListen;
+  raw_.connect = transportConnect;
+  raw_.close = transportClose;
+}
+
+TlsTransport::~TlsTransport() {
+  asio::post(impl_->io, [impl = impl_.get()] {
+    asio::error_code ignored;
+    if (impl->acceptor) impl->acceptor->close(ignored);
+  });
+  impl_->work.reset();
+  impl_->io.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+Result<std::string> TlsTransport::bind(const std::string& bindAddress) {
+  using R = Result<std::string>;
+  auto ep = wire::parseEndpoint(bindAddress);
+  if (!ep) return R::fail("raft_listen: " + ep.error());
+  asio::error_code ec;
+  tcp::acceptor a(impl_->io);
+  a.open(ep.value().protocol(), ec);
+  if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) a.bind(ep.value(), ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return R::fail("raft_listen: cannot listen on " + bindAddress + ": " + ec.message());
+  auto local = a.local_endpoint(ec);
+  std::string bound = (local.address().is_v6() ? "[" + local.address().to_string() + "]" : local.address().to_string()) +
+                      ":" + std::to_string(local.port());
+  impl_->acceptor.emplace(std::move(a));
+  return R::ok(bound);
+}
+
+void TlsTransport::attach(uv_loop_t* loop) {
+  impl_->loop = loop;
+  impl_->async.data = impl_.get();
+  uv_async_init(loop, &impl_->async, &Impl::onAsync);
+}
+
+void TlsTransport::detach() {
+  uv_close(reinterpret_cast<uv_handle_t*>(&impl_->async), nullptr);
+}
+
+void TlsTransport::setCallHandler(CallHandler handler) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->handler = std::move(handler);
+}
+
+void TlsTransport::runOnLoop(std::function<void()> fn) { impl_->post(std::move(fn)); }
+
+Result<Fields> callMaster(const std::string& hostPort, const wire::ClientTls& tls, const Fields& request,
+                          std::chrono::milliseconds timeout, std::string* pinnedCa) {
+  using R = Result<Fields>;
+  auto ep = wire::parseEndpoint(hostPort);
+  if (!ep) return R::fail(ep.error());
+  asio::io_context io;
+  TlsStream stream(io, *tls.context);
+  if (tls.caPin.empty()) wire::requirePeerName(stream, tls.peerName.empty() ? tls::kMasterName : tls.peerName);
+  std::string why;
+  std::optional<Fields> answer;
+  Fields call{"call"};
+  call.insert(call.end(), request.begin(), request.end());
+  std::string hello = encodeFields(call);
+  stream.lowest_layer().async_connect(ep.value(), [&](asio::error_code ec) {
+    if (ec) return (void)(why = "cannot reach " + hostPort + ": " + ec.message());
+    stream.async_handshake(asio::ssl::stream_base::client, [&](asio::error_code ec2) {
+      if (ec2) return (void)(why = wire::handshakeError(stream.native_handle(), ec2, "the master at " + hostPort));
+      if (!tls.caPin.empty()) {
+        auto chain = tls::chainPems(stream.native_handle());
+        auto ca = chain ? tls::verifyPinnedChain(chain.value(), tls.caPin) : Result<std::string>::fail(chain.error());
+        if (!ca) return (void)(why = "refusing the master at " + hostPort + ": " + ca.error());
+        if (pinnedCa != nullptr) *pinnedCa = ca.value();
+      }
+      asio::async_write(stream, asio::buffer(hello), [&](asio::error_code ec3, size_t) {
+        if (ec3) return (void)(why = "lost the connection to " + hostPort + ": " + ec3.message());
+        readMessage(stream, nullptr, [&](std::optional<Fields> msg) {
+          if (!msg) return (void)(why = "no answer from " + hostPort);
+          answer = std::move(msg);
+        });
+      });
+    });
+  });
+  io.run_for(timeout);
+  if (answer) return R::ok(std::move(*answer));
+  if (why.empty()) why = "no answer from " + hostPort + " within " + std::to_string(timeout.count()) + " ms";
+  return R::fail(why);
+}
+
+}  // namespace yard::master::ha

@@ -1,0 +1,158 @@
+#include "master/server/ha_member.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "common/wire/tls.h"
+#include "master/store/store.h"
+
+namespace yard::master {
+namespace {
+
+wire::TlsIdentity identityOf(const tls::MasterPki& pki) { return {pki.certPem + pki.ca.certPem, pki.keyPem}; }
+
+// One request to the cluster, following "redirect" answers to the leader.
+Result<ha::Fields> askCluster(std::string target, const wire::ClientTls& tls, const ha::Fields& request,
+                              std::string* pinnedCa) {
+  for (int hop = 0; hop < 5; ++hop) {
+    auto answer = ha::callMaster(target, tls, request, std::chrono::seconds(5), pinnedCa);
+    if (!answer) return answer;
+    const ha::Fields& a = answer.value();
+    if (!a.empty() && a[0] == "redirect" && a.size() == 2 && !a[1].empty()) {
+      target = a[1];
+      continue;
+    }
+    return answer;
+  }
+  return Result<ha::Fields>::fail("too many redirects from " + target);
+}
+
+}  // namespace
+
+std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log& log) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (config.join.empty() || fs::exists(config.dataDir + "/ca.pem", ec)) return std::nullopt;
+  Result<wire::ClientTls> tls = Result<wire::ClientTls>::fail("");
+  std::string expectedCa;
+  if (!config.caFile.empty()) {
+    auto pem = tls::readFile(config.caFile);
+    if (!pem) return "--ca: " + pem.error();
+    expectedCa = pem.value();
+    tls = wire::makeClientTls(expectedCa, nullptr, tls::kMasterName);
+  } else {
+    tls = wire::makePinnedClientTls(config.caFingerprint, nullptr);
+  }
+  if (!tls) return "--join: TLS: " + tls.error();
+  std::string why;
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    std::string pinned;
+    auto answer = askCluster(config.join, tls.value(), {"join", config.joinToken, config.raftListen},
+                             config.caFile.empty() ? &pinned : nullptr);
+    if (!answer) {
+      why = answer.error();
+    } else if (answer.value().size() == 3 && answer.value()[0] == "ok") {
+      const std::string& caPem = answer.value()[1];
+      const std::string& caKey = answer.value()[2];
+      auto fp = tls::fingerprint(caPem);
+      if (!fp) return "--join: the cluster's CA: " + fp.error();
+      std::string want = config.caFingerprint;
+      if (!config.caFile.empty()) {
+        auto given = tls::fingerprint(expectedCa);
+        if (!given) return "--ca: " + given.error();
+        want = given.value();
+      }
+      if (fp.value() != want)
+        return "--join: the cluster sent CA " + fp.value() + ", but this master expects " + want;
+      fs::create_directories(config.dataDir, ec);
+      ::chmod(config.dataDir.c_str(), 0700);
+      if (auto w = tls::writeSecretFile(config.dataDir + "/ca.key", caKey); !w) return w.error();
+      if (auto w = tls::writePublicFile(config.dataDir + "/ca.pem", caPem); !w) return w.error();
+      log("joined the cluster at " + config.join + ": its CA " + fp.value() + " is in " + config.dataDir + "/ca.pem");
+      return std::nullopt;
+    } else if (answer.value().size() == 2 && answer.value()[0] == "error") {
+      why = answer.value()[1];
+      if (why.find("join token") != std::string::npos) return "--join: the cluster refused: " + why;
+    } else {
+      why = "an answer this master does not understand";
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  return "--join: cannot join the cluster at " + config.join + ": " + why;
+}
+
+Result<std::unique_ptr<ha::RaftNode>> startRaftMember(const MasterConfig& config, const tls::MasterPki& pki,
+                                                     store::Store& store, const Log& log) {
+  using R = Result<std::unique_ptr<ha::RaftNode>>;
+  wire::TlsIdentity identity = identityOf(pki);
+  auto server = wire::makeServerTls(identity, pki.ca.certPem);
+  auto peer = wire::makeClientTls(pki.ca.certPem, &identity, tls::kMasterName);
+  if (!server) return R::fail("raft TLS: " + server.error());
+  if (!peer) return R::fail("raft TLS: " + peer.error());
+  ha::RaftSettings s;
+  s.dir = config.dataDir + "/raft";
+  s.bindAddress = config.raftListen;
+  s.advertise = config.raftAdvertise;
+  s.bootstrap = config.join.empty();
+  s.electionTimeoutMs = static_cast<unsigned>(config.electionTimeoutMs);
+  s.heartbeatMs = std::max(20u, s.electionTimeoutMs / 10);
+  s.serverTls = server.value();
+  s.peerTls = peer.value();
+  s.log = log;
+  auto node = ha::RaftNode::start(s, store);
+  if (!node) return node;
+  ha::RaftNode* raft = node.value().get();
+  store.setReplicator([raft](const std::string& changes) { return raft->propose(changes); },
+                      [log](const std::string& why) {
+                        // The log holds what this store lost: a restart replays it.
+                        log("fatal: " + why + "; exiting so that a restart replays the log");
+                        std::_Exit(1);
+                      });
+  return node;
+}
+
+std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::MasterPki& pki, ha::RaftNode& raft,
+                                       std::chrono::seconds within, const Log& log) {
+  wire::TlsIdentity identity = identityOf(pki);
+  auto tls = wire::makeClientTls(pki.ca.certPem, &identity, tls::kMasterName);
+  if (!tls) return "TLS: " + tls.error();
+  auto until = std::chrono::steady_clock::now() + within;
+  std::string why;
+  while (std::chrono::steady_clock::now() < until) {
+    for (const auto& m : raft.status().members)
+      if (m.id == raft.id() && m.role == "voter") return std::nullopt;  // already (a restart)
+    std::string target = raft.status().leaderAddress.empty() ? config.join : raft.status().leaderAddress;
+    auto answer = askCluster(target, tls.value(), {"promote", std::to_string(raft.id()), raft.address()}, nullptr);
+    if (answer && !answer.value().empty() && answer.value()[0] == "ok") {
+      log("raft: this master is a voter of the cluster");
+      return std::nullopt;
+    }
+    why = !answer ? answer.error() : answer.value().size() > 1 ? answer.value()[1] : "refused";
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return "cannot become a voter of the cluster at " + config.join + ": " + why;
+}
+
+void waitForLead(ha::RaftNode& raft, const Log& log) {
+  std::string following;
+  for (;;) {
+    auto s = raft.status();
+    if (s.role == ha::Role::Leader) {
+      auto b = raft.barrier();
+      if (b) {
+        log("raft: leading in term " + std::to_string(s.term) + " with every entry up to " +
+            std::to_string(raft.status().lastApplied) + " applied");
+        return;
+      }
+      log("raft: " + b.error() + "; waiting for the lead again");
+    } else if (s.leaderAddress != following && !s.leaderAddress.empty()) {
+      following = s.leaderAddress;
+      log("raft: following the leader at " + following + " (term " + std::to_string(s.term) + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace yard::master

@@ -1,0 +1,41 @@
+#pragma once
+// This master as a member of several (docs/ha.md): joining a cluster, starting its raft member,
+// waiting for the lead, and what it answers other masters. master.cpp calls these in order.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/tls/pki.h"
+#include "common/util/result.h"
+#include "master/config/config.h"
+#include "master/ha/raft_node.h"
+
+namespace yard::store {
+class Store;
+}
+
+namespace yard::master {
+
+using Log = std::function<void(const std::string&)>;
+
+// --join, first start (no <data-dir>/ca.pem yet): asks the cluster at config.join (following
+// redirects to its leader) for its CA, presenting the join token, and writes ca.pem and ca.key.
+// The CA is checked against --ca-fingerprint or --ca. Nothing to do when ca.pem exists.
+std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log& log);
+
+// Starts the raft member (a new cluster of this master alone on the first start without
+// --join) and makes it the store's replicator.
+Result<std::unique_ptr<ha::RaftNode>> startRaftMember(const MasterConfig& config, const tls::MasterPki& pki,
+                                                     store::Store& store, const Log& log);
+
+// --join: asks the leader to make this master a voter; retried (and redirects followed) until
+// it is one or `within` passes.
+std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::MasterPki& pki, ha::RaftNode& raft,
+                                       std::chrono::seconds within, const Log& log);
+
+// Blocks until this master leads and every entry before its lead is applied to its store.
+void waitForLead(ha::RaftNode& raft, const Log& log);
+
+}  // namespace yard::master

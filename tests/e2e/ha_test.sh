@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Three masters on Raft (docs/ha.md): the first bootstraps, two join it with the join token and
+# the CA's fingerprint; yardctl and the agent take the three addresses. Acknowledged writes
+# survive the leader's kill -9, a new leader accepts writes within seconds, the running replica
+# is not fenced, a killed master comes back as a follower and catches up, and a leader stopped
+# (SIGSTOP) past the election timeout steps down when it wakes instead of acting.
+bin=$1
+source "$(dirname "$0")/cluster.sh"
+
+declare -A cport aport rport mpid
+for i in 1 2 3; do cport[$i]=$(free_port); aport[$i]=$(free_port); rport[$i]=$(free_port); done
+agent_port=${aport[1]}
+dir_of() { [ "$1" = 1 ] && echo "$tmp/master" || echo "$tmp/m$1"; }  # start_agent reads $tmp/master/ca.pem
+
+# start_member I [args...]: master I with its own ports and data directory.
+start_member() {
+  local i=$1; shift
+  "$bin/yard-master" --config "$tmp/master.toml" --data-dir "$(dir_of "$i")" --listen "127.0.0.1:${cport[$i]}" \
+    --agent-listen "127.0.0.1:${aport[$i]}" --raft-listen "127.0.0.1:${rport[$i]}" --metrics-listen "" \
+    "$@" >>"$tmp/m$i.out" 2>>"$tmp/m$i.err" &
+  mpid[$i]=$!
+  pids+=("$!")
+}
+leader() {  # the member whose client API answers (followers do not listen)
+  local i
+  for i in 1 2 3; do
+    "$bin/yardctl" --master "127.0.0.1:${cport[$i]}" queue list >/dev/null 2>&1 && { echo "$i"; return 0; }
+  done
+  return 1
+}
+wait_log() {  # wait_log FILE PATTERN SECONDS
+  for _ in $(seq $(($3 * 10))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+
+say "the first master bootstraps; two join it as voters"
+start_member 1
+wait_log "$tmp/m1.out" '^listening ' 20 || { echo "m1 did not start: $(cat "$tmp/m1.err")"; exit 1; }
+fp=$(sed -n 's/.*fingerprint \(sha256:[0-9a-f]*\).*/\1/p' "$tmp/m1.err" | head -1)
+export YARD_CA="$tmp/master/ca.pem"
+YARD_TOKEN=$(cat "$tmp/master/admin.token"); export YARD_TOKEN
+[ -n "$fp" ] || fail "no CA fingerprint in m1's log"
+for i in 2 3; do
+  start_member "$i" --join "127.0.0.1:${rport[1]}" --join-token e2e-token --ca-fingerprint "$fp"
+  wait_log "$tmp/m$i.err" 'this master is a voter' 30 || fail "m$i did not become a voter: $(tail -5 "$tmp/m$i.err")"
+done
+grep -q 'following the leader' "$tmp/m2.err" || fail "m2 does not say it follows: $(tail -3 "$tmp/m2.err")"
+cmp -s "$tmp/master/ca.pem" "$tmp/m2/ca.pem" || fail "m2 has not the cluster's CA"
+[ "$(leader)" = 1 ] || fail "m1 is not the one serving"
+
+export YARD_MASTER="127.0.0.1:${cport[1]},127.0.0.1:${cport[2]},127.0.0.1:${cport[3]}"
+
+say "a joiner with a wrong token or CA is refused"
+out=$("$bin/yard-master" --data-dir "$tmp/bad" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 --metrics-listen "" \
+  --raft-listen 127.0.0.1:0 --join "127.0.0.1:${rport[1]}" --join-token wrong --ca-fingerprint "$fp" 2>&1); rc=$?
+[ "$rc" -eq 1 ] && echo "$out" | grep -q 'refused: join token' || fail "a wrong token: rc $rc: $out"
+out=$("$bin/yard-master" --data-dir "$tmp/bad2" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 --metrics-listen "" \
+  --raft-listen 127.0.0.1:0 --join "127.0.0.1:${rport[1]}" --join-token e2e-token \
+  --ca-fingerprint sha256:0000000000000000000000000000000000000000000000000000000000000000 2>&1); rc=$?
+[ "$rc" -eq 1 ] && echo "$out" | grep -q 'fingerprint' || fail "a wrong CA fingerprint: rc $rc: $out"
+
+say "an agent and a running job, with the three addresses"
+AGENT_MASTER="127.0.0.1:${aport[1]},127.0.0.1:${aport[2]},127.0.0.1:${aport[3]}" start_agent 1 --cpu 2 --memory 1Gi
+wait_nodes 1
+cat >"$tmp/long.yaml" <<YAML
+name: long-ha
+tasks:
+  - name: main
+    kind: container-job
+    container: { image: host, command: [sh, -c, 'echo started; sleep 600'], resources: { cpu: 100m, memory: 32Mi } }
+YAML
+submit "$tmp/long.yaml"
+wait_job long-ha Running 30
+for n in $(seq 1 10); do
+  out=$("$bin/yardctl" queue create "acked-$n" --cpu 1 --memory 1Gi 2>&1) || fail "queue acked-$n: $out"
+done
+
+say "kill -9 of the leader: another leads with every acknowledged write, within 5 s"
+kill -9 "${mpid[1]}"; wait "${mpid[1]}" 2>/dev/null
+t0=$(date +%s%N)
+for _ in $(seq 200); do "$bin/yardctl" queue create after-kill --cpu 1 --memory 1Gi >/dev/null 2>&1 && break; sleep 0.05; done
+t1=$(date +%s%N)
+ms=$(( (t1 - t0) / 1000000 ))
+echo "writes accepted again $ms ms after the leader's kill -9"
+[ "$ms" -lt 5000 ] || fail "writes accepted only after $ms ms"
+new=$(leader) || fail "no leader after the kill"
+[ "${new:-1}" != 1 ] || fail "the killed master serves"
+list=$("$bin/yardctl" queue list 2>&1)
+for n in $(seq 1 10) ; do echo "$list" | grep -q "^acked-$n " || fail "acked-$n lost in the failover: $list"; done
+echo "$list" | grep -q '^after-kill ' || fail "after-kill missing"
+
+say "the running job is not disturbed: the agent follows the new leader"
+for _ in $(seq 100); do "$bin/yardctl" node list 2>/dev/null | grep -q '^node-1 .* ready ' && break; sleep 0.1; done
+"$bin/yardctl" node list | grep -q '^node-1 .* ready ' || fail "node-1 not ready under the new leader: $("$bin/yardctl" node list 2>&1)"
+[ "$(jshow long-ha "j['job']['state']")" = Running ] || fail "long-ha is $(jshow long-ha "j['job']['state']")"
+[ "$(jshow long-ha "j['tasks'][0]['attempt']")" = 0 ] || fail "long-ha restarted: attempt $(jshow long-ha "j['tasks'][0]['attempt']")"
+grep -q 'fenced: no answer' "$tmp"/agent1.* && fail "the agent fenced its replica: $(grep 'fenced: no answer' "$tmp"/agent1.* | tail -2)"
+
+say "the killed master comes back as a follower and catches up"
+start_member 1
+wait_log "$tmp/m1.err" 'following the leader' 20 || fail "m1 does not follow: $(tail -5 "$tmp/m1.err")"
+"$bin/yardctl" queue create after-return --cpu 1 --memory 1Gi >/dev/null || fail "queue after-return"
+
+say "a leader stopped past the election timeout steps down when it wakes"
+old=$(leader)
+kill -STOP "${mpid[$old]}"
+for _ in $(seq 100); do n=$(leader) && [ "$n" != "$old" ] && break; sleep 0.1; done
+n=$(leader); [ -n "$n" ] && [ "$n" != "$old" ] || fail "no new leader while m$old is stopped"
+"$bin/yardctl" queue create while-stopped --cpu 1 --memory 1Gi >/dev/null || fail "queue while-stopped"
+kill -CONT "${mpid[$old]}"
+wait_log "$tmp/m$old.err" 'running again as a follower' 20 || fail "m$old did not step down: $(tail -5 "$tmp/m$old.err")"
+wait_log "$tmp/m$old.err" 'following the leader' 20 || fail "m$old does not follow again"
+
+say "every master holds the same queues"
+"$bin/yardctl" queue create last --cpu 1 --memory 1Gi >/dev/null || fail "queue last"
+sleep 1
+want=$("$bin/yardctl" queue list -o json | python3 -c 'import json,sys; print(sorted(q["name"] for q in json.load(sys.stdin)))')
+for i in 1 2 3; do
+  got=$(sqlite3 "file:$(dir_of "$i")/state.db?mode=ro" 'SELECT name FROM queues ORDER BY name' | python3 -c 'import sys; print(sorted(l.strip() for l in sys.stdin if l.strip()))')
+  [ "$got" = "$want" ] || fail "m$i holds $got, the leader $want"
+done
+
+"$bin/yardctl" job delete long-ha >/dev/null
+for _ in $(seq 100); do [ -z "$(find "$tmp"/agent1/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break; sleep 0.1; done
+no_leftovers
+finish e2e.ha

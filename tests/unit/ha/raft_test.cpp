@@ -1,0 +1,198 @@
+// The masters' Raft group (master/ha/raft_node.h): three members in one process, each with its
+// own raft files and SQLite store, talking TLS on loopback through the real transport. A write
+// committed by the leader's store is on every store; a new leader is elected when the leader
+// goes; a member that comes back replays what it missed; a follower's store refuses writes.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "common/tls/pki.h"
+#include "common/wire/tls.h"
+#include "master/ha/raft_node.h"
+#include "tests/unit/store/store_test_util.h"
+
+using namespace yard;
+using namespace yard::master::ha;
+using namespace yard::store;
+using namespace yard::store::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Pki {
+  wire::ServerTls server;
+  wire::ClientTls peer;
+};
+
+Pki makePki(const std::string& dir) {
+  auto pki = tls::ensureMasterPki(dir, {}, {});
+  REQUIRE(pki);
+  wire::TlsIdentity identity{pki.value().certPem + pki.value().ca.certPem, pki.value().keyPem};
+  auto server = wire::makeServerTls(identity, pki.value().ca.certPem);
+  auto peer = wire::makeClientTls(pki.value().ca.certPem, &identity, tls::kMasterName);
+  REQUIRE(server);
+  REQUIRE(peer);
+  return Pki{server.value(), peer.value()};
+}
+
+struct Peer {
+  std::string dir;
+  std::unique_ptr<Store> store = nullptr;
+  std::unique_ptr<RaftNode> raft = nullptr;
+};
+
+void startMember(Peer& m, const Pki& pki, bool bootstrap, const std::string& bind = "127.0.0.1:0") {
+  fs::create_directories(m.dir);
+  m.store = openStore(m.dir + "/state.db");
+  RaftSettings s;
+  s.dir = m.dir + "/raft";
+  s.bindAddress = bind;
+  s.bootstrap = bootstrap;
+  s.electionTimeoutMs = 300;
+  s.heartbeatMs = 50;
+  s.serverTls = pki.server;
+  s.peerTls = pki.peer;
+  s.fatal = [](const std::string& why) { FAIL("fatal: " << why); };
+  auto node = RaftNode::start(s, *m.store);
+  INFO((node ? std::string() : node.error()));
+  REQUIRE(node);
+  m.raft = std::move(node).value();
+  RaftNode* raft = m.raft.get();
+  m.store->setReplicator([raft](const std::string& changes) { return raft->propose(changes); });
+}
+
+void stopMember(Peer& m) {
+  m.raft.reset();  // first: its state machine writes to the store
+  m.store.reset();
+}
+
+template <typename Pred>
+bool waitFor(Pred pred, std::chrono::milliseconds limit = 10s) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+Result<bool> addQueue(Store& store, const std::string& name) {
+  return store.writeSync([&](Tx& tx) {
+    QueueRecord q;
+    q.name = name;
+    q.cpuMillis = 1000;
+    tx.upsertQueue(q);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("three masters replicate every committed write and elect a new leader when it goes", "[ha]") {
+  TempDir tmp;
+  Pki pki = makePki(tmp.file("pki"));
+  Peer a{tmp.file("a")}, b{tmp.file("b")}, c{tmp.file("c")};
+  startMember(a, pki, /*bootstrap=*/true);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  startMember(b, pki, false);
+  startMember(c, pki, false);
+  auto added = a.raft->addVoter(b.raft->id(), b.raft->address());
+  INFO((added ? std::string() : added.error()));
+  REQUIRE(added);
+  REQUIRE(a.raft->addVoter(c.raft->id(), c.raft->address()));
+  CHECK(a.raft->status().members.size() == 3);
+
+  for (int i = 0; i < 20; ++i) REQUIRE(addQueue(*a.store, "q" + std::to_string(i)));
+  int64_t index = a.store->appliedIndex().value();
+  CHECK(index > 0);
+  REQUIRE(waitFor([&] { return b.store->appliedIndex().value() == index && c.store->appliedIndex().value() == index; }));
+  CHECK(dump(b.store->path()) == dump(a.store->path()));
+  CHECK(dump(c.store->path()) == dump(a.store->path()));
+
+  // A follower's store takes no write of its own: it is not the leader.
+  auto refused = addQueue(*b.store, "on-a-follower");
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error(), Catch::Contains("not the leader"));
+
+  // The leader goes: one of the others leads within a few election timeouts, with the writes.
+  std::string aAddress = a.raft->address();
+  std::string before = dump(a.store->path());
+  auto lost = std::chrono::steady_clock::now();
+  stopMember(a);
+  Peer* next = nullptr;
+  REQUIRE(waitFor([&] {
+    if (b.raft->status().role == Role::Leader) next = &b;
+    if (c.raft->status().role == Role::Leader) next = &c;
+    return next != nullptr;
+  }));
+  auto elected = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - lost);
+  CHECK(elected < 5s);
+  REQUIRE(next->raft->barrier());
+  Peer* other = next == &b ? &c : &b;
+  REQUIRE(addQueue(*next->store, "after-failover"));
+  int64_t index2 = next->store->appliedIndex().value();
+  CHECK(index2 > index);
+  REQUIRE(waitFor([&] { return other->store->appliedIndex().value() == index2; }));
+  CHECK(dump(other->store->path()) == dump(next->store->path()));
+
+  // The old leader comes back as a follower and catches up on what it missed, once.
+  startMember(a, pki, true, aAddress);  // bootstrap is ignored: its files exist
+  REQUIRE(waitFor([&] { return a.store->appliedIndex().value() == index2; }));
+  CHECK(dump(a.store->path()) == dump(next->store->path()));
+  CHECK(a.raft->status().role == Role::Follower);
+  CHECK(dump(a.store->path()) != before);
+
+  stopMember(a);
+  stopMember(b);
+  stopMember(c);
+}
+
+TEST_CASE("a master without a majority commits nothing", "[ha]") {
+  TempDir tmp;
+  Pki pki = makePki(tmp.file("pki"));
+  Peer a{tmp.file("a")}, b{tmp.file("b")};
+  startMember(a, pki, true);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  startMember(b, pki, false);
+  REQUIRE(a.raft->addVoter(b.raft->id(), b.raft->address()));
+  REQUIRE(addQueue(*a.store, "held-by-both"));
+  std::string held = dump(a.store->path());
+  stopMember(b);
+  // Two voters, one gone: the leader steps down and the write fails, rolled back here too.
+  auto w = addQueue(*a.store, "held-by-none");
+  REQUIRE_FALSE(w);
+  CHECK(dump(a.store->path()) == held);
+  stopMember(a);
+}
+
+TEST_CASE("the transport's messages round-trip and refuse malformed bytes", "[ha]") {
+  Fields f{"call", "", std::string("\0\x01\xff", 3), std::string(5000, 'x')};
+  std::string bytes = encodeFields(f);
+  auto back = decodeFields(bytes.substr(4));
+  REQUIRE(back);
+  CHECK(*back == f);
+  CHECK_FALSE(decodeFields(bytes.substr(4, bytes.size() - 5)));
+  CHECK_FALSE(decodeFields(bytes.substr(4) + "x"));
+  CHECK_FALSE(decodeFields("\xff\xff\xff\xff"));
+}
+
+TEST_CASE("a master whose store is lost rebuilds it from the log", "[ha]") {
+  TempDir tmp;
+  Pki pki = makePki(tmp.file("pki"));
+  Peer a{tmp.file("a")};
+  startMember(a, pki, true);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  for (int i = 0; i < 20; ++i) REQUIRE(addQueue(*a.store, "q" + std::to_string(i)));
+  std::string held = dump(a.store->path());
+  std::string address = a.raft->address();
+  stopMember(a);
+  fs::remove(a.dir + "/state.db");
+  fs::remove(a.dir + "/state.db-wal");
+  fs::remove(a.dir + "/state.db-shm");
+  startMember(a, pki, false, address);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  REQUIRE(a.raft->barrier());
+  CHECK(dump(a.store->path()) == held);
+  stopMember(a);
+}
