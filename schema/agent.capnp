@@ -109,6 +109,10 @@ struct AgentResponse {
     # only an answer to a request renews the replicas' lease.
     wake @6 :Void;
   }
+  # The raft term of the master that answered (docs/ha.md); 0 = a single master. An agent
+  # acts on no answer with a lower term than the highest it has seen: a deposed leader cannot
+  # start or stop anything.
+  term @7 :UInt64;
 }
 
 struct LogArchived {

@@ -321,6 +321,30 @@ struct LogChunk {
 
 struct Error {
   message @0 :Text;
+  # A master of several that is not the leader answers every request so: `leader` is the
+  # leader's client API address when it knows one (docs/ha.md); clients send it there.
+  leader @1 :Text;
+}
+
+# The masters of a highly available cluster (docs/ha.md): `yardctl cluster status`.
+struct ClusterMember {
+  name @0 :Text;
+  raftId @1 :UInt64;
+  raftAddress @2 :Text;
+  clientAddress @3 :Text;     # empty when the member did not answer
+  agentAddress @4 :Text;
+  role @5 :Text;              # leader, follower, candidate, unavailable; "unreachable" when it did not answer
+  voter @6 :Text;             # voter, standby or spare (raft's membership role)
+  term @7 :UInt64;
+  appliedIndex @8 :UInt64;    # the last log entry its store holds
+  lastContactMs @9 :Int64;    # how long ago the leader last heard from it; -1 = unknown
+}
+
+struct ClusterInfo {
+  members @0 :List(ClusterMember);
+  term @1 :UInt64;            # the leader's term
+  commitIndex @2 :UInt64;     # the leader's commit index
+  single @3 :Bool;            # one master without raft: members is this master alone
 }
 
 # Users, API tokens and join tokens (docs/security.md).
@@ -463,6 +487,8 @@ struct Request {
     jobHold @48 :Text;                 # answered by `done` once committed
     jobRelease @49 :Text;
     jobRequeue @50 :Text;
+    clusterStatus @51 :Void;           # answered by `cluster`
+    clusterRemove @52 :Text;           # admins: a master by name, raft id or raft address; answered by `done`
   }
 }
 
@@ -494,5 +520,6 @@ struct Response {
     tokens @22 :List(TokenInfo);
     auditRecords @23 :List(AuditRecord);
     usageRows @24 :List(UsageRow);
+    cluster @26 :ClusterInfo;
   }
 }

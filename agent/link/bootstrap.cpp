@@ -1,5 +1,7 @@
 #include "agent/link/bootstrap.h"
 
+#include "common/wire/address_list.h"
+
 #include <sys/stat.h>
 
 #include <capnp/message.h>
@@ -98,8 +100,10 @@ R ensureNodeCredentials(const AgentConfig& config, std::function<void(const std:
   if (!csr) return R::fail(csr.error());
 
   std::string lastWhy;
+  std::string target = config.master;  // the list, or the leader a follower named (docs/ha.md)
+  int hops = 0;
   while (!stopping()) {
-    auto client = wire::FrameClient::connect(config.master, tlsSettings.value(), std::chrono::seconds(5));
+    auto client = wire::FrameClient::connect(target, tlsSettings.value(), std::chrono::seconds(5));
     if (!client) {
       if (verificationFailure(client.error())) return R::fail("joining: " + client.error());
       if (client.error() != lastWhy) log("joining: " + client.error() + "; retrying every second");
@@ -122,7 +126,25 @@ R ensureNodeCredentials(const AgentConfig& config, std::function<void(const std:
       continue;
     }
     auto resp = answer.value()->root<agentapi::AgentResponse>();
-    if (resp.isError()) return R::fail("the master refused the join: " + std::string(resp.getError().cStr()));
+    if (resp.isError()) {
+      std::string why = resp.getError().cStr();
+      if (why.rfind(wire::kNotLeader, 0) == 0) {
+        // A follower of several masters: to the leader it names, else the list again shortly.
+        auto is = why.find(" is at ");
+        if (is != std::string::npos && hops < 3) {
+          target = why.substr(is + 7);
+          ++hops;
+        } else {
+          if (why != lastWhy) log("joining: " + why + "; retrying every second");
+          lastWhy = why;
+          target = config.master;
+          hops = 0;
+          std::this_thread::sleep_for(std::chrono::seconds(1));
+        }
+        continue;
+      }
+      return R::fail("the master refused the join: " + why);
+    }
     if (!resp.isJoined()) return R::fail("the master answered the join with something else (an older yard-master?)");
     std::string cert = resp.getJoined().getCertPem(), ca = resp.getJoined().getCaPem();
     // The CA the master hands over must be the one we verified it with.

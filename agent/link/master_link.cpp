@@ -62,6 +62,18 @@ void MasterLink::connect() {
       });
 }
 
+void MasterLink::preferNext(const std::string& leader) {
+  auto it = std::find(addresses_.begin(), addresses_.end(), leader);
+  if (it == addresses_.end()) {
+    if (addresses_.size() >= 16) return;  // not a list that grows on what masters say
+    addresses_.push_back(leader);
+    it = addresses_.end() - 1;
+  }
+  // reconnectLater moves to the next: make that the leader.
+  size_t index = static_cast<size_t>(it - addresses_.begin());
+  current_ = index + addresses_.size() - 1;
+}
+
 void MasterLink::reconnectLater(const std::string& why) {
   if (stopped_) return;
   std::string from = address();
@@ -203,6 +215,15 @@ void MasterLink::beat() {
 
 void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
   auto resp = frame->root<agentapi::AgentResponse>();
+  // Several masters (docs/ha.md): an answer from a leader of an older term than one already
+  // heard from is a deposed leader's; it starts, stops and renews nothing, and the agent
+  // moves on to another master.
+  if (uint64_t term = resp.getTerm(); term > 0) {
+    if (term < highestTerm_)
+      return reconnectLater("its term " + std::to_string(term) + " is older than term " + std::to_string(highestTerm_) +
+                            " of another master (it was deposed); ignoring its answer");
+    highestTerm_ = term;
+  }
   // The master has a change for this node (its standing channel): heartbeat now. Not an
   // answer: the request in flight, if any, still waits for its own.
   if (resp.isWake()) return beatSoon();
@@ -215,6 +236,13 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
         if (log_) log_("master " + address() + " refused this agent: " + why);
         if (onRefused) onRefused(why);
         return;
+      }
+      if (auto at = why.find(wire::kNotLeader); at != std::string::npos) {
+        // A follower of several masters: it names the leader's agent API when it knows it.
+        std::string leader;
+        if (auto is = why.find(" is at ", at); is != std::string::npos) leader = why.substr(is + 7);
+        if (!leader.empty()) preferNext(leader);
+        return reconnectLater(why);
       }
       if (why.find("not registered") != std::string::npos) {
         registered_ = false;

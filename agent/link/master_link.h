@@ -82,6 +82,9 @@ class MasterLink {
   // failed or lost connection.
   std::vector<std::string> addresses_;
   size_t current_ = 0;
+  uint64_t highestTerm_ = 0;  // the highest raft term a master answered with (docs/ha.md)
+  // A follower's refusal names the leader: try it next.
+  void preferNext(const std::string& leader);
   bool connected_once_ = false;
   std::mt19937 rng_{std::random_device{}()};
   asio::steady_timer beatTimer_{io_};

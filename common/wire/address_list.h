@@ -24,4 +24,9 @@ inline std::vector<std::string> splitAddressList(std::string_view list) {
   return out;
 }
 
+// What a master of several that is not the leader says to clients and agents (docs/ha.md):
+// "not the leader: the leader's client API is at HOST:PORT" (or agent API); the address is
+// left out while it knows of no leader.
+inline constexpr const char* kNotLeader = "not the leader";
+
 }  // namespace yard::wire

@@ -59,6 +59,7 @@ struct MasterConfig {
   std::string consoleDir;
   // High availability (docs/ha.md): the masters' Raft address; empty = a single master.
   std::string raftListen;
+  std::string name;  // this master among several (yardctl cluster status); "" = the host name
   std::string raftAdvertise;  // what the other masters dial; "" = as bound
   // A member's raft address to join through (a new master of an existing cluster), with the
   // cluster CA pinned by fingerprint or given as a file.

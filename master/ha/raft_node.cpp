@@ -20,6 +20,7 @@ extern "C" {  // raft's headers declare C functions without saying so
 #include <set>
 #include <thread>
 
+#include "master/store/sqlite.h"
 #include "master/store/store.h"
 
 namespace yard::master::ha {
@@ -30,6 +31,8 @@ namespace {
 // padded so: its reader skips to the next multiple of 8, its writer does not pad).
 constexpr char kMagic[2] = {'Y', '1'};
 constexpr size_t kHeader = 2 + 8 + 8 + 8;
+// A snapshot: "YS1\0", the image's length, the image (store::sql::Connection::serialize), zeros.
+constexpr char kSnapshotMagic[4] = {'Y', 'S', '1', '\0'};
 
 void putU64(std::string& out, uint64_t v) {
   for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
@@ -138,12 +141,76 @@ struct RaftNode::Loop {
     return 0;
   }
 
-  static int fsmSnapshot(raft_fsm*, raft_buffer**, unsigned*) {
-    // Not yet: the log is kept whole (docs/ha.md, "Not built yet"); the threshold is set so
-    // that raft never asks.
-    return RAFT_NOTFOUND;
+  // A snapshot: the store's whole database, taken when it holds every entry raft has applied
+  // (the leader's store commits its own entries just after raft applies them: until then,
+  // "busy", and raft asks again later). A store ahead of raft (a restart replaying its log)
+  // is fine: the image carries its own applied index, and entries up to it are skipped.
+  static int fsmSnapshot(raft_fsm* fsm, raft_buffer** bufs, unsigned* n) {
+    auto* self = static_cast<Loop*>(fsm->data);
+    int64_t raftApplied = static_cast<int64_t>(raft_last_applied(&self->r));
+    auto conn = store::sql::Connection::open(self->store->path(), /*readOnly=*/true);
+    if (!conn) return RAFT_BUSY;
+    store::sql::Connection& c = *conn.value();
+    if (!c.exec("BEGIN")) return RAFT_BUSY;
+    auto held = c.queryInt("SELECT applied_index FROM replication WHERE id = 1");
+    if (!held || held.value() < raftApplied) {
+      (void)c.exec("COMMIT");
+      return RAFT_BUSY;
+    }
+    auto image = c.serialize();
+    (void)c.exec("COMMIT");
+    if (!image) {
+      if (self->settings.log) self->settings.log("raft: no snapshot: " + image.error());
+      return RAFT_BUSY;
+    }
+    std::string data(kSnapshotMagic, 4);
+    putU64(data, image.value().size());
+    data += image.value();
+    data.resize((data.size() + 7) / 8 * 8, '\0');
+    *bufs = static_cast<raft_buffer*>(raft_malloc(sizeof(raft_buffer)));
+    if (*bufs == nullptr) return RAFT_NOMEM;
+    (*bufs)[0].len = data.size();
+    (*bufs)[0].base = raft_malloc(data.size());
+    if ((*bufs)[0].base == nullptr) {
+      raft_free(*bufs);
+      return RAFT_NOMEM;
+    }
+    std::memcpy((*bufs)[0].base, data.data(), data.size());
+    *n = 1;
+    if (self->settings.log)
+      self->settings.log("raft: snapshot at entry " + std::to_string(raftApplied) + " (store at " +
+                         std::to_string(held.value()) + ", " + std::to_string(image.value().size()) + " bytes)");
+    return 0;
   }
-  static int fsmRestore(raft_fsm*, raft_buffer*) { return RAFT_NOTFOUND; }
+
+  // Restoring one (a follower far behind, or a restart): the store's database becomes the image.
+  static int fsmRestore(raft_fsm* fsm, raft_buffer* buf) {
+    auto* self = static_cast<Loop*>(fsm->data);
+    std::string data(static_cast<const char*>(buf->base), buf->len);
+    raft_free(buf->base);  // the state machine owns it now
+    uint64_t size = data.size() >= 12 ? getU64(reinterpret_cast<const unsigned char*>(data.data()) + 4) : 0;
+    if (data.size() < 12 || std::memcmp(data.data(), kSnapshotMagic, 4) != 0 || size > data.size() - 12) {
+      self->settings.fatal("raft snapshot is not a Yard store image");
+      return RAFT_MALFORMED;
+    }
+    auto conn = store::sql::Connection::open(self->store->path());
+    if (!conn) {
+      self->settings.fatal("cannot restore a raft snapshot: " + conn.error());
+      return RAFT_IOERR;
+    }
+    conn.value()->setBusyTimeoutMs(30000);
+    auto restored = conn.value()->restoreFrom(data.substr(12, size));
+    if (!restored) {
+      self->settings.fatal("cannot restore a raft snapshot: " + restored.error());
+      return RAFT_IOERR;
+    }
+    auto held = conn.value()->queryInt("SELECT applied_index FROM replication WHERE id = 1");
+    self->appliedHere = held ? held.value() : 0;
+    if (self->settings.log)
+      self->settings.log("raft: store restored from a snapshot (" + std::to_string(size) + " bytes), holding entries up to " +
+                         std::to_string(self->appliedHere));
+    return 0;
+  }
 
   // Every 20 ms: the status others read, and role changes.
   static void onWatch(uv_timer_t* t) {
@@ -230,6 +297,7 @@ Result<std::unique_ptr<RaftNode>> RaftNode::start(RaftSettings settings, store::
   auto bound = node->transport_->bind(settings.bindAddress);
   if (!bound) return R::fail(bound.error());
   node->address_ = settings.advertise.empty() ? bound.value() : settings.advertise;
+  if (!settings.name.empty()) node->address_ = settings.name + "@" + node->address_;
 
   node->loop_ = std::make_unique<Loop>();
   Loop& l = *node->loop_;
@@ -255,7 +323,8 @@ Result<std::unique_ptr<RaftNode>> RaftNode::start(RaftSettings settings, store::
   raft_set_election_timeout(&l.r, settings.electionTimeoutMs);
   raft_set_heartbeat_timeout(&l.r, settings.heartbeatMs);
   raft_set_pre_vote(&l.r, true);
-  raft_set_snapshot_threshold(&l.r, 0xffffffffu);
+  raft_set_snapshot_threshold(&l.r, settings.snapshotThreshold);
+  raft_set_snapshot_trailing(&l.r, settings.snapshotTrailing);
   if (fresh && settings.bootstrap) {
     raft_configuration conf;
     raft_configuration_init(&conf);

@@ -29,9 +29,14 @@ struct RaftSettings {
   std::string dir;          // raft's own files (<data-dir>/raft)
   std::string bindAddress;  // --raft-listen
   std::string advertise;    // what the other masters dial; empty: the bound address
+  std::string name;         // this master's name, kept with its address in the configuration
   bool bootstrap = false;   // a new cluster of this master alone (no --join), when `dir` is new
   unsigned electionTimeoutMs = 1000;
   unsigned heartbeatMs = 100;
+  // A snapshot of the store (SQLite's whole database) every this many entries; the log keeps
+  // `snapshotTrailing` entries before it, so that a follower a little behind gets entries.
+  unsigned snapshotThreshold = 4096;
+  unsigned snapshotTrailing = 1024;
   wire::ServerTls serverTls;  // this master's certificate; asks for the peer's
   wire::ClientTls peerTls;    // the cluster CA; the peer must be "yard-master"
   std::function<void(const std::string&)> log;
@@ -77,7 +82,9 @@ class RaftNode {
 
   RaftStatus status() const;
   uint64_t id() const { return id_; }
+  // As the configuration holds it ("NAME@HOST:PORT"); hostPort(): what others dial.
   const std::string& address() const { return address_; }
+  std::string hostPort() const { return raftHostPort(address_); }
   // Called on raft's loop thread whenever this master's role or term changes.
   void onRoleChange(std::function<void(Role role, uint64_t term)> fn);
   TlsTransport& transport() { return *transport_; }

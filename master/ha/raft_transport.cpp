@@ -28,6 +28,16 @@ uint32_t getU32(const char* p) {
 
 }  // namespace
 
+std::string raftHostPort(const std::string& address) {
+  auto at = address.rfind('@');
+  return at == std::string::npos ? address : address.substr(at + 1);
+}
+
+std::string raftMemberName(const std::string& address) {
+  auto at = address.rfind('@');
+  return at == std::string::npos ? "" : address.substr(0, at);
+}
+
 std::string encodeFields(const Fields& fields) {
   std::string body;
   putU32(body, static_cast<uint32_t>(fields.size()));
@@ -280,7 +290,7 @@ struct TlsTransport::Impl {
         checkClosed();
       });
     };
-    auto ep = wire::parseEndpoint(peerAddress);
+    auto ep = wire::parseEndpoint(raftHostPort(peerAddress));
     if (!ep) return fail();
     auto stream = std::make_shared<TlsStream>(io, *peer.context);
     wire::requirePeerName(*stream, tls::kMasterName);
@@ -425,7 +435,7 @@ void TlsTransport::runOnLoop(std::function<void()> fn) { impl_->post(std::move(f
 Result<Fields> callMaster(const std::string& hostPort, const wire::ClientTls& tls, const Fields& request,
                           std::chrono::milliseconds timeout, std::string* pinnedCa) {
   using R = Result<Fields>;
-  auto ep = wire::parseEndpoint(hostPort);
+  auto ep = wire::parseEndpoint(raftHostPort(hostPort));
   if (!ep) return R::fail(ep.error());
   asio::io_context io;
   TlsStream stream(io, *tls.context);

@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cctype>
+
 #include "common/http/metrics_endpoint.h"
 #include "master/catalog/dataset_paths.h"
 #include "yard/version.h"
@@ -35,6 +37,7 @@ ParsedFlags parseMasterFlags(int argc, char** argv) {
                  "Raft address HOST:PORT of this master among several (docs/ha.md); overrides raft_listen; "
                  "none = a single master");
   app.add_option("--raft-advertise", f.raftAdvertise, "Raft address the other masters dial; default: as bound");
+  app.add_option("--name", f.name, "This master's name among several (yardctl cluster status); default: the host name");
   app.add_option("--join", f.join, "A member's raft address: join its cluster as a new master (with --join-token)");
   app.add_option("--ca-fingerprint", f.caFingerprint, "With --join: the cluster CA's sha256:... fingerprint");
   app.add_option("--ca", f.caFile, "With --join: the cluster CA's certificate file, instead of --ca-fingerprint");
@@ -93,6 +96,13 @@ Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function
   if (!f.raftListen.empty()) config.raftListen = f.raftListen;
   if (!f.raftAdvertise.empty()) config.raftAdvertise = f.raftAdvertise;
   if (!f.join.empty()) config.join = f.join;
+  if (!f.name.empty()) config.name = f.name;
+  if (!config.name.empty()) {
+    bool ok = config.name.size() <= 63;
+    for (char c : config.name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_');
+    if (!ok)
+      return R::fail("--name: \"" + config.name + "\" must be 1-63 letters, digits, '.', '-' or '_' (a master's name)");
+  }
   if (!f.caFingerprint.empty()) config.caFingerprint = f.caFingerprint;
   if (!f.caFile.empty()) config.caFile = f.caFile;
   if (!config.raftListen.empty() && f.dev)

@@ -83,8 +83,8 @@ std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log&
   return "--join: cannot join the cluster at " + config.join + ": " + why;
 }
 
-Result<std::unique_ptr<ha::RaftNode>> startRaftMember(const MasterConfig& config, const tls::MasterPki& pki,
-                                                     store::Store& store, const Log& log) {
+Result<std::unique_ptr<ha::RaftNode>> startRaftMember(const MasterConfig& config, const std::string& name,
+                                                     const tls::MasterPki& pki, store::Store& store, const Log& log) {
   using R = Result<std::unique_ptr<ha::RaftNode>>;
   wire::TlsIdentity identity = identityOf(pki);
   auto server = wire::makeServerTls(identity, pki.ca.certPem);
@@ -95,6 +95,7 @@ Result<std::unique_ptr<ha::RaftNode>> startRaftMember(const MasterConfig& config
   s.dir = config.dataDir + "/raft";
   s.bindAddress = config.raftListen;
   s.advertise = config.raftAdvertise;
+  s.name = name;
   s.bootstrap = config.join.empty();
   s.electionTimeoutMs = static_cast<unsigned>(config.electionTimeoutMs);
   s.heartbeatMs = std::max(20u, s.electionTimeoutMs / 10);

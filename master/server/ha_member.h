@@ -27,8 +27,8 @@ std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log&
 
 // Starts the raft member (a new cluster of this master alone on the first start without
 // --join) and makes it the store's replicator.
-Result<std::unique_ptr<ha::RaftNode>> startRaftMember(const MasterConfig& config, const tls::MasterPki& pki,
-                                                     store::Store& store, const Log& log);
+Result<std::unique_ptr<ha::RaftNode>> startRaftMember(const MasterConfig& config, const std::string& name,
+                                                     const tls::MasterPki& pki, store::Store& store, const Log& log);
 
 // --join: asks the leader to make this master a voter; retried (and redirects followed) until
 // it is one or `within` passes.

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <mutex>
 #include <set>
+#include <fcntl.h>
 #include <unistd.h>
 #include <linux/close_range.h>
 #include <thread>
@@ -17,6 +19,7 @@
 #include "common/spec/loader.h"
 #include "common/tls/pki.h"
 #include "common/wire/server.h"
+#include "common/wire/address_list.h"
 #include "master/access/access.h"
 #include "master/api/agent/agent_api.h"
 #include "master/api/agent/agent_calls.h"
@@ -34,6 +37,8 @@
 #include "master/server/data_dir.h"
 #include "master/server/dev_agent.h"
 #include "master/server/ha_member.h"
+#include "schema/agent.capnp.h"
+#include "schema/api.capnp.h"
 #include "yard/version.h"
 
 namespace yard::master {
@@ -87,6 +92,17 @@ struct Master::Parts {
   // goes first (its state machine writes to the store).
   std::unique_ptr<ha::RaftNode> raft;
   std::atomic<bool> serving{false};  // leading, loaded and listening: answers other masters
+  std::string name;                  // this master among several
+  // Until it leads, a master's client and agent ports answer "not the leader", naming the
+  // leader's (asked of the leader itself over raft's port: "whois").
+  asio::io_context followerIo;
+  std::thread followerThread, lookupThread;
+  std::atomic<bool> following{false};
+  std::unique_ptr<wire::FrameServer> followerClient, followerAgent;
+  std::mutex leaderMu;
+  std::string leaderRaft, leaderClient, leaderAgent;  // guarded by leaderMu
+  std::string clientAddress, agentAddressShown;       // what this master answers to "whois"; guarded by leaderMu
+  ClusterOps clusterOps;
   // Before io and everything that counts into it: they all end before it.
   metrics::Registry registry;
   std::unique_ptr<MasterMetrics> masterMetrics;
@@ -122,6 +138,22 @@ struct Master::Parts {
   ~Parts() {
     agentIo.stop();
     if (agentThread.joinable()) agentThread.join();
+    stopFollowing();
+  }
+
+  void stopFollowing() {
+    following = false;
+    if (lookupThread.joinable()) lookupThread.join();
+    if (followerThread.joinable()) {
+      asio::post(followerIo, [this] {
+        if (followerClient) followerClient->stop();
+        if (followerAgent) followerAgent->stop();
+      });
+      followerIo.stop();
+      followerThread.join();
+    }
+    followerClient.reset();
+    followerAgent.reset();
   }
 
   // Once a second: deadlines and lost nodes; every other second an incremental pass (a pass
@@ -216,11 +248,20 @@ std::optional<std::string> openDataDir(Master::Parts& p) {
   return std::nullopt;
 }
 
+std::optional<std::string> follow(Master::Parts& p);
+std::string hostName();
+ha::Fields whois(Master::Parts& p);
+Result<ClusterView> clusterStatus(Master::Parts& p);
+Result<std::string> removeMember(Master::Parts& p, const std::string& who);
+
 // Runs this master again (the command line it was given): a master that lost the lead comes
 // back as a follower, with nothing of its leader's state in memory.
 [[noreturn]] void runAgain(Master::Parts& p, const std::string& why) {
   p.log("raft: " + why + "; running again as a follower");
-  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  // Nothing open goes to the new image: its listeners bind the same ports again.
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int fd = 3; fd < 65536; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
   std::vector<char*> args;
   for (auto& a : p.options.argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -236,7 +277,8 @@ std::optional<std::string> openStore(Master::Parts& p) {
   if (!opened) return opened.error();
   p.db = std::move(opened).value();
   if (config.raftListen.empty()) return std::nullopt;
-  auto raft = startRaftMember(config, p.pki, *p.db, p.log);
+  p.name = config.name.empty() ? hostName() : config.name;
+  auto raft = startRaftMember(config, p.name, p.pki, *p.db, p.log);
   if (!raft) return raft.error();
   p.raft = std::move(raft).value();
   Master::Parts* pp = &p;
@@ -244,6 +286,7 @@ std::optional<std::string> openStore(Master::Parts& p) {
   // the leader once it serves; the others redirect.
   p.raft->transport().setCallHandler([pp](ha::Fields req, bool isMaster, std::function<void(ha::Fields)> answer) {
     Master::Parts& m = *pp;
+    if (req.size() == 1 && req[0] == "whois") return answer(whois(m));
     if (!m.serving.load()) {
       auto s = m.raft->status();
       if (s.role != ha::Role::Leader && !s.leaderAddress.empty() && s.leaderId != m.raft->id())
@@ -252,9 +295,9 @@ std::optional<std::string> openStore(Master::Parts& p) {
     }
     if (req.size() == 3 && req[0] == "join") {
       asio::post(m.io, [pp, req, answer] {
-        pp->access->redeemJoinToken(req[1], "master " + req[2], [pp, answer](std::optional<std::string> refusal) {
+        pp->access->redeemJoinToken(req[1], "master " + req[2], [pp, answer, joiner = req[2]](std::optional<std::string> refusal) {
           if (refusal) return answer({"error", *refusal});
-          pp->log("raft: a master at " + pp->raft->address() + " is given the cluster CA to join");
+          pp->log("raft: the master at " + joiner + " is given the cluster CA to join");
           answer({"ok", pp->pki.ca.certPem, pp->pki.ca.keyPem});
         });
       });
@@ -273,10 +316,156 @@ std::optional<std::string> openStore(Master::Parts& p) {
     }
     answer({"error", "unknown request"});
   });
+  if (auto e = follow(p)) return e;
   if (!config.join.empty())
     if (auto e = becomeVoter(config, p.pki, *p.raft, std::chrono::seconds(60), p.log)) return *e;
   waitForLead(*p.raft, p.log);
+  p.stopFollowing();
   return std::nullopt;
+}
+
+std::string hostName() {
+  char name[256] = {0};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "yard-master";
+  return name;
+}
+
+std::optional<std::string> follow(Master::Parts& p) {
+  const MasterConfig& config = p.config;
+  Master::Parts* pp = &p;
+  p.following = true;
+  auto client = wire::FrameServer::listen(
+      p.followerIo, config.listen, *p.clientTls, clientLimits(),
+      [pp](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+        std::string leader;
+        {
+          std::lock_guard<std::mutex> lock(pp->leaderMu);
+          leader = pp->leaderClient;
+        }
+        capnp::MallocMessageBuilder message;
+        auto resp = message.initRoot<api::Response>();
+        resp.setId(frame->root<api::Request>().getId());
+        auto e = resp.initError();
+        e.setMessage(std::string(wire::kNotLeader) +
+                     (leader.empty() ? ": no leader is known yet; try again, or another master"
+                                     : ": the leader's client API is at " + leader));
+        e.setLeader(leader);
+        conn->send(message);
+      },
+      p.log);
+  if (!client) return client.error();
+  p.followerClient = std::move(client).value();
+  auto agent = wire::FrameServer::listen(
+      p.followerIo, config.agentListen, *p.agentTls, agentLimits(),
+      [pp](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+        std::string leader;
+        {
+          std::lock_guard<std::mutex> lock(pp->leaderMu);
+          leader = pp->leaderAgent;
+        }
+        capnp::MallocMessageBuilder message;
+        auto resp = message.initRoot<agentapi::AgentResponse>();
+        resp.setId(frame->root<agentapi::AgentRequest>().getId());
+        resp.setError(std::string(wire::kNotLeader) +
+                      (leader.empty() ? ": no leader is known yet" : ": the leader's agent API is at " + leader));
+        conn->send(message);
+      },
+      p.log);
+  if (!agent) return agent.error();
+  p.followerAgent = std::move(agent).value();
+  {
+    std::lock_guard<std::mutex> lock(p.leaderMu);
+    p.clientAddress = config.advertise.empty() ? p.followerClient->address() : config.advertise;
+    p.agentAddressShown = p.followerAgent->address();
+  }
+  p.followerThread = std::thread([pp] {
+    auto work = asio::make_work_guard(pp->followerIo);
+    pp->followerIo.run();
+  });
+  // Who leads, in client and agent addresses: asked of the leader whenever it changes.
+  p.lookupThread = std::thread([pp] {
+    while (pp->following) {
+      auto s = pp->raft->status();
+      std::string known;
+      {
+        std::lock_guard<std::mutex> lock(pp->leaderMu);
+        known = pp->leaderRaft;
+      }
+      if (!s.leaderAddress.empty() && s.leaderId != pp->raft->id() && s.leaderAddress != known) {
+        auto who = ha::callMaster(s.leaderAddress, *pp->callTls, {"whois"}, std::chrono::seconds(1));
+        if (who && who.value().size() >= 4 && who.value()[0] == "ok" && who.value()[4] == "leader") {
+          std::lock_guard<std::mutex> lock(pp->leaderMu);
+          pp->leaderRaft = s.leaderAddress;
+          pp->leaderClient = who.value()[2];
+          pp->leaderAgent = who.value()[3];
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  return std::nullopt;
+}
+
+// "whois": what this master is, for the others (a follower's redirects, cluster status).
+ha::Fields whois(Master::Parts& p) {
+  auto s = p.raft->status();
+  auto applied = p.db->appliedIndex();
+  std::lock_guard<std::mutex> lock(p.leaderMu);
+  return {"ok", p.name, p.clientAddress, p.agentAddressShown, ha::roleName(s.role), std::to_string(s.term),
+          std::to_string(applied ? applied.value() : 0)};
+}
+
+Result<ClusterView> clusterStatus(Master::Parts& p) {
+  auto s = p.raft->status();
+  ClusterView view;
+  view.term = s.term;
+  view.commitIndex = s.commitIndex;
+  view.members.resize(s.members.size());
+  std::vector<std::thread> asks;
+  for (size_t i = 0; i < s.members.size(); ++i) {
+    ClusterMemberView& v = view.members[i];
+    v.raftId = s.members[i].id;
+    v.raftAddress = ha::raftHostPort(s.members[i].address);
+    v.name = ha::raftMemberName(s.members[i].address);
+    v.voter = s.members[i].role;
+    asks.emplace_back([&p, &v, self = s.members[i].id == p.raft->id()] {
+      auto who = self ? Result<ha::Fields>::ok(whois(p))
+                      : ha::callMaster(v.raftAddress, *p.callTls, {"whois"}, std::chrono::seconds(1));
+      if (!who || who.value().size() != 7 || who.value()[0] != "ok") {
+        v.role = "unreachable";
+        return;
+      }
+      const ha::Fields& f = who.value();
+      if (!f[1].empty()) v.name = f[1];
+      v.clientAddress = f[2];
+      v.agentAddress = f[3];
+      v.role = f[4];
+      v.term = std::strtoull(f[5].c_str(), nullptr, 10);
+      v.appliedIndex = std::strtoull(f[6].c_str(), nullptr, 10);
+      v.lastContactMs = 0;
+    });
+  }
+  for (auto& t : asks) t.join();
+  return Result<ClusterView>::ok(std::move(view));
+}
+
+Result<std::string> removeMember(Master::Parts& p, const std::string& who) {
+  using R = Result<std::string>;
+  auto view = clusterStatus(p);
+  if (!view) return R::fail(view.error());
+  std::vector<const ClusterMemberView*> matches;
+  for (const auto& m : view.value().members)
+    if (m.name == who || std::to_string(m.raftId) == who || m.raftAddress == who) matches.push_back(&m);
+  if (matches.empty()) return R::fail("no master is named so (yardctl cluster status lists them)");
+  if (matches.size() > 1) return R::fail("several masters are named so; give the raft id (yardctl cluster status -o json)");
+  const ClusterMemberView& m = *matches[0];
+  if (m.raftId == p.raft->id())
+    return R::fail("it is the leader: stop it (another master takes the lead) and remove it from there");
+  auto removed = p.raft->remove(m.raftId);
+  if (!removed) return R::fail(removed.error());
+  p.log("raft: removed master " + m.name + " (raft id " + std::to_string(m.raftId) + ", " + m.raftAddress + ")");
+  return R::ok("removed master " + (m.name.empty() ? m.raftAddress : m.name) + " (raft id " + std::to_string(m.raftId) +
+               ", " + m.raftAddress + ")");
 }
 
 void serveMembers(Master::Parts& p) {
@@ -287,7 +476,7 @@ void serveMembers(Master::Parts& p) {
   auto s = p.raft->status();
   if (s.role != ha::Role::Leader) runAgain(p, "lost the lead while starting");
   p.serving = true;
-  p.log("raft: leader in term " + std::to_string(s.term) + "; raft on " + p.raft->address());
+  p.log("raft: leader in term " + std::to_string(s.term) + "; raft on " + p.raft->hostPort());
 }
 
 std::optional<std::string> loadState(Master::Parts& p) {
@@ -373,8 +562,14 @@ std::optional<std::string> loadState(Master::Parts& p) {
       wallClockMs, p.log);
   p.archive->startSweeps();
 
+  if (p.raft) {
+    Master::Parts* pp = &p;
+    p.clusterOps.status = [pp] { return clusterStatus(*pp); };
+    p.clusterOps.remove = [pp](const std::string& who) { return removeMember(*pp, who); };
+  }
   p.api = std::make_unique<ClientApi>(config, *p.catalog, jobs, *p.db, nodes, *p.access,
-                                      ClientApi::Parts{p.calls.get(), p.archive.get(), p.masterMetrics.get()});
+                                      ClientApi::Parts{p.calls.get(), p.archive.get(), p.masterMetrics.get(),
+                                                       p.raft ? &p.clusterOps : nullptr});
   AgentApi::Parts agentParts;
   agentParts.jobs = &jobs;
   agentParts.catalog = p.catalog.get();
@@ -386,6 +581,7 @@ std::optional<std::string> loadState(Master::Parts& p) {
     access.redeemJoinToken(secret, node, std::move(done));
   };
   agentParts.stopGraceMs = static_cast<uint32_t>(config.stopGraceSeconds * 1000);
+  agentParts.term = p.raft ? p.raft->status().term : 0;  // fixed: a master that loses the lead runs again
   agentParts.log = p.log;
   agentParts.executor = p.io.get_executor();
   p.agentApi = std::make_unique<AgentApi>(config.joinToken, nodes, std::move(agentParts));
@@ -441,6 +637,11 @@ std::optional<std::string> listen(Master::Parts& p) {
       (bound.rfind("0.0.0.0:", 0) == 0 || bound.rfind("[::]:", 0) == 0 || bound.rfind(":::", 0) == 0))
     p.log("the client API listens on every address; set advertise (or --advertise) to the address nodes "
           "should use, or OpenMPI launchers cannot reach it");
+  {
+    std::lock_guard<std::mutex> lock(p.leaderMu);
+    p.clientAddress = config.advertise.empty() ? bound : config.advertise;
+    p.agentAddressShown = p.agentAddress;
+  }
   p.log("version " + std::string(kVersion) + ", data " + config.dataDir + ", client API on " + bound);
   // Tests and scripts read the bound address from here (useful with port 0).
   p.log("agent API on " + p.agentAddress);

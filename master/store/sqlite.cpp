@@ -1,5 +1,7 @@
 #include "master/store/sqlite.h"
 
+#include <cstring>
+
 #include <sqlite3.h>
 
 #include <cassert>
@@ -139,6 +141,54 @@ Connection::~Connection() {
 }
 
 std::string Connection::errorText() const { return sqlite3_errmsg(db_); }
+
+Result<std::string> Connection::serialize() {
+  using R = Result<std::string>;
+  sqlite3_int64 size = 0;
+  unsigned char* bytes = sqlite3_serialize(db_, "main", &size, 0);
+  if (bytes == nullptr) return R::fail(path_ + ": cannot copy the database: " + errorText());
+  std::string image(reinterpret_cast<const char*>(bytes), static_cast<size_t>(size));
+  sqlite3_free(bytes);
+  // Bytes 18 and 19 of the header: the file format versions, 2 for WAL. An in-memory copy
+  // cannot be in WAL mode.
+  if (image.size() >= 100) image[18] = image[19] = 1;
+  return R::ok(std::move(image));
+}
+
+Result<bool> Connection::restoreFrom(const std::string& image) {
+  using R = Result<bool>;
+  sqlite3* mem = nullptr;
+  if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+    sqlite3_close_v2(mem);
+    return R::fail("cannot open an in-memory database");
+  }
+  auto* copy = static_cast<unsigned char*>(sqlite3_malloc64(image.size()));
+  if (copy == nullptr) {
+    sqlite3_close_v2(mem);
+    return R::fail("out of memory for a database image of " + std::to_string(image.size()) + " bytes");
+  }
+  std::memcpy(copy, image.data(), image.size());
+  int rc = sqlite3_deserialize(mem, "main", copy, static_cast<sqlite3_int64>(image.size()),
+                               static_cast<sqlite3_int64>(image.size()),
+                               SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY);
+  if (rc != SQLITE_OK) {
+    std::string why = sqlite3_errmsg(mem);
+    sqlite3_close_v2(mem);
+    return R::fail("not a database image: " + why);
+  }
+  sqlite3_backup* backup = sqlite3_backup_init(db_, "main", mem, "main");
+  if (backup == nullptr) {
+    std::string why = errorText();
+    sqlite3_close_v2(mem);
+    return R::fail(path_ + ": cannot restore: " + why);
+  }
+  rc = sqlite3_backup_step(backup, -1);
+  int finished = sqlite3_backup_finish(backup);
+  sqlite3_close_v2(mem);
+  if (rc != SQLITE_DONE) return R::fail(path_ + ": restore failed: " + std::string(sqlite3_errstr(rc)));
+  if (finished != SQLITE_OK) return R::fail(path_ + ": restore failed: " + errorText());
+  return R::ok(true);
+}
 
 Result<bool> Connection::exec(std::string_view sql) {
   std::string text(sql);

@@ -113,6 +113,14 @@ class Connection {
   void startCapture();
   Changeset takeCapture();
 
+  // The whole database as one image (sqlite3_serialize), as the caller's transaction sees it,
+  // marked as a rollback-journal database so that it opens anywhere (raft snapshots).
+  Result<std::string> serialize();
+  // Replaces this database's content with `image` (a serialize() of a database of the same
+  // page size) through SQLite's backup API, in one step; other connections see it at their
+  // next transaction.
+  Result<bool> restoreFrom(const std::string& image);
+
   int64_t lastInsertRowid() const;
   int64_t changes() const;
   // False once SQLite has rolled back the open transaction by itself (e.g. after an I/O

@@ -44,6 +44,8 @@ void addUsageCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& a
 // `node delete` (access_cmd.cpp, docs/security.md). REQUIRES: after addCatalogCommands and
 // addJobCommands (it adds to `queue`, `dataset` and `node`).
 void addAccessCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
+// `cluster status|remove` (cluster_cmd.cpp, docs/ha.md).
+void addClusterCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);
 // `completion bash|zsh` and the hidden `__complete KIND`; the script is generated from the
 // whole tree when it runs, so every command registered (before or after) is in it.
 void addCompletionCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action);

@@ -1,4 +1,7 @@
 #include "master/yardctl/client.h"
+#include "common/wire/address_list.h"
+
+#include <thread>
 
 #include <cstdio>
 #include <cstdlib>
@@ -61,16 +64,76 @@ Result<std::unique_ptr<wire::FrameClient>> connectMaster(const MasterTarget& tar
   return wire::FrameClient::connect(target.address, tls, timeout);
 }
 
+namespace {
+
+// Calls the leader of the masters in `target` (docs/ha.md): each address in turn; a follower's
+// "not the leader" is followed to the leader it names (a few hops at most); while no master
+// knows a leader (an election), the list is tried again for a few seconds. Returns the
+// connection and the answer; an api::Error other than "not the leader" is an answer too.
+struct Called {
+  std::unique_ptr<wire::FrameClient> client;
+  std::unique_ptr<wire::Frame> frame;
+};
+Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& message, std::chrono::milliseconds timeout) {
+  using R = Result<Called>;
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(6);
+  std::vector<std::string> addresses = wire::splitAddressList(target.address);
+  if (addresses.empty()) addresses.push_back(target.address);
+  for (;;) {
+    std::string why;
+    bool election = false;
+    for (const std::string& first : addresses) {
+      MasterTarget to = target;
+      to.address = first;
+      for (int hop = 0; hop < 4; ++hop) {
+        auto client = connectMaster(to, timeout);
+        if (!client) {
+          why += (why.empty() ? "" : "; ") + client.error();
+          break;
+        }
+        auto resp = client.value()->call(message);
+        if (!resp) {
+          why += (why.empty() ? "" : "; ") + resp.error();
+          break;
+        }
+        auto r = resp.value()->root<api::Response>();
+        std::string error = r.isError() ? r.getError().getMessage().cStr() : "";
+        if (error.rfind(wire::kNotLeader, 0) != 0) return R::ok(Called{std::move(client).value(), std::move(resp).value()});
+        std::string leader = r.getError().getLeader().cStr();
+        if (leader.empty() || leader == to.address) {
+          election = election || leader.empty();
+          why += (why.empty() ? "" : "; ") + to.address + ": " + error;
+          break;
+        }
+        to.address = leader;
+      }
+    }
+    if (!election || std::chrono::steady_clock::now() >= until) return R::fail(why);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<wire::Frame>> sendRequest(const MasterTarget& target, capnp::MessageBuilder& message) {
   using R = Result<std::unique_ptr<wire::Frame>>;
   message.getRoot<api::Request>().setToken(target.token);
-  auto client = connectMaster(target);
-  if (!client) return R::fail(client.error());
-  auto resp = client.value()->call(message);
-  if (!resp) return resp;
-  auto r = resp.value()->root<api::Response>();
+  auto called = callLeader(target, message, std::chrono::seconds(10));
+  if (!called) return R::fail(called.error());
+  auto r = called.value().frame->root<api::Response>();
   if (r.isError()) return R::fail(r.getError().getMessage());
-  return resp;
+  return R::ok(std::move(called).value().frame);
+}
+
+Result<std::unique_ptr<wire::FrameClient>> connectLeader(const MasterTarget& target, std::chrono::milliseconds timeout) {
+  using R = Result<std::unique_ptr<wire::FrameClient>>;
+  capnp::MallocMessageBuilder ping;
+  auto req = ping.initRoot<api::Request>();
+  req.setId(1);
+  req.setPing();
+  auto called = callLeader(target, ping, timeout);
+  if (!called) return R::fail(called.error());
+  return R::ok(std::move(called).value().client);
 }
 
 }  // namespace yard::ctl

@@ -31,7 +31,12 @@ Result<std::unique_ptr<wire::FrameClient>> connectMaster(const MasterTarget& tar
 
 // Sends one request (its token set from `target`) and returns the response frame. Transport
 // problems and api::Error responses both come back as the error text.
+// Sends one request; a follower's "not the leader" is followed to the leader it names.
 Result<std::unique_ptr<wire::Frame>> sendRequest(const MasterTarget& target, capnp::MessageBuilder& message);
+// connectMaster, then a ping: when the master is a follower of several, the leader it names
+// instead (for streams: logs -f).
+Result<std::unique_ptr<wire::FrameClient>> connectLeader(const MasterTarget& target,
+                                                         std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
 template <typename Fill>
 Result<std::unique_ptr<wire::Frame>> callMaster(const MasterTarget& target, Fill fill) {

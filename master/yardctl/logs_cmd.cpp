@@ -36,7 +36,7 @@ int runLogs(GlobalOptions& global, Streams io, const LogsOptions& o) {
   auto fail = [&](const std::string& message) { return reportError(global, io, kExitFailed, message, JsonStyle::kLine); };
   auto address = masterAddress(global);
   if (!address) return fail(address.error());
-  auto client = connectMaster(address.value());
+  auto client = connectLeader(address.value());
   if (!client) return fail(client.error());
   capnp::MallocMessageBuilder message;
   auto req = message.initRoot<api::Request>();

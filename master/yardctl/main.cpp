@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   addExecCommand(app, global, io, action);
   addAccessCommands(app, global, io, action);
   addUsageCommand(app, global, io, action);
+  addClusterCommands(app, global, io, action);
   addCompletionCommands(app, global, io, action);
 
   // -o json is read from argv before parsing, so that a usage error is JSON too (report.h).

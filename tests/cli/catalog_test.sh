@@ -10,6 +10,11 @@ printf 'dataset_roots = ["/mnt/nfs", "/srv/data"]\n' >"$tmp/master.toml"
 
 start_master --config "$tmp/master.toml"
 expect 0 '^default +running +0/unlimited' -- queue list
+# A single master (no raft_listen): cluster status shows it alone; there is nothing to remove.
+expect 0 '"single": true' -- cluster status -o json
+expect 0 '^yard-master +leader ' -- cluster status
+expect 1 'this is a single master' -- cluster remove m2
+expect 2 '' -- cluster remove
 expect 0 '^team-a +running +0/8 +0/64Gi +0/8 +3 +2 +binpack' -- queue create team-a --cpu 8 --memory 64Gi --gpu 8 --max-running-jobs 3 --weight 2
 expect 1 'queue team-a already exists' -- queue create team-a --cpu 1 --memory 1Gi --gpu 0
 expect 1 'queue name "Team_B" must use only lowercase' -- queue create Team_B --cpu 1 --memory 1Gi --gpu 0

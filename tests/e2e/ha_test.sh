@@ -15,17 +15,18 @@ dir_of() { [ "$1" = 1 ] && echo "$tmp/master" || echo "$tmp/m$1"; }  # start_age
 # start_member I [args...]: master I with its own ports and data directory.
 start_member() {
   local i=$1; shift
-  "$bin/yard-master" --config "$tmp/master.toml" --data-dir "$(dir_of "$i")" --listen "127.0.0.1:${cport[$i]}" \
+  "$bin/yard-master" --name "m$i" --config "$tmp/master.toml" --data-dir "$(dir_of "$i")" --listen "127.0.0.1:${cport[$i]}" \
     --agent-listen "127.0.0.1:${aport[$i]}" --raft-listen "127.0.0.1:${rport[$i]}" --metrics-listen "" \
     "$@" >>"$tmp/m$i.out" 2>>"$tmp/m$i.err" &
   mpid[$i]=$!
   pids+=("$!")
 }
-leader() {  # the member whose client API answers (followers do not listen)
-  local i
-  for i in 1 2 3; do
-    "$bin/yardctl" --master "127.0.0.1:${cport[$i]}" queue list >/dev/null 2>&1 && { echo "$i"; return 0; }
-  done
+leader() {  # [SKIP]: the index of the member that leads, from yardctl cluster status (not asking SKIP)
+  local addr i list=""
+  for i in 1 2 3; do [ "$i" = "${1:-}" ] || list="$list${list:+,}127.0.0.1:${cport[$i]}"; done
+  addr=$("$bin/yardctl" --master "$list" cluster status -o json 2>/dev/null |
+    python3 -c 'import json,sys; print([m["clientAddress"] for m in json.load(sys.stdin)["members"] if m["role"] == "leader"][0])' 2>/dev/null) || return 1
+  for i in 1 2 3; do [ "$addr" = "127.0.0.1:${cport[$i]}" ] && { echo "$i"; return 0; }; done
   return 1
 }
 wait_log() {  # wait_log FILE PATTERN SECONDS
@@ -46,7 +47,21 @@ for i in 2 3; do
 done
 grep -q 'following the leader' "$tmp/m2.err" || fail "m2 does not say it follows: $(tail -3 "$tmp/m2.err")"
 cmp -s "$tmp/master/ca.pem" "$tmp/m2/ca.pem" || fail "m2 has not the cluster's CA"
-[ "$(leader)" = 1 ] || fail "m1 is not the one serving"
+[ "$(leader)" = 1 ] || fail "m1 is not the leader: $("$bin/yardctl" --master "127.0.0.1:${cport[1]}" cluster status 2>&1)"
+
+say "cluster status lists the three, and a follower redirects"
+st=$("$bin/yardctl" --master "127.0.0.1:${cport[2]}" cluster status -o json 2>&1) || fail "cluster status through a follower: $st"
+echo "$st" | python3 -c '
+import json,sys
+c=json.load(sys.stdin)
+m=c["members"]
+assert len(m) == 3 and not c["single"], c
+assert sorted(x["role"] for x in m) == ["follower", "follower", "leader"], m
+assert all(x["voter"] == "voter" and x["term"] == c["term"] and x["lastContactMs"] == 0 for x in m), m
+assert sorted(x["name"] for x in m) == ["m1", "m2", "m3"], m
+' || fail "cluster status: $st"
+"$bin/yardctl" --master "127.0.0.1:${cport[3]}" cluster status | grep -Eq '^m1 +leader ' || fail "cluster status table: $("$bin/yardctl" --master "127.0.0.1:${cport[3]}" cluster status 2>&1)"
+out=$("$bin/yardctl" --master "127.0.0.1:${cport[2]}" queue create via-follower --cpu 1 --memory 1Gi 2>&1) || fail "a write through a follower: $out"
 
 export YARD_MASTER="127.0.0.1:${cport[1]},127.0.0.1:${cport[2]},127.0.0.1:${cport[3]}"
 
@@ -60,8 +75,11 @@ out=$("$bin/yard-master" --data-dir "$tmp/bad2" --listen 127.0.0.1:0 --agent-lis
 [ "$rc" -eq 1 ] && echo "$out" | grep -q 'fingerprint' || fail "a wrong CA fingerprint: rc $rc: $out"
 
 say "an agent and a running job, with the three addresses"
-AGENT_MASTER="127.0.0.1:${aport[1]},127.0.0.1:${aport[2]},127.0.0.1:${aport[3]}" start_agent 1 --cpu 2 --memory 1Gi
+# A follower's agent address first: it names the leader's, and the agent goes there.
+AGENT_MASTER="127.0.0.1:${aport[2]},127.0.0.1:${aport[3]},127.0.0.1:${aport[1]}" start_agent 1 --cpu 2 --memory 1Gi
 wait_nodes 1
+grep -q "not the leader: the leader's agent API is at 127.0.0.1:${aport[1]}" "$tmp"/agent1.* ||
+  fail "the agent was not told where the leader is: $(grep -h 'master ' "$tmp"/agent1.* | head -3)"
 cat >"$tmp/long.yaml" <<YAML
 name: long-ha
 tasks:
@@ -104,8 +122,8 @@ wait_log "$tmp/m1.err" 'following the leader' 20 || fail "m1 does not follow: $(
 say "a leader stopped past the election timeout steps down when it wakes"
 old=$(leader)
 kill -STOP "${mpid[$old]}"
-for _ in $(seq 100); do n=$(leader) && [ "$n" != "$old" ] && break; sleep 0.1; done
-n=$(leader); [ -n "$n" ] && [ "$n" != "$old" ] || fail "no new leader while m$old is stopped"
+for _ in $(seq 100); do n=$(leader "$old") && [ "$n" != "$old" ] && break; sleep 0.1; done
+n=$(leader "$old"); [ -n "$n" ] && [ "$n" != "$old" ] || fail "no new leader while m$old is stopped"
 "$bin/yardctl" queue create while-stopped --cpu 1 --memory 1Gi >/dev/null || fail "queue while-stopped"
 kill -CONT "${mpid[$old]}"
 wait_log "$tmp/m$old.err" 'running again as a follower' 20 || fail "m$old did not step down: $(tail -5 "$tmp/m$old.err")"
@@ -119,6 +137,18 @@ for i in 1 2 3; do
   got=$(sqlite3 "file:$(dir_of "$i")/state.db?mode=ro" 'SELECT name FROM queues ORDER BY name' | python3 -c 'import sys; print(sorted(l.strip() for l in sys.stdin if l.strip()))')
   [ "$got" = "$want" ] || fail "m$i holds $got, the leader $want"
 done
+
+say "cluster remove takes a stopped follower out"
+ldr=$(leader); gone=1; [ "$ldr" = 1 ] && gone=2
+kill "${mpid[$gone]}"; wait "${mpid[$gone]}" 2>/dev/null
+out=$("$bin/yardctl" cluster remove "m$gone" 2>&1) || fail "cluster remove m$gone: $out"
+echo "$out" | grep -q "removed master m$gone" || fail "cluster remove said: $out"
+out=$("$bin/yardctl" cluster remove "m$ldr" 2>&1); rc=$?
+[ "$rc" -eq 1 ] && echo "$out" | grep -q 'it is the leader' || fail "removing the leader: rc $rc: $out"
+out=$("$bin/yardctl" cluster remove nosuch 2>&1); [ $? -eq 1 ] || fail "removing nosuch: $out"
+n=$("$bin/yardctl" cluster status -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))')
+[ "$n" = 2 ] || fail "after the remove: $n members"
+"$bin/yardctl" queue create after-remove --cpu 1 --memory 1Gi >/dev/null || fail "a write with two masters"
 
 "$bin/yardctl" job delete long-ha >/dev/null
 for _ in $(seq 100); do [ -z "$(find "$tmp"/agent1/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break; sleep 0.1; done

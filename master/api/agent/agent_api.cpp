@@ -125,6 +125,7 @@ bool AgentApi::wake(const std::string& node) {
   auto out = msg.initRoot<agentapi::AgentResponse>();
   out.setId(0);
   out.setWake();
+  out.setTerm(term_);
   conn->send(msg);
   return true;
 }
@@ -132,6 +133,7 @@ bool AgentApi::wake(const std::string& node) {
 void AgentApi::handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
   auto req = frame->root<agentapi::AgentRequest>();
   Answer a(conn, req.getId());
+  a.resp.setTerm(term_);
   // Every list's length first, before anything walks one (docs/reliability.md). A node may
   // report many replicas (finished ones are kept for their retention).
   static const wire::ListLimits kListLimits{100000, {}, 1000000};

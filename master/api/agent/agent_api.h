@@ -47,6 +47,8 @@ struct AgentApiParts {
   AgentJoinTokenCheck checkJoin;
   // How long an agent gives preStop and SIGTERM before SIGKILL.
   uint32_t stopGraceMs = 10000;
+  // The raft term this master leads in (docs/ha.md), on every answer; 0 = a single master.
+  uint64_t term = 0;
   std::function<void(const std::string&)> log;
   // The io thread handle() runs on, where a join's signed certificate comes back to; without
   // it, the connection's own (a server that handles frames where it reads them).
@@ -60,7 +62,7 @@ class AgentApi {
   // An empty `joinToken` refuses every agent (the master was not configured for them).
   AgentApi(const std::string& joinToken, NodeRegistry& registry, Parts parts = {})
       : joinToken_(joinToken), registry_(registry), jobs_(parts.jobs), catalog_(parts.catalog),
-        stopGraceMs_(parts.stopGraceMs), archive_(parts.archive), ca_(std::move(parts.ca)),
+        stopGraceMs_(parts.stopGraceMs), term_(parts.term), archive_(parts.archive), ca_(std::move(parts.ca)),
         checkJoin_(std::move(parts.checkJoin)), log_(std::move(parts.log)), executor_(std::move(parts.executor)) {}
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
   // Tells `node`'s agent to heartbeat now, on the connection it last registered or heartbeat
@@ -86,6 +88,7 @@ class AgentApi {
   JobRegistry* jobs_ = nullptr;
   const Catalog* catalog_ = nullptr;
   uint32_t stopGraceMs_ = 10000;
+  uint64_t term_ = 0;
   LogArchiveService* archive_ = nullptr;
   std::optional<tls::Ca> ca_;
   JoinTokenCheck checkJoin_;

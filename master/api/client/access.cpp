@@ -88,6 +88,8 @@ ClientApi::RequestInfo ClientApi::requestInfo(api::Request::Which which) {
     case W::AUDIT: return {"audit", false};
     case W::USAGE: return {"usage", false};
     case W::WHOAMI: return {"whoami", false};
+    case W::CLUSTER_STATUS: return {"cluster.status", false};
+    case W::CLUSTER_REMOVE: return {"cluster.remove", true};
   }
   return {"unknown", false};
 }
@@ -124,6 +126,7 @@ std::string ClientApi::requestTarget(api::Request::Reader req) {
     case W::NODE_DRAIN: return str(req.getNodeDrain());
     case W::NODE_UNDRAIN: return str(req.getNodeUndrain());
     case W::NODE_DELETE: return str(req.getNodeDelete());
+    case W::CLUSTER_REMOVE: return str(req.getClusterRemove());
     case W::NODE_LABEL: return str(req.getNodeLabel().getNode());
     case W::USER_CREATE: return str(req.getUserCreate().getName());
     case W::USER_DELETE: return str(req.getUserDelete());
@@ -187,6 +190,7 @@ std::optional<std::string> ClientApi::authorize(const Caller& c, api::Request::R
     case W::NODE_DRAIN: return rules::adminOnly(c, "drain nodes");
     case W::NODE_UNDRAIN: return rules::adminOnly(c, "undrain nodes");
     case W::NODE_DELETE: return rules::adminOnly(c, "delete nodes");
+    case W::CLUSTER_REMOVE: return rules::adminOnly(c, "remove masters");
     case W::NODE_LABEL: return rules::adminOnly(c, "label nodes");
     case W::USER_CREATE: return rules::adminOnly(c, "create users");
     case W::USER_LIST: return rules::adminOnly(c, "list users");

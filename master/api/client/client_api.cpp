@@ -112,6 +112,8 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     case api::Request::JOB_TOP: return top(conn, req.getId(), req.getJobTop());
     case api::Request::USER_EXEC: return userExec(conn, req.getId(), req.getUserExec(), *caller);
     case api::Request::USAGE: return usage(req.getUsage(), a);
+    case api::Request::CLUSTER_STATUS: return clusterStatus(a);
+    case api::Request::CLUSTER_REMOVE: return clusterRemove(req.getClusterRemove().cStr(), a);
     default: break;  // usage (issue 14's accounting) is answered elsewhere, once it exists
   }
   a.error("this yard-master does not understand that request (a newer yardctl?)");

@@ -25,6 +25,7 @@
 #include "common/wire/server.h"
 #include "master/access/access.h"
 #include "master/api/agent/agent_calls.h"
+#include "master/api/client/cluster_ops.h"
 #include "master/catalog/catalog.h"
 #include "master/commit/read_thread.h"
 #include "schema/api.capnp.h"
@@ -81,6 +82,7 @@ struct ClientApiParts {
   AgentCalls* calls = nullptr;          // how `logs` and `exec` reach agents; without it they are refused
   LogArchiveService* archive = nullptr;  // where `logs` finds the output of replicas no agent holds
   MasterMetrics* metrics = nullptr;      // counts requests by method and outcome, times answers
+  const ClusterOps* cluster = nullptr;   // several masters (docs/ha.md); without it: a single master
 };
 
 class ClientApi {
@@ -100,7 +102,8 @@ class ClientApi {
   ClientApi(const MasterConfig& config, Catalog& catalog, JobRegistry& jobs, store::Store& store, NodeRegistry& nodes,
             Access& access, Parts parts = {}, Clock now = wallClockMs)
       : config_(config), catalog_(catalog), jobs_(jobs), store_(store), nodes_(nodes), access_(access),
-        now_(std::move(now)), calls_(parts.calls), archive_(parts.archive), metrics_(parts.metrics) {}
+        now_(std::move(now)), calls_(parts.calls), archive_(parts.archive), metrics_(parts.metrics),
+        cluster_(parts.cluster) {}
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
   // Waits for the read in progress and drops the queued ones (their clients get no answer).
   // For shutdown: call after the io loop stops and before the store closes.
@@ -165,6 +168,9 @@ class ClientApi {
   void fillUser(api::UserInfo::Builder out, const store::UserRecord& u) const;
   void auditQuery(api::AuditQuery::Reader q, ClientAnswer a);
   void deleteNode(const std::string& name, const ClientAnswer& a);
+  // cluster.cpp: the masters (docs/ha.md).
+  void clusterStatus(ClientAnswer a);
+  void clusterRemove(const std::string& who, ClientAnswer a);
   // yardctl usage (usage.cpp): per-job usage rows from the store, on the read thread.
   void usage(api::UsageQuery::Reader query, ClientAnswer a);
 
@@ -232,6 +238,7 @@ class ClientApi {
   AgentCalls* calls_ = nullptr;
   LogArchiveService* archive_ = nullptr;
   MasterMetrics* metrics_ = nullptr;
+  const ClusterOps* cluster_ = nullptr;
   ReadThread reads_;  // last: joined before the members its reads use are destroyed
 };
 

@@ -43,15 +43,19 @@ struct Peer {
   std::unique_ptr<RaftNode> raft = nullptr;
 };
 
-void startMember(Peer& m, const Pki& pki, bool bootstrap, const std::string& bind = "127.0.0.1:0") {
+void startMember(Peer& m, const Pki& pki, bool bootstrap, const std::string& bind = "127.0.0.1:0",
+                 unsigned snapshotEvery = 4096) {
   fs::create_directories(m.dir);
   m.store = openStore(m.dir + "/state.db");
   RaftSettings s;
   s.dir = m.dir + "/raft";
   s.bindAddress = bind;
+  s.name = fs::path(m.dir).filename().string();  // "a": the configuration holds "a@127.0.0.1:PORT"
   s.bootstrap = bootstrap;
   s.electionTimeoutMs = 300;
   s.heartbeatMs = 50;
+  s.snapshotThreshold = snapshotEvery;
+  s.snapshotTrailing = snapshotEvery / 4;
   s.serverTls = pki.server;
   s.peerTls = pki.peer;
   s.fatal = [](const std::string& why) { FAIL("fatal: " << why); };
@@ -102,6 +106,7 @@ TEST_CASE("three masters replicate every committed write and elect a new leader 
   REQUIRE(added);
   REQUIRE(a.raft->addVoter(c.raft->id(), c.raft->address()));
   CHECK(a.raft->status().members.size() == 3);
+  for (const auto& m : a.raft->status().members) CHECK(raftMemberName(m.address).size() == 1);
 
   for (int i = 0; i < 20; ++i) REQUIRE(addQueue(*a.store, "q" + std::to_string(i)));
   int64_t index = a.store->appliedIndex().value();
@@ -116,7 +121,7 @@ TEST_CASE("three masters replicate every committed write and elect a new leader 
   CHECK_THAT(refused.error(), Catch::Contains("not the leader"));
 
   // The leader goes: one of the others leads within a few election timeouts, with the writes.
-  std::string aAddress = a.raft->address();
+  std::string aAddress = a.raft->hostPort();
   std::string before = dump(a.store->path());
   auto lost = std::chrono::steady_clock::now();
   stopMember(a);
@@ -185,7 +190,7 @@ TEST_CASE("a master whose store is lost rebuilds it from the log", "[ha]") {
   REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
   for (int i = 0; i < 20; ++i) REQUIRE(addQueue(*a.store, "q" + std::to_string(i)));
   std::string held = dump(a.store->path());
-  std::string address = a.raft->address();
+  std::string address = a.raft->hostPort();
   stopMember(a);
   fs::remove(a.dir + "/state.db");
   fs::remove(a.dir + "/state.db-wal");
@@ -195,4 +200,48 @@ TEST_CASE("a master whose store is lost rebuilds it from the log", "[ha]") {
   REQUIRE(a.raft->barrier());
   CHECK(dump(a.store->path()) == held);
   stopMember(a);
+}
+
+TEST_CASE("snapshots bound the log and bring a member far behind up to date", "[ha]") {
+  TempDir tmp;
+  Pki pki = makePki(tmp.file("pki"));
+  Peer a{tmp.file("a")}, b{tmp.file("b")}, c{tmp.file("c")};
+  startMember(a, pki, true, "127.0.0.1:0", 8);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  startMember(b, pki, false, "127.0.0.1:0", 8);
+  startMember(c, pki, false, "127.0.0.1:0", 8);
+  REQUIRE(a.raft->addVoter(b.raft->id(), b.raft->address()));
+  REQUIRE(a.raft->addVoter(c.raft->id(), c.raft->address()));
+  std::string cAddress = c.raft->hostPort();
+  stopMember(c);
+  for (int i = 0; i < 60; ++i) REQUIRE(addQueue(*a.store, "q" + std::to_string(i)));
+  int64_t index = a.store->appliedIndex().value();
+  // The leader's log was cut behind snapshots: c cannot be sent the entries it missed.
+  bool snapshotted = false;
+  for (const auto& e : fs::directory_iterator(a.dir + "/raft"))
+    snapshotted = snapshotted || e.path().filename().string().rfind("snapshot-", 0) == 0;
+  CHECK(snapshotted);
+
+  startMember(c, pki, false, cAddress, 8);
+  REQUIRE(waitFor([&] { return c.store->appliedIndex().value() == index; }));
+  CHECK(dump(c.store->path()) == dump(a.store->path()));
+  // The restored store takes the following entries as any follower's does.
+  REQUIRE(addQueue(*a.store, "after-snapshot"));
+  int64_t index2 = a.store->appliedIndex().value();
+  REQUIRE(waitFor([&] { return c.store->appliedIndex().value() == index2 && b.store->appliedIndex().value() == index2; }));
+  CHECK(dump(c.store->path()) == dump(a.store->path()));
+  CHECK(dump(b.store->path()) == dump(a.store->path()));
+
+  // A follower whose store is lost restarts from its own snapshot, then the log after it.
+  std::string bAddress = b.raft->hostPort();
+  stopMember(b);
+  fs::remove(b.dir + "/state.db");
+  fs::remove(b.dir + "/state.db-wal");
+  fs::remove(b.dir + "/state.db-shm");
+  startMember(b, pki, false, bAddress, 8);
+  REQUIRE(waitFor([&] { return b.store->appliedIndex().value() == index2; }));
+  CHECK(dump(b.store->path()) == dump(a.store->path()));
+  stopMember(a);
+  stopMember(b);
+  stopMember(c);
 }

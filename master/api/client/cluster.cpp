@@ -1,0 +1,66 @@
+// yardctl cluster status | remove (docs/ha.md): the masters' raft group, through ClusterOps.
+#include <thread>
+
+#include "master/api/client/client_api.h"
+
+namespace yard::master {
+
+void ClientApi::clusterStatus(ClientAnswer a) {
+  if (!cluster_ || !cluster_->status) {
+    // One master without raft: itself, the leader of nothing else.
+    auto c = a.resp.initCluster();
+    c.setSingle(true);
+    auto m = c.initMembers(1)[0];
+    m.setName("yard-master");
+    m.setClientAddress(config_.advertise.empty() ? config_.listen : config_.advertise);
+    m.setAgentAddress(config_.agentListen);
+    m.setRole("leader");
+    m.setVoter("voter");
+    m.setLastContactMs(0);
+    return a.send();
+  }
+  const ClusterOps* ops = cluster_;
+  std::thread([ops, a = std::move(a)]() mutable {
+    auto view = ops->status();
+    if (!view) {
+      a.setError(view.error());
+    } else {
+      auto c = a.resp.initCluster();
+      c.setTerm(view.value().term);
+      c.setCommitIndex(view.value().commitIndex);
+      auto list = c.initMembers(static_cast<unsigned>(view.value().members.size()));
+      for (unsigned i = 0; i < list.size(); ++i) {
+        const ClusterMemberView& v = view.value().members[i];
+        list[i].setName(v.name);
+        list[i].setRaftId(v.raftId);
+        list[i].setRaftAddress(v.raftAddress);
+        list[i].setClientAddress(v.clientAddress);
+        list[i].setAgentAddress(v.agentAddress);
+        list[i].setRole(v.role);
+        list[i].setVoter(v.voter);
+        list[i].setTerm(v.term);
+        list[i].setAppliedIndex(v.appliedIndex);
+        list[i].setLastContactMs(v.lastContactMs);
+      }
+    }
+    std::move(a).post();
+  }).detach();
+}
+
+void ClientApi::clusterRemove(const std::string& who, ClientAnswer a) {
+  if (!cluster_ || !cluster_->remove)
+    return a.error("cluster remove: this is a single master (no raft_listen): there is no other master to remove");
+  if (who.empty()) return a.error("cluster remove: name the master (its name, raft id or raft address)");
+  const ClusterOps* ops = cluster_;
+  std::thread([ops, who, a = std::move(a)]() mutable {
+    auto done = ops->remove(who);
+    if (!done) {
+      a.setError("cluster remove " + who + ": " + done.error());
+    } else {
+      a.resp.setDone(done.value());
+    }
+    std::move(a).post();
+  }).detach();
+}
+
+}  // namespace yard::master

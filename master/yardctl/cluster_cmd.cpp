@@ -1,0 +1,85 @@
+// `yardctl cluster status` and `yardctl cluster remove NAME` (docs/ha.md): the masters of a
+// highly available cluster, as the leader sees them.
+#include <memory>
+#include <string>
+
+#include "common/util/json.h"
+#include "master/yardctl/cli.h"
+#include "master/yardctl/report.h"
+#include "master/yardctl/request.h"
+#include "master/yardctl/table.h"
+
+namespace yard::ctl {
+namespace {
+
+Json memberJson(api::ClusterMember::Reader m) {
+  return {{"name", m.getName().cStr()},
+          {"raftId", std::to_string(m.getRaftId())},
+          {"raftAddress", m.getRaftAddress().cStr()},
+          {"clientAddress", m.getClientAddress().cStr()},
+          {"agentAddress", m.getAgentAddress().cStr()},
+          {"role", m.getRole().cStr()},
+          {"voter", m.getVoter().cStr()},
+          {"term", m.getTerm()},
+          {"appliedIndex", m.getAppliedIndex()},
+          {"lastContactMs", m.getLastContactMs()}};
+}
+
+std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+int status(GlobalOptions& global, Streams io) {
+  int exitCode = kExitOk;
+  auto frame = request(global, io, [](api::Request::Builder r) {
+    r.setClusterStatus();
+    return std::string();
+  }, exitCode);
+  if (!frame) return exitCode;
+  auto r = frame->root<api::Response>();
+  if (!r.isCluster()) return reportError(global, io, kExitFailed, "unexpected answer from the master");
+  auto c = r.getCluster();
+  if (jsonOutput(global)) {
+    Json members = Json::array();
+    for (auto m : c.getMembers()) members.push_back(memberJson(m));
+    printJson(io, Json{{"single", c.getSingle()}, {"term", c.getTerm()}, {"commitIndex", c.getCommitIndex()},
+                       {"members", members}});
+    return kExitOk;
+  }
+  Table t({"NAME", "ROLE", "RAFT", "CLIENT", "AGENT", "TERM", "APPLIED", "MEMBERSHIP", "LAST-CONTACT"});
+  for (auto m : c.getMembers())
+    t.row({dash(m.getName().cStr()), m.getRole().cStr(), dash(m.getRaftAddress().cStr()), dash(m.getClientAddress().cStr()),
+           dash(m.getAgentAddress().cStr()), std::to_string(m.getTerm()), std::to_string(m.getAppliedIndex()),
+           m.getVoter().cStr(), m.getLastContactMs() < 0 ? "-" : std::to_string(m.getLastContactMs()) + "ms"});
+  t.print(io.out);
+  if (c.getSingle()) io.out << "(a single master: no raft_listen)\n";
+  return kExitOk;
+}
+
+int remove(GlobalOptions& global, Streams io, const std::string& who) {
+  int exitCode = kExitOk;
+  auto frame = request(global, io, [&who](api::Request::Builder r) {
+    r.setClusterRemove(who);
+    return std::string();
+  }, exitCode);
+  if (!frame) return exitCode;
+  auto r = frame->root<api::Response>();
+  if (!r.isDone()) return reportError(global, io, kExitFailed, "unexpected answer from the master");
+  if (jsonOutput(global)) printJson(io, Json{{"result", r.getDone().cStr()}});
+  else io.out << r.getDone().cStr() << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void addClusterCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action) {
+  CLI::App* cluster = app.add_subcommand("cluster", "The masters of a highly available cluster (docs/ha.md)");
+  cluster->require_subcommand(1);
+  cluster->add_subcommand("status", "List the masters: role, term, applied index, addresses")->callback([&global, io, &action] {
+    action = [&global, io] { return status(global, io); };
+  });
+  auto who = std::make_shared<std::string>();
+  CLI::App* rm = cluster->add_subcommand("remove", "Take a master out of the cluster (admins); stop it first");
+  rm->add_option("name", *who, "The master's name, raft id or raft address")->required()->type_name("MASTER");
+  rm->callback([&global, io, &action, who] { action = [&global, io, who] { return remove(global, io, *who); }; });
+}
+
+}  // namespace yard::ctl

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Master high availability (docs/ha.md), on loopback:
+#  1. durable submissions/s through a single master and through the leader of three masters on
+#     Raft, side by side (yard-submit-storm; 1 and 16 clients; median of 3 rounds; ratio);
+#  2. failover: KILLS times (default 20), kill -9 of the leader, then the time until a write
+#     through yardctl (with the three addresses) is accepted again; the killed master is started
+#     again as a follower before the next round. Median, p99 and worst; every acknowledged job
+#     counted afterwards (lost, or made twice).
+#   tests/bench/ha_bench.sh [BUILD_BIN] [KILLS]
+set -uo pipefail
+bin=${1:-build/bin}
+kills=${2:-20}
+. "$(dirname "$0")/bench_lib.sh"
+bench_init
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+printf 'join_token = "bench-token"\n' >"$tmp/master.toml"
+rate() {  # rate ADDR CLIENTS JOBS_PER_CLIENT PREFIX -> jobs/s
+  "$bin/yard-submit-storm" --master "$1" --ca "$YARD_CA" --clients "$2" --jobs "$3" --prefix "$4" 2>&1 >/dev/null |
+    sed -n 's/.*jobs_per_second=//p'
+}
+median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+declare -A cport aport rport mpid
+for i in 1 2 3; do cport[$i]=$(free_port); aport[$i]=$(free_port); rport[$i]=$(free_port); done
+start_member() {  # start_member I [args...]
+  local i=$1; shift
+  "$bin/yard-master" --name "m$i" --config "$tmp/master.toml" --data-dir "$tmp/m$i" --listen "127.0.0.1:${cport[$i]}" \
+    --agent-listen "127.0.0.1:${aport[$i]}" --raft-listen "127.0.0.1:${rport[$i]}" --metrics-listen "" "$@" \
+    >>"$tmp/m$i.out" 2>>"$tmp/m$i.err" &
+  mpid[$i]=$!
+  pids+=("$!")
+}
+list="127.0.0.1:${cport[1]},127.0.0.1:${cport[2]},127.0.0.1:${cport[3]}"
+leader() {
+  local addr i
+  addr=$("$bin/yardctl" --master "$list" cluster status -o json 2>/dev/null |
+    python3 -c 'import json,sys; print([m["clientAddress"] for m in json.load(sys.stdin)["members"] if m["role"] == "leader"][0])' 2>/dev/null) || return 1
+  for i in 1 2 3; do [ "$addr" = "127.0.0.1:${cport[$i]}" ] && { echo "$i"; return 0; }; done
+  return 1
+}
+
+# A single master and three masters, each with a fresh data directory.
+bench_master --config "$tmp/master.toml"
+single=$addr
+start_member 1
+for _ in $(seq 100); do grep -q '^listening ' "$tmp/m1.out" && break; sleep 0.1; done
+fp=$(sed -n 's/.*fingerprint \(sha256:[0-9a-f]*\).*/\1/p' "$tmp/m1.err" | head -1)
+for i in 2 3; do
+  start_member "$i" --join "127.0.0.1:${rport[1]}" --join-token bench-token --ca-fingerprint "$fp"
+  for _ in $(seq 300); do grep -q 'this master is a voter' "$tmp/m$i.err" && break; sleep 0.1; done
+done
+export YARD_CA="$tmp/m1/ca.pem" YARD_TOKEN
+YARD_TOKEN=$(cat "$tmp/m1/admin.token")
+ha_ca=$YARD_CA; single_ca="$tmp/data/ca.pem"; single_token=$(cat "$tmp/data/admin.token")
+
+s1=(); s16=(); h1=(); h16=()
+for round in 1 2 3; do
+  YARD_CA=$single_ca YARD_TOKEN=$single_token s1+=("$(YARD_CA=$single_ca YARD_TOKEN=$single_token rate "$single" 1 300 s1r$round)")
+  h1+=("$(rate "127.0.0.1:${cport[1]}" 1 300 h1r$round)")
+  s16+=("$(YARD_CA=$single_ca YARD_TOKEN=$single_token rate "$single" 16 25 s16r$round)")
+  h16+=("$(rate "127.0.0.1:${cport[1]}" 16 25 h16r$round)")
+done
+for n in 1 16; do
+  eval "s=(\"\${s$n[@]}\"); h=(\"\${h$n[@]}\")"
+  ms=$(median "${s[@]}"); mh=$(median "${h[@]}")
+  echo "submissions/s, $n client(s): single ${s[*]} median $ms; three masters ${h[*]} median $mh;" \
+    "ratio $(awk -v a="$mh" -v b="$ms" 'BEGIN { printf "%.2f", a / b }')"
+done
+kill -9 "$master"
+
+# Failover.
+acked=0
+times=()
+for k in $(seq "$kills"); do
+  for j in $(seq 5); do
+    cat >"$tmp/ack.yaml" <<YAML
+name: ack-$k-$j
+tasks:
+  - name: main
+    kind: container-job
+    container: { image: host, command: [sh, -c, 'true'], resources: { cpu: 100m, memory: 32Mi } }
+YAML
+    "$bin/yardctl" --master "$list" job submit "$tmp/ack.yaml" >/dev/null 2>&1 && acked=$((acked + 1))
+  done
+  old=$(leader) || { echo "round $k: no leader" >&2; break; }
+  kill -9 "${mpid[$old]}"; wait "${mpid[$old]}" 2>/dev/null
+  t0=$(date +%s%N)
+  until "$bin/yardctl" --master "$list" queue create "q$k" --cpu 1 --memory 1Gi >/dev/null 2>&1; do
+    sleep 0.02
+    [ $(( ($(date +%s%N) - t0) / 1000000 )) -gt 30000 ] && break
+  done
+  times+=("$(( ($(date +%s%N) - t0) / 1000000 ))")
+  start_member "$old"
+  for _ in $(seq 200); do grep -q 'following the leader' <(tail -5 "$tmp/m$old.err") && break; sleep 0.1; done
+done
+sorted=$(printf '%s\n' "${times[@]}" | sort -n)
+n=${#times[@]}
+p50=$(echo "$sorted" | awk -v n="$n" 'NR == int((n + 1) / 2)')
+p99=$(echo "$sorted" | awk -v n="$n" 'NR == (int(n * 0.99 + 0.999) > n ? n : int(n * 0.99 + 0.999))')
+echo "failover, $n leader kills (kill -9): writes accepted again after median ${p50} ms, p99 ${p99} ms, worst $(echo "$sorted" | tail -1) ms"
+echo "  each: ${times[*]}"
+held=$("$bin/yardctl" --master "$list" -o json job list 2>/dev/null | python3 -c '
+import json,sys
+names=[j["name"] for j in json.load(sys.stdin) if j["name"].startswith("ack-")]
+print(len(names), len(names) - len(set(names)))')
+echo "acknowledged jobs: $acked; held after the kills: ${held% *}; held twice: ${held#* }"
