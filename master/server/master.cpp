@@ -95,7 +95,9 @@ struct Master::Parts {
   std::string name;                  // this master among several
   // Until it leads, a master's client and agent ports answer "not the leader", naming the
   // leader's (asked of the leader itself over raft's port: "whois").
-  asio::io_context followerIo;
+  // Destroyed once the lead is taken: that closes every connection a client or an agent made
+  // while this master followed (they go to the listeners that replace these).
+  std::unique_ptr<asio::io_context> followerIo = std::make_unique<asio::io_context>();
   std::thread followerThread, lookupThread;
   std::atomic<bool> following{false};
   std::unique_ptr<wire::FrameServer> followerClient, followerAgent;
@@ -145,15 +147,16 @@ struct Master::Parts {
     following = false;
     if (lookupThread.joinable()) lookupThread.join();
     if (followerThread.joinable()) {
-      asio::post(followerIo, [this] {
+      asio::post(*followerIo, [this] {
         if (followerClient) followerClient->stop();
         if (followerAgent) followerAgent->stop();
       });
-      followerIo.stop();
+      followerIo->stop();
       followerThread.join();
     }
     followerClient.reset();
     followerAgent.reset();
+    followerIo.reset();
   }
 
   // Once a second: deadlines and lost nodes; every other second an incremental pass (a pass
@@ -335,7 +338,7 @@ std::optional<std::string> follow(Master::Parts& p) {
   Master::Parts* pp = &p;
   p.following = true;
   auto client = wire::FrameServer::listen(
-      p.followerIo, config.listen, *p.clientTls, clientLimits(),
+      *p.followerIo, config.listen, *p.clientTls, clientLimits(),
       [pp](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         std::string leader;
         {
@@ -356,7 +359,7 @@ std::optional<std::string> follow(Master::Parts& p) {
   if (!client) return client.error();
   p.followerClient = std::move(client).value();
   auto agent = wire::FrameServer::listen(
-      p.followerIo, config.agentListen, *p.agentTls, agentLimits(),
+      *p.followerIo, config.agentListen, *p.agentTls, agentLimits(),
       [pp](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         std::string leader;
         {
@@ -379,8 +382,8 @@ std::optional<std::string> follow(Master::Parts& p) {
     p.agentAddressShown = p.followerAgent->address();
   }
   p.followerThread = std::thread([pp] {
-    auto work = asio::make_work_guard(pp->followerIo);
-    pp->followerIo.run();
+    auto work = asio::make_work_guard(*pp->followerIo);
+    pp->followerIo->run();
   });
   // Who leads, in client and agent addresses: asked of the leader whenever it changes.
   p.lookupThread = std::thread([pp] {

@@ -20,7 +20,7 @@ bench_exit() {
   if declare -F bench_on_exit >/dev/null; then bench_on_exit || true; fi
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$tmp"
+  [ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
 }
 
 bench_master() {

@@ -54,8 +54,8 @@ YARD_TOKEN=$(cat "$tmp/m1/admin.token")
 ha_ca=$YARD_CA; single_ca="$tmp/data/ca.pem"; single_token=$(cat "$tmp/data/admin.token")
 
 s1=(); s16=(); h1=(); h16=()
-for round in 1 2 3; do
-  YARD_CA=$single_ca YARD_TOKEN=$single_token s1+=("$(YARD_CA=$single_ca YARD_TOKEN=$single_token rate "$single" 1 300 s1r$round)")
+for round in $(seq "${ROUNDS:-3}"); do
+  s1+=("$(YARD_CA=$single_ca YARD_TOKEN=$single_token rate "$single" 1 300 s1r$round)")
   h1+=("$(rate "127.0.0.1:${cport[1]}" 1 300 h1r$round)")
   s16+=("$(YARD_CA=$single_ca YARD_TOKEN=$single_token rate "$single" 16 25 s16r$round)")
   h16+=("$(rate "127.0.0.1:${cport[1]}" 16 25 h16r$round)")
@@ -90,8 +90,9 @@ YAML
     [ $(( ($(date +%s%N) - t0) / 1000000 )) -gt 30000 ] && break
   done
   times+=("$(( ($(date +%s%N) - t0) / 1000000 ))")
+  before=$(grep -c 'following the leader' "$tmp/m$old.err")
   start_member "$old"
-  for _ in $(seq 200); do grep -q 'following the leader' <(tail -5 "$tmp/m$old.err") && break; sleep 0.1; done
+  for _ in $(seq 300); do [ "$(grep -c 'following the leader' "$tmp/m$old.err")" -gt "$before" ] && break; sleep 0.1; done
 done
 sorted=$(printf '%s\n' "${times[@]}" | sort -n)
 n=${#times[@]}

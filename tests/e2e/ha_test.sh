@@ -150,6 +150,22 @@ n=$("$bin/yardctl" cluster status -o json | python3 -c 'import json,sys; print(l
 [ "$n" = 2 ] || fail "after the remove: $n members"
 "$bin/yardctl" queue create after-remove --cpu 1 --memory 1Gi >/dev/null || fail "a write with two masters"
 
+say "the removed master, its data directory lost, joins again from nothing"
+rm -rf "$(dir_of "$gone")"
+: >"$tmp/m$gone.err"
+start_member "$gone" --join "127.0.0.1:${rport[$ldr]}" --join-token e2e-token --ca-fingerprint "$fp"
+wait_log "$tmp/m$gone.err" 'this master is a voter' 30 || fail "m$gone did not join again: $(tail -5 "$tmp/m$gone.err")"
+n=$("$bin/yardctl" cluster status -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))')
+[ "$n" = 3 ] || fail "after the rejoin: $n members"
+"$bin/yardctl" queue create after-rejoin --cpu 1 --memory 1Gi >/dev/null || fail "queue after-rejoin"
+for _ in $(seq 50); do
+  sqlite3 "file:$(dir_of "$gone")/state.db?mode=ro" "SELECT name FROM queues WHERE name = 'after-rejoin'" 2>/dev/null | grep -q . && break
+  sleep 0.1
+done
+got=$(sqlite3 "file:$(dir_of "$gone")/state.db?mode=ro" 'SELECT count(*) FROM queues' 2>&1)
+want=$("$bin/yardctl" queue list -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+[ "$got" = "$want" ] || fail "the rejoined m$gone holds $got queues, the leader $want"
+
 "$bin/yardctl" job delete long-ha >/dev/null
 for _ in $(seq 100); do [ -z "$(find "$tmp"/agent1/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break; sleep 0.1; done
 no_leftovers
