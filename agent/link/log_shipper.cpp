@@ -1,5 +1,7 @@
 #include "agent/link/log_shipper.h"
 
+#include "common/wire/address_list.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -89,9 +91,7 @@ void LogShipper::loop() {
 
 std::string LogShipper::shipOnce(const Item& item) {
   // One connection per shipment: the master closes idle ones anyway.
-  auto connected = wire::FrameClient::connect(options_.master, options_.tls, kConnectTimeout);
-  if (!connected) return connected.error();
-  auto client = std::move(connected).value();
+  std::unique_ptr<wire::FrameClient> client;
   uint64_t nextId = 1, maxBytes = 0;
   // Sends one piece; "" once the master holds exactly what was sent so far.
   std::string marks;  // the log's time marks on the archived text, sent with the last piece
@@ -119,8 +119,19 @@ std::string LogShipper::shipOnce(const Item& item) {
     maxBytes = resp.getArchived().getMaxBytes();
     return "";
   };
-  // Offset 0 starts the log afresh and tells how much of it the archive keeps.
-  if (auto why = send(0, {}, false); !why.empty()) return why;
+  // Offset 0 starts the log afresh and tells how much of it the archive keeps. A follower of
+  // several masters answers it "not the leader", naming the leader: the log goes there.
+  std::string target = options_.master;
+  for (int hop = 0;; ++hop) {
+    auto connected = wire::FrameClient::connect(target, options_.tls, kConnectTimeout);
+    if (!connected) return connected.error();
+    client = std::move(connected).value();
+    std::string why = send(0, {}, false);
+    if (why.empty()) break;
+    auto is = why.find(" is at ");
+    if (why.find(wire::kNotLeader) == std::string::npos || is == std::string::npos || hop >= 3) return why;
+    target = why.substr(is + 7);
+  }
   std::ifstream in(item.dir + "/output.log", std::ios::binary | std::ios::ate);
   uint64_t size = in ? static_cast<uint64_t>(std::max<std::streamoff>(0, in.tellg())) : 0;  // none: empty
   ShipPlan plan = planShipment(size, maxBytes);

@@ -74,7 +74,7 @@ void MasterLink::preferNext(const std::string& leader) {
   current_ = index + addresses_.size() - 1;
 }
 
-void MasterLink::reconnectLater(const std::string& why) {
+void MasterLink::reconnectLater(const std::string& why, bool soon) {
   if (stopped_) return;
   std::string from = address();
   current_ += 1;  // several masters: the next one (docs/reliability.md, "Several master addresses")
@@ -90,6 +90,10 @@ void MasterLink::reconnectLater(const std::string& why) {
   backoffMs_ = backoffMs_ == 0 ? kBackoffFirstMs : std::min(backoffMs_ * 2, maxMs);
   std::uniform_real_distribution<double> jitter(0.5, 1.5);
   auto wait = std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(backoffMs_) * jitter(rng_)));
+  if (soon) {
+    backoffMs_ = 0;  // the next failure starts the backoff afresh
+    wait = std::chrono::milliseconds(static_cast<int64_t>(100 * jitter(rng_)));
+  }
   if (log_)
     log_("master " + from + ": " + why + "; retrying" + (address() == from ? "" : " with " + address()) + " in " +
          std::to_string(wait.count()) + " ms");
@@ -242,7 +246,9 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
         std::string leader;
         if (auto is = why.find(" is at ", at); is != std::string::npos) leader = why.substr(is + 7);
         if (!leader.empty()) preferNext(leader);
-        return reconnectLater(why);
+        // Named: go there at once. None known (an election): the usual backoff, so that a
+        // cluster without a majority is not asked ten times a second by every agent.
+        return reconnectLater(why, /*soon=*/!leader.empty());
       }
       if (why.find("not registered") != std::string::npos) {
         registered_ = false;

@@ -47,7 +47,9 @@ class MasterLink {
 
  private:
   void connect();
-  void reconnectLater(const std::string& why);
+  // `soon`: a follower named the leader: try it within 100 ms, not after the growing backoff, so that a failover costs the lease as little as
+  // possible (docs/ha.md, "Fencing across a failover").
+  void reconnectLater(const std::string& why, bool soon = false);
   void onFrame(std::unique_ptr<wire::Frame> frame);
   void sendRegister();
   void beat();

@@ -89,13 +89,15 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
         auto client = connectMaster(to, timeout);
         if (!client) {
           why += (why.empty() ? "" : "; ") + client.error();
+          // A leader a follower named but that does not answer has just gone: the followers
+          // learn of it at their election timeout.
+          election = election || hop > 0;
           break;
         }
+        // Lost after the request went: whether it was made is unknown (the master may have
+        // committed it and died before answering), so it is not sent to another master.
         auto resp = client.value()->call(message);
-        if (!resp) {
-          why += (why.empty() ? "" : "; ") + resp.error();
-          break;
-        }
+        if (!resp) return R::fail(resp.error());
         auto r = resp.value()->root<api::Response>();
         std::string error = r.isError() ? r.getError().getMessage().cStr() : "";
         if (error.rfind(wire::kNotLeader, 0) != 0) return R::ok(Called{std::move(client).value(), std::move(resp).value()});

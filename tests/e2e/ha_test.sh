@@ -10,6 +10,9 @@ source "$(dirname "$0")/cluster.sh"
 declare -A cport aport rport mpid
 for i in 1 2 3; do cport[$i]=$(free_port); aport[$i]=$(free_port); rport[$i]=$(free_port); done
 agent_port=${aport[1]}
+# The fence as docs/ha.md advises for a 1 s election timeout: heartbeat_timeout 15 s, fence 10 s
+# (cluster.sh's 6 s give 4 s, tighter than a failover's budget on a loaded machine).
+sed -i 's/^heartbeat_timeout = .*/heartbeat_timeout = "15s"/' "$tmp/master.toml"
 dir_of() { [ "$1" = 1 ] && echo "$tmp/master" || echo "$tmp/m$1"; }  # start_agent reads $tmp/master/ca.pem
 
 # start_member I [args...]: master I with its own ports and data directory.
@@ -165,6 +168,7 @@ done
 got=$(sqlite3 "file:$(dir_of "$gone")/state.db?mode=ro" 'SELECT count(*) FROM queues' 2>&1)
 want=$("$bin/yardctl" queue list -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 [ "$got" = "$want" ] || fail "the rejoined m$gone holds $got queues, the leader $want"
+for i in 1 2 3; do kill -0 "${mpid[$i]}" 2>/dev/null || fail "m$i is gone after the rejoin (rc $(wait "${mpid[$i]}"; echo $?))"; done
 
 "$bin/yardctl" job delete long-ha >/dev/null
 for _ in $(seq 100); do [ -z "$(find "$tmp"/agent1/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break; sleep 0.1; done
