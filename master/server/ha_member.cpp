@@ -156,4 +156,58 @@ void waitForLead(ha::RaftNode& raft, const Log& log) {
   }
 }
 
+Result<ClusterView> clusterStatus(ha::RaftNode& raft, const wire::ClientTls& tls, const std::function<ha::Fields()>& self) {
+  auto s = raft.status();
+  ClusterView view;
+  view.term = s.term;
+  view.commitIndex = s.commitIndex;
+  view.members.resize(s.members.size());
+  std::vector<std::thread> asks;
+  for (size_t i = 0; i < s.members.size(); ++i) {
+    ClusterMemberView& v = view.members[i];
+    v.raftId = s.members[i].id;
+    v.raftAddress = ha::raftHostPort(s.members[i].address);
+    v.name = ha::raftMemberName(s.members[i].address);
+    v.voter = s.members[i].role;
+    asks.emplace_back([&, &v = v, here = s.members[i].id == raft.id()] {
+      auto who = here ? Result<ha::Fields>::ok(self())
+                      : ha::callMaster(v.raftAddress, tls, {"whois"}, std::chrono::seconds(1));
+      if (!who || who.value().size() != 7 || who.value()[0] != "ok") {
+        v.role = "unreachable";
+        return;
+      }
+      const ha::Fields& f = who.value();
+      if (!f[1].empty()) v.name = f[1];
+      v.clientAddress = f[2];
+      v.agentAddress = f[3];
+      v.role = f[4];
+      v.term = std::strtoull(f[5].c_str(), nullptr, 10);
+      v.appliedIndex = std::strtoull(f[6].c_str(), nullptr, 10);
+      v.lastContactMs = 0;
+    });
+  }
+  for (auto& t : asks) t.join();
+  return Result<ClusterView>::ok(std::move(view));
+}
+
+Result<std::string> removeMember(ha::RaftNode& raft, const wire::ClientTls& tls, const std::function<ha::Fields()>& self,
+                                 const std::string& who, const Log& log) {
+  using R = Result<std::string>;
+  auto view = clusterStatus(raft, tls, self);
+  if (!view) return R::fail(view.error());
+  std::vector<const ClusterMemberView*> matches;
+  for (const auto& m : view.value().members)
+    if (m.name == who || std::to_string(m.raftId) == who || m.raftAddress == who) matches.push_back(&m);
+  if (matches.empty()) return R::fail("no master is named so (yardctl cluster status lists them)");
+  if (matches.size() > 1) return R::fail("several masters are named so; give the raft id (yardctl cluster status -o json)");
+  const ClusterMemberView& m = *matches[0];
+  if (m.raftId == raft.id())
+    return R::fail("it is the leader: stop it (another master takes the lead) and remove it from there");
+  auto removed = raft.remove(m.raftId);
+  if (!removed) return R::fail(removed.error());
+  log("raft: removed master " + m.name + " (raft id " + std::to_string(m.raftId) + ", " + m.raftAddress + ")");
+  return R::ok("removed master " + (m.name.empty() ? m.raftAddress : m.name) + " (raft id " + std::to_string(m.raftId) +
+               ", " + m.raftAddress + ")");
+}
+
 }  // namespace yard::master

@@ -9,6 +9,7 @@
 
 #include "common/tls/pki.h"
 #include "common/util/result.h"
+#include "master/api/client/cluster_ops.h"
 #include "master/config/config.h"
 #include "master/ha/raft_node.h"
 
@@ -37,5 +38,12 @@ std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::Ma
 
 // Blocks until this master leads and every entry before its lead is applied to its store.
 void waitForLead(ha::RaftNode& raft, const Log& log);
+
+// yardctl cluster status: raft's members, each asked "whois" over raft's port (`self` answers
+// for this master). Members that do not answer within a second are "unreachable".
+Result<ClusterView> clusterStatus(ha::RaftNode& raft, const wire::ClientTls& tls, const std::function<ha::Fields()>& self);
+// yardctl cluster remove: a member by name, raft id or raft address; never the leader itself.
+Result<std::string> removeMember(ha::RaftNode& raft, const wire::ClientTls& tls, const std::function<ha::Fields()>& self,
+                                 const std::string& who, const Log& log);
 
 }  // namespace yard::master

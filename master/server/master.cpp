@@ -254,8 +254,6 @@ std::optional<std::string> openDataDir(Master::Parts& p) {
 std::optional<std::string> follow(Master::Parts& p);
 std::string hostName();
 ha::Fields whois(Master::Parts& p);
-Result<ClusterView> clusterStatus(Master::Parts& p);
-Result<std::string> removeMember(Master::Parts& p, const std::string& who);
 
 // Runs this master again (the command line it was given): a master that lost the lead comes
 // back as a follower, with nothing of its leader's state in memory.
@@ -418,59 +416,6 @@ ha::Fields whois(Master::Parts& p) {
           std::to_string(applied ? applied.value() : 0)};
 }
 
-Result<ClusterView> clusterStatus(Master::Parts& p) {
-  auto s = p.raft->status();
-  ClusterView view;
-  view.term = s.term;
-  view.commitIndex = s.commitIndex;
-  view.members.resize(s.members.size());
-  std::vector<std::thread> asks;
-  for (size_t i = 0; i < s.members.size(); ++i) {
-    ClusterMemberView& v = view.members[i];
-    v.raftId = s.members[i].id;
-    v.raftAddress = ha::raftHostPort(s.members[i].address);
-    v.name = ha::raftMemberName(s.members[i].address);
-    v.voter = s.members[i].role;
-    asks.emplace_back([&p, &v, self = s.members[i].id == p.raft->id()] {
-      auto who = self ? Result<ha::Fields>::ok(whois(p))
-                      : ha::callMaster(v.raftAddress, *p.callTls, {"whois"}, std::chrono::seconds(1));
-      if (!who || who.value().size() != 7 || who.value()[0] != "ok") {
-        v.role = "unreachable";
-        return;
-      }
-      const ha::Fields& f = who.value();
-      if (!f[1].empty()) v.name = f[1];
-      v.clientAddress = f[2];
-      v.agentAddress = f[3];
-      v.role = f[4];
-      v.term = std::strtoull(f[5].c_str(), nullptr, 10);
-      v.appliedIndex = std::strtoull(f[6].c_str(), nullptr, 10);
-      v.lastContactMs = 0;
-    });
-  }
-  for (auto& t : asks) t.join();
-  return Result<ClusterView>::ok(std::move(view));
-}
-
-Result<std::string> removeMember(Master::Parts& p, const std::string& who) {
-  using R = Result<std::string>;
-  auto view = clusterStatus(p);
-  if (!view) return R::fail(view.error());
-  std::vector<const ClusterMemberView*> matches;
-  for (const auto& m : view.value().members)
-    if (m.name == who || std::to_string(m.raftId) == who || m.raftAddress == who) matches.push_back(&m);
-  if (matches.empty()) return R::fail("no master is named so (yardctl cluster status lists them)");
-  if (matches.size() > 1) return R::fail("several masters are named so; give the raft id (yardctl cluster status -o json)");
-  const ClusterMemberView& m = *matches[0];
-  if (m.raftId == p.raft->id())
-    return R::fail("it is the leader: stop it (another master takes the lead) and remove it from there");
-  auto removed = p.raft->remove(m.raftId);
-  if (!removed) return R::fail(removed.error());
-  p.log("raft: removed master " + m.name + " (raft id " + std::to_string(m.raftId) + ", " + m.raftAddress + ")");
-  return R::ok("removed master " + (m.name.empty() ? m.raftAddress : m.name) + " (raft id " + std::to_string(m.raftId) +
-               ", " + m.raftAddress + ")");
-}
-
 void serveMembers(Master::Parts& p) {
   Master::Parts* pp = &p;
   p.raft->onRoleChange([pp](ha::Role role, uint64_t term) {
@@ -567,8 +512,11 @@ std::optional<std::string> loadState(Master::Parts& p) {
 
   if (p.raft) {
     Master::Parts* pp = &p;
-    p.clusterOps.status = [pp] { return clusterStatus(*pp); };
-    p.clusterOps.remove = [pp](const std::string& who) { return removeMember(*pp, who); };
+    auto self = [pp] { return whois(*pp); };
+    p.clusterOps.status = [pp, self] { return clusterStatus(*pp->raft, *pp->callTls, self); };
+    p.clusterOps.remove = [pp, self](const std::string& who) {
+      return removeMember(*pp->raft, *pp->callTls, self, who, pp->log);
+    };
   }
   p.api = std::make_unique<ClientApi>(config, *p.catalog, jobs, *p.db, nodes, *p.access,
                                       ClientApi::Parts{p.calls.get(), p.archive.get(), p.masterMetrics.get(),
