@@ -438,6 +438,11 @@ struct Request {
   # The browser's address when the request comes through the master's HTTP API, for the audit
   # trail; honoured only on a connection presenting the master's own certificate.
   forwardedFor @46 :Text;
+  # Set by a client that may send this request again (yardctl, on its job changes: submit,
+  # cancel, delete, hold, release, requeue, scale), unique per request (16 random bytes, hex).
+  # A master that already made the change answers what it answered then and makes nothing
+  # again, so a request resent after a failover is made once (docs/ha.md).
+  requestId @53 :Text;
   union {
     ping @1 :Void;
     queueCreate @2 :Queue;

@@ -42,7 +42,8 @@ void MasterLink::connect() {
       [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         if (conn == conn_) onFrame(std::move(frame));
       },
-      nullptr, std::chrono::seconds(5),
+      // Several masters: one whose host is gone is passed after 2 s (docs/ha.md).
+      nullptr, addresses_.size() > 1 ? std::chrono::seconds(2) : std::chrono::seconds(5),
       [this](Result<std::shared_ptr<wire::Connection>> r) {
         if (stopped_) {
           if (r) r.value()->close("");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/tls/pki.h"
+#include "common/wire/address_list.h"
 #include "common/wire/client.h"
 #include "schema/api.capnp.h"
 
@@ -56,9 +57,19 @@ int main(int argc, char** argv) {
     std::cerr << "yard-rsh: YARD_EXEC_CA: " << tls.error() << "\n";
     return 255;
   }
-  auto client = yard::wire::FrameClient::connect(master, tls.value());
+  // With several masters (docs/ha.md) YARD_EXEC_MASTER lists them all, the leader at the time
+  // first: the first that answers is used, and a follower's "not the leader" names the leader.
+  std::vector<std::string> masters = yard::wire::splitAddressList(master);
+  if (masters.empty()) masters.push_back(master);
+  auto connect = [&tls](const std::string& address) { return yard::wire::FrameClient::connect(address, tls.value()); };
+  auto client = connect(masters[0]);
+  std::string why = client ? "" : masters[0] + ": " + client.error();
+  for (size_t k = 1; !client && k < masters.size(); ++k) {
+    client = connect(masters[k]);
+    if (!client) why += "; " + masters[k] + ": " + client.error();
+  }
   if (!client) {
-    std::cerr << "yard-rsh: " << client.error() << "\n";
+    std::cerr << "yard-rsh: " << why << "\n";
     return 255;
   }
   capnp::MallocMessageBuilder msg;
@@ -80,6 +91,7 @@ int main(int argc, char** argv) {
     std::cerr << "yard-rsh: " << sent.error() << "\n";
     return 255;
   }
+  bool redirected = false;
   for (;;) {
     auto frame = client.value()->receive();
     if (!frame) {
@@ -93,7 +105,16 @@ int main(int argc, char** argv) {
     } else if (r.isExecExit()) {
       return r.getExecExit();
     } else if (r.isError()) {
-      std::cerr << "yard-rsh: " << r.getError().getMessage().cStr() << "\n";
+      std::string message = r.getError().getMessage().cStr(), leader = r.getError().getLeader().cStr();
+      // A follower made nothing: the request goes to the leader it names, once.
+      if (!redirected && message.rfind(yard::wire::kNotLeader, 0) == 0 && !leader.empty()) {
+        redirected = true;
+        client = connect(leader);
+        if (client) {
+          if (auto sent = client.value()->sendRaw(yard::wire::encodeFrame(msg)); sent) continue;
+        }
+      }
+      std::cerr << "yard-rsh: " << message << "\n";
       return 255;
     }
   }

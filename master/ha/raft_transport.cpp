@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstring>
+#include <map>
 #include <thread>
 
 #include "common/tls/pki.h"
@@ -95,6 +96,8 @@ struct Link : std::enable_shared_from_this<Link> {
   std::array<char, 64 * 1024> up{}, down{};
   bool stopped = false;
 
+  std::function<void()> heard;  // bytes came from the peer (an accepted raft link)
+
   Link(TlsStream stream, asio::io_context& io) : tls(std::move(stream)), local(io) {}
 
   void start(int fd) {
@@ -111,6 +114,7 @@ struct Link : std::enable_shared_from_this<Link> {
     auto self = shared_from_this();
     tls.async_read_some(asio::buffer(up), [self](asio::error_code ec, size_t n) {
       if (ec) return self->stop();
+      if (self->heard) self->heard();
       asio::async_write(self->local, asio::buffer(self->up.data(), n), [self](asio::error_code ec2, size_t) {
         if (ec2) return self->stop();
         self->fromTls();
@@ -202,10 +206,19 @@ struct TlsTransport::Impl {
   }
 
   // On the io thread: a socketpair, one end pumped to `tls`, the other returned for raft.
-  int splice(TlsStream stream) {
+  // When each peer last sent raft bytes on a connection it made to this master (as a leader:
+  // its answers to appends and heartbeats). Guarded by mu.
+  std::map<raft_id, std::chrono::steady_clock::time_point> heardFrom;
+
+  int splice(TlsStream stream, raft_id from = 0) {
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return -1;
     auto link = std::make_shared<Link>(std::move(stream), io);
+    if (from != 0)
+      link->heard = [this, from] {
+        std::lock_guard<std::mutex> lock(mu);
+        heardFrom[from] = std::chrono::steady_clock::now();
+      };
     link->start(fds[0]);
     return fds[1];
   }
@@ -249,7 +262,7 @@ struct TlsTransport::Impl {
           deadline->cancel();
           raft_id peerId = std::strtoull((*msg)[1].c_str(), nullptr, 10);
           std::string peerAddress = (*msg)[2];
-          int fd = splice(std::move(*stream));
+          int fd = splice(std::move(*stream), peerId);
           if (fd < 0) return;
           post([this, fd, peerId, peerAddress] {
             if (closing || acceptCb == nullptr) return (void)::close(fd);
@@ -423,6 +436,13 @@ void TlsTransport::attach(uv_loop_t* loop) {
 
 void TlsTransport::detach() {
   uv_close(reinterpret_cast<uv_handle_t*>(&impl_->async), nullptr);
+}
+
+int64_t TlsTransport::sinceHeardMs(uint64_t peer) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->heardFrom.find(peer);
+  if (it == impl_->heardFrom.end()) return -1;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - it->second).count();
 }
 
 void TlsTransport::setCallHandler(CallHandler handler) {

@@ -75,6 +75,10 @@ class TlsTransport {
 
   void setCallHandler(CallHandler handler);
 
+  // Milliseconds since raft id `peer` last sent raft bytes on a connection it made to this
+  // master (a follower's answers reach its leader so); -1 when it never has.
+  int64_t sinceHeardMs(uint64_t peer) const;
+
   // Runs `fn` on raft's loop (thread-safe).
   void runOnLoop(std::function<void()> fn);
 

@@ -169,7 +169,10 @@ Result<ClusterView> clusterStatus(ha::RaftNode& raft, const wire::ClientTls& tls
     v.raftAddress = ha::raftHostPort(s.members[i].address);
     v.name = ha::raftMemberName(s.members[i].address);
     v.voter = s.members[i].role;
-    asks.emplace_back([&, &v = v, here = s.members[i].id == raft.id()] {
+    bool here = s.members[i].id == raft.id();
+    // Raft's own contact: when the member last answered this leader's appends or heartbeats.
+    v.lastContactMs = here ? 0 : raft.transport().sinceHeardMs(v.raftId);
+    asks.emplace_back([&, &v = v, here] {
       auto who = here ? Result<ha::Fields>::ok(self())
                       : ha::callMaster(v.raftAddress, tls, {"whois"}, std::chrono::seconds(1));
       if (!who || who.value().size() != 7 || who.value()[0] != "ok") {
@@ -183,7 +186,6 @@ Result<ClusterView> clusterStatus(ha::RaftNode& raft, const wire::ClientTls& tls
       v.role = f[4];
       v.term = std::strtoull(f[5].c_str(), nullptr, 10);
       v.appliedIndex = std::strtoull(f[6].c_str(), nullptr, 10);
-      v.lastContactMs = 0;
     });
   }
   for (auto& t : asks) t.join();

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <cstring>
 #include <iostream>
 #include <mutex>
@@ -101,10 +102,22 @@ struct Master::Parts {
   std::thread followerThread, lookupThread;
   std::atomic<bool> following{false};
   std::unique_ptr<wire::FrameServer> followerClient, followerAgent;
+  // A follower's HTTP API forwards to the leader's client API (docs/ha.md).
+  std::unique_ptr<Gateway> followerGateway;
+  std::unique_ptr<EventFeed> followerFeed;
+  std::unique_ptr<HttpApi> followerHttp;
   std::mutex leaderMu;
   std::string leaderRaft, leaderClient, leaderAgent;  // guarded by leaderMu
   std::string clientAddress, agentAddressShown;       // what this master answers to "whois"; guarded by leaderMu
   ClusterOps clusterOps;
+  // The leader's list of every master's client API, for OpenMPI launchers (YARD_EXEC_MASTER):
+  // refreshed at the lead and every 30 s, so yard-rsh reaches the leader after a failover.
+  std::thread peersThread;
+  std::atomic<bool> peersStop{false};
+  void stopPeers() {
+    peersStop = true;
+    if (peersThread.joinable()) peersThread.join();
+  }
   // Before io and everything that counts into it: they all end before it.
   metrics::Registry registry;
   std::unique_ptr<MasterMetrics> masterMetrics;
@@ -138,6 +151,7 @@ struct Master::Parts {
 
   // The agents' io thread ends first, whatever way the master ends (a failed start too).
   ~Parts() {
+    stopPeers();
     agentIo.stop();
     if (agentThread.joinable()) agentThread.join();
     stopFollowing();
@@ -147,13 +161,21 @@ struct Master::Parts {
     following = false;
     if (lookupThread.joinable()) lookupThread.join();
     if (followerThread.joinable()) {
-      asio::post(*followerIo, [this] {
+      // The listeners stop on their own thread, and are closed before this returns: the
+      // leader's listeners bind the same ports next.
+      std::promise<void> stopped;
+      asio::post(*followerIo, [this, &stopped] {
         if (followerClient) followerClient->stop();
         if (followerAgent) followerAgent->stop();
+        if (followerHttp) followerHttp->stop();
+        stopped.set_value();
       });
+      stopped.get_future().wait();
       followerIo->stop();
       followerThread.join();
     }
+    followerHttp.reset();
+    followerGateway.reset();
     followerClient.reset();
     followerAgent.reset();
     followerIo.reset();
@@ -374,6 +396,25 @@ std::optional<std::string> follow(Master::Parts& p) {
       p.log);
   if (!agent) return agent.error();
   p.followerAgent = std::move(agent).value();
+  // The HTTP API and the console: served here too, every request forwarded to the leader's
+  // client API as the leader's own HTTP API sends it to its own (docs/ha.md).
+  if (config.httpListen.has_value() && !config.httpListen->empty()) {
+    p.followerGateway = std::make_unique<Gateway>(
+        *p.followerIo,
+        [pp] {
+          std::lock_guard<std::mutex> lock(pp->leaderMu);
+          return pp->leaderClient;
+        },
+        std::string(wire::kNotLeader) + ": no leader is known yet; try again", *p.gatewayTls, p.log);
+    p.followerFeed = std::make_unique<EventFeed>(1);
+    HttpApiOptions o;
+    o.listen = *config.httpListen;
+    o.consoleDir = consoleDirectory(config.consoleDir, p.options.argv0.c_str());
+    o.follower = true;
+    p.followerHttp = std::make_unique<HttpApi>(*p.followerIo, *p.followerGateway, *p.followerFeed, o, p.log);
+    if (auto started = p.followerHttp->start(*p.httpTls); !started) return started.error();
+    p.log("HTTP API on https://" + p.followerHttp->address() + "/ while following: it forwards to the leader");
+  }
   {
     std::lock_guard<std::mutex> lock(p.leaderMu);
     p.clientAddress = config.advertise.empty() ? p.followerClient->address() : config.advertise;
@@ -425,6 +466,24 @@ void serveMembers(Master::Parts& p) {
   if (s.role != ha::Role::Leader) runAgain(p, "lost the lead while starting");
   p.serving = true;
   p.log("raft: leader in term " + std::to_string(s.term) + "; raft on " + p.raft->hostPort());
+  p.peersThread = std::thread([pp] {
+    for (int round = 0; !pp->peersStop; ++round) {
+      if (round % 300 == 0) {
+        auto view = clusterStatus(*pp->raft, *pp->callTls, [pp] { return whois(*pp); });
+        if (view) {
+          std::string list;
+          {
+            std::lock_guard<std::mutex> lock(pp->leaderMu);
+            list = pp->clientAddress;
+          }
+          for (const auto& m : view.value().members)
+            if (m.raftId != pp->raft->id() && !m.clientAddress.empty()) list += "," + m.clientAddress;
+          asio::post(pp->io, [pp, list] { pp->jobs->setExecEndpoint(list); });
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
 }
 
 std::optional<std::string> loadState(Master::Parts& p) {
@@ -679,6 +738,7 @@ int Master::run() {
     p.io.stop();
   });
   p.io.run();
+  p.stopPeers();
   p.agentIo.stop();
   if (p.agentThread.joinable()) p.agentThread.join();
   p.jobs->onJobChanged = nullptr;  // the feed goes before the registry

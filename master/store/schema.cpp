@@ -311,6 +311,20 @@ CREATE TABLE replication (
 INSERT INTO replication (id, applied_index) VALUES (1, 0);
 )sql";
 
+// Version 15: request ids (docs/ha.md, "Retries and request ids"): a change a client may
+// resend (yardctl's job changes) is recorded with the id the client gave it and its answer,
+// in the change's own transaction, so that a resend after a failover is answered, not made
+// again. Rows older than a day go as new ones are written.
+constexpr const char* kV15 = R"sql(
+CREATE TABLE requests (
+  id TEXT PRIMARY KEY,
+  user TEXT NOT NULL,
+  answer TEXT NOT NULL,
+  at INTEGER NOT NULL
+);
+CREATE INDEX requests_at ON requests (at);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
@@ -326,6 +340,7 @@ constexpr Migration kMigrations[] = {
     {12, kV12},
     {13, kV13},
     {14, kV14},
+    {15, kV15},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

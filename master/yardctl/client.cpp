@@ -2,6 +2,9 @@
 #include "common/wire/address_list.h"
 
 #include <thread>
+#include <algorithm>
+#include <iostream>
+#include <random>
 
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +82,11 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(6);
   std::vector<std::string> addresses = wire::splitAddressList(target.address);
   if (addresses.empty()) addresses.push_back(target.address);
+  bool resendable = message.getRoot<api::Request>().asReader().hasRequestId();
+  // With several masters, one whose host is gone (no answer at all, not even a refusal) is
+  // passed after 2 s, not after the whole timeout.
+  auto connectTimeout = addresses.size() > 1 ? std::min(timeout, std::chrono::milliseconds(2000)) : timeout;
+  int resent = 0;
   for (;;) {
     std::string why;
     bool election = false;
@@ -86,7 +94,7 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
       MasterTarget to = target;
       to.address = first;
       for (int hop = 0; hop < 4; ++hop) {
-        auto client = connectMaster(to, timeout);
+        auto client = connectMaster(to, connectTimeout);
         if (!client) {
           why += (why.empty() ? "" : "; ") + client.error();
           // A leader a follower named but that does not answer has just gone: the followers
@@ -95,9 +103,19 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
           break;
         }
         // Lost after the request went: whether it was made is unknown (the master may have
-        // committed it and died before answering), so it is not sent to another master.
+        // committed it and died before answering). Only a request with an id is sent again:
+        // a master that made it answers what it answered then (docs/ha.md).
         auto resp = client.value()->call(message);
-        if (!resp) return R::fail(resp.error());
+        if (!resp) {
+          if (!resendable || resent >= 3) return R::fail(resp.error());
+          ++resent;
+          std::cerr << "yardctl: the connection to " << to.address << " was lost before its answer (" << resp.error()
+                    << "); sending the request again with its request id, which a master makes once\n";
+          why += (why.empty() ? "" : "; ") + to.address + ": " + resp.error() + " (sent again, with its request id)";
+          election = true;
+          until = std::max(until, std::chrono::steady_clock::now() + std::chrono::seconds(6));
+          break;
+        }
         auto r = resp.value()->root<api::Response>();
         std::string error = r.isError() ? r.getError().getMessage().cStr() : "";
         if (error.rfind(wire::kNotLeader, 0) != 0) return R::ok(Called{std::move(client).value(), std::move(resp).value()});
@@ -115,11 +133,32 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
   }
 }
 
+// 16 random bytes, hex.
+std::string newRequestId() {
+  std::random_device rd;
+  std::string out;
+  static const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 4; ++i) {
+    uint32_t v = rd();
+    for (int j = 0; j < 4; ++j, v >>= 8) {
+      out += hex[(v >> 4) & 15];
+      out += hex[v & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<wire::Frame>> sendRequest(const MasterTarget& target, capnp::MessageBuilder& message) {
   using R = Result<std::unique_ptr<wire::Frame>>;
-  message.getRoot<api::Request>().setToken(target.token);
+  auto req = message.getRoot<api::Request>();
+  req.setToken(target.token);
+  // Job changes carry an id, so that one lost with its connection may be sent again.
+  if (!req.hasRequestId() &&
+      (req.isJobSubmit() || req.isJobSubmitAll() || req.isJobCancel() || req.isJobDelete() || req.isJobHold() ||
+       req.isJobRelease() || req.isJobRequeue() || req.isJobScale()))
+    req.setRequestId(newRequestId());
   auto called = callLeader(target, message, std::chrono::seconds(10));
   if (!called) return R::fail(called.error());
   auto r = called.value().frame->root<api::Response>();

@@ -11,7 +11,17 @@
 # default 100), CHAOS_MODE short|long (default: long above 300 s; only long mode also stops the
 # master for longer than the fence timeout, which fences every replica of the cluster and
 # costs the short run too much time; it leaves out nothing because of a known defect),
-# CHAOS_CONTAINERS 0 to leave containers out, CHAOS_KEEP 1 to keep the temp directory.
+# CHAOS_CONTAINERS 0 to leave containers out, CHAOS_KEEP 1 to keep the temp directory,
+# CHAOS_MASTERS 3 for HA mode (default 1).
+#
+# HA mode (docs/ha.md): three masters m1, m2, m3 on Raft in namespace A (client APIs
+# 127.0.0.1:7700/7710/7720, agent APIs 10.213.0.1:7701/7711/7721, raft 127.0.0.1:7702/7712/7722,
+# election_timeout_ms 1000, heartbeat_timeout 12 s so a fence of 8 s); m1 bootstraps, m2 and m3
+# join it. yardctl and the agents list all three. The master faults are the leader's kill -9
+# (restarted as a follower once writes are accepted again), a follower's kill -9 and the leader
+# SIGSTOPped for 3 s (it must step down); the agent faults are today's. Added checks: writes
+# accepted again within 5 s of every leader kill; no two masters led in one term; every
+# master's store holds every acknowledged job, once; no replica fenced while only masters failed.
 # kill -9 hits any agent for short and long pauses: a dead agent's host replicas are fenced
 # by their yard-shim, its containers by their yard-shim guard (docs/shim.md).
 #
@@ -22,22 +32,27 @@ import os, random, signal, sys, threading, time, traceback
 sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cluster  # noqa: E402 (first: it reads the command line and makes the temp directory)
-from checks import Monitor, check_final, check_leftovers, check_overlaps, read_records, replacement_times, selftest  # noqa: E402
-from cluster import (DURATION, MODE, SEED, cleanup, dump_logs, fail, fails, findings, link, procs, records,  # noqa: E402
-                     rss, say, setup_containers, setup_master_disk, setup_network, start_agent, start_master, tmp,
-                     yardctl, yjson)
+from checks import (FenceWatch, Monitor, check_failovers, check_fences, check_final, check_leftovers,  # noqa: E402
+                    check_overlaps, check_stores, check_terms, read_records, replacement_times, selftest)
+from cluster import (DURATION, HA, MASTER_NAMES, MODE, SEED, cleanup, dump_logs, fail, fails, findings, leader, link,  # noqa: E402
+                     procs, records, rss, say, setup_containers, setup_master_disk, setup_network, start_agent,
+                     start_master, start_masters, tmp, yardctl, yjson)
 from faults import Faults  # noqa: E402
 from workload import Workload  # noqa: E402
 
 
 def main():
-    say("chaos suite: seed %d, %s mode, %.0f s of faults (CHAOS_SEED=%d CHAOS_DURATION=%.0f reproduces it); temp %s"
-        % (SEED, MODE, DURATION, SEED, DURATION, tmp))
+    say("chaos suite: seed %d, %s mode, %.0f s of faults (CHAOS_SEED=%d CHAOS_DURATION=%.0f%s reproduces it); temp %s"
+        % (SEED, MODE, DURATION, SEED, DURATION, " CHAOS_MASTERS=3" if HA else "", tmp))
     selftest()
     setup_network()
     setup_master_disk()
     cluster.use_containers = setup_containers()
-    if not start_master():
+    if HA:
+        if not start_masters():
+            fail("the three masters did not start")
+            return
+    elif not start_master():
         fail("the master did not start")
         return
     for n in (1, 2, 3):
@@ -54,13 +69,17 @@ def main():
         r = yardctl("dataset", "create", "chaosrec", "--path", records, "--read-write")
         if r.returncode != 0:
             fail("dataset create: " + r.stderr)
-    say("cluster up: master, 3 agents (agent 3 behind the veth)%s" % (", containerd" if cluster.use_containers else ""))
+    say("cluster up: %s, 3 agents (agent 3 behind the veth)%s" % (
+        "masters m1 m2 m3 (%s leads)" % leader() if HA else "master", ", containerd" if cluster.use_containers else ""))
 
     rng = random.Random(SEED)
     workload = Workload(random.Random(rng.random()))
     faults = Faults(random.Random(rng.random()))
     monitor = Monitor(workload)
     threads = [threading.Thread(target=workload.run, daemon=True), threading.Thread(target=monitor.run, daemon=True)]
+    watch = FenceWatch()
+    if HA:
+        threads.append(threading.Thread(target=watch.run, daemon=True))
     for t in threads:
         t.start()
     time.sleep(3)
@@ -74,7 +93,11 @@ def main():
         yardctl("job", action, name)
         workload.acked[name]["deleted" if action == "delete" else "cancelled"] = True
     check_final(workload)
-    say("master RSS after the drain: %.1f MiB" % (rss(procs["master"].pid) / 1024))
+    if HA:
+        check_stores(workload)
+        say("masters' RSS after the drain: %s" % ", ".join("%s %.1f MiB" % (m, rss(procs[m].pid) / 1024) for m in MASTER_NAMES))
+    else:
+        say("master RSS after the drain: %.1f MiB" % (rss(procs["master"].pid) / 1024))
     monitor.stop.set()
     threads[1].join()
     for v in sorted(set(monitor.violations))[:20]:
@@ -89,10 +112,17 @@ def main():
     check_leftovers(recs)
     fenced = sum(open(os.path.join(tmp, "agent%d.log" % n), errors="replace").read().count("(fenced") for n in (1, 2, 3))
     say("fences: %d replica attempts reported fenced by the agents or their shims" % fenced)
+    if HA:
+        watch.stop.set()
+        threads[2].join()
+        check_fences(watch, faults)
+        check_failovers(faults)
+        check_terms()
     fl = ["RSS %.1f -> %.1f MiB" % (b / 1024, u / 1024) for b, u, _ in faults.flood_numbers]
-    say("summary: seed %d, %d faults (%s), %d jobs, worst overlap %d ms, re-placed after %s, flood %s" % (
+    say("summary: seed %d, %d faults (%s), %d jobs, worst overlap %d ms, re-placed after %s, flood %s%s" % (
         SEED, len(faults.log), ", ".join(sorted(set(k for k, *_ in faults.log))), len(workload.acked), worst,
-        "; ".join("%s max %d ms" % (w, max(d)) for w, _, d in times) or "-", "; ".join(fl) or "-"))
+        "; ".join("%s max %d ms" % (w, max(d)) for w, _, d in times) or "-", "; ".join(fl) or "-",
+        ", writes accepted again after %s ms of a leader kill" % "/".join("%d" % x for x in faults.failovers) if HA else ""))
     for f in findings:
         say("finding: " + f)
 

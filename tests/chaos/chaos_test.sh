@@ -7,6 +7,7 @@
 #   tests/chaos/chaos_test.sh BUILD_BIN              the short run (ctest chaos.short)
 #   CHAOS_DURATION=1200 tests/chaos/chaos_test.sh build/bin     a long run
 #   CHAOS_SEED=N ...                                 reproduces a run (the seed is printed)
+#   CHAOS_MASTERS=3 ...                              HA mode: three masters on Raft (ctest chaos.ha)
 set -u
 [ "$(id -u)" = 0 ] || { echo "chaos: needs root (network namespaces, cgroups, tmpfs)"; exit 1; }
 py=/usr/bin/python3

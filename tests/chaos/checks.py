@@ -1,8 +1,10 @@
 # The chaos suite's checks (tests/chaos/chaos.py) of the promises of docs/reliability.md: the
 # monitor sampling while the faults run (3: no node over-committed, no port given twice), and
 # after them 1: every acknowledged job final, 2: no two processes of one rank alive at once,
-# 4: nothing left behind; plus the times to re-place the ranks of a lost node.
-import os, statistics, threading, time
+# 4: nothing left behind; plus the times to re-place the ranks of a lost node. HA mode
+# (CHAOS_MASTERS=3) adds failover times, one leader per term, every master's store, and no
+# replica fenced across a failover.
+import json, os, re, sqlite3, statistics, threading, time
 
 import cluster
 from cluster import AGENT_CPU, AGENT_MEM, DRAIN_S, TAG, alive, ctr, fail, records, say, tmp, yardctl, yjson
@@ -268,3 +270,135 @@ def check_leftovers(recs):
     if not left:
         say("invariant 4: no processes, cgroups, shims, containers or mounts left")
 
+
+
+# ---------------------------------------------------------------------------------------------
+# HA mode (CHAOS_MASTERS=3, docs/ha.md): failover times, one leader per term, every master's
+# store, and replicas fenced while only masters failed
+
+class FenceWatch:
+    """Timestamps each "(fenced" line of the agents' logs as it appears (the logs have no times)."""
+
+    def __init__(self):
+        self.stop = threading.Event()
+        self.offsets = {n: 0 for n in (1, 2, 3)}
+        self.seen = []  # (boottime ms, agent, line)
+
+    def poll(self):
+        for n in (1, 2, 3):
+            try:
+                with open(os.path.join(tmp, "agent%d.log" % n), "rb") as f:
+                    f.seek(self.offsets[n])
+                    data = f.read()
+            except OSError:
+                continue
+            data = data[: data.rfind(b"\n") + 1]  # whole lines only
+            self.offsets[n] += len(data)
+            for line in data.decode(errors="replace").splitlines():
+                self.seen.extend((cluster.now_ms(), n, line) for _ in range(line.count("(fenced")))
+
+    def run(self):
+        while not self.stop.is_set():
+            self.poll()
+            self.stop.wait(0.25)
+        self.poll()
+
+
+def check_failovers(faults):
+    """(a) every leader kill: writes accepted again within 5 s (leader_kill fails each one over)."""
+    f = faults.failovers
+    if f:
+        say("HA: %d leader kills; writes accepted again after %s ms (median %d, worst %d)" % (
+            len(f), ", ".join("%d" % x for x in f), statistics.median(f), max(f)))
+    else:
+        say("HA: no leader kill measured")
+
+
+def check_terms():
+    """(b) no two masters led in one term: each logs `raft: leader in term N; raft on ...`."""
+    terms = {}
+    for name in cluster.MASTER_NAMES:
+        try:
+            text = open(os.path.join(tmp, name + ".log"), errors="replace").read()
+        except OSError:
+            continue
+        for m in re.finditer(r"raft: leader in term (\d+); raft on ", text):
+            terms.setdefault(int(m.group(1)), set()).add(name)
+    for term, who in sorted(terms.items()):
+        if len(who) > 1:
+            fail("masters %s all led in term %d" % (" and ".join(sorted(who)), term))
+    say("HA: leaders by term: %s" % (", ".join("%d %s" % (t, "+".join(sorted(w))) for t, w in sorted(terms.items())) or "none"))
+
+
+def store_jobs(name):
+    """name -> [deleted, ...] of the jobs table of master NAME's state.db, read-only."""
+    path = os.path.join(cluster.master_dir(name), "state.db")
+    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=5)
+    try:
+        rows = db.execute("SELECT name, deleted FROM jobs").fetchall()
+    finally:
+        db.close()
+    out = {}
+    for n, d in rows:
+        out.setdefault(n, []).append(d)
+    return out
+
+
+def check_stores(workload):
+    """(c) every master's store holds every acknowledged job (a deleted one as deleted = 1, or live
+    if its delete was never made), one live row per name, and the same rows as the others'."""
+    problems = {}
+    for _ in range(10):  # followers apply what the leader committed a moment later
+        problems, held = {}, {}
+        for name in cluster.MASTER_NAMES:
+            try:
+                jobs = store_jobs(name)
+            except sqlite3.Error as e:
+                problems[name] = ["cannot read its state.db: %s" % e]
+                continue
+            held[name] = {n: sorted(d) for n, d in jobs.items()}
+            p = []
+            for job, w in workload.acked.items():
+                rows = jobs.get(job)
+                if not rows:
+                    p.append("acknowledged job %s is missing" % job)
+                elif not w["deleted"] and 0 not in rows:
+                    p.append("job %s is deleted there though nobody deleted it" % job)
+            p += ["job name %s held by %d live rows" % (n, d.count(0)) for n, d in jobs.items() if d.count(0) > 1]
+            if p:
+                problems[name] = p
+        if len(held) == len(cluster.MASTER_NAMES) and len(set(json.dumps(h, sort_keys=True) for h in held.values())) > 1:
+            first = cluster.MASTER_NAMES[0]
+            for name in cluster.MASTER_NAMES[1:]:
+                diff = sorted(n for n in set(held[name]) | set(held[first]) if held[name].get(n) != held[first].get(n))
+                if diff:
+                    problems.setdefault(name, []).append("jobs that differ from %s's: %s" % (
+                        first, ", ".join("%s %s/%s" % (n, held[first].get(n), held[name].get(n)) for n in diff[:10])))
+        if not problems:
+            break
+        time.sleep(0.5)
+    for name, p in sorted(problems.items()):
+        for x in p[:10]:
+            fail("HA: %s's store: %s" % (name, x))
+    if not problems:
+        say("HA: every master's store holds the %d acknowledged jobs, one live row per name, the same rows on all three" % len(workload.acked))
+
+
+def check_fences(watch, faults):
+    """(d) replicas fenced across a failover: each "(fenced" line of an agent's log is reported;
+    one that appeared while only masters failed fails the run. Agent faults (kills, cuts, and
+    containerd restarts) fence their own replicas: a line within one of them, or up to
+    fence_timeout + fence_grace + 5 s after its end, is theirs."""
+    slack = (cluster.FENCE_S + cluster.GRACE_S + 5) * 1000
+    from faults import MASTER_KINDS
+    masters = [(s, e) for k, _, s, e in faults.log if k in MASTER_KINDS]
+    others = [(s, e) for k, _, s, e in faults.log if k not in MASTER_KINDS]
+    bad = []
+    for t, n, line in watch.seen:
+        if any(s <= t <= e + slack for s, e in others):
+            continue
+        if any(s <= t <= e + slack for s, e in masters):
+            bad.append((t, n, line))
+    say("HA: %d fenced lines seen in the agents' logs, %d while only masters failed" % (len(watch.seen), len(bad)))
+    for t, n, line in bad[:10]:
+        fail("HA: agent %d fenced a replica across a master failover (at %d ms): %s" % (n, t, line.strip()[:300]))

@@ -1,7 +1,8 @@
 # The chaos suite's cluster (tests/chaos/chaos.py): the run's settings (from its command line
 # and CHAOS_* variables), its temp directory and copy of the binaries, logging and the verdict's
 # failures, commands, and the processes it starts and stops: the network namespaces, the
-# master, the agents, the registry and containerd.
+# master (or, with CHAOS_MASTERS=3, three masters on Raft: docs/ha.md), the agents, the
+# registry and containerd.
 import ctypes, json, os, random, re, shutil, signal, socket, subprocess, sys
 import tempfile, threading, time
 
@@ -11,14 +12,31 @@ PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which(
 SEED = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1, 1 << 31))
 DURATION = float(os.environ.get("CHAOS_DURATION", "100"))
 MODE = os.environ.get("CHAOS_MODE", "long" if DURATION > 300 else "short")
+MASTERS = int(os.environ.get("CHAOS_MASTERS") or "1")
+if MASTERS not in (1, 3):
+    sys.exit("chaos: CHAOS_MASTERS must be 1 or 3, not %d" % MASTERS)
+HA = MASTERS == 3
 TAG = "chaos%d" % os.getpid()
 NS_A, NS_B = "ych%da" % (os.getpid() % 100000), "ych%db" % (os.getpid() % 100000)
 VETH_A, VETH_B = NS_A + "v", NS_B + "v"
 ADDR_A, ADDR_B = "10.213.0.1", "10.213.0.2"
 CLIENT, AGENT_API = "127.0.0.1:7700", ADDR_A + ":7701"
-HEARTBEAT_S = 6  # fence 4 s, grace 1 s (docs/reliability.md)
+# HA mode: masters m1, m2, m3, all in namespace A; client API 127.0.0.1:77I0, agent API
+# 10.213.0.1:77I1, raft 127.0.0.1:77I2 (I = 0, 1, 2). m1 bootstraps, m2 and m3 join it.
+MASTER_NAMES = ["m1", "m2", "m3"] if HA else ["master"]
+CLIENTS = {"m%d" % (i + 1): "127.0.0.1:77%d0" % i for i in range(3)}
+AGENT_APIS = {"m%d" % (i + 1): "%s:77%d1" % (ADDR_A, i) for i in range(3)}
+RAFTS = {"m%d" % (i + 1): "127.0.0.1:77%d2" % i for i in range(3)}
+ELECTION_MS = 1000
+# The fence is derived from heartbeat_timeout T: fence_timeout 2T/3, fence_grace T/6. One master:
+# T = 6 s (fence 4 s, grace 1 s; docs/reliability.md). HA mode: a failover (an election of 1-2
+# election timeouts, the new leader's load, the agents finding it) has to fit in the fence, and
+# docs/ha.md asks for a fence of at least 5 election timeouts; 4 s is too tight for that, so HA
+# mode (only) runs with T = 12 s: fence 8 s, grace 2 s.
+HEARTBEAT_S = 12 if HA else 6
+FENCE_S, GRACE_S = HEARTBEAT_S * 2 / 3, HEARTBEAT_S / 6
 AGENT_CPU, AGENT_MEM = 2.0, 1 << 30
-LONG_S = (8, 11)  # > heartbeat_timeout
+LONG_S = (13, 15) if HA else (8, 11)  # > heartbeat_timeout
 SHORT_S = (0.8, 2.5)  # < fence_timeout
 DRAIN_S = 100  # every acknowledged job must be final this long after the faults stop
 
@@ -36,7 +54,7 @@ os.chmod(records, 0o777)
 log_lock = threading.Lock()
 fails, findings = [], []
 procs = {}  # name -> Popen of every daemon and helper started here
-env = dict(os.environ, YARD_MASTER=CLIENT)
+env = dict(os.environ, YARD_MASTER=",".join(CLIENTS[m] for m in MASTER_NAMES) if HA else CLIENT)
 
 
 def now_ms():
@@ -138,10 +156,22 @@ mdata = os.path.join(tmp, "mdata")
 
 def setup_master_disk():
     os.makedirs(mdata)
+    if HA:  # no small tmpfs: three raft logs need more room, and the disk_full fault is left out
+        with open(os.path.join(tmp, "master.toml"), "w") as f:
+            f.write('join_token = "chaos-token"\nheartbeat_timeout = "%ds"\nstop_grace = "2s"\ndataset_roots = ["%s"]\n'
+                    'election_timeout_ms = %d\n' % (HEARTBEAT_S, tmp, ELECTION_MS))
+        return
     sh("mount", "-t", "tmpfs", "-o", "size=48m", "chaos-master", mdata)
     with open(os.path.join(tmp, "master.toml"), "w") as f:
         f.write('join_token = "chaos-token"\nheartbeat_timeout = "%ds"\nstop_grace = "2s"\ndataset_roots = ["%s"]\n'
                 % (HEARTBEAT_S, tmp))
+
+
+def master_dir(name):
+    return os.path.join(mdata, name)
+
+
+CA = os.path.join(master_dir(MASTER_NAMES[0]), "ca.pem")  # the cluster CA: m1's, the same on every master
 
 
 def start_master():
@@ -165,6 +195,95 @@ def start_master():
     return False
 
 
+# ---------------------------------------------------------------------------------------------
+# HA mode: three masters on Raft (docs/ha.md)
+
+master_cmds = {}  # name -> the command line it was first started with (a restart uses it again)
+
+
+def log_size(name):
+    try:
+        return os.path.getsize(os.path.join(tmp, name + ".log"))
+    except OSError:
+        return 0
+
+
+def wait_log(name, texts, secs, since=0):
+    """Whether one of TEXTS (a string or a tuple) shows in NAME's log after byte SINCE within SECS seconds."""
+    deadline = time.monotonic() + secs
+    while True:
+        try:
+            with open(os.path.join(tmp, name + ".log"), "rb") as f:
+                f.seek(since)
+                got = f.read()
+                if any(t.encode() in got for t in ((texts,) if isinstance(texts, str) else texts)):
+                    return True
+        except OSError:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+
+
+def start_member(name, join=None):
+    """Starts master NAME: the first time with its own command line (JOIN: the raft address and
+    CA fingerprint of the cluster to join), later again with the same one."""
+    if name not in master_cmds:
+        cmd = [BIN + "/yard-master", "--config", os.path.join(tmp, "master.toml"), "--name", name,
+               "--data-dir", master_dir(name), "--listen", CLIENTS[name], "--agent-listen", AGENT_APIS[name],
+               "--raft-listen", RAFTS[name], "--metrics-listen", ""]
+        if join:  # the join token is the config file's join_token (not argv: docs/security.md)
+            cmd += ["--join", join[0], "--ca-fingerprint", join[1]]
+        master_cmds[name] = cmd
+    return start(name, master_cmds[name])
+
+
+def start_masters():
+    """m1 bootstraps as the single master starts; m2 and m3 join it as voters."""
+    start_member("m1")
+    token_file = os.path.join(master_dir("m1"), "admin.token")
+    for _ in range(150):
+        if os.path.exists(token_file) and os.path.getsize(token_file) > 0:
+            env["YARD_TOKEN"] = open(token_file).read().strip()
+            break
+        time.sleep(0.1)
+    env["YARD_CA"] = CA
+    for _ in range(150):
+        if yardctl("queue", "list", timeout=5).returncode == 0:
+            break
+        if procs["m1"].poll() is not None:
+            break
+        time.sleep(0.1)
+    else:
+        say("m1 did not come up: " + tail("m1"))
+        return False
+    m = re.search(r"fingerprint (sha256:[0-9a-f]+)", open(os.path.join(tmp, "m1.log"), errors="replace").read())
+    if not m:
+        say("no CA fingerprint in m1's log: " + tail("m1"))
+        return False
+    for name in ("m2", "m3"):
+        start_member(name, join=(RAFTS["m1"], m.group(1)))
+        if not wait_log(name, "this master is a voter", 30):
+            say("%s did not become a voter: %s" % (name, tail(name)))
+            return False
+    return True
+
+
+def leader(secs=15):
+    """The name of the master that leads (yardctl cluster status), or None."""
+    deadline = time.monotonic() + secs
+    by_client = {v: k for k, v in CLIENTS.items()}
+    while time.monotonic() < deadline:
+        st = yjson("cluster", "status")
+        for m in (st or {}).get("members", []):
+            if m.get("role") == "leader":
+                name = m.get("name") if m.get("name") in CLIENTS else by_client.get(m.get("clientAddress"))
+                if name:
+                    return name
+        time.sleep(0.2)
+    return None
+
+
 containerd_sock = os.path.join(tmp, "containerd.sock")
 use_containers = False
 
@@ -172,8 +291,9 @@ use_containers = False
 def agent_cmd(n):
     with open(os.path.join(tmp, "join-token"), "w") as f:  # a file, not argv: docs/security.md
         f.write("chaos-token\n")
-    cmd = [BIN + "/yard-agent", "--master", AGENT_API, "--token-file", os.path.join(tmp, "join-token"),
-           "--ca", os.path.join(mdata, "master", "ca.pem"), "--name", "node-%d" % n,
+    masters = ",".join(AGENT_APIS[m] for m in MASTER_NAMES) if HA else AGENT_API
+    cmd = [BIN + "/yard-agent", "--master", masters, "--token-file", os.path.join(tmp, "join-token"),
+           "--ca", CA, "--name", "node-%d" % n,
            "--address", ADDR_B if n == 3 else "127.0.0.%d" % (n + 1), "--data-dir", os.path.join(tmp, "agent%d" % n),
            "--port-range", "3%d000-3%d099" % (n, n), "--cgroup-parent", "yard/%s-%d" % (TAG, n),
            "--allow-host-tasks", "--cpu", str(AGENT_CPU), "--memory", "1Gi"]
@@ -248,7 +368,7 @@ def rss(pid):
 # Stopping everything
 
 def cleanup():
-    for name in ("flood", "master", "agent1", "agent2", "agent3", "registry"):
+    for name in ["flood"] + MASTER_NAMES + ["agent1", "agent2", "agent3", "registry"]:
         kill9(name)
     for n in (1, 2, 3):
         rd = os.path.join(tmp, "agent%d" % n, "replicas")
@@ -306,7 +426,7 @@ def cleanup():
 
 
 def dump_logs():
-    for name in ("master", "agent1", "agent2", "agent3"):
+    for name in MASTER_NAMES + ["agent1", "agent2", "agent3"]:
         print("=== %s (last lines)" % name)
         print(tail(name, int(os.environ.get("CHAOS_LOG_LINES", "25"))))
 

@@ -1,25 +1,46 @@
 # The chaos suite's faults (tests/chaos/chaos.py): kill -9 of the master and of agents, cuts of
 # agent 3's link, a containerd restart, the master's disk full and a connection flood, drawn by a
-# seeded RNG; whatever died on its own is restarted and noted as a finding.
-import os, time, traceback
+# seeded RNG; whatever died on its own is restarted and noted as a finding. In HA mode
+# (CHAOS_MASTERS=3) the master faults are the leader's kill -9, a follower's kill -9 and the
+# leader stopped past the election timeout (SIGSTOP) instead.
+import os, signal, time, traceback
 
 import cluster
-from cluster import (AGENT_API, CLIENT, HERE, LONG_S, MODE, PY, SHORT_S, fail, findings, kill9, link, mdata, now_ms,
-                     procs, rss, say, start, start_agent, start_containerd, start_master, tail, yardctl)
+from cluster import (AGENT_API, CLIENT, HA, HERE, LONG_S, MASTER_NAMES, MODE, PY, SHORT_S, fail, findings, kill9, leader,
+                     link, log_size, mdata, now_ms, procs, rss, say, start, start_agent, start_containerd, start_master,
+                     start_member, tail, wait_log, yardctl)
+
+MASTER_KINDS = ("master_kill", "leader_kill", "follower_kill", "leader_stop", "disk_full", "flood")
+LEADER_STOP_S = 3  # > the election timeout (1 s): the others elect a leader meanwhile
+
 
 class Faults:
     KINDS = ["master_kill", "agent_kill_short", "agent_kill_long", "link_cut_short", "link_cut_long",
              "containerd_restart", "disk_full", "flood"]
+    if HA:
+        # master_kill, disk_full and flood target the single master and are left out: full disks
+        # with three masters are covered by e2e.ha_disk. The leader's kill is listed twice (two
+        # in the first round, twice as likely later) for more than one failover time per run.
+        KINDS = ["leader_kill", "leader_kill", "follower_kill", "leader_stop", "agent_kill_short", "agent_kill_long",
+                 "link_cut_short", "link_cut_long", "containerd_restart"]
 
     def __init__(self, rng):
         self.rng = rng
         self.log = []  # (kind, detail, start boottime ms, end boottime ms)
         self.kills = []  # (node, boottime ms of the kill or cut, what)
         self.flood_numbers = []
+        self.failovers = []  # HA: ms from each leader kill -9 to the next write accepted
+        self.probes = 0
 
     def ensure_up(self, why):
         """Restart whatever died on its own (a supervisor's job), and say so."""
-        if procs["master"].poll() is not None:
+        for name in MASTER_NAMES if HA else ():
+            p = procs[name]
+            if p.poll() is not None:
+                findings.append("master %s exited with %s during %s: %s" % (name, p.returncode, why, tail(name, 4).strip()))
+                say("master %s exited (%s) during %s; restarting it" % (name, p.returncode, why))
+                start_member(name)
+        if not HA and procs["master"].poll() is not None:
             findings.append("the master exited with %s during %s: %s" % (procs["master"].returncode, why, tail("master", 4).strip()))
             say("master exited (%s) during %s; restarting it" % (procs["master"].returncode, why))
             start_master()
@@ -112,10 +133,84 @@ class Faults:
         return "flood %.0fs: master RSS %.1f -> %.1f MiB, queue list %s in %d ms; %s" % (
             secs, before / 1024, under / 1024, "answered" if ok else "FAILED", answered * 1000, out)
 
+    # HA mode (docs/ha.md): the masters m1, m2, m3 on Raft.
+
+    def write_accepted(self, secs=20):
+        """Creates a queue of a new name until it is accepted (every 50 ms): the ms it took, or None."""
+        t = time.monotonic()
+        self.probes += 1
+        name = "failover-%d" % self.probes
+        while time.monotonic() - t < secs:
+            r = yardctl("queue", "create", name, "--cpu", "1", "--memory", "1Gi", timeout=15)
+            # "already exists": an earlier try was made though its answer was lost with its connection
+            if r.returncode == 0 or "already exists" in r.stderr + r.stdout:
+                return (time.monotonic() - t) * 1000
+            time.sleep(0.05)
+        return None
+
+    def restart_member(self, name, why):
+        """Starts NAME again with its command line; it must come back as a follower."""
+        since = log_size(name)
+        start_member(name)
+        if not wait_log(name, ("following the leader", "raft: leader in term"), 30, since):
+            fail("%s did not come back as a follower after %s: %s" % (name, why, tail(name, 5).strip()))
+            return False
+        return True
+
+    def leader_kill(self):
+        old = leader()
+        if not old:
+            fail("leader_kill: no master leads: " + yardctl("cluster", "status").stderr.strip())
+            return "no leader"
+        kill9(old)
+        ms = self.write_accepted()
+        if ms is None:
+            fail("leader_kill: no write was accepted within 20 s of %s's kill -9" % old)
+        else:
+            self.failovers.append(ms)
+            if ms > 5000:
+                fail("leader_kill: writes accepted again only %d ms after %s's kill -9 (more than 5 s)" % (ms, old))
+        new = leader(5)
+        self.restart_member(old, "its kill -9")
+        return "leader %s killed; writes accepted again after %s ms; %s leads" % (
+            old, "%d" % ms if ms is not None else "NO", new or "nobody")
+
+    def follower_kill(self):
+        ldr = leader()
+        if not ldr:
+            fail("follower_kill: no master leads: " + yardctl("cluster", "status").stderr.strip())
+            return "no leader"
+        name = self.rng.choice([m for m in MASTER_NAMES if m != ldr])
+        pause = self.rng.uniform(0.5, 3)
+        kill9(name)
+        time.sleep(pause)
+        self.restart_member(name, "its kill -9")
+        return "follower %s down %.1fs" % (name, pause)
+
+    def leader_stop(self):
+        name = leader()
+        if not name:
+            fail("leader_stop: no master leads: " + yardctl("cluster", "status").stderr.strip())
+            return "no leader"
+        since = log_size(name)
+        p = procs[name]
+        os.kill(p.pid, signal.SIGSTOP)
+        try:
+            time.sleep(LEADER_STOP_S)
+        finally:
+            os.kill(p.pid, signal.SIGCONT)
+        # It sees the higher term and runs itself again (execve: the same pid) as a follower.
+        if not wait_log(name, "running again as a follower", 20, since):
+            fail("leader_stop: %s did not step down after %d s stopped: %s" % (name, LEADER_STOP_S, tail(name, 5).strip()))
+        elif not wait_log(name, ("following the leader", "raft: leader in term"), 20, since):
+            fail("leader_stop: %s stepped down but does not follow: %s" % (name, tail(name, 5).strip()))
+        return "leader %s stopped %ds; %s leads" % (name, LEADER_STOP_S, leader(5) or "nobody")
+
     def run(self, until):
         plan = list(self.KINDS)
         self.rng.shuffle(plan)  # every kind once first, then at random
-        while time.monotonic() < until:
+        # HA mode finishes the first round even past `until`: each kind, master faults included, at least once.
+        while time.monotonic() < until or (HA and plan):
             kind = plan.pop(0) if plan else self.rng.choice(self.KINDS)
             start_ms = now_ms()
             try:

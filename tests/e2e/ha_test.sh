@@ -60,7 +60,9 @@ c=json.load(sys.stdin)
 m=c["members"]
 assert len(m) == 3 and not c["single"], c
 assert sorted(x["role"] for x in m) == ["follower", "follower", "leader"], m
-assert all(x["voter"] == "voter" and x["term"] == c["term"] and x["lastContactMs"] == 0 for x in m), m
+assert all(x["voter"] == "voter" and x["term"] == c["term"] for x in m), m
+# raft contact: the leader 0, each follower answered its heartbeats (every 100 ms) just now
+assert all((x["lastContactMs"] == 0) if x["role"] == "leader" else (0 <= x["lastContactMs"] < 1000) for x in m), m
 assert sorted(x["name"] for x in m) == ["m1", "m2", "m3"], m
 ' || fail "cluster status: $st"
 "$bin/yardctl" --master "127.0.0.1:${cport[3]}" cluster status | grep -Eq '^m1 +leader ' || fail "cluster status table: $("$bin/yardctl" --master "127.0.0.1:${cport[3]}" cluster status 2>&1)"
@@ -121,6 +123,14 @@ say "the killed master comes back as a follower and catches up"
 start_member 1
 wait_log "$tmp/m1.err" 'following the leader' 20 || fail "m1 does not follow: $(tail -5 "$tmp/m1.err")"
 "$bin/yardctl" queue create after-return --cpu 1 --memory 1Gi >/dev/null || fail "queue after-return"
+
+say "yard-rsh (OpenMPI's launcher) passes a master that is gone and follows a follower to the leader"
+ldr=$(leader); f=1; [ "$ldr" = 1 ] && f=2
+out=$(env YARD_EXEC_MASTER="127.0.0.1:1,127.0.0.1:${cport[$f]}" YARD_EXEC_CA="$fp" YARD_EXEC_TOKEN=not-a-token \
+  YARD_JOB=long-ha YARD_TASK=main YARD_ROLE=main YARD_REPLICA_INDEX=0 YARD_ATTEMPT=0 "$bin/yard-rsh" node-1 true 2>&1); rc=$?
+# The leader itself refuses the made-up exec token: the request reached it.
+[ "$rc" = 255 ] && echo "$out" | grep -q '^yard-rsh: exec: ' && ! echo "$out" | grep -q 'not the leader' ||
+  fail "yard-rsh through a follower: rc $rc: $out"
 
 say "a leader stopped past the election timeout steps down when it wakes"
 old=$(leader)

@@ -188,6 +188,39 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
       confirm(std::move(r));
     };
   }
+  // A change with a request id (docs/ha.md, "Retries and request ids"): made once. The id is
+  // recorded with the answer in the change's own transaction; a resend finds it and gets that
+  // answer. A resend that overtook nothing but was refused (the first send committed while it
+  // queued on the same job) finds it too.
+  std::string requestId = str(req.getRequestId());
+  bool changes = req.isJobSubmit() || req.isJobSubmitAll() || req.isJobCancel() || req.isJobDelete() ||
+                 req.isJobHold() || req.isJobRelease() || req.isJobRequeue() || req.isJobScale();
+  if (!requestId.empty() && changes) {
+    if (requestId.size() > 64 || requestId.find_first_not_of("0123456789abcdefABCDEF-") != std::string::npos)
+      return a.error("requestId: must be at most 64 hex digits (and '-'), not \"" + requestId.substr(0, 80) + "\"");
+    std::string user = a.caller->user;
+    auto answered = [this, a, requestId, user, confirm]() -> bool {
+      auto made = store_.request(requestId);
+      if (!made || !made.value()) return false;
+      if (made.value()->user != user) {
+        a.error("requestId " + requestId + " names another user's request");
+        return true;
+      }
+      if (a.audit) a.audit->record.message = "a resend of request " + requestId + ", made once";
+      confirm(Result<std::string>::ok(made.value()->answer));
+      return true;
+    };
+    if (answered()) return;
+    auto prev = audited;
+    audited = [prev, requestId, user, now = now_()](store::Tx& tx, const std::string& confirmation) {
+      if (prev) prev(tx, confirmation);
+      (void)tx.recordRequest(requestId, user, confirmation, now);
+    };
+    changed = [changed, answered](Result<std::string> r) {
+      if (!r && answered()) return;
+      changed(std::move(r));
+    };
+  }
   switch (req.which()) {
     case api::Request::JOB_SUBMIT: return jobs_.submit(req.getJobSubmit(), changed, owner, audited);
     case api::Request::JOB_SUBMIT_ALL: {

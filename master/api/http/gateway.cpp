@@ -37,7 +37,11 @@ struct Gateway::Shared {
 };
 
 Gateway::Gateway(asio::io_context& io, const std::string& clientApi, wire::ClientTls tls, Log log)
-    : io_(io), address_(localAddressOf(clientApi)), tls_(std::move(tls)), log_(std::move(log)),
+    : io_(io), target_([a = localAddressOf(clientApi)] { return a; }), tls_(std::move(tls)), log_(std::move(log)),
+      shared_(std::make_shared<Shared>()) {}
+
+Gateway::Gateway(asio::io_context& io, Target target, std::string unknown, wire::ClientTls tls, Log log)
+    : io_(io), target_(std::move(target)), unknown_(std::move(unknown)), tls_(std::move(tls)), log_(std::move(log)),
       shared_(std::make_shared<Shared>()) {}
 
 Gateway::~Gateway() {
@@ -73,10 +77,23 @@ void Gateway::dropAll(const std::string& why) {
 
 void Gateway::connect() {
   if (shared_->connecting) return;
+  std::string address = target_();
+  if (address.empty()) {  // answered from the loop, never inside call()
+    std::weak_ptr<Shared> weak = shared_;
+    asio::post(io_, [weak, why = unknown_] {
+      auto s = weak.lock();
+      if (!s || !s->alive || s->connecting || s->conn) return;
+      auto pending = std::move(s->pending);
+      s->pending.clear();
+      s->queued.clear();
+      for (auto& [id, f] : pending) f(nullptr, why);
+    });
+    return;
+  }
   shared_->connecting = true;
   std::weak_ptr<Shared> weak = shared_;
   wire::connectFrames(
-      io_, address_, tls_, gatewayLimits(),
+      io_, address, tls_, gatewayLimits(),
       [weak](const std::shared_ptr<wire::Connection>&, std::unique_ptr<wire::Frame> frame) {
         auto s = weak.lock();
         if (!s || !s->alive) return;
@@ -133,8 +150,13 @@ std::shared_ptr<Gateway::Stream> Gateway::stream(Fill fill, OnFrame onFrame) {
     if (*finished) return;
     if (!onFrame(r, error) || !r) *finished = true;
   };
+  std::string address = target_();
+  if (address.empty()) {
+    asio::post(io_, [deliver, why = unknown_] { deliver(nullptr, why); });
+    return handle;
+  }
   wire::connectFrames(
-      io_, address_, tls_, gatewayLimits(),
+      io_, address, tls_, gatewayLimits(),
       [deliver, weak, finished](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
         auto resp = frame->root<api::Response>();
         deliver(&resp, "");

@@ -37,6 +37,10 @@ class Gateway {
 
   // `clientApi`: the client API's address as bound (a wildcard becomes loopback).
   Gateway(asio::io_context& io, const std::string& clientApi, wire::ClientTls tls, Log log);
+  // A follower's (docs/ha.md, "The HTTP API on a follower"): the leader's client API, asked
+  // at every connect; "" while no leader is known (calls then fail at once with `unknown`).
+  using Target = std::function<std::string()>;
+  Gateway(asio::io_context& io, Target target, std::string unknown, wire::ClientTls tls, Log log);
   ~Gateway();
 
   // Sends the request `fill` writes (the gateway sets its id); `onFrame` gets its answers.
@@ -51,7 +55,7 @@ class Gateway {
   };
   std::shared_ptr<Stream> stream(Fill fill, OnFrame onFrame);
 
-  const std::string& address() const { return address_; }
+  std::string address() const { return target_(); }
 
  private:
   struct Shared;
@@ -60,7 +64,8 @@ class Gateway {
   void dropAll(const std::string& why);
 
   asio::io_context& io_;
-  std::string address_;
+  Target target_;
+  std::string unknown_;  // why calls fail while target_ answers ""
   wire::ClientTls tls_;
   Log log_;
   std::shared_ptr<Shared> shared_;

@@ -9,6 +9,7 @@
 
 #include "common/api_json/resource_output.h"
 #include "common/spec/kinds_json.h"
+#include "common/wire/address_list.h"
 #include "master/api/http/http_api_internal.h"
 #include "master/api/http/openapi.h"
 #include "yard/version.h"
@@ -112,6 +113,7 @@ void Heartbeat::arm() {
 }  // namespace http_detail
 
 int statusForError(const std::string& m) {
+  if (m.rfind(wire::kNotLeader, 0) == 0) return 503;  // an election: try again
   if (m.rfind("not authenticated", 0) == 0) return 401;
   if (contains(m, " may not ") || contains(m, "admins only") || contains(m, "only admins") || contains(m, "does not allow"))
     return 403;

@@ -82,6 +82,9 @@ struct HttpApiOptions {
   size_t readBodyBytes = 4u << 20;
   size_t streamBacklogBytes = 256 << 10;  // per stream, before it is ended as too slow
   std::chrono::seconds heartbeat{15};
+  // A follower's (docs/ha.md): every request goes to the leader through the gateway, but live
+  // updates (/api/v1/events) are the leader's own and are answered 503 here.
+  bool follower = false;
   bool serveMetrics = false;   // also answer GET /metrics (when it took the metrics address)
   std::function<std::string()> metricsText;
 };

@@ -2,6 +2,7 @@
 // (event_feed.h) as Server-Sent Events, filtered to what the caller may see, resumed with
 // Last-Event-ID.
 #include "master/access/access.h"
+#include "common/wire/address_list.h"
 #include "master/api/http/http_api_internal.h"
 
 namespace yard::master {
@@ -46,6 +47,10 @@ void catchUp(SseSink& sink, const EventFeed& feed, const std::string& lastId, co
 }  // namespace
 
 void HttpApi::eventStream(const Ctx& c) {
+  if (options_.follower)
+    return c.error(503, std::string(wire::kNotLeader) +
+                            ": live updates come from the leader's own HTTP API (this master forwards every other "
+                            "request to the leader)");
   if (streams_ >= options_.maxStreams)
     return c.error(503, "too many open streams (" + std::to_string(options_.maxStreams) + "); try again later");
   std::string job = param(c.req, "job");

@@ -72,7 +72,13 @@ void HttpApi::submit(const Ctx& c) {
                             {"status", 422},
                             {"errors", specErrorsJson(loaded->errors)}});
   }
-  unary(c, [loaded](api::Request::Builder r) { r.initJobSubmitAll(1).setWithCaveats(0, loaded->job()); },
+  // Idempotency-Key (a UUID or hex): the client API's request id, so a POST resent after a
+  // lost answer makes the job once (docs/ha.md, "Retries and request ids").
+  std::string key = c.req.header("idempotency-key");
+  unary(c, [loaded, key](api::Request::Builder r) {
+          r.initJobSubmitAll(1).setWithCaveats(0, loaded->job());
+          if (!key.empty()) r.setRequestId(key);
+        },
         [c, loaded](api::Response::Reader r) {
           auto job = loaded->job();
           Json names = Json::array();

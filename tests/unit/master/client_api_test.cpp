@@ -723,3 +723,31 @@ tasks:
                                           "job.cancel ok: job audited cancelled", "job.delete ok: job audited deleted",
                                           "job.cancel failed: job audited does not exist"});
 }
+
+TEST_CASE("a job change resent with its request id is made once and answered as the first time", "[client_api][ha]") {
+  ClientHarness h;
+  auto loaded = spec::loadJobSpec(kJob);
+  REQUIRE(loaded.ok());
+  auto doneOf = [&](const std::string& id, const std::function<void(api::Request::Builder)>& fill) {
+    auto resp = h.call([&](auto req) {
+      fill(req);
+      req.setRequestId(id);
+    });
+    auto r = resp->root<api::Response>();
+    return r.isError() ? "error: " + std::string(r.getError().getMessage()) : std::string(r.getDone());
+  };
+  auto submit = [&](auto req) { req.setJobSubmit(loaded.job()); };
+  std::string first = doneOf("00aa11bb22cc33dd", submit);
+  CHECK_THAT(first, Catch::StartsWith("job train submitted"));
+  // The same id again (the answer was lost with its connection): the first answer, no new job.
+  CHECK(doneOf("00aa11bb22cc33dd", submit) == first);
+  // Another id: another request, refused since the name is taken.
+  CHECK_THAT(doneOf("00aa11bb22cc33de", submit), Catch::StartsWith("error: ") && Catch::Contains("already"));
+  auto cancel = [](auto req) { req.setJobCancel("train"); };
+  std::string cancelled = doneOf("c0ffee", cancel);
+  CHECK_THAT(cancelled, !Catch::StartsWith("error: "));
+  CHECK(doneOf("c0ffee", cancel) == cancelled);
+  // An id that is not hex, or too long, is refused before anything is made.
+  CHECK_THAT(doneOf("not hex!", submit), Catch::StartsWith("error: requestId: must be at most 64 hex digits"));
+  CHECK_THAT(doneOf(std::string(65, 'a'), submit), Catch::StartsWith("error: requestId: "));
+}
