@@ -98,4 +98,38 @@ Result<std::unique_ptr<Frame>> FrameClient::call(capnp::MessageBuilder& request)
   return receive();
 }
 
+Result<std::unique_ptr<Frame>> FrameClient::call(capnp::MessageBuilder& request, std::chrono::milliseconds timeout) {
+  using R = Result<std::unique_ptr<Frame>>;
+  auto sent = sendRaw(encodeFrame(request));
+  if (!sent) return R::fail(sent.error());
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  // Reads `buffer` whole before the deadline; the error when not.
+  auto readWithin = [&](asio::mutable_buffer buffer) -> std::string {
+    asio::error_code result = asio::error::would_block;
+    asio::async_read(stream_, buffer, [&](asio::error_code ec, size_t) { result = ec; });
+    io_.restart();
+    auto left = deadline - std::chrono::steady_clock::now();
+    if (left > std::chrono::steady_clock::duration::zero()) io_.run_for(left);
+    if (result == asio::error::would_block) {
+      asio::error_code ignored;
+      stream_.lowest_layer().close(ignored);  // the read ends (aborted) before `result` goes
+      io_.restart();
+      io_.run();
+      return "no answer from the master at " + address_ + " within " +
+             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) + " ms";
+    }
+    if (!result) return "";
+    bool cut = result == asio::error::eof || result == asio::ssl::error::stream_truncated;
+    return "lost the connection to the master at " + address_ + ": " + (cut ? std::string("the master closed it") : result.message());
+  };
+  uint8_t header[kHeaderBytes];
+  if (auto e = readWithin(asio::buffer(header, kHeaderBytes)); !e.empty()) return R::fail(e);
+  auto len = parseHeader(header, limits_);
+  if (!len) return R::fail("bad response from the master: " + len.error());
+  auto words = kj::heapArray<capnp::word>(len.value() / sizeof(capnp::word));
+  if (auto e = readWithin(asio::buffer(words.begin(), len.value())); !e.empty()) return R::fail(e);
+  if (!sessionFile_.empty()) keepSession(stream_.native_handle(), std::exchange(sessionFile_, ""));
+  return decodeFrame(kj::mv(words), limits_);
+}
+
 }  // namespace yard::wire

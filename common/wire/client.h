@@ -23,6 +23,10 @@ class FrameClient {
                                                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // Sends `request` and waits for one response frame.
   Result<std::unique_ptr<Frame>> call(capnp::MessageBuilder& request);
+  // The same, waiting at most `timeout` for the answer: then the connection is closed and the
+  // error says "no answer ... within" (a master whose host or network went mid-request sends
+  // no end of the connection either).
+  Result<std::unique_ptr<Frame>> call(capnp::MessageBuilder& request, std::chrono::milliseconds timeout);
   // Sends raw bytes (tests use it to send malformed frames).
   Result<bool> sendRaw(const std::string& bytes);
   Result<std::unique_ptr<Frame>> receive();

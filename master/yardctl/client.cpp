@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 #include <random>
+#include <set>
 
 #include <cstdio>
 #include <cstdlib>
@@ -77,6 +78,9 @@ struct Called {
   std::unique_ptr<wire::FrameClient> client;
   std::unique_ptr<wire::Frame> frame;
 };
+// How long a request with an id waits for its answer before it is sent again.
+constexpr std::chrono::seconds kResendAfter{5};
+
 Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& message, std::chrono::milliseconds timeout) {
   using R = Result<Called>;
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(6);
@@ -87,16 +91,26 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
   // passed after 2 s, not after the whole timeout.
   auto connectTimeout = addresses.size() > 1 ? std::min(timeout, std::chrono::milliseconds(2000)) : timeout;
   int resent = 0;
+  // Masters that did not answer at all in this call (gone, or cut off): not asked again, nor
+  // followed to when a follower still names one as the leader, until every one of them failed.
+  std::set<std::string> gone;
   for (;;) {
     std::string why;
     bool election = false;
+    if (gone.size() >= addresses.size()) gone.clear();
     for (const std::string& first : addresses) {
+      if (gone.count(first) != 0) continue;
       MasterTarget to = target;
       to.address = first;
       for (int hop = 0; hop < 4; ++hop) {
+        if (hop > 0 && gone.count(to.address) != 0) {  // a leader named, but gone: an election is due
+          election = true;
+          break;
+        }
         auto client = connectMaster(to, connectTimeout);
         if (!client) {
           why += (why.empty() ? "" : "; ") + client.error();
+          gone.insert(to.address);
           // A leader a follower named but that does not answer has just gone: the followers
           // learn of it at their election timeout.
           election = election || hop > 0;
@@ -104,8 +118,10 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
         }
         // Lost after the request went: whether it was made is unknown (the master may have
         // committed it and died before answering). Only a request with an id is sent again:
-        // a master that made it answers what it answered then (docs/ha.md).
-        auto resp = client.value()->call(message);
+        // a master that made it answers what it answered then (docs/ha.md). Such a request
+        // also waits for its answer for a limited time: a master whose host or network went
+        // mid-request ends nothing, and the request is sent again elsewhere.
+        auto resp = resendable ? client.value()->call(message, kResendAfter) : client.value()->call(message);
         if (!resp) {
           if (!resendable || resent >= 3) return R::fail(resp.error());
           ++resent;
@@ -114,6 +130,7 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
           why += (why.empty() ? "" : "; ") + to.address + ": " + resp.error() + " (sent again, with its request id)";
           election = true;
           until = std::max(until, std::chrono::steady_clock::now() + std::chrono::seconds(6));
+          if (resp.error().rfind("no answer", 0) == 0) gone.insert(to.address);
           break;
         }
         auto r = resp.value()->root<api::Response>();
