@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <future>
 #include <cstring>
 #include <iostream>
 #include <mutex>
@@ -37,6 +36,7 @@
 #include "master/server/collectors.h"
 #include "master/server/data_dir.h"
 #include "master/server/dev_agent.h"
+#include "master/server/follower.h"
 #include "master/server/ha_member.h"
 #include "schema/agent.capnp.h"
 #include "schema/api.capnp.h"
@@ -94,21 +94,12 @@ struct Master::Parts {
   std::unique_ptr<ha::RaftNode> raft;
   std::atomic<bool> serving{false};  // leading, loaded and listening: answers other masters
   std::string name;                  // this master among several
-  // Until it leads, a master's client and agent ports answer "not the leader", naming the
-  // leader's (asked of the leader itself over raft's port: "whois").
+  // Until it leads, a master answers "not the leader" on its ports (server/follower.h).
   // Destroyed once the lead is taken: that closes every connection a client or an agent made
   // while this master followed (they go to the listeners that replace these).
-  std::unique_ptr<asio::io_context> followerIo = std::make_unique<asio::io_context>();
-  std::thread followerThread, lookupThread;
-  std::atomic<bool> following{false};
-  std::unique_ptr<wire::FrameServer> followerClient, followerAgent;
-  // A follower's HTTP API forwards to the leader's client API (docs/ha.md).
-  std::unique_ptr<Gateway> followerGateway;
-  std::unique_ptr<EventFeed> followerFeed;
-  std::unique_ptr<HttpApi> followerHttp;
+  std::unique_ptr<Follower> follower;
   std::mutex leaderMu;
-  std::string leaderRaft, leaderClient, leaderAgent;  // guarded by leaderMu
-  std::string clientAddress, agentAddressShown;       // what this master answers to "whois"; guarded by leaderMu
+  std::string clientAddress, agentAddressShown;  // what this master answers to "whois"; guarded by leaderMu
   ClusterOps clusterOps;
   // The leader's list of every master's client API, for OpenMPI launchers (YARD_EXEC_MASTER):
   // refreshed at the lead and every 30 s, so yard-rsh reaches the leader after a failover.
@@ -157,29 +148,7 @@ struct Master::Parts {
     stopFollowing();
   }
 
-  void stopFollowing() {
-    following = false;
-    if (lookupThread.joinable()) lookupThread.join();
-    if (followerThread.joinable()) {
-      // The listeners stop on their own thread, and are closed before this returns: the
-      // leader's listeners bind the same ports next.
-      std::promise<void> stopped;
-      asio::post(*followerIo, [this, &stopped] {
-        if (followerClient) followerClient->stop();
-        if (followerAgent) followerAgent->stop();
-        if (followerHttp) followerHttp->stop();
-        stopped.set_value();
-      });
-      stopped.get_future().wait();
-      followerIo->stop();
-      followerThread.join();
-    }
-    followerHttp.reset();
-    followerGateway.reset();
-    followerClient.reset();
-    followerAgent.reset();
-    followerIo.reset();
-  }
+  void stopFollowing() { follower.reset(); }
 
   // Once a second: deadlines and lost nodes; every other second an incremental pass (a pass
   // runs on every change; this one also retries failed commits and sees nodes that went
@@ -355,96 +324,25 @@ std::string hostName() {
 
 std::optional<std::string> follow(Master::Parts& p) {
   const MasterConfig& config = p.config;
-  Master::Parts* pp = &p;
-  p.following = true;
-  auto client = wire::FrameServer::listen(
-      *p.followerIo, config.listen, *p.clientTls, clientLimits(),
-      [pp](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
-        std::string leader;
-        {
-          std::lock_guard<std::mutex> lock(pp->leaderMu);
-          leader = pp->leaderClient;
-        }
-        capnp::MallocMessageBuilder message;
-        auto resp = message.initRoot<api::Response>();
-        resp.setId(frame->root<api::Request>().getId());
-        auto e = resp.initError();
-        e.setMessage(std::string(wire::kNotLeader) +
-                     (leader.empty() ? ": no leader is known yet; try again, or another master"
-                                     : ": the leader's client API is at " + leader));
-        e.setLeader(leader);
-        conn->send(message);
-      },
-      p.log);
-  if (!client) return client.error();
-  p.followerClient = std::move(client).value();
-  auto agent = wire::FrameServer::listen(
-      *p.followerIo, config.agentListen, *p.agentTls, agentLimits(),
-      [pp](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
-        std::string leader;
-        {
-          std::lock_guard<std::mutex> lock(pp->leaderMu);
-          leader = pp->leaderAgent;
-        }
-        capnp::MallocMessageBuilder message;
-        auto resp = message.initRoot<agentapi::AgentResponse>();
-        resp.setId(frame->root<agentapi::AgentRequest>().getId());
-        resp.setError(std::string(wire::kNotLeader) +
-                      (leader.empty() ? ": no leader is known yet" : ": the leader's agent API is at " + leader));
-        conn->send(message);
-      },
-      p.log);
-  if (!agent) return agent.error();
-  p.followerAgent = std::move(agent).value();
-  // The HTTP API and the console: served here too, every request forwarded to the leader's
-  // client API as the leader's own HTTP API sends it to its own (docs/ha.md).
-  if (config.httpListen.has_value() && !config.httpListen->empty()) {
-    p.followerGateway = std::make_unique<Gateway>(
-        *p.followerIo,
-        [pp] {
-          std::lock_guard<std::mutex> lock(pp->leaderMu);
-          return pp->leaderClient;
-        },
-        std::string(wire::kNotLeader) + ": no leader is known yet; try again", *p.gatewayTls, p.log);
-    p.followerFeed = std::make_unique<EventFeed>(1);
-    HttpApiOptions o;
-    o.listen = *config.httpListen;
-    o.consoleDir = consoleDirectory(config.consoleDir, p.options.argv0.c_str());
-    o.follower = true;
-    p.followerHttp = std::make_unique<HttpApi>(*p.followerIo, *p.followerGateway, *p.followerFeed, o, p.log);
-    if (auto started = p.followerHttp->start(*p.httpTls); !started) return started.error();
-    p.log("HTTP API on https://" + p.followerHttp->address() + "/ while following: it forwards to the leader");
-  }
-  {
-    std::lock_guard<std::mutex> lock(p.leaderMu);
-    p.clientAddress = config.advertise.empty() ? p.followerClient->address() : config.advertise;
-    p.agentAddressShown = p.followerAgent->address();
-  }
-  p.followerThread = std::thread([pp] {
-    auto work = asio::make_work_guard(*pp->followerIo);
-    pp->followerIo->run();
-  });
-  // Who leads, in client and agent addresses: asked of the leader whenever it changes.
-  p.lookupThread = std::thread([pp] {
-    while (pp->following) {
-      auto s = pp->raft->status();
-      std::string known;
-      {
-        std::lock_guard<std::mutex> lock(pp->leaderMu);
-        known = pp->leaderRaft;
-      }
-      if (!s.leaderAddress.empty() && s.leaderId != pp->raft->id() && s.leaderAddress != known) {
-        auto who = ha::callMaster(s.leaderAddress, *pp->callTls, {"whois"}, std::chrono::seconds(1));
-        if (who && who.value().size() >= 4 && who.value()[0] == "ok" && who.value()[4] == "leader") {
-          std::lock_guard<std::mutex> lock(pp->leaderMu);
-          pp->leaderRaft = s.leaderAddress;
-          pp->leaderClient = who.value()[2];
-          pp->leaderAgent = who.value()[3];
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
+  FollowerSettings f;
+  f.clientListen = config.listen;
+  f.agentListen = config.agentListen;
+  f.httpListen = config.httpListen;
+  f.consoleDir = consoleDirectory(config.consoleDir, p.options.argv0.c_str());
+  f.clientTls = *p.clientTls;
+  f.agentTls = *p.agentTls;
+  f.httpTls = *p.httpTls;
+  f.gatewayTls = *p.gatewayTls;
+  f.callTls = *p.callTls;
+  f.clientLimits = clientLimits();
+  f.agentLimits = agentLimits();
+  f.log = p.log;
+  auto started = Follower::start(std::move(f), *p.raft);
+  if (!started) return started.error();
+  p.follower = std::move(started).value();
+  std::lock_guard<std::mutex> lock(p.leaderMu);
+  p.clientAddress = config.advertise.empty() ? p.follower->clientAddress() : config.advertise;
+  p.agentAddressShown = p.follower->agentAddress();
   return std::nullopt;
 }
 
