@@ -10,6 +10,7 @@ extern "C" {  // raft's headers declare C functions without saying so
 
 #include <csignal>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@ extern "C" {  // raft's headers declare C functions without saying so
 #include <set>
 #include <thread>
 
+#include "master/ha/preallocate.h"
 #include "master/store/sqlite.h"
 #include "master/store/store.h"
 
@@ -96,7 +98,7 @@ struct RaftNode::Loop {
   raft_fsm fsm{};
   raft r{};
   uv_timer_t watch{};
-  std::thread thread;
+  bool running = false;  // the transport drives the loop
 
   // Proposals of this process still waiting for their outcome (the leader's store commits
   // them itself once told the index; its state machine skips them).
@@ -104,7 +106,20 @@ struct RaftNode::Loop {
   std::set<uint64_t> ownPending;
   uint64_t nextSeq = 0;
 
-  int64_t appliedHere = 0;  // loop thread: the store's applied index, as last known
+  int64_t appliedHere = 0;  // loop thread: the last entry handed to the store (or held by it)
+
+  // Entries handed to the store and not yet applied there. A follower's state machine does
+  // not wait for each one: raft's loop goes on (the next append is written to disk while the
+  // store applies the last), and the store's writer applies them in log order.
+  std::mutex applyMu;
+  std::condition_variable applyCv;
+  uint64_t applying = 0;  // guarded by applyMu
+
+  // Returns once at most `atMost` entries are still being applied.
+  void waitApplies(uint64_t atMost) {
+    std::unique_lock<std::mutex> lock(applyMu);
+    applyCv.wait(lock, [&] { return applying <= atMost; });
+  }
 
   mutable std::mutex statusMu;
   RaftStatus status;
@@ -132,13 +147,29 @@ struct RaftNode::Loop {
     }
     if (index <= self->appliedHere) return 0;  // held already (a restart replays the log)
     std::string changeset(reinterpret_cast<const char*>(bytes) + kHeader, length);
-    auto applied = self->store->applyReplicatedSync(std::move(changeset), index);
-    if (!applied) {
-      self->settings.fatal("cannot apply raft entry " + std::to_string(index) + ": " + applied.error());
-      return RAFT_IOERR;
+    // A store far behind holds raft back (memory): wait while it catches up.
+    if (self->countApplying() > kMaxApplying) self->waitApplies(kMaxApplying / 2);
+    {
+      std::lock_guard<std::mutex> lock(self->applyMu);
+      ++self->applying;
     }
+    self->store->applyReplicated(std::move(changeset), index, [self, index](Result<bool> applied) {
+      // The store cannot follow the log: nothing this master holds can be trusted any more.
+      if (!applied) self->settings.fatal("cannot apply raft entry " + std::to_string(index) + ": " + applied.error());
+      {
+        std::lock_guard<std::mutex> lock(self->applyMu);
+        --self->applying;
+      }
+      self->applyCv.notify_all();
+    });
     self->appliedHere = index;
     return 0;
+  }
+
+  static constexpr uint64_t kMaxApplying = 512;
+  uint64_t countApplying() {
+    std::lock_guard<std::mutex> lock(applyMu);
+    return applying;
   }
 
   // A snapshot: the store's whole database, taken when it holds every entry raft has applied
@@ -186,6 +217,7 @@ struct RaftNode::Loop {
   // Restoring one (a follower far behind, or a restart): the store's database becomes the image.
   static int fsmRestore(raft_fsm* fsm, raft_buffer* buf) {
     auto* self = static_cast<Loop*>(fsm->data);
+    self->waitApplies(0);  // the entries before it are applied first, then overwritten
     std::string data(static_cast<const char*>(buf->base), buf->len);
     raft_free(buf->base);  // the state machine owns it now
     uint64_t size = data.size() >= 12 ? getU64(reinterpret_cast<const unsigned char*>(data.data()) + 4) : 0;
@@ -276,6 +308,7 @@ Result<std::unique_ptr<RaftNode>> RaftNode::start(RaftSettings settings, store::
   fs::create_directories(settings.dir, ec);
   if (ec) return R::fail("cannot create " + settings.dir + ": " + ec.message());
   fs::permissions(settings.dir, fs::perms::owner_all, ec);
+  preallocateWritten(settings.dir);  // raft's segments: written blocks (preallocate.h)
   uint64_t id = 0;
   if (fresh) {
     id = newRaftId();
@@ -337,7 +370,8 @@ Result<std::unique_ptr<RaftNode>> RaftNode::start(RaftSettings settings, store::
   uv_timer_init(&l.loop, &l.watch);
   l.watch.data = &l;
   uv_timer_start(&l.watch, &Loop::onWatch, 0, 20);
-  l.thread = std::thread([&l] { uv_run(&l.loop, UV_RUN_DEFAULT); });
+  node->transport_->drive();  // raft's loop runs on the transport's thread from now on
+  l.running = true;
   if (settings.log)
     settings.log("raft: member " + std::to_string(id) + " on " + node->address_ + " (files in " + settings.dir + ")" +
                  (fresh && settings.bootstrap ? ", a new cluster of this master" : ""));
@@ -347,7 +381,7 @@ Result<std::unique_ptr<RaftNode>> RaftNode::start(RaftSettings settings, store::
 RaftNode::~RaftNode() {
   if (!loop_) return;
   Loop& l = *loop_;
-  if (l.thread.joinable()) {
+  if (l.running) {
     transport_->runOnLoop([&l, this] {
       uv_timer_stop(&l.watch);
       uv_close(reinterpret_cast<uv_handle_t*>(&l.watch), nullptr);
@@ -358,8 +392,9 @@ RaftNode::~RaftNode() {
         node->transport_->detach();
       });
     });
-    l.thread.join();
+    transport_->waitLoopEnd();
   }
+  l.waitApplies(0);  // the store's last applies still call into `l`
   uv_loop_close(&l.loop);
   loop_.reset();
   transport_.reset();
@@ -432,7 +467,7 @@ Result<int64_t> RaftNode::propose(const std::string& changeset) {
 Result<bool> RaftNode::barrier() {
   using R = Result<bool>;
   Loop& l = *loop_;
-  return l.onLoop<R>([&l](std::shared_ptr<std::promise<R>> promise) {
+  auto reached = l.onLoop<R>([&l](std::shared_ptr<std::promise<R>> promise) {
     struct Req {
       struct raft_barrier b{};
       std::shared_ptr<std::promise<R>> promise;
@@ -450,6 +485,10 @@ Result<bool> RaftNode::barrier() {
       delete req;
     }
   });
+  // Raft has handed every entry before the barrier to the store; the store applies them in
+  // order on its writer: wait for the last, so the store holds them all.
+  if (reached) l.waitApplies(0);
+  return reached;
 }
 
 namespace {

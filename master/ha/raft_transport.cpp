@@ -1,10 +1,12 @@
 #include "master/ha/raft_transport.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstring>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -155,6 +157,12 @@ struct TlsTransport::Impl {
 
   uv_loop_t* loop = nullptr;
   uv_async_t async{};
+  // Driving the loop from the io thread (drive()): its epoll descriptor (a dup) and a timer
+  // for its next uv timer.
+  std::optional<asio::posix::stream_descriptor> uvFd;
+  std::optional<asio::steady_timer> uvTimer;
+  bool driving = false;  // io thread
+  std::promise<void> loopEnded;
   std::mutex mu;
   std::vector<std::function<void()>> toLoop;  // guarded by mu
   CallHandler handler;                        // guarded by mu
@@ -173,6 +181,40 @@ struct TlsTransport::Impl {
       toLoop.push_back(std::move(fn));
     }
     uv_async_send(&async);
+  }
+
+  // One turn of raft's loop (never blocking), then the wait for its next event or timer.
+  void runUv() {
+    if (!driving) return;
+    uv_run(loop, UV_RUN_NOWAIT);
+    if (!uv_loop_alive(loop)) {
+      driving = false;
+      asio::error_code ignored;
+      uvTimer->cancel();
+      uvFd->close(ignored);
+      loopEnded.set_value();
+      return;
+    }
+    int timeout = uv_backend_timeout(loop);  // ms to the next uv timer; -1: none
+    if (timeout >= 0) {
+      uvTimer->expires_after(std::chrono::milliseconds(timeout));
+      uvTimer->async_wait([this](asio::error_code ec) {
+        if (!ec) runUv();
+      });
+    } else {
+      uvTimer->cancel();
+    }
+    // Asio waits for the descriptor edge-triggered: readiness left after this turn (a stream
+    // libuv did not read to its end) raises no new edge, so look now.
+    pollfd pending{uv_backend_fd(loop), POLLIN, 0};
+    if (::poll(&pending, 1, 0) > 0) asio::post(io, [this] { runUv(); });
+  }
+  void waitUv() {
+    uvFd->async_wait(asio::posix::descriptor_base::wait_read, [this](asio::error_code ec) {
+      if (ec || !driving) return;
+      waitUv();  // armed again first: an event during this turn is not missed
+      runUv();
+    });
   }
 
   static void onAsync(uv_async_t* handle) {
@@ -433,6 +475,20 @@ void TlsTransport::attach(uv_loop_t* loop) {
   impl_->async.data = impl_.get();
   uv_async_init(loop, &impl_->async, &Impl::onAsync);
 }
+
+void TlsTransport::drive() {
+  Impl* impl = impl_.get();
+  int fd = ::dup(uv_backend_fd(impl->loop));
+  asio::post(impl->io, [impl, fd] {
+    impl->uvFd.emplace(impl->io, fd);
+    impl->uvTimer.emplace(impl->io);
+    impl->driving = true;
+    impl->waitUv();
+    impl->runUv();
+  });
+}
+
+void TlsTransport::waitLoopEnd() { impl_->loopEnded.get_future().wait(); }
 
 void TlsTransport::detach() {
   uv_close(reinterpret_cast<uv_handle_t*>(&impl_->async), nullptr);

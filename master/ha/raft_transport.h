@@ -4,7 +4,8 @@
 // connection a TLS 1.3 connection to the other master (certificates from the cluster CA, both
 // ends must carry CN "yard-master"), and hands raft one end of a socketpair whose other end an
 // Asio thread pumps to and from the TLS stream. Raft sees a plain uv stream; the network sees
-// TLS only.
+// TLS only. That Asio thread also runs raft's libuv loop (drive()), so the pump and raft are
+// one thread: a message crosses the socketpair without a thread switch.
 //
 // The same listener (--raft-listen) answers a master that asks to join (`--join`): its first
 // message says which of the two a connection is.
@@ -69,6 +70,13 @@ class TlsTransport {
   Result<std::string> bind(const std::string& bindAddress);
   // Ties the transport to raft's loop; the struct goes to raft_uv_init.
   void attach(uv_loop_t* loop);
+  // Runs raft's loop on this transport's own thread from now on, interleaved with the TLS
+  // connections (the loop's epoll descriptor and next timer are waited on there): raft's
+  // bytes go between the loop and TLS without waking another thread. Every uv and raft call
+  // is then made on that thread.
+  void drive();
+  // Blocks until the loop has nothing left (raft closed, detach() done); not on its thread.
+  void waitLoopEnd();
   // On raft's loop, after raft closed: releases what attach() made.
   void detach();
   raft_uv_transport* raw() { return &raw_; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Master high availability (docs/ha.md), on loopback:
 #  1. durable submissions/s through a single master and through the leader of three masters on
-#     Raft, side by side (yard-submit-storm; 1 and 16 clients; median of 3 rounds; ratio);
+#     Raft, side by side (yard-submit-storm; 1 and 16 clients, and 16 clients sustained for
+#     200 jobs each; median of ROUNDS (3) rounds; ratio);
 #  2. failover: KILLS times (default 20), kill -9 of the leader, then the time until a write
 #     through yardctl (with the three addresses) is accepted again; the killed master is started
 #     again as a follower before the next round. Median, p99 and worst; every acknowledged job
@@ -53,17 +54,23 @@ export YARD_CA="$tmp/m1/ca.pem" YARD_TOKEN
 YARD_TOKEN=$(cat "$tmp/m1/admin.token")
 ha_ca=$YARD_CA; single_ca="$tmp/data/ca.pem"; single_token=$(cat "$tmp/data/admin.token")
 
-s1=(); s16=(); h1=(); h16=()
+# 1 client x 300 jobs; 16 clients x 25 jobs (short: the 16 connections' set-up is part of it);
+# 16 clients x 200 jobs (sustained).
+s1=(); s16=(); h1=(); h16=(); s16L=(); h16L=()
 for round in $(seq "${ROUNDS:-3}"); do
   s1+=("$(YARD_CA=$single_ca YARD_TOKEN=$single_token rate "$single" 1 300 s1r$round)")
   h1+=("$(rate "127.0.0.1:${cport[1]}" 1 300 h1r$round)")
   s16+=("$(YARD_CA=$single_ca YARD_TOKEN=$single_token rate "$single" 16 25 s16r$round)")
   h16+=("$(rate "127.0.0.1:${cport[1]}" 16 25 h16r$round)")
+  s16L+=("$(YARD_CA=$single_ca YARD_TOKEN=$single_token rate "$single" 16 200 s16Lr$round)")
+  h16L+=("$(rate "127.0.0.1:${cport[1]}" 16 200 h16Lr$round)")
 done
-for n in 1 16; do
+for n in 1 16 16L; do
   eval "s=(\"\${s$n[@]}\"); h=(\"\${h$n[@]}\")"
   ms=$(median "${s[@]}"); mh=$(median "${h[@]}")
-  echo "submissions/s, $n client(s): single ${s[*]} median $ms; three masters ${h[*]} median $mh;" \
+  what="$n client(s)"
+  [ "$n" = 16L ] && what="16 clients x 200 jobs"
+  echo "submissions/s, $what: single ${s[*]} median $ms; three masters ${h[*]} median $mh;" \
     "ratio $(awk -v a="$mh" -v b="$ms" 'BEGIN { printf "%.2f", a / b }')"
 done
 kill -9 "$master"
