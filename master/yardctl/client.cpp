@@ -110,7 +110,11 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
         auto client = connectMaster(to, connectTimeout);
         if (!client) {
           why += (why.empty() ? "" : "; ") + client.error();
-          gone.insert(to.address);
+          // No answer at all (its host gone, its network cut): not asked again in this call. A
+          // refusal is quick and means nothing listens there now: a master starting again, or
+          // one taking the lead (its follower's port closed, the leader's not yet open); it is
+          // asked again on the next pass.
+          if (client.error().find("timed out") != std::string::npos) gone.insert(to.address);
           // A leader a follower named but that does not answer has just gone: the followers
           // learn of it at their election timeout.
           election = election || hop > 0;

@@ -62,8 +62,8 @@ for round in $(seq "${ROUNDS:-3}"); do
   h1+=("$(rate "127.0.0.1:${cport[1]}" 1 300 h1r$round)")
   s16+=("$(YARD_CA=$single_ca YARD_TOKEN=$single_token rate "$single" 16 25 s16r$round)")
   h16+=("$(rate "127.0.0.1:${cport[1]}" 16 25 h16r$round)")
-  s16L+=("$(YARD_CA=$single_ca YARD_TOKEN=$single_token rate "$single" 16 200 s16Lr$round)")
-  h16L+=("$(rate "127.0.0.1:${cport[1]}" 16 200 h16Lr$round)")
+  s16L+=("$(YARD_CA=$single_ca YARD_TOKEN=$single_token rate "$single" 16 200 s16lr$round)")
+  h16L+=("$(rate "127.0.0.1:${cport[1]}" 16 200 h16lr$round)")
 done
 for n in 1 16 16L; do
   eval "s=(\"\${s$n[@]}\"); h=(\"\${h$n[@]}\")"
