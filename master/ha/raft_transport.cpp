@@ -19,6 +19,9 @@ namespace {
 using tcp = asio::ip::tcp;
 using TlsStream = asio::ssl::stream<tcp::socket>;
 constexpr uint32_t kMaxMessage = 1u << 20;  // a join's answer (the CA) is a few KiB
+// From a peer with a master certificate: a copy of an archived log's piece (1 MiB at most)
+// with its time marks (4 MiB at most) in one message (server/log_copies.h).
+constexpr uint32_t kMaxMasterMessage = 6u << 20;
 
 void putU32(std::string& out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
@@ -77,12 +80,12 @@ namespace {
 
 // Reads one message (u32 length, then the fields) from `stream`.
 template <typename Stream, typename Done>
-void readMessage(Stream& stream, std::shared_ptr<void> keep, Done done) {
+void readMessage(Stream& stream, std::shared_ptr<void> keep, Done done, uint32_t max = kMaxMessage) {
   auto header = std::make_shared<std::array<char, 4>>();
-  asio::async_read(stream, asio::buffer(*header), [&stream, keep, header, done](asio::error_code ec, size_t) mutable {
+  asio::async_read(stream, asio::buffer(*header), [&stream, keep, header, done, max](asio::error_code ec, size_t) mutable {
     if (ec) return done(std::optional<Fields>());
     uint32_t n = getU32(header->data());
-    if (n > kMaxMessage) return done(std::optional<Fields>());
+    if (n > max) return done(std::optional<Fields>());
     auto body = std::make_shared<std::string>(n, '\0');
     asio::async_read(stream, asio::buffer(*body), [keep, body, done](asio::error_code ec2, size_t) mutable {
       if (ec2) return done(std::optional<Fields>());
@@ -332,7 +335,7 @@ struct TlsTransport::Impl {
         };
         if (!h) return answer({"error", "this master is not serving requests yet"});
         h(std::move(request), isMaster, std::move(answer));
-      });
+      }, isMaster ? kMaxMasterMessage : kMaxMessage);
     });
   }
 

@@ -98,7 +98,7 @@ std::string LogArchive::base(int64_t jobId, int64_t replicaId, int32_t attempt) 
 }
 
 Result<uint64_t> LogArchive::write(const ArchivedLogMeta& meta, uint64_t offset, std::string_view data, bool last,
-                                   std::string_view times) {
+                                   std::string_view times, const Complete& beforeComplete) {
   using R = Result<uint64_t>;
   if (data.size() > kMaxPieceBytes)
     return R::fail("archiveLog.data: " + std::to_string(data.size()) + " bytes is more than one piece may carry (" +
@@ -151,7 +151,10 @@ Result<uint64_t> LogArchive::write(const ArchivedLogMeta& meta, uint64_t offset,
     // Durable before it is complete: the data, then the name that says so.
     bool synced = ::fsync(fd) == 0;
     ::close(fd);
-    if (!synced || ::rename(part.c_str(), log.c_str()) != 0) return R::fail("cannot complete " + log + ": " + errnoText());
+    if (!synced) return R::fail("cannot complete " + log + ": " + errnoText());
+    if (beforeComplete)
+      if (auto copied = beforeComplete(part); !copied) return R::fail(copied.error());
+    if (::rename(part.c_str(), log.c_str()) != 0) return R::fail("cannot complete " + log + ": " + errnoText());
     syncDir(dir);
   } else {
     ::close(fd);
@@ -312,7 +315,9 @@ void LogArchiveService::receive(agentapi::ArchiveLog::Reader req, const JobRegis
   std::string times = req.getTimes();
   thread_.run([this, meta = std::move(*meta), offset = req.getOffset(), data = std::move(data), last = req.getLast(),
                times = std::move(times), done = std::move(done)]() mutable {
-    auto r = archive_.write(meta, offset, data, last, times);
+    LogArchive::Complete copies;
+    if (copier_) copies = [this, &meta, &times](const std::string& part) { return copier_(meta, part, times); };
+    auto r = archive_.write(meta, offset, data, last, times, copies);
     asio::post(io_, [this, r = std::move(r), done = std::move(done), last, label = meta.job + " " + meta.label()] {
       if (!r && log_) log_("log archive: " + label + ": " + r.error());
       else if (last && log_) log_("log archive: " + label + ": archived " + std::to_string(r.value()) + " bytes");

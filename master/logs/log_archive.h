@@ -70,8 +70,12 @@ class LogArchive {
   // bytes held; errors name the field, the rule and the value.
   // With the last piece, `times` are the log's time marks (common/util/log_times.h), kept
   // beside it for `logs --since`.
+  // `beforeComplete`, with the last piece: called with the whole log's `.part` file once it is
+  // fsynced, before it is renamed complete; an error leaves it incomplete and is the answer
+  // (several masters: the copies the others must hold first, server/log_copies.h).
+  using Complete = std::function<Result<bool>(const std::string& partPath)>;
   Result<uint64_t> write(const ArchivedLogMeta& meta, uint64_t offset, std::string_view data, bool last,
-                         std::string_view times = {});
+                         std::string_view times = {}, const Complete& beforeComplete = {});
 
   struct Entry {
     ArchivedLogMeta meta;
@@ -127,6 +131,11 @@ class LogArchiveService {
   // The logs of the newest job named `job` (a deleted one), read on the archive's thread.
   void jobLogs(const std::string& job, std::function<void(std::vector<LogArchive::Entry>)> done);
 
+  // Several masters: a log's copies on the others, made on the archive's thread before its
+  // last piece is answered (server/log_copies.h). Set before the first receive().
+  using Copier = std::function<Result<bool>(const ArchivedLogMeta& meta, const std::string& partPath, const std::string& times)>;
+  void setCopier(Copier copier) { copier_ = std::move(copier); }
+
   // Sweeps every `every` (the first one now), and forgets old placements.
   void startSweeps(std::chrono::milliseconds every = std::chrono::minutes(10));
   // Ends the sweeps and joins the archive's thread (work not started is dropped).
@@ -142,6 +151,7 @@ class LogArchiveService {
     int64_t seenMs = 0;
   };
   std::map<std::pair<int64_t, int32_t>, Placement> placed_;
+  Copier copier_;
   asio::steady_timer sweepTimer_{io_};
   std::chrono::milliseconds sweepEvery_{0};
   ReadThread thread_;  // last: joined before what its work uses is destroyed

@@ -30,6 +30,7 @@
 #include "master/catalog/catalog.h"
 #include "master/jobs/registry.h"
 #include "master/logs/log_archive.h"
+#include "master/server/log_copies.h"
 #include "master/metrics/metrics.h"
 #include "master/nodes/nodes.h"
 #include "master/server/cert_names.h"
@@ -57,6 +58,10 @@ wire::Limits agentLimits() {
   wire::Limits limits;
   limits.maxConnections = 16384;
   return limits;
+}
+
+LogArchive::Options archiveOptions(const MasterConfig& config) {
+  return {config.dataDir + "/logs", static_cast<uint64_t>(config.logArchiveMaxBytes), config.logRetentionSeconds * 1000};
 }
 
 wire::Limits clientLimits() {
@@ -89,6 +94,9 @@ struct Master::Parts {
   std::optional<wire::ServerTls> clientTls, agentTls, httpTls;
   std::optional<wire::ClientTls> gatewayTls, callTls;
   std::unique_ptr<store::Store> db;
+  // Until it leads, a master of several holds the leader's copies of archived logs
+  // (server/log_copies.h); before raft, whose transport calls it.
+  std::unique_ptr<LogCopies> logCopies;
   // One of several masters (docs/ha.md): the store's replicator; after the store, so that it
   // goes first (its state machine writes to the store).
   std::unique_ptr<ha::RaftNode> raft;
@@ -274,11 +282,16 @@ std::optional<std::string> openStore(Master::Parts& p) {
   if (!raft) return raft.error();
   p.raft = std::move(raft).value();
   Master::Parts* pp = &p;
+  p.logCopies = std::make_unique<LogCopies>(archiveOptions(config), wallClockMs);
   // Other masters' requests: a join (the CA, for the join token) and a promotion to voter, on
   // the leader once it serves; the others redirect.
   p.raft->transport().setCallHandler([pp](ha::Fields req, bool isMaster, std::function<void(ha::Fields)> answer) {
     Master::Parts& m = *pp;
     if (req.size() == 1 && req[0] == "whois") return answer(whois(m));
+    if (!req.empty() && req[0] == "archive") {  // the leader's copy of an archived log
+      if (!isMaster) return answer({"error", "archive: only a master (certificate yard-master) may send a log's copy"});
+      return m.logCopies->receive(std::move(req), std::move(answer));
+    }
     if (!m.serving.load()) {
       auto s = m.raft->status();
       if (s.role != ha::Role::Leader && !s.leaderAddress.empty() && s.leaderId != m.raft->id())
@@ -313,6 +326,7 @@ std::optional<std::string> openStore(Master::Parts& p) {
     if (auto e = becomeVoter(config, p.pki, *p.raft, std::chrono::seconds(60), p.log)) return *e;
   waitForLead(*p.raft, p.log);
   p.stopFollowing();
+  p.logCopies->stop();  // the leader's archive service writes the directory from now on
   return std::nullopt;
 }
 
@@ -460,11 +474,13 @@ std::optional<std::string> loadState(Master::Parts& p) {
     }
   };
   // Ended replicas' output, shipped by agents; deleted after log_retention.
-  p.archive = std::make_unique<LogArchiveService>(
-      p.io,
-      LogArchive::Options{config.dataDir + "/logs", static_cast<uint64_t>(config.logArchiveMaxBytes),
-                          config.logRetentionSeconds * 1000},
-      wallClockMs, p.log);
+  p.archive = std::make_unique<LogArchiveService>(p.io, archiveOptions(config), wallClockMs, p.log);
+  if (p.raft) {  // a majority of the masters hold a log before it is archived
+    Master::Parts* pp = &p;
+    p.archive->setCopier([pp](const ArchivedLogMeta& meta, const std::string& part, const std::string& times) {
+      return copyLogToMembers(*pp->raft, *pp->callTls, meta, part, times);
+    });
+  }
   p.archive->startSweeps();
 
   if (p.raft) {

@@ -150,7 +150,8 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
       }
     }
     if (!election || std::chrono::steady_clock::now() >= until) return R::fail(why);
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    // Asked again soon: a new leader serves some 50-100 ms after it is elected.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 

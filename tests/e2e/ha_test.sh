@@ -94,6 +94,25 @@ tasks:
 YAML
 submit "$tmp/long.yaml"
 wait_job long-ha Running 30
+
+say "an ended replica's log is archived on a majority of the masters before the agent is answered"
+cat >"$tmp/short.yaml" <<YAML
+name: short-ha
+tasks:
+  - name: main
+    kind: container-job
+    container: { image: host, command: [sh, -c, 'echo archived-line-one; echo archived-line-two'], resources: { cpu: 100m, memory: 32Mi } }
+YAML
+submit "$tmp/short.yaml"
+wait_job short-ha Succeeded 30
+for _ in $(seq 100); do grep -q 'replica .* log archived on the master' "$tmp"/agent1.* && break; sleep 0.1; done
+grep -q 'replica .* log archived on the master' "$tmp"/agent1.* || fail "the log was not archived: $(grep -h 'archiv' "$tmp"/agent1.* | tail -3)"
+# The agent was answered once the leader and at least one follower held it; the other
+# follower's copy was made at the same time.
+for i in 1 2 3; do
+  for _ in $(seq 50); do ls "$(dir_of "$i")"/logs/*/*.log >/dev/null 2>&1 && break; sleep 0.1; done
+  cat "$(dir_of "$i")"/logs/*/*.log 2>/dev/null | grep -q archived-line-two || fail "m$i holds no copy of the archived log: $(ls -R "$(dir_of "$i")/logs" 2>&1 | head)"
+done
 for n in $(seq 1 10); do
   out=$("$bin/yardctl" queue create "acked-$n" --cpu 1 --memory 1Gi 2>&1) || fail "queue acked-$n: $out"
 done
@@ -111,6 +130,10 @@ new=$(leader) || fail "no leader after the kill"
 list=$("$bin/yardctl" queue list 2>&1)
 for n in $(seq 1 10) ; do echo "$list" | grep -q "^acked-$n " || fail "acked-$n lost in the failover: $list"; done
 echo "$list" | grep -q '^after-kill ' || fail "after-kill missing"
+
+say "the new leader serves the log archived by the old one"
+out=$("$bin/yardctl" logs short-ha 2>&1) || fail "logs short-ha after the failover: $out"
+echo "$out" | grep -q archived-line-one && echo "$out" | grep -q archived-line-two || fail "logs short-ha after the failover: $out"
 
 say "the running job is not disturbed: the agent follows the new leader"
 for _ in $(seq 100); do "$bin/yardctl" node list 2>/dev/null | grep -q '^node-1 .* ready ' && break; sleep 0.1; done
@@ -181,6 +204,7 @@ want=$("$bin/yardctl" queue list -o json | python3 -c 'import json,sys; print(le
 for i in 1 2 3; do kill -0 "${mpid[$i]}" 2>/dev/null || fail "m$i is gone after the rejoin (rc $(wait "${mpid[$i]}"; echo $?))"; done
 
 "$bin/yardctl" job delete long-ha >/dev/null
+"$bin/yardctl" job delete short-ha >/dev/null
 for _ in $(seq 100); do [ -z "$(find "$tmp"/agent1/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break; sleep 0.1; done
 no_leftovers
 finish e2e.ha

@@ -5,10 +5,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <thread>
 
 #include "master/config/config.h"
 #include "master/logs/log_archive.h"
+#include "master/server/log_copies.h"
 
 namespace fs = std::filesystem;
 using namespace yard;
@@ -212,4 +214,61 @@ TEST_CASE("log_retention and log_archive_max_bytes are read from the master's co
   auto zero = parseMasterConfig("log_retention = 0\n", "m.toml");
   REQUIRE_FALSE(zero);
   CHECK(zero.error() == "m.toml: log_retention: must be a duration from 1s to 3650d (like \"30d\")");
+}
+
+TEST_CASE("a log is completed only once its copies are made", "[archive]") {
+  TempDir tmp;
+  int64_t now = wallMs();
+  LogArchive archive({tmp.path + "/logs", 1 << 20, 86400000}, [&] { return now; });
+  auto m = meta(7, "j1", 42, 0);
+  std::string seen;
+  LogArchive::Complete refuse = [&](const std::string& part) {
+    std::ifstream in(part);
+    seen.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return Result<bool>::fail("the log is held by this master and 0 of the 2 others");
+  };
+  REQUIRE(archive.write(m, 0, "one\n", false));
+  auto r = archive.write(m, 4, "two\n", true, {}, refuse);
+  REQUIRE_FALSE(r);
+  CHECK(r.error() == "the log is held by this master and 0 of the 2 others");
+  CHECK(seen == "one\ntwo\n");  // the whole log, fsynced, before the rename
+  CHECK_FALSE(archive.find(7, 42, 0)->complete);
+  // The agent ships it again from the start; now the copies are made.
+  LogArchive::Complete accept = [](const std::string&) { return Result<bool>::ok(true); };
+  REQUIRE(archive.write(m, 0, "one\ntwo\n", true, {}, accept).value() == 8);
+  CHECK(archive.find(7, 42, 0)->complete);
+}
+
+TEST_CASE("a follower writes the leader's copies of a log to its own archive", "[archive]") {
+  TempDir tmp;
+  int64_t now = wallMs();
+  LogCopies copies({tmp.path + "/logs", 1 << 20, 86400000}, [&] { return now; });
+  auto call = [&](ha::Fields f) {
+    std::promise<ha::Fields> p;
+    copies.receive(std::move(f), [&p](ha::Fields a) { p.set_value(std::move(a)); });
+    return p.get_future().get();
+  };
+  auto fields = [](std::string jobId, std::string offset, std::string last, std::string data) {
+    return ha::Fields{"archive", jobId, "j1", "train", "worker", "1", "42", "0", "node-a", offset, last, data, "1000 0\n"};
+  };
+  CHECK(call(fields("7", "0", "0", "one\n")) == ha::Fields{"ok", "4"});
+  CHECK(call(fields("7", "4", "1", "two\n")) == ha::Fields{"ok", "8"});
+  LogArchive archive({tmp.path + "/logs", 1 << 20, 86400000}, [&] { return now; });
+  auto e = archive.find(7, 42, 0);
+  REQUIRE(e);
+  CHECK(e->complete);
+  CHECK(e->meta.job == "j1");
+  CHECK(e->meta.label() == "train/worker/1");
+  CHECK(archive.read(*e, -1).value() == "one\ntwo\n");
+  // The same checks as the leader's: a gap, and malformed fields, each named.
+  auto gap = call(fields("7", "20", "1", "x"));
+  REQUIRE(gap.size() == 2);
+  CHECK(gap[0] == "error");
+  CHECK(gap[1].find("archiveLog.offset: 20") != std::string::npos);
+  CHECK(call(fields("-3", "0", "1", "x")) == ha::Fields{"error", "archive: job id: \"-3\" is not a positive number"});
+  CHECK(call(fields("7", "0", "yes", "x")) == ha::Fields{"error", "archive: last: must be 0 or 1, not \"yes\""});
+  CHECK(call({"archive", "7"}) == ha::Fields{"error", "archive: expected 13 fields, not 2"});
+  // Once this master leads, its own archive service writes the directory.
+  copies.stop();
+  CHECK(call(fields("8", "0", "1", "x")) == ha::Fields{"error", "archive: this master leads now"});
 }

@@ -1,0 +1,137 @@
+#include "master/server/log_copies.h"
+
+#include <charconv>
+#include <fstream>
+#include <future>
+#include <iterator>
+
+namespace yard::master {
+namespace {
+
+constexpr auto kPieceTimeout = std::chrono::seconds(5);
+constexpr int64_t kSweepEveryMs = 10 * 60 * 1000;
+
+template <typename T>
+bool number(const std::string& s, T& out) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
+
+// One member: every piece in order; "" once it holds the whole log.
+std::string copyTo(const std::string& raftAddress, const wire::ClientTls& tls, const ArchivedLogMeta& m,
+                   const std::string& text, const std::string& times) {
+  uint64_t offset = 0;
+  do {
+    size_t n = std::min<size_t>(text.size() - offset, LogArchive::kMaxPieceBytes);
+    bool last = offset + n == text.size();
+    ha::Fields call{"archive",
+                    std::to_string(m.jobId),
+                    m.job,
+                    m.task,
+                    m.role,
+                    std::to_string(m.index),
+                    std::to_string(m.replicaId),
+                    std::to_string(m.attempt),
+                    m.node,
+                    std::to_string(offset),
+                    last ? "1" : "0",
+                    text.substr(offset, n),
+                    last ? times : std::string()};
+    auto answer = ha::callMaster(raftAddress, tls, call, kPieceTimeout);
+    if (!answer) return answer.error();
+    const ha::Fields& a = answer.value();
+    if (a.size() == 2 && a[0] == "error") return a[1];
+    uint64_t held = 0;
+    if (a.size() != 2 || a[0] != "ok" || !number(a[1], held)) return "an answer this master does not understand";
+    if (held != offset + n) return "it holds " + std::to_string(held) + " bytes, not " + std::to_string(offset + n);
+    offset += n;
+  } while (offset < text.size());
+  return "";
+}
+
+}  // namespace
+
+Result<bool> copyLogToMembers(ha::RaftNode& raft, const wire::ClientTls& tls, const ArchivedLogMeta& meta,
+                              const std::string& partPath, const std::string& times) {
+  using R = Result<bool>;
+  auto st = raft.status();
+  std::vector<ha::Member> others;
+  size_t voters = 0;
+  for (const ha::Member& m : st.members) {
+    if (m.role != "voter") continue;
+    ++voters;
+    if (m.id != raft.id()) others.push_back(m);
+  }
+  size_t need = voters / 2;  // with this master, a majority
+  if (others.empty()) return R::ok(true);
+  std::ifstream in(partPath, std::ios::binary);
+  if (!in) return R::fail("cannot read " + partPath + " to copy it to the other masters");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::future<std::string>> copies;
+  for (const ha::Member& m : others)
+    copies.push_back(std::async(std::launch::async, [&tls, &meta, &text, &times, address = m.address] {
+      return copyTo(address, tls, meta, text, times);
+    }));
+  size_t held = 0;
+  std::string why;
+  for (size_t i = 0; i < others.size(); ++i) {
+    std::string e = copies[i].get();
+    if (e.empty()) {
+      ++held;
+      continue;
+    }
+    std::string name = ha::raftMemberName(others[i].address);
+    why += (why.empty() ? "" : "; ") + (name.empty() ? ha::raftHostPort(others[i].address) : name) + ": " + e;
+  }
+  if (held >= need) return R::ok(true);
+  return R::fail("the log is held by this master and " + std::to_string(held) + " of the " +
+                 std::to_string(others.size()) + " others, and a majority of the " + std::to_string(voters) +
+                 " masters must hold it (" + why + "); ship it again later");
+}
+
+LogCopies::LogCopies(LogArchive::Options options, LogArchive::Clock now)
+    : now_(now), archive_(std::move(options), now) {}
+
+LogCopies::~LogCopies() { stop(); }
+
+void LogCopies::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+  }
+  thread_.stop();
+}
+
+void LogCopies::receive(ha::Fields r, std::function<void(ha::Fields)> answer) {
+  auto refuse = [&answer](const std::string& why) { answer({"error", "archive: " + why}); };
+  if (r.size() != 13 || r[0] != "archive") return refuse("expected 13 fields, not " + std::to_string(r.size()));
+  ArchivedLogMeta meta;
+  meta.job = r[2];
+  meta.task = r[3];
+  meta.role = r[4];
+  meta.node = r[8];
+  uint64_t offset = 0;
+  if (!number(r[1], meta.jobId) || meta.jobId <= 0) return refuse("job id: \"" + r[1] + "\" is not a positive number");
+  if (!number(r[5], meta.index)) return refuse("index: \"" + r[5] + "\" is not a number");
+  if (!number(r[6], meta.replicaId) || meta.replicaId <= 0)
+    return refuse("replica id: \"" + r[6] + "\" is not a positive number");
+  if (!number(r[7], meta.attempt) || meta.attempt < 0) return refuse("attempt: \"" + r[7] + "\" is not a number");
+  if (!number(r[9], offset)) return refuse("offset: \"" + r[9] + "\" is not a number");
+  if (r[10] != "0" && r[10] != "1") return refuse("last: must be 0 or 1, not \"" + r[10] + "\"");
+  if (r[12].size() > LogArchive::kMaxTimesBytes) return refuse("times: more than the time marks of one log may take");
+  bool last = r[10] == "1";
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return refuse("this master leads now");
+  thread_.run([this, meta = std::move(meta), offset, last, data = std::move(r[11]), times = std::move(r[12]),
+               answer = std::move(answer)] {
+    int64_t now = now_();
+    if (now - lastSweep_ > kSweepEveryMs) {  // a follower's copies age out as the leader's do
+      lastSweep_ = now;
+      (void)archive_.sweep();
+    }
+    auto held = archive_.write(meta, offset, data, last, times);
+    answer(held ? ha::Fields{"ok", std::to_string(held.value())} : ha::Fields{"error", held.error()});
+  });
+}
+
+}  // namespace yard::master

@@ -1,0 +1,58 @@
+#pragma once
+// The log archive on several masters (docs/ha.md, "The log archive"). An ended replica's output
+// is shipped by its agent to the leader (docs/master.md, "Log archive"). Before the leader
+// completes it and answers the agent's last piece, it copies the whole log to the other voters
+// over raft's port ("archive" calls, from a master certificate only), in pieces of at most
+// 1 MiB; the answer waits until, with the leader, a majority of the voters hold it. When too
+// few do, the last piece is refused and the agent ships the log again later (it keeps the
+// replica's directory until the log is archived). So an archived log survives the loss of any
+// minority of the masters, as the store's changes do.
+//
+//   call:  "archive" <job id> <job> <task> <role> <index> <replica id> <attempt> <node>
+//          <offset> <last 0|1> <data> <times>
+//   answer: "ok" <bytes held>  |  "error" <why>
+//
+// A follower writes each copy to its own archive (<data-dir>/logs) on a thread of its own,
+// with the same checks as the leader's (offsets that continue what is held, the bounds). A
+// master that was down while a log was archived does not get it.
+
+#include <functional>
+#include <mutex>
+
+#include "common/util/result.h"
+#include "common/wire/tls.h"
+#include "master/commit/read_thread.h"
+#include "master/ha/raft_node.h"
+#include "master/ha/raft_transport.h"
+#include "master/logs/log_archive.h"
+
+namespace yard::master {
+
+// On the leader (the archive's thread; it blocks): copies the complete log at `partPath` and
+// its time marks to every other voter, all at once. Ok once enough of them hold it that, with
+// this master, a majority of the voters do; else an error naming each one that failed.
+Result<bool> copyLogToMembers(ha::RaftNode& raft, const wire::ClientTls& tls, const ArchivedLogMeta& meta,
+                              const std::string& partPath, const std::string& times);
+
+// On a follower: the leader's copies, written to this master's archive.
+class LogCopies {
+ public:
+  LogCopies(LogArchive::Options options, LogArchive::Clock now);
+  ~LogCopies();
+  // One "archive" call (its fields, "archive" first). `answer` is called once, on the copies'
+  // thread, or at once for a malformed call.
+  void receive(ha::Fields request, std::function<void(ha::Fields)> answer);
+  // This master leads (its own archive service writes the directory from now on): later
+  // calls are refused; the copy being written finishes before this returns.
+  void stop();
+
+ private:
+  std::mutex mu_;
+  bool stopped_ = false;  // guarded by mu_
+  LogArchive::Clock now_;
+  LogArchive archive_;     // on thread_ only
+  int64_t lastSweep_ = 0;  // on thread_ only
+  ReadThread thread_;      // last: joined before the archive goes
+};
+
+}  // namespace yard::master
