@@ -1,9 +1,10 @@
 #include "master/server/log_copies.h"
 
 #include <charconv>
+#include <condition_variable>
 #include <fstream>
-#include <future>
 #include <iterator>
+#include <thread>
 
 namespace yard::master {
 namespace {
@@ -64,29 +65,44 @@ Result<bool> copyLogToMembers(ha::RaftNode& raft, const wire::ClientTls& tls, co
   }
   size_t need = voters / 2;  // with this master, a majority
   if (others.empty()) return R::ok(true);
-  std::ifstream in(partPath, std::ios::binary);
-  if (!in) return R::fail("cannot read " + partPath + " to copy it to the other masters");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::future<std::string>> copies;
-  for (const ha::Member& m : others)
-    copies.push_back(std::async(std::launch::async, [&tls, &meta, &text, &times, address = m.address] {
-      return copyTo(address, tls, meta, text, times);
-    }));
-  size_t held = 0;
-  std::string why;
-  for (size_t i = 0; i < others.size(); ++i) {
-    std::string e = copies[i].get();
-    if (e.empty()) {
-      ++held;
-      continue;
-    }
-    std::string name = ha::raftMemberName(others[i].address);
-    why += (why.empty() ? "" : "; ") + (name.empty() ? ha::raftHostPort(others[i].address) : name) + ": " + e;
+  // Every copy on a thread of its own, all at once; the answer comes as soon as enough hold it
+  // (a stopped member delays nothing) and the others finish on their own, holding what they use.
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t held = 0, ended = 0;
+    std::string why;
+    std::string text, times;
+    ArchivedLogMeta meta;
+    wire::ClientTls tls;
+  };
+  auto shared = std::make_shared<Shared>();
+  {
+    std::ifstream in(partPath, std::ios::binary);
+    if (!in) return R::fail("cannot read " + partPath + " to copy it to the other masters");
+    shared->text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  if (held >= need) return R::ok(true);
-  return R::fail("the log is held by this master and " + std::to_string(held) + " of the " +
+  shared->times = times;
+  shared->meta = meta;
+  shared->tls = tls;
+  for (const ha::Member& m : others) {
+    std::string name = ha::raftMemberName(m.address);
+    if (name.empty()) name = ha::raftHostPort(m.address);
+    std::thread([shared, address = m.address, name] {
+      std::string e = copyTo(address, shared->tls, shared->meta, shared->text, shared->times);
+      std::lock_guard<std::mutex> lock(shared->mu);
+      ++shared->ended;
+      if (e.empty()) ++shared->held;
+      else shared->why += (shared->why.empty() ? "" : "; ") + name + ": " + e;
+      shared->cv.notify_all();
+    }).detach();
+  }
+  std::unique_lock<std::mutex> lock(shared->mu);
+  shared->cv.wait(lock, [&] { return shared->held >= need || shared->ended == others.size(); });
+  if (shared->held >= need) return R::ok(true);
+  return R::fail("the log is held by this master and " + std::to_string(shared->held) + " of the " +
                  std::to_string(others.size()) + " others, and a majority of the " + std::to_string(voters) +
-                 " masters must hold it (" + why + "); ship it again later");
+                 " masters must hold it (" + shared->why + "); ship it again later");
 }
 
 LogCopies::LogCopies(LogArchive::Options options, LogArchive::Clock now)

@@ -29,8 +29,10 @@
 namespace yard::master {
 
 // On the leader (the archive's thread; it blocks): copies the complete log at `partPath` and
-// its time marks to every other voter, all at once. Ok once enough of them hold it that, with
-// this master, a majority of the voters do; else an error naming each one that failed.
+// its time marks to every other voter, all at once, each on a thread of its own. Ok as soon as
+// enough of them hold it that, with this master, a majority of the voters do (the other copies
+// go on by themselves: a stopped member delays nothing); else, once every copy ended, an
+// error naming each member that failed and why.
 Result<bool> copyLogToMembers(ha::RaftNode& raft, const wire::ClientTls& tls, const ArchivedLogMeta& meta,
                               const std::string& partPath, const std::string& times);
 
