@@ -302,7 +302,7 @@ void Access::change(const std::string& key, std::function<std::string()> check, 
   commits_.change(key, std::move(check), std::move(write), std::move(apply), std::move(reply));
 }
 
-void Access::createUser(const store::UserRecord& in, Reply reply) {
+void Access::createUser(const store::UserRecord& in, Reply reply, std::function<void(store::Tx&)> also) {
   store::UserRecord u = in;
   u.createdAt = now_();
   if (auto why = rules::checkUserName(u.name); !why.empty()) return reply(refuse(why));
@@ -312,7 +312,11 @@ void Access::createUser(const store::UserRecord& in, Reply reply) {
                         " must be between 0 and 4294967294"));
   change(
       "u/" + u.name, [this, u] { return users_.count(u.name) ? "user " + u.name + " already exists" : ""; },
-      [u](store::Tx& tx) { tx.upsertUser(u); }, [this, u] { users_[u.name] = u; }, std::move(reply));
+      [u, also](store::Tx& tx) {
+        tx.upsertUser(u);
+        if (also) also(tx);
+      },
+      [this, u] { users_[u.name] = u; }, std::move(reply));
 }
 
 void Access::deleteUser(const std::string& name, Reply reply) {

@@ -126,7 +126,8 @@ class Access {
                        std::function<void(std::optional<std::string> refusal)> done);
 
   // Users.
-  void createUser(const store::UserRecord& user, Reply reply);
+  // `also`: written in the same transaction (a request id's record, docs/ha.md).
+  void createUser(const store::UserRecord& user, Reply reply, std::function<void(store::Tx&)> also = {});
   // Revokes the user's API tokens and drops their grants; their jobs keep their owner.
   void deleteUser(const std::string& name, Reply reply);
   const std::map<std::string, store::UserRecord>& users() const { return users_; }

@@ -67,14 +67,18 @@ void Catalog::change(const std::string& key, std::function<std::string()> check,
   commits_.change(key, std::move(check), std::move(write), std::move(apply), std::move(reply));
 }
 
-void Catalog::createQueue(const store::QueueRecord& in, Reply reply) {
+void Catalog::createQueue(const store::QueueRecord& in, Reply reply, std::function<void(store::Tx&)> also) {
   store::QueueRecord q = in;
   q.createdAt = nowMs();
   std::string why = checkQueue(q);
   if (!why.empty()) return reply(refuse(why));
   change(
       "q/" + q.name, [this, q] { return queues_.count(q.name) ? "queue " + q.name + " already exists" : ""; },
-      [q](store::Tx& tx) { tx.upsertQueue(q); }, [this, q] { queues_[q.name] = q; }, std::move(reply));
+      [q, also](store::Tx& tx) {
+        tx.upsertQueue(q);
+        if (also) also(tx);
+      },
+      [this, q] { queues_[q.name] = q; }, std::move(reply));
 }
 
 void Catalog::updateQueue(const std::string& name, std::function<std::string(store::QueueRecord&)> edit,
@@ -101,7 +105,7 @@ void Catalog::deleteQueue(const std::string& name, Reply reply) {
       [name](store::Tx& tx) { tx.deleteQueue(name); }, [this, name] { queues_.erase(name); }, std::move(reply));
 }
 
-void Catalog::createDataset(const store::DatasetRecord& in, Reply reply) {
+void Catalog::createDataset(const store::DatasetRecord& in, Reply reply, std::function<void(store::Tx&)> also) {
   store::DatasetRecord d = in;
   d.createdAt = nowMs();
   std::string why = spec::checkName(d.name, 1, 63);
@@ -109,7 +113,11 @@ void Catalog::createDataset(const store::DatasetRecord& in, Reply reply) {
   if (d.path.empty() || d.path[0] != '/') return reply(refuse("--path: \"" + d.path + "\" must be an absolute path"));
   change(
       "d/" + d.name, [this, d] { return datasets_.count(d.name) ? "dataset " + d.name + " already exists" : ""; },
-      [d](store::Tx& tx) { tx.upsertDataset(d); }, [this, d] { datasets_[d.name] = d; }, std::move(reply));
+      [d, also](store::Tx& tx) {
+        tx.upsertDataset(d);
+        if (also) also(tx);
+      },
+      [this, d] { datasets_[d.name] = d; }, std::move(reply));
 }
 
 void Catalog::deleteDataset(const std::string& name, Reply reply) {

@@ -29,12 +29,13 @@ class Catalog {
   // Loads the durable state; creates queue `default` on first start.
   Result<bool> load(const store::State& state);
 
-  void createQueue(const store::QueueRecord& q, Reply reply);
+  // `also`: written in the same transaction (a request id's record, docs/ha.md).
+  void createQueue(const store::QueueRecord& q, Reply reply, std::function<void(store::Tx&)> also = {});
   // `edit` edits a copy of the current record (returning a refusal or ""); the result is
   // checked, stored, then applied. Changes to one name wait for the one in flight.
   void updateQueue(const std::string& name, std::function<std::string(store::QueueRecord&)> edit, Reply reply);
   void deleteQueue(const std::string& name, Reply reply);
-  void createDataset(const store::DatasetRecord& d, Reply reply);
+  void createDataset(const store::DatasetRecord& d, Reply reply, std::function<void(store::Tx&)> also = {});
   void deleteDataset(const std::string& name, Reply reply);
 
   const std::map<std::string, store::QueueRecord>& queues() const { return queues_; }

@@ -267,7 +267,17 @@ void ClientApi::handleAccess(api::Request::Reader req, const ClientAnswer& a) {
     case W::USER_CREATE: {
       auto in = req.getUserCreate();
       store::UserRecord u{str(in.getName()), in.getAdmin(), in.getUid(), in.getGid(), 0};
-      return access_.createUser(u, afterCommit(a, [this, a, name = u.name] { fillUser(a.resp.initUser(), *access_.user(name)); }));
+      auto answer = [this, a](const std::string& name) {
+        return afterCommit(a, [this, a, name] { fillUser(a.resp.initUser(), *access_.user(name)); });
+      };
+      Access::Reply reply = answer(u.name);
+      std::function<void(store::Tx&)> also;
+      auto made = [this, a, answer, name = u.name] {
+        if (!access_.user(name)) return a.error("user " + name + " was created by this request, and deleted since");
+        answer(name)(Result<bool>::ok(true));
+      };
+      if (createOnce(str(req.getRequestId()), a, "user " + u.name + " created", made, also, reply)) return;
+      return access_.createUser(u, reply, also);
     }
     case W::USER_LIST: {
       auto list = a.resp.initUsers(static_cast<unsigned>(access_.users().size()));

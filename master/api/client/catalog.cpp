@@ -140,7 +140,14 @@ void ClientApi::handleQueue(api::Request::Reader req, const ClientAnswer& a) {
     case api::Request::QUEUE_CREATE: {
       if (std::string why = checkState(req.getQueueCreate()); !why.empty()) return a.error(why);
       store::QueueRecord q = queueFrom(req.getQueueCreate());
-      return catalog_.createQueue(q, answerQueue(a, q.name));
+      Catalog::Reply reply = answerQueue(a, q.name);
+      std::function<void(store::Tx&)> also;
+      auto made = [this, a, name = q.name] {
+        if (!catalog_.queues().count(name)) return a.error("queue " + name + " was created by this request, and deleted since");
+        answerQueue(a, name)(Result<bool>::ok(true));
+      };
+      if (createOnce(str(req.getRequestId()), a, "queue " + q.name + " created", made, also, reply)) return;
+      return catalog_.createQueue(q, reply, also);
     }
     case api::Request::QUEUE_UPDATE: return updateQueue(req.getQueueUpdate(), a);
     case api::Request::QUEUE_DELETE: {
@@ -208,10 +215,18 @@ Catalog::Reply ClientApi::answerQueue(const ClientAnswer& a, const std::string& 
   return afterCommit(a, [this, a, name] { fillQueue(a.resp.initQueue(), catalog_.queues().at(name), shareContext()); });
 }
 
-void ClientApi::createDataset(const store::DatasetRecord& rec, const ClientAnswer& a) {
-  catalog_.createDataset(rec, afterCommit(a, [this, a, name = rec.name] {
-                           fillDataset(a.resp.initDataset(), catalog_.datasets().at(name), access_);
-                         }));
+void ClientApi::createDataset(const store::DatasetRecord& rec, const ClientAnswer& a, const std::string& requestId) {
+  auto answer = [this, a](const std::string& name) {
+    return afterCommit(a, [this, a, name] { fillDataset(a.resp.initDataset(), catalog_.datasets().at(name), access_); });
+  };
+  Catalog::Reply reply = answer(rec.name);
+  std::function<void(store::Tx&)> also;
+  auto made = [this, a, answer, name = rec.name] {
+    if (!catalog_.datasets().count(name)) return a.error("dataset " + name + " was created by this request, and deleted since");
+    answer(name)(Result<bool>::ok(true));
+  };
+  if (createOnce(requestId, a, "dataset " + rec.name + " created", made, also, reply)) return;
+  catalog_.createDataset(rec, reply, also);
 }
 
 void ClientApi::handleDataset(api::Request::Reader req, const ClientAnswer& a) {
@@ -219,17 +234,18 @@ void ClientApi::handleDataset(api::Request::Reader req, const ClientAnswer& a) {
     case api::Request::DATASET_CREATE: {
       auto d = req.getDatasetCreate();
       store::DatasetRecord rec{d.getName(), d.getPath(), d.getReadOnly(), 0};
-      if (!rec.path.starts_with('/')) return createDataset(rec, a);  // relative: the catalog's to refuse
+      std::string requestId = str(req.getRequestId());
+      if (!rec.path.starts_with('/')) return createDataset(rec, a, requestId);  // relative: the catalog's to refuse
       // Only under the config's dataset_roots, never a system directory, and not through a
       // symbolic link that leads elsewhere (docs/security.md); the path stored is the resolved
       // one, which the agents mount without following links. Resolving reads the file system,
       // which may be slow (an NFS root): on the read thread, never the io thread.
-      reads_.run([this, rec, rules = datasetPathRules(config_), a]() mutable {
+      reads_.run([this, rec, rules = datasetPathRules(config_), a, requestId]() mutable {
         auto real = resolveDatasetPath(rec.name, rec.path, rules);
-        asio::post(a.conn->executor(), [this, rec, real = std::move(real), a]() mutable {
+        asio::post(a.conn->executor(), [this, rec, real = std::move(real), a, requestId]() mutable {
           if (!real) return a.error(real.error());
           rec.path = real.value();
-          createDataset(rec, a);
+          createDataset(rec, a, requestId);
         });
       });
       return;

@@ -178,10 +178,18 @@ class ClientApi {
   void handleQueue(api::Request::Reader req, const ClientAnswer& a);
   void handleDataset(api::Request::Reader req, const ClientAnswer& a);
   void handleJob(api::Request::Reader req, const ClientAnswer& a);
+  // A create (queue, dataset, user) with a request id (docs/ha.md, "Retries and request ids"):
+  // made once. Returns true when `a` is answered already: the id is malformed, names another
+  // user's request, or was made (`made` then answers as the create did). Else sets `also` to
+  // record the id with the create, in its transaction, and wraps `reply` so that a refusal
+  // while the id is recorded (a resend that queued behind its first send) answers as made.
+  bool createOnce(const std::string& requestId, const ClientAnswer& a, const std::string& what,
+                  const std::function<void()>& made, std::function<void(store::Tx&)>& also,
+                  std::function<void(Result<bool>)>& reply);
   void handleNode(api::Request::Reader req, const ClientAnswer& a);
 
   // Commits dataset `rec` (its path already checked and resolved) and answers with it.
-  void createDataset(const store::DatasetRecord& rec, const ClientAnswer& a);
+  void createDataset(const store::DatasetRecord& rec, const ClientAnswer& a, const std::string& requestId);
   void updateQueue(api::QueueUpdate::Reader update, const ClientAnswer& a);
   // Once a change to queue `name` commits: the queue as it now is.
   Catalog::Reply answerQueue(const ClientAnswer& a, const std::string& name);

@@ -160,6 +160,35 @@ void readEvents(store::Store& store, int64_t jobId, const ClientAnswer& a) {
 
 }  // namespace
 
+bool ClientApi::createOnce(const std::string& requestId, const ClientAnswer& a, const std::string& what,
+                           const std::function<void()>& made, std::function<void(store::Tx&)>& also,
+                           std::function<void(Result<bool>)>& reply) {
+  if (requestId.empty()) return false;
+  if (requestId.size() > 64 || requestId.find_first_not_of("0123456789abcdefABCDEF-") != std::string::npos) {
+    a.error("requestId: must be at most 64 hex digits (and '-'), not \"" + requestId.substr(0, 80) + "\"");
+    return true;
+  }
+  std::string user = a.caller->user;
+  auto answered = [this, a, requestId, user, made]() -> bool {
+    auto found = store_.request(requestId);
+    if (!found || !found.value()) return false;
+    if (found.value()->user != user) {
+      a.error("requestId " + requestId + " names another user's request");
+      return true;
+    }
+    if (a.audit) a.audit->record.message = "a resend of request " + requestId + ", made once";
+    made();
+    return true;
+  };
+  if (answered()) return true;
+  also = [requestId, user, what, now = now_()](store::Tx& tx) { (void)tx.recordRequest(requestId, user, what, now); };
+  reply = [reply, answered](Result<bool> r) {
+    if (!r && answered()) return;
+    reply(std::move(r));
+  };
+  return false;
+}
+
 void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
   // Submit, cancel, delete and scale answer with one confirmation line once committed.
   auto confirm = [a](Result<std::string> r) {

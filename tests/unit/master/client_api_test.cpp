@@ -751,3 +751,42 @@ TEST_CASE("a job change resent with its request id is made once and answered as 
   CHECK_THAT(doneOf("not hex!", submit), Catch::StartsWith("error: requestId: must be at most 64 hex digits"));
   CHECK_THAT(doneOf(std::string(65, 'a'), submit), Catch::StartsWith("error: requestId: "));
 }
+
+TEST_CASE("a queue dataset or user create resent with its request id answers as made", "[client_api][ha]") {
+  ClientHarness h;
+  auto call = [&](const std::string& id, const std::function<void(api::Request::Builder)>& fill) {
+    auto resp = h.call([&](auto req) {
+      fill(req);
+      if (!id.empty()) req.setRequestId(id);
+    });
+    auto r = resp->root<api::Response>();
+    if (r.isError()) return "error: " + std::string(r.getError().getMessage());
+    if (r.isQueue()) return "queue " + std::string(r.getQueue().getName());
+    if (r.isDataset()) return "dataset " + std::string(r.getDataset().getName());
+    if (r.isUser()) return "user " + std::string(r.getUser().getName());
+    return std::string("another answer");
+  };
+  auto queue = [](auto req) {
+    auto q = req.initQueueCreate();
+    q.setName("resent");
+    q.initQuota().setCpuMillis(1000);
+  };
+  CHECK(call("0a0a", queue) == "queue resent");
+  // The answer was lost with its connection: the same id is answered as the first time.
+  CHECK(call("0a0a", queue) == "queue resent");
+  // Another id, or none: a second create, refused since the name is taken.
+  CHECK_THAT(call("0a0b", queue), Catch::StartsWith("error: ") && Catch::Contains("already exists"));
+  CHECK_THAT(call("", queue), Catch::StartsWith("error: ") && Catch::Contains("already exists"));
+  auto user = [](auto req) { req.initUserCreate().setName("resent-user"); };
+  CHECK(call("0b0b", user) == "user resent-user");
+  CHECK(call("0b0b", user) == "user resent-user");
+  auto dataset = [](auto req) {
+    auto d = req.initDatasetCreate();
+    d.setName("resent-data");
+    d.setPath("relative/path");
+  };
+  // A refused create records nothing: sent again, it is refused again.
+  CHECK_THAT(call("0c0c", dataset), Catch::StartsWith("error: ") && Catch::Contains("absolute"));
+  CHECK_THAT(call("0c0c", dataset), Catch::StartsWith("error: ") && Catch::Contains("absolute"));
+  CHECK_THAT(call("not hex", queue), Catch::StartsWith("error: requestId: must be at most 64 hex digits"));
+}

@@ -114,12 +114,27 @@ TEST_CASE("a job change lost with its connection is sent again with the same req
   CHECK(ids[2] == ids[0]);
 }
 
-TEST_CASE("a request without a request id is not sent again after a lost connection", "[yardctl][ha]") {
+TEST_CASE("a queue create lost with its connection is sent again with the same request id", "[yardctl][ha]") {
   DroppingMaster master(1);
   capnp::MallocMessageBuilder message;
   auto req = message.initRoot<api::Request>();
   req.setId(1);
   req.initQueueCreate().setName("q");
+  auto answer = ctl::sendRequest(targetFor(master), message);
+  INFO((answer ? "" : answer.error()));
+  REQUIRE(answer);
+  auto ids = master.seen();
+  REQUIRE(ids.size() == 2);
+  CHECK(ids[0].size() == 32);
+  CHECK(ids[1] == ids[0]);
+}
+
+TEST_CASE("a request without a request id is not sent again after a lost connection", "[yardctl][ha]") {
+  DroppingMaster master(1);
+  capnp::MallocMessageBuilder message;
+  auto req = message.initRoot<api::Request>();
+  req.setId(1);
+  req.setQueueDelete("q");
   auto answer = ctl::sendRequest(targetFor(master), message);
   REQUIRE_FALSE(answer);
   CHECK_THAT(answer.error(), Catch::Contains("lost the connection"));
