@@ -526,7 +526,7 @@ Result<bool> RaftNode::addVoter(uint64_t id, const std::string& address) {
     });
     if (!added) return added;
   }
-  return l.onLoop<R>([&l, id](std::shared_ptr<std::promise<R>> promise) {
+  auto assigned = l.onLoop<R>([&l, id](std::shared_ptr<std::promise<R>> promise) {
     auto* req = new ChangeReq;
     req->promise = promise;
     req->change.data = req;
@@ -536,6 +536,14 @@ Result<bool> RaftNode::addVoter(uint64_t id, const std::string& address) {
       delete req;
     }
   });
+  // status() shows the new voter once this returns, not at the next 20 ms refresh (the log
+  // archive's catch-up runs at once for it: server/log_sync.h).
+  if (assigned)
+    (void)l.onLoop<bool>([&l](std::shared_ptr<std::promise<bool>> promise) {
+      l.refresh();
+      promise->set_value(true);
+    });
+  return assigned;
 }
 
 Result<bool> RaftNode::remove(uint64_t id) {

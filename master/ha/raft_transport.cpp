@@ -536,10 +536,12 @@ Result<Fields> callMaster(const std::string& hostPort, const wire::ClientTls& tl
       }
       asio::async_write(stream, asio::buffer(hello), [&](asio::error_code ec3, size_t) {
         if (ec3) return (void)(why = "lost the connection to " + hostPort + ": " + ec3.message());
+        // A master's answer (its certificate checked above) may carry a piece of a log
+        // (server/log_sync.h); a pinned CA is a join's, a few KiB.
         readMessage(stream, nullptr, [&](std::optional<Fields> msg) {
           if (!msg) return (void)(why = "no answer from " + hostPort);
           answer = std::move(msg);
-        });
+        }, tls.caPin.empty() ? kMaxMasterMessage : kMaxMessage);
       });
     });
   });

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -270,6 +272,73 @@ size_t LogArchive::sweep() {
   return removed;
 }
 
+std::vector<LogArchive::Held> LogArchive::completeLogs(int64_t sinceMs) const {
+  std::vector<Held> out;
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(options_.dir, ec)) {
+    auto job = number(d.path().filename().string());
+    if (!job) continue;
+    std::error_code inner;
+    for (const auto& f : fs::directory_iterator(d.path(), inner)) {
+      if (f.path().extension() != ".log") continue;
+      std::string stem = f.path().stem().string();
+      size_t dash = stem.find('-');
+      if (dash == std::string::npos) continue;
+      auto replica = number(stem.substr(0, dash));
+      auto attempt = number(stem.substr(dash + 1));
+      if (!replica || !attempt || *attempt > INT32_MAX) continue;
+      auto at = mtimeMs(f.path().string());
+      if (!at || *at < sinceMs) continue;
+      out.push_back({*job, *replica, static_cast<int32_t>(*attempt)});
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<int64_t> LogArchive::writtenAt(const Held& log) const {
+  return mtimeMs(base(log.jobId, log.replicaId, log.attempt) + ".log");
+}
+
+Result<bool> LogArchive::setWrittenAt(const Held& log, int64_t ms) {
+  std::string path = base(log.jobId, log.replicaId, log.attempt) + ".log";
+  struct timespec times[2];
+  times[0].tv_sec = times[1].tv_sec = ms / 1000;
+  times[0].tv_nsec = times[1].tv_nsec = (ms % 1000) * 1000000;
+  if (::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0)
+    return Result<bool>::fail("cannot set the time of " + path + ": " + errnoText());
+  return Result<bool>::ok(true);
+}
+
+Result<LogArchive::Piece> LogArchive::readPiece(const Held& log, uint64_t offset) const {
+  using R = Result<Piece>;
+  std::string name = std::to_string(log.jobId) + "/" + std::to_string(log.replicaId) + "-" + std::to_string(log.attempt);
+  auto entry = find(log.jobId, log.replicaId, log.attempt);
+  if (!entry || !entry->complete) return R::fail("no complete log " + name + " here");
+  Piece p;
+  p.entry = *entry;
+  p.writtenMs = writtenAt(log).value_or(0);
+  if (offset > entry->bytes)
+    return R::fail("offset " + std::to_string(offset) + " is past the end of log " + name + " (" +
+                   std::to_string(entry->bytes) + " bytes)");
+  std::string b = base(log.jobId, log.replicaId, log.attempt);
+  std::ifstream in(b + ".log", std::ios::binary);
+  if (!in) return R::fail("cannot read " + b + ".log");
+  size_t n = static_cast<size_t>(std::min<uint64_t>(entry->bytes - offset, kMaxPieceBytes));
+  p.data.resize(n);
+  in.seekg(static_cast<std::streamoff>(offset));
+  if (!in.read(p.data.data(), static_cast<std::streamsize>(n))) return R::fail("cannot read " + b + ".log");
+  p.last = offset + n == entry->bytes;
+  if (p.last) p.times = timesOf(log);
+  return R::ok(std::move(p));
+}
+
+std::string LogArchive::timesOf(const Held& log) const {
+  std::string times = readSmall(base(log.jobId, log.replicaId, log.attempt) + ".times").value_or("");
+  if (times.size() > kMaxTimesBytes) times.clear();  // they only narrow --since
+  return times;
+}
+
 LogArchiveService::LogArchiveService(asio::io_context& io, LogArchive::Options options, LogArchive::Clock now, Log log)
     : io_(io), now_(now), log_(std::move(log)), archive_(std::move(options), now) {}
 
@@ -323,6 +392,18 @@ void LogArchiveService::receive(agentapi::ArchiveLog::Reader req, const JobRegis
       else if (last && log_) log_("log archive: " + label + ": archived " + std::to_string(r.value()) + " bytes");
       done(r);
     });
+  });
+}
+
+void LogArchiveService::storeCopy(ArchivedLogMeta meta, uint64_t offset, std::string data, bool last,
+                                  std::string times, int64_t writtenMs, std::function<void(Result<uint64_t>)> done) {
+  thread_.run([this, meta = std::move(meta), offset, data = std::move(data), last, times = std::move(times), writtenMs,
+               done = std::move(done)] {
+    auto r = archive_.write(meta, offset, data, last, times);
+    if (r && last && writtenMs > 0)
+      if (auto set = archive_.setWrittenAt({meta.jobId, meta.replicaId, meta.attempt}, writtenMs); !set)
+        r = Result<uint64_t>::fail(set.error());
+    done(r);
   });
 }
 

@@ -92,6 +92,30 @@ class LogArchive {
   // and job directories left empty. Returns how many logs it removed.
   size_t sweep();
 
+  // Several masters (server/log_sync.h): what each holds, and the copies one lacks.
+  struct Held {
+    int64_t jobId = 0, replicaId = 0;
+    int32_t attempt = 0;
+    friend auto operator<=>(const Held&, const Held&) = default;
+  };
+  // Every complete log last written at or after `sinceMs` (older ones the sweep removes soon).
+  std::vector<Held> completeLogs(int64_t sinceMs) const;
+  // When the complete log was last written (unix ms); a copy keeps its original's, so that it
+  // ages out with it. Setting it on a log that is not complete is an error.
+  std::optional<int64_t> writtenAt(const Held& log) const;
+  Result<bool> setWrittenAt(const Held& log, int64_t ms);
+  // The complete log's time marks ("" when it has none, or more than kMaxTimesBytes).
+  std::string timesOf(const Held& log) const;
+  // One piece of a complete log, for another master: its meta, its size and time, up to
+  // kMaxPieceBytes of it from `offset`, and its time marks with the piece that ends it.
+  struct Piece {
+    Entry entry;
+    int64_t writtenMs = 0;
+    std::string data, times;
+    bool last = false;
+  };
+  Result<Piece> readPiece(const Held& log, uint64_t offset) const;
+
  private:
   std::string jobDir(int64_t jobId) const;
   std::string base(int64_t jobId, int64_t replicaId, int32_t attempt) const;
@@ -130,6 +154,13 @@ class LogArchiveService {
             std::function<void(std::optional<Text>)> done);
   // The logs of the newest job named `job` (a deleted one), read on the archive's thread.
   void jobLogs(const std::string& job, std::function<void(std::vector<LogArchive::Entry>)> done);
+
+  // Several masters: one piece of another master's copy of a log this one lacks
+  // (server/log_sync.h), written on the archive's thread without copying it further; with the
+  // last piece, its time of writing is set to `writtenMs`. `done` runs on the archive's thread.
+  // Thread-safe.
+  void storeCopy(ArchivedLogMeta meta, uint64_t offset, std::string data, bool last, std::string times,
+                 int64_t writtenMs, std::function<void(Result<uint64_t>)> done);
 
   // Several masters: a log's copies on the others, made on the archive's thread before its
   // last piece is answered (server/log_copies.h). Set before the first receive().

@@ -105,10 +105,15 @@ struct Follower::Impl {
         auto who = ha::callMaster(st.leaderAddress, s.callTls, {"whois"}, std::chrono::seconds(1));
         // whois: ok, name, client address, agent address, role, term, applied index
         if (who && who.value().size() == 7 && who.value()[0] == "ok" && who.value()[4] == "leader") {
-          std::lock_guard<std::mutex> lock(mu);
-          leaderRaft = st.leaderAddress;
-          leaderClient = who.value()[2];
-          leaderAgent = who.value()[3];
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            leaderRaft = st.leaderAddress;
+            leaderClient = who.value()[2];
+            leaderAgent = who.value()[3];
+          }
+          // This master may lack archived logs (down, new, or restarted empty): the leader
+          // catches it up (server/log_sync.h). An older leader refuses the call; no harm.
+          (void)ha::callMaster(st.leaderAddress, s.callTls, {"archive-sync"}, std::chrono::seconds(1));
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -18,9 +18,10 @@ bool number(const std::string& s, T& out) {
   return ec == std::errc() && end == s.data() + s.size() && !s.empty();
 }
 
-// One member: every piece in order; "" once it holds the whole log.
-std::string copyTo(const std::string& raftAddress, const wire::ClientTls& tls, const ArchivedLogMeta& m,
-                   const std::string& text, const std::string& times) {
+}  // namespace
+
+std::string copyLogTo(const std::string& raftAddress, const wire::ClientTls& tls, const ArchivedLogMeta& m,
+                      const std::string& text, const std::string& times, int64_t writtenMs) {
   uint64_t offset = 0;
   do {
     size_t n = std::min<size_t>(text.size() - offset, LogArchive::kMaxPieceBytes);
@@ -38,6 +39,7 @@ std::string copyTo(const std::string& raftAddress, const wire::ClientTls& tls, c
                     last ? "1" : "0",
                     text.substr(offset, n),
                     last ? times : std::string()};
+    if (writtenMs > 0) call.push_back(std::to_string(writtenMs));
     auto answer = ha::callMaster(raftAddress, tls, call, kPieceTimeout);
     if (!answer) return answer.error();
     const ha::Fields& a = answer.value();
@@ -49,8 +51,6 @@ std::string copyTo(const std::string& raftAddress, const wire::ClientTls& tls, c
   } while (offset < text.size());
   return "";
 }
-
-}  // namespace
 
 Result<bool> copyLogToMembers(ha::RaftNode& raft, const wire::ClientTls& tls, const ArchivedLogMeta& meta,
                               const std::string& partPath, const std::string& times) {
@@ -89,7 +89,7 @@ Result<bool> copyLogToMembers(ha::RaftNode& raft, const wire::ClientTls& tls, co
     std::string name = ha::raftMemberName(m.address);
     if (name.empty()) name = ha::raftHostPort(m.address);
     std::thread([shared, address = m.address, name] {
-      std::string e = copyTo(address, shared->tls, shared->meta, shared->text, shared->times);
+      std::string e = copyLogTo(address, shared->tls, shared->meta, shared->text, shared->times, 0);
       std::lock_guard<std::mutex> lock(shared->mu);
       ++shared->ended;
       if (e.empty()) ++shared->held;
@@ -119,8 +119,39 @@ void LogCopies::stop() {
 }
 
 void LogCopies::receive(ha::Fields r, std::function<void(ha::Fields)> answer) {
-  auto refuse = [&answer](const std::string& why) { answer({"error", "archive: " + why}); };
-  if (r.size() != 13 || r[0] != "archive") return refuse("expected 13 fields, not " + std::to_string(r.size()));
+  std::string call = r.empty() ? std::string() : r[0];
+  auto refuse = [&answer, &call](const std::string& why) { answer({"error", call + ": " + why}); };
+  if (call == "archive-list") {
+    int64_t since = 0;
+    if (r.size() != 2 || !number(r[1], since)) return refuse("expected the time of the oldest log to list");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return refuse("this master leads now");
+    return thread_.run([this, since, answer = std::move(answer)] {
+      std::string out;
+      for (const LogArchive::Held& h : archive_.completeLogs(since))
+        out += std::to_string(h.jobId) + " " + std::to_string(h.replicaId) + " " + std::to_string(h.attempt) + "\n";
+      answer({"ok", out});
+    });
+  }
+  if (call == "archive-get") {
+    LogArchive::Held h;
+    uint64_t offset = 0;
+    if (r.size() != 5 || !number(r[1], h.jobId) || !number(r[2], h.replicaId) || !number(r[3], h.attempt) ||
+        !number(r[4], offset))
+      return refuse("expected a job id, a replica id, an attempt and an offset");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return refuse("this master leads now");
+    return thread_.run([this, h, offset, answer = std::move(answer)] {
+      auto p = archive_.readPiece(h, offset);
+      if (!p) return answer({"error", "archive-get: " + p.error()});
+      const ArchivedLogMeta& m = p.value().entry.meta;
+      answer({"ok", m.job, m.task, m.role, std::to_string(m.index), m.node, std::to_string(p.value().entry.bytes),
+              std::to_string(p.value().writtenMs), p.value().last ? "1" : "0", std::move(p.value().data),
+              std::move(p.value().times)});
+    });
+  }
+  if (call != "archive") return refuse("not a log archive call");
+  if (r.size() != 13 && r.size() != 14) return refuse("expected 13 or 14 fields, not " + std::to_string(r.size()));
   ArchivedLogMeta meta;
   meta.job = r[2];
   meta.task = r[3];
@@ -135,10 +166,13 @@ void LogCopies::receive(ha::Fields r, std::function<void(ha::Fields)> answer) {
   if (!number(r[9], offset)) return refuse("offset: \"" + r[9] + "\" is not a number");
   if (r[10] != "0" && r[10] != "1") return refuse("last: must be 0 or 1, not \"" + r[10] + "\"");
   if (r[12].size() > LogArchive::kMaxTimesBytes) return refuse("times: more than the time marks of one log may take");
+  int64_t writtenMs = 0;  // a catch-up copy keeps its original's time (server/log_sync.h)
+  if (r.size() == 14 && (!number(r[13], writtenMs) || writtenMs < 0))
+    return refuse("written: \"" + r[13] + "\" is not a time in ms");
   bool last = r[10] == "1";
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return refuse("this master leads now");
-  thread_.run([this, meta = std::move(meta), offset, last, data = std::move(r[11]), times = std::move(r[12]),
+  thread_.run([this, meta = std::move(meta), offset, last, data = std::move(r[11]), times = std::move(r[12]), writtenMs,
                answer = std::move(answer)] {
     int64_t now = now_();
     if (now - lastSweep_ > kSweepEveryMs) {  // a follower's copies age out as the leader's do
@@ -146,6 +180,9 @@ void LogCopies::receive(ha::Fields r, std::function<void(ha::Fields)> answer) {
       (void)archive_.sweep();
     }
     auto held = archive_.write(meta, offset, data, last, times);
+    if (held && last && writtenMs > 0)
+      if (auto set = archive_.setWrittenAt({meta.jobId, meta.replicaId, meta.attempt}, writtenMs); !set)
+        held = Result<uint64_t>::fail(set.error());
     answer(held ? ha::Fields{"ok", std::to_string(held.value())} : ha::Fields{"error", held.error()});
   });
 }

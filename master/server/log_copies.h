@@ -12,9 +12,16 @@
 //          <offset> <last 0|1> <data> <times>
 //   answer: "ok" <bytes held>  |  "error" <why>
 //
+//   call:  "archive" ... <times> <written ms>   (a catch-up copy, server/log_sync.h: the
+//          copy keeps its original's time of writing, so it ages out with it)
+//   call:  "archive-list" <since ms>    answer: "ok" <"job-id replica-id attempt\n" per complete log>
+//   call:  "archive-get" <job id> <replica id> <attempt> <offset>
+//   answer: "ok" <job> <task> <role> <index> <node> <bytes> <written ms> <last 0|1> <data> <times>
+//
 // A follower writes each copy to its own archive (<data-dir>/logs) on a thread of its own,
 // with the same checks as the leader's (offsets that continue what is held, the bounds). A
-// master that was down while a log was archived does not get it.
+// master that was down while a log was archived gets it from the leader's catch-up
+// (server/log_sync.h), which lists and reads this master's archive with the other two calls.
 
 #include <functional>
 #include <mutex>
@@ -36,13 +43,18 @@ namespace yard::master {
 Result<bool> copyLogToMembers(ha::RaftNode& raft, const wire::ClientTls& tls, const ArchivedLogMeta& meta,
                               const std::string& partPath, const std::string& times);
 
+// One member: every piece of the complete log `text` in order; "" once it holds the whole
+// log, else why not. `writtenMs` > 0: the copy's time of writing (a catch-up copy).
+std::string copyLogTo(const std::string& raftAddress, const wire::ClientTls& tls, const ArchivedLogMeta& meta,
+                      const std::string& text, const std::string& times, int64_t writtenMs);
+
 // On a follower: the leader's copies, written to this master's archive.
 class LogCopies {
  public:
   LogCopies(LogArchive::Options options, LogArchive::Clock now);
   ~LogCopies();
-  // One "archive" call (its fields, "archive" first). `answer` is called once, on the copies'
-  // thread, or at once for a malformed call.
+  // One "archive", "archive-list" or "archive-get" call (its fields, the call's name first).
+  // `answer` is called once, on the copies' thread, or at once for a malformed call.
   void receive(ha::Fields request, std::function<void(ha::Fields)> answer);
   // This master leads (its own archive service writes the directory from now on): later
   // calls are refused; the copy being written finishes before this returns.

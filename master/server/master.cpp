@@ -31,6 +31,7 @@
 #include "master/jobs/registry.h"
 #include "master/logs/log_archive.h"
 #include "master/server/log_copies.h"
+#include "master/server/log_sync.h"
 #include "master/metrics/metrics.h"
 #include "master/nodes/nodes.h"
 #include "master/server/cert_names.h"
@@ -97,6 +98,9 @@ struct Master::Parts {
   // Until it leads, a master of several holds the leader's copies of archived logs
   // (server/log_copies.h); before raft, whose transport calls it.
   std::unique_ptr<LogCopies> logCopies;
+  // Once it leads, the catch-up of the other masters' archives and its own (server/log_sync.h);
+  // made with raft (it asks raft's members), started with the archive, stopped before it.
+  std::unique_ptr<LogSync> logSync;
   // One of several masters (docs/ha.md): the store's replicator; after the store, so that it
   // goes first (its state machine writes to the store).
   std::unique_ptr<ha::RaftNode> raft;
@@ -154,6 +158,7 @@ struct Master::Parts {
     agentIo.stop();
     if (agentThread.joinable()) agentThread.join();
     stopFollowing();
+    if (logSync) logSync->stop();  // before the archive and raft it uses go
   }
 
   void stopFollowing() { follower.reset(); }
@@ -283,13 +288,15 @@ std::optional<std::string> openStore(Master::Parts& p) {
   p.raft = std::move(raft).value();
   Master::Parts* pp = &p;
   p.logCopies = std::make_unique<LogCopies>(archiveOptions(config), wallClockMs);
+  p.logSync = std::make_unique<LogSync>(*p.raft, *p.callTls, archiveOptions(config), wallClockMs, p.log);
   // Other masters' requests: a join (the CA, for the join token) and a promotion to voter, on
   // the leader once it serves; the others redirect.
   p.raft->transport().setCallHandler([pp](ha::Fields req, bool isMaster, std::function<void(ha::Fields)> answer) {
     Master::Parts& m = *pp;
     if (req.size() == 1 && req[0] == "whois") return answer(whois(m));
-    if (!req.empty() && req[0] == "archive") {  // the leader's copy of an archived log
-      if (!isMaster) return answer({"error", "archive: only a master (certificate yard-master) may send a log's copy"});
+    if (!req.empty() && (req[0] == "archive" || req[0] == "archive-list" || req[0] == "archive-get")) {
+      // the leader's copy of an archived log, and its catch-up (server/log_sync.h)
+      if (!isMaster) return answer({"error", req[0] + ": only a master (certificate yard-master) may ask"});
       return m.logCopies->receive(std::move(req), std::move(answer));
     }
     if (!m.serving.load()) {
@@ -308,13 +315,21 @@ std::optional<std::string> openStore(Master::Parts& p) {
       });
       return;
     }
+    if (req.size() == 1 && req[0] == "archive-sync") {  // a follower that may lack archived logs
+      if (!isMaster) return answer({"error", "archive-sync: only a master (certificate yard-master) may ask"});
+      m.logSync->request();
+      return answer({"ok"});
+    }
     if (req.size() == 3 && req[0] == "promote") {
       if (!isMaster) return answer({"error", "promote: only a master (certificate yard-master) may ask"});
       uint64_t id = std::strtoull(req[1].c_str(), nullptr, 10);
       std::string address = req[2];
       std::thread([pp, id, address, answer] {
         auto added = pp->raft->addVoter(id, address);
-        if (added) pp->log("raft: master " + std::to_string(id) + " at " + address + " is a voter");
+        if (added) {
+          pp->log("raft: master " + std::to_string(id) + " at " + address + " is a voter");
+          pp->logSync->request();  // it holds none of the archived logs yet
+        }
         answer(added ? ha::Fields{"ok"} : ha::Fields{"error", added.error()});
       }).detach();
       return;
@@ -480,6 +495,7 @@ std::optional<std::string> loadState(Master::Parts& p) {
     p.archive->setCopier([pp](const ArchivedLogMeta& meta, const std::string& part, const std::string& times) {
       return copyLogToMembers(*pp->raft, *pp->callTls, meta, part, times);
     });
+    p.logSync->start(*p.archive);  // and the logs a master missed
   }
   p.archive->startSweeps();
 
@@ -657,6 +673,7 @@ int Master::run() {
   if (p.agentThread.joinable()) p.agentThread.join();
   p.jobs->onJobChanged = nullptr;  // the feed goes before the registry
   p.api->stop();  // its read thread reads the store (job events): joined before the store closes
+  if (p.logSync) p.logSync->stop();  // it writes through the archive
   p.archive->stop();
   // Finish queued writes while the io_context and everything their completions post to
   // still exist (they are posted, not run: the loop has stopped).

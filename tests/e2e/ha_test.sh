@@ -203,6 +203,16 @@ want=$("$bin/yardctl" queue list -o json | python3 -c 'import json,sys; print(le
 [ "$got" = "$want" ] || fail "the rejoined m$gone holds $got queues, the leader $want"
 for i in 1 2 3; do kill -0 "${mpid[$i]}" 2>/dev/null || fail "m$i is gone after the rejoin (rc $(wait "${mpid[$i]}"; echo $?))"; done
 
+say "the rejoined master is caught up on the logs archived before it came: same text, same age"
+for _ in $(seq 200); do cat "$(dir_of "$gone")"/logs/*/*.log 2>/dev/null | grep -q archived-line-two && break; sleep 0.1; done
+cat "$(dir_of "$gone")"/logs/*/*.log 2>/dev/null | grep -q archived-line-two ||
+  fail "m$gone has not the log archived before it joined: $(ls -R "$(dir_of "$gone")/logs" 2>&1 | head); $(grep 'log archive' "$tmp/m$ldr.err" | tail -3)"
+orig=$(ls "$(dir_of "$ldr")"/logs/*/*.log | head -1); copy=$(ls "$(dir_of "$gone")"/logs/*/*.log | head -1)
+[ "${orig#"$(dir_of "$ldr")"}" = "${copy#"$(dir_of "$gone")"}" ] || fail "the copy is $copy, the leader's $orig"
+[ "$(stat -c %Y "$orig")" = "$(stat -c %Y "$copy")" ] || fail "the copy's time $(stat -c %Y "$copy") is not its original's $(stat -c %Y "$orig"): it would age out later"
+grep -q 'log archive: caught up with the other masters: fetched 0 logs this master lacked, copied 1 ' "$tmp/m$ldr.err" ||
+  fail "the leader does not say it caught m$gone up: $(grep 'log archive' "$tmp/m$ldr.err" | tail -3)"
+
 "$bin/yardctl" job delete long-ha >/dev/null
 "$bin/yardctl" job delete short-ha >/dev/null
 for _ in $(seq 100); do [ -z "$(find "$tmp"/agent1/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break; sleep 0.1; done

@@ -3,84 +3,16 @@
 // committed by the leader's store is on every store; a new leader is elected when the leader
 // goes; a member that comes back replays what it missed; a follower's store refuses writes.
 
-#include <catch2/catch.hpp>
-
-#include <chrono>
-#include <thread>
-
-#include "common/tls/pki.h"
-#include "common/wire/tls.h"
-#include "master/ha/raft_node.h"
-#include "tests/unit/store/store_test_util.h"
+#include "tests/unit/ha/raft_harness.h"
 
 using namespace yard;
 using namespace yard::master::ha;
 using namespace yard::store;
 using namespace yard::store::test;
+using namespace yard::master::ha::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct Pki {
-  wire::ServerTls server;
-  wire::ClientTls peer;
-};
-
-Pki makePki(const std::string& dir) {
-  auto pki = tls::ensureMasterPki(dir, {}, {});
-  REQUIRE(pki);
-  wire::TlsIdentity identity{pki.value().certPem + pki.value().ca.certPem, pki.value().keyPem};
-  auto server = wire::makeServerTls(identity, pki.value().ca.certPem);
-  auto peer = wire::makeClientTls(pki.value().ca.certPem, &identity, tls::kMasterName);
-  REQUIRE(server);
-  REQUIRE(peer);
-  return Pki{server.value(), peer.value()};
-}
-
-struct Peer {
-  std::string dir;
-  std::unique_ptr<Store> store = nullptr;
-  std::unique_ptr<RaftNode> raft = nullptr;
-};
-
-void startMember(Peer& m, const Pki& pki, bool bootstrap, const std::string& bind = "127.0.0.1:0",
-                 unsigned snapshotEvery = 4096) {
-  fs::create_directories(m.dir);
-  m.store = openStore(m.dir + "/state.db");
-  RaftSettings s;
-  s.dir = m.dir + "/raft";
-  s.bindAddress = bind;
-  s.name = fs::path(m.dir).filename().string();  // "a": the configuration holds "a@127.0.0.1:PORT"
-  s.bootstrap = bootstrap;
-  s.electionTimeoutMs = 300;
-  s.heartbeatMs = 50;
-  s.snapshotThreshold = snapshotEvery;
-  s.snapshotTrailing = snapshotEvery / 4;
-  s.serverTls = pki.server;
-  s.peerTls = pki.peer;
-  s.fatal = [](const std::string& why) { FAIL("fatal: " << why); };
-  auto node = RaftNode::start(s, *m.store);
-  INFO((node ? std::string() : node.error()));
-  REQUIRE(node);
-  m.raft = std::move(node).value();
-  RaftNode* raft = m.raft.get();
-  m.store->setReplicator([raft](const std::string& changes) { return raft->propose(changes); });
-}
-
-void stopMember(Peer& m) {
-  m.raft.reset();  // first: its state machine writes to the store
-  m.store.reset();
-}
-
-template <typename Pred>
-bool waitFor(Pred pred, std::chrono::milliseconds limit = 10s) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
 
 Result<bool> addQueue(Store& store, const std::string& name) {
   return store.writeSync([&](Tx& tx) {

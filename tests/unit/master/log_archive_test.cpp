@@ -267,7 +267,8 @@ TEST_CASE("a follower writes the leader's copies of a log to its own archive", "
   CHECK(gap[1].find("archiveLog.offset: 20") != std::string::npos);
   CHECK(call(fields("-3", "0", "1", "x")) == ha::Fields{"error", "archive: job id: \"-3\" is not a positive number"});
   CHECK(call(fields("7", "0", "yes", "x")) == ha::Fields{"error", "archive: last: must be 0 or 1, not \"yes\""});
-  CHECK(call({"archive", "7"}) == ha::Fields{"error", "archive: expected 13 fields, not 2"});
+  CHECK(call({"archive", "7"}) == ha::Fields{"error", "archive: expected 13 or 14 fields, not 2"});
+  CHECK(call({"archived"}) == ha::Fields{"error", "archived: not a log archive call"});
   // Once this master leads, its own archive service writes the directory.
   copies.stop();
   CHECK(call(fields("8", "0", "1", "x")) == ha::Fields{"error", "archive: this master leads now"});
