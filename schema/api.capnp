@@ -347,6 +347,17 @@ struct ClusterInfo {
   single @3 :Bool;            # one master without raft: members is this master alone
 }
 
+struct EventFeedRequest {
+  job @0 :Text;       # "" = every job the caller may see
+  after @1 :Text;     # the last item's id the caller holds (SSE Last-Event-ID); "" = none
+}
+
+struct FeedItem {
+  id @0 :Text;        # the SSE id
+  type @1 :Text;      # hello, reset, job, task, event, deleted (docs/http_api.md)
+  data @2 :Text;      # one line of JSON
+}
+
 # Users, API tokens and join tokens (docs/security.md).
 struct UserSpec {
   name @0 :Text;
@@ -494,6 +505,11 @@ struct Request {
     jobRequeue @50 :Text;
     clusterStatus @51 :Void;           # answered by `cluster`
     clusterRemove @52 :Text;           # admins: a master by name, raft id or raft address; answered by `done`
+    # Live updates for a follower's HTTP API (docs/ha.md): the leader's event feed, filtered to
+    # what the caller may see; answered by a stream of `feedItem`, first `hello` (a new stream)
+    # or `reset` (what it missed has left the feed) or the items it missed, until the
+    # connection closes.
+    eventFeed @54 :EventFeedRequest;
   }
 }
 
@@ -526,5 +542,6 @@ struct Response {
     auditRecords @23 :List(AuditRecord);
     usageRows @24 :List(UsageRow);
     cluster @26 :ClusterInfo;
+    feedItem @27 :FeedItem;
   }
 }

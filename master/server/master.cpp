@@ -124,6 +124,9 @@ struct Master::Parts {
   // Before io and everything that counts into it: they all end before it.
   metrics::Registry registry;
   std::unique_ptr<MasterMetrics> masterMetrics;
+  // Committed job changes for live updates: the HTTP API's streams and the client API's
+  // eventFeed streams subscribe to it; before io, so that it outlives every connection.
+  EventFeed feed;
   asio::io_context io;
   // The agents' connections are read, written and their TLS handshakes made on a thread of
   // their own (docs/master.md, "Threads"); their frames are handled on `io`. Before
@@ -144,7 +147,6 @@ struct Master::Parts {
   int ticks = 0;
   static constexpr int kFullPassTicks = 60;  // even: it falls on a pass tick
   std::unique_ptr<wire::FrameServer> server;
-  EventFeed feed;
   std::unique_ptr<Gateway> gateway;
   std::unique_ptr<HttpApi> httpApi;
   std::unique_ptr<http::Server> metricsServer;
@@ -509,7 +511,7 @@ std::optional<std::string> loadState(Master::Parts& p) {
   }
   p.api = std::make_unique<ClientApi>(config, *p.catalog, jobs, *p.db, nodes, *p.access,
                                       ClientApi::Parts{p.calls.get(), p.archive.get(), p.masterMetrics.get(),
-                                                       p.raft ? &p.clusterOps : nullptr});
+                                                       p.raft ? &p.clusterOps : nullptr, &p.feed});
   AgentApi::Parts agentParts;
   agentParts.jobs = &jobs;
   agentParts.catalog = p.catalog.get();

@@ -90,6 +90,7 @@ ClientApi::RequestInfo ClientApi::requestInfo(api::Request::Which which) {
     case W::WHOAMI: return {"whoami", false};
     case W::CLUSTER_STATUS: return {"cluster.status", false};
     case W::CLUSTER_REMOVE: return {"cluster.remove", true};
+    case W::EVENT_FEED: return {"events", false};
   }
   return {"unknown", false};
 }
@@ -127,6 +128,7 @@ std::string ClientApi::requestTarget(api::Request::Reader req) {
     case W::NODE_UNDRAIN: return str(req.getNodeUndrain());
     case W::NODE_DELETE: return str(req.getNodeDelete());
     case W::CLUSTER_REMOVE: return str(req.getClusterRemove());
+    case W::EVENT_FEED: return str(req.getEventFeed().getJob());
     case W::NODE_LABEL: return str(req.getNodeLabel().getNode());
     case W::USER_CREATE: return str(req.getUserCreate().getName());
     case W::USER_DELETE: return str(req.getUserDelete());
@@ -225,6 +227,10 @@ std::optional<std::string> ClientApi::authorize(const Caller& c, api::Request::R
     case W::JOB_TOP: return authorizeJob(c, "see the usage of", str(req.getJobTop()));
     case W::LOGS: return authorizeJob(c, "read the logs of", str(req.getLogs().getJob()));
     case W::USER_EXEC: return authorizeJob(c, "exec into", str(req.getUserExec().getJob()));
+    case W::EVENT_FEED: {  // the whole feed is filtered to what the caller may see
+      std::string job = str(req.getEventFeed().getJob());
+      return job.empty() ? std::nullopt : authorizeJob(c, "see", job);
+    }
     case W::JOB_LIST: return rules::listJobs(c, req.getJobList().getAll(), str(req.getJobList().getOwner()));
     // Reading queues, datasets and nodes, whoami, and usage (which answers users with their own).
     default: return std::nullopt;

@@ -111,6 +111,7 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     case api::Request::LOGS: return logs(conn, req.getId(), req.getLogs(), *caller);
     case api::Request::JOB_TOP: return top(conn, req.getId(), req.getJobTop());
     case api::Request::USER_EXEC: return userExec(conn, req.getId(), req.getUserExec(), *caller);
+    case api::Request::EVENT_FEED: return eventFeed(conn, req.getId(), req.getEventFeed(), *caller);
     case api::Request::USAGE: return usage(req.getUsage(), a);
     case api::Request::CLUSTER_STATUS: return clusterStatus(a);
     case api::Request::CLUSTER_REMOVE: return clusterRemove(req.getClusterRemove().cStr(), a);

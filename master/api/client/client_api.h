@@ -37,6 +37,8 @@
 
 namespace yard::master {
 
+class EventFeed;
+
 // How the client API writes a refusal: one Error line written for the user.
 struct ClientApiError {
   void operator()(api::Response::Builder resp, const std::string& why) const { resp.initError().setMessage(why); }
@@ -83,6 +85,7 @@ struct ClientApiParts {
   LogArchiveService* archive = nullptr;  // where `logs` finds the output of replicas no agent holds
   MasterMetrics* metrics = nullptr;      // counts requests by method and outcome, times answers
   const ClusterOps* cluster = nullptr;   // several masters (docs/ha.md); without it: a single master
+  EventFeed* feed = nullptr;             // eventFeed streams it (feed.cpp); without it they are refused
 };
 
 class ClientApi {
@@ -103,7 +106,7 @@ class ClientApi {
             Access& access, Parts parts = {}, Clock now = wallClockMs)
       : config_(config), catalog_(catalog), jobs_(jobs), store_(store), nodes_(nodes), access_(access),
         now_(std::move(now)), calls_(parts.calls), archive_(parts.archive), metrics_(parts.metrics),
-        cluster_(parts.cluster) {}
+        cluster_(parts.cluster), feed_(parts.feed) {}
   void handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame);
   // Waits for the read in progress and drops the queued ones (their clients get no answer).
   // For shutdown: call after the io loop stops and before the store closes.
@@ -212,6 +215,10 @@ class ClientApi {
   void logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader query, const Caller& caller);
   void startNextLog(const std::shared_ptr<Relay>& relay);
   void top(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& job);
+  // The event feed from `after` on, filtered to what `caller` may see (feed.cpp), until the
+  // connection closes.
+  void eventFeed(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::EventFeedRequest::Reader req,
+                 const Caller& caller);
   void exec(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::ExecRequest::Reader request);
   // yardctl exec (exec.cpp, docs/exec.md): sessions by connection and request id,
   // for the execInput frames that name them.
@@ -247,6 +254,7 @@ class ClientApi {
   LogArchiveService* archive_ = nullptr;
   MasterMetrics* metrics_ = nullptr;
   const ClusterOps* cluster_ = nullptr;
+  EventFeed* feed_ = nullptr;
   ReadThread reads_;  // last: joined before the members its reads use are destroyed
 };
 

@@ -78,6 +78,17 @@ bool EventFeed::since(uint64_t seq, std::vector<const FeedItem*>& out) const {
   return true;
 }
 
+std::vector<FeedItem> EventFeed::resume(const std::string& lastId,
+                                        const std::function<bool(const FeedItem&)>& visible) const {
+  if (lastId.empty()) return {FeedItem{lastSeq(), "", "", "hello", "{}"}};
+  std::vector<const FeedItem*> missed;
+  if (!since(std::stoull(lastId), missed)) return {FeedItem{lastSeq(), "", "", "reset", "{}"}};
+  std::vector<FeedItem> out;
+  for (const FeedItem* item : missed)
+    if (visible(*item)) out.push_back(*item);
+  return out;
+}
+
 uint64_t EventFeed::subscribe(Subscriber s) {
   uint64_t id = nextSubscriber_++;
   subscribers_[id] = std::move(s);

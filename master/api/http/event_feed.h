@@ -46,6 +46,11 @@ class EventFeed {
   bool since(uint64_t seq, std::vector<const FeedItem*>& out) const;
   uint64_t lastSeq() const { return next_ - 1; }
 
+  // The first items of a stream that holds `lastId` ("" = a new stream; it must be a number):
+  // a `hello` carrying the id to resume from when new, a `reset` when what it missed has left
+  // the ring, else the items it missed that `visible` lets through (none: empty).
+  std::vector<FeedItem> resume(const std::string& lastId, const std::function<bool(const FeedItem&)>& visible) const;
+
   uint64_t subscribe(Subscriber s);
   void unsubscribe(uint64_t id);
   size_t subscribers() const { return subscribers_.size(); }

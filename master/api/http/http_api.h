@@ -82,8 +82,8 @@ struct HttpApiOptions {
   size_t readBodyBytes = 4u << 20;
   size_t streamBacklogBytes = 256 << 10;  // per stream, before it is ended as too slow
   std::chrono::seconds heartbeat{15};
-  // A follower's (docs/ha.md): every request goes to the leader through the gateway, but live
-  // updates (/api/v1/events) are the leader's own and are answered 503 here.
+  // A follower's (docs/ha.md): every request goes to the leader through the gateway, and live
+  // updates (/api/v1/events/stream) are the leader's feed relayed (eventFeed).
   bool follower = false;
   bool serveMetrics = false;   // also answer GET /metrics (when it took the metrics address)
   std::function<std::string()> metricsText;
@@ -130,6 +130,8 @@ class HttpApi {
   void logsPage(const Ctx& c, const std::string& job);
   void logsStream(const Ctx& c, const std::string& job);
   void eventStream(const Ctx& c);
+  void relayLeaderFeed(const std::shared_ptr<Exchange>& ex, const std::string& job, const std::string& lastId,
+                       const std::string& token, const std::string& peer);
 
   asio::io_context& io_;
   Gateway& gateway_;

@@ -27,30 +27,9 @@ Visible visibleTo(api::Response::Reader who, const std::string& job) {
   return [caller](const FeedItem& item) { return !rules::onJob(caller, "see", item.job, item.owner).has_value(); };
 }
 
-// The stream's first events: what the browser missed since `lastId` (or "reset" when the feed
-// no longer has it), or "hello" with the id to resume from when it has none.
-void catchUp(SseSink& sink, const EventFeed& feed, const std::string& lastId, const Visible& visible) {
-  if (lastId.empty()) {
-    // The id to resume from, before anything has happened.
-    sink.send(sseEvent(std::to_string(feed.lastSeq()), "hello", "{}"));
-    return;
-  }
-  std::vector<const FeedItem*> missed;
-  if (!feed.since(std::stoull(lastId), missed)) {
-    sink.send(sseEvent(std::to_string(feed.lastSeq()), "reset", "{}"));
-    return;
-  }
-  for (const FeedItem* item : missed)
-    if (visible(*item)) sink.send(sseEvent(std::to_string(item->seq), item->type, item->data));
-}
-
 }  // namespace
 
 void HttpApi::eventStream(const Ctx& c) {
-  if (options_.follower)
-    return c.error(503, std::string(wire::kNotLeader) +
-                            ": live updates come from the leader's own HTTP API (this master forwards every other "
-                            "request to the leader)");
   if (streams_ >= options_.maxStreams)
     return c.error(503, "too many open streams (" + std::to_string(options_.maxStreams) + "); try again later");
   std::string job = param(c.req, "job");
@@ -64,12 +43,15 @@ void HttpApi::eventStream(const Ctx& c) {
   Gateway::Fill fill;
   if (job.empty()) fill = [](api::Request::Builder r) { r.setWhoami(); };
   else fill = [job](api::Request::Builder r) { r.setJobShow(job); };
-  unary(c, fill, [this, ex, job, lastId](api::Response::Reader who) {
+  std::string token = c.token, peer = c.req.peer;
+  unary(c, fill, [this, ex, job, lastId, token, peer](api::Response::Reader who) {
+    if (options_.follower) return relayLeaderFeed(ex, job, lastId, token, peer);
     Visible visible = visibleTo(who, job);
     auto sink = ex->events();
     ++streams_;
     sink->send("retry: 2000\n\n");
-    catchUp(*sink, feed_, lastId, visible);
+    for (const FeedItem& item : feed_.resume(lastId, visible))
+      sink->send(sseEvent(std::to_string(item.seq), item.type, item.data));
     struct Sub {
       uint64_t id = 0;
       bool over = false;
@@ -91,6 +73,55 @@ void HttpApi::eventStream(const Ctx& c) {
     sub->heartbeat = std::make_shared<Heartbeat>(io_, sink, options_.heartbeat, stop);
     sub->heartbeat->start();
   });
+}
+
+// A follower's stream (docs/ha.md, "The HTTP API on a follower"): the leader's feed, asked of
+// its client API through the gateway (eventFeed, filtered there to what the caller may see),
+// relayed as it comes. The ids are the leader's, so a browser resumes on any master. When the
+// leader goes, the stream ends and the browser reconnects (retry: 2000), to the next leader.
+void HttpApi::relayLeaderFeed(const std::shared_ptr<Exchange>& ex, const std::string& job, const std::string& lastId,
+                              const std::string& token, const std::string& peer) {
+  struct Relay {
+    bool over = false;
+    std::shared_ptr<Gateway::Stream> upstream;
+    std::shared_ptr<Heartbeat> heartbeat;
+  };
+  auto sink = ex->events();
+  ++streams_;
+  sink->send("retry: 2000\n\n");
+  auto relay = std::make_shared<Relay>();
+  auto stop = [this, relay, sink] {
+    if (relay->over) return;
+    relay->over = true;
+    if (relay->heartbeat) relay->heartbeat->stop();
+    sink->end();
+    auto upstream = std::move(relay->upstream);
+    if (upstream) upstream->close();
+    --streams_;
+  };
+  relay->upstream = gateway_.stream(
+      [=](api::Request::Builder r) {
+        r.setToken(token);
+        r.setForwardedFor(peer);
+        auto f = r.initEventFeed();
+        f.setJob(job);
+        f.setAfter(lastId);
+      },
+      [relay, sink, stop](const api::Response::Reader* r, const std::string&) {
+        if (relay->over) return false;
+        if (r == nullptr || !r->isFeedItem()) {  // the leader went, or refused: the browser asks again
+          stop();
+          return false;
+        }
+        auto item = r->getFeedItem();
+        if (!sink->send(sseEvent(item.getId().cStr(), item.getType().cStr(), item.getData().cStr()))) {
+          stop();
+          return false;
+        }
+        return true;
+      });
+  relay->heartbeat = std::make_shared<Heartbeat>(io_, sink, options_.heartbeat, stop);
+  relay->heartbeat->start();
 }
 
 }  // namespace yard::master

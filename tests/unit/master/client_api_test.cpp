@@ -17,6 +17,7 @@
 #include "tests/unit/wire/test_tls.h"
 #include "common/wire/server.h"
 #include "master/api/client/client_api.h"
+#include "master/api/http/event_feed.h"
 #include "schema/api.capnp.h"
 #include "tests/unit/master/node_harness.h"
 
@@ -47,8 +48,11 @@ class ClientHarness {
     std::getline(in, adminToken);
     REQUIRE(adminToken.size() == 57);
     token = adminToken;
-    api_ = std::make_unique<master::ClientApi>(config_, *catalog_, *jobs_, *nodes.db, *nodes.reg, *access_,
-                                               master::ClientApi::Parts{},
+    jobs_->onJobChanged = [this](const master::JobEntry* before, const master::JobEntry& after,
+                                 const master::lifecycle::Events& events) { feed.jobChanged(before, after, events); };
+    master::ClientApi::Parts parts;
+    parts.feed = &feed;
+    api_ = std::make_unique<master::ClientApi>(config_, *catalog_, *jobs_, *nodes.db, *nodes.reg, *access_, parts,
                                                [] { return test::NodeHarness::kStart; });
     auto s = wire::FrameServer::listen(
         nodes.io, "127.0.0.1:0", yard::testing::testServerTls(), wire::Limits{},
@@ -110,6 +114,7 @@ class ClientHarness {
   }
 
   test::NodeHarness nodes{30};
+  master::EventFeed feed;  // committed job changes (eventFeed streams them); on the io thread
   std::atomic<int64_t> now{test::NodeHarness::kStart};  // Access's clock (token expiry)
   std::string adminToken;
   std::string token;  // what call() sends; the admin's unless changed
@@ -789,4 +794,117 @@ TEST_CASE("a queue dataset or user create resent with its request id answers as 
   CHECK_THAT(call("0c0c", dataset), Catch::StartsWith("error: ") && Catch::Contains("absolute"));
   CHECK_THAT(call("0c0c", dataset), Catch::StartsWith("error: ") && Catch::Contains("absolute"));
   CHECK_THAT(call("not hex", queue), Catch::StartsWith("error: requestId: must be at most 64 hex digits"));
+}
+
+// A request on a connection of its own that stays open: its frames, one by one.
+struct Stream {
+  std::unique_ptr<wire::FrameClient> client;
+  api::Response::Reader next(std::unique_ptr<wire::Frame>& keep) {
+    auto f = client->receive();
+    INFO((f ? "" : f.error()));
+    REQUIRE(f);
+    keep = std::move(f).value();
+    return keep->root<api::Response>();
+  }
+};
+
+Stream openFeed(ClientHarness& h, const std::string& job, const std::string& after, std::string& firstId,
+                std::string& firstType) {
+  auto c = wire::FrameClient::connect(h.address(), yard::testing::testClientTls());
+  REQUIRE(c);
+  capnp::MallocMessageBuilder m;
+  auto req = m.initRoot<api::Request>();
+  req.setId(7);
+  req.setToken(h.token);
+  auto f = req.initEventFeed();
+  f.setJob(job);
+  f.setAfter(after);
+  auto first = c.value()->call(m);
+  REQUIRE(first);
+  auto r = first.value()->root<api::Response>();
+  REQUIRE(r.getId() == 7);
+  if (r.isError()) {
+    firstType = "error";
+    firstId = r.getError().getMessage();
+  } else {
+    REQUIRE(r.isFeedItem());
+    firstId = r.getFeedItem().getId();
+    firstType = r.getFeedItem().getType();
+  }
+  return Stream{std::move(c).value()};
+}
+
+// Reads the stream's items until one of type `job` names `name`; every job it named before.
+std::vector<std::string> jobsUntil(Stream& s, const std::string& name) {
+  std::vector<std::string> named;
+  for (;;) {
+    std::unique_ptr<wire::Frame> keep;
+    auto r = s.next(keep);
+    REQUIRE(r.isFeedItem());
+    std::string data = r.getFeedItem().getData();
+    if (std::string(r.getFeedItem().getType()) != "job") continue;
+    auto at = data.find("\"name\":\"");
+    REQUIRE(at != std::string::npos);
+    std::string job = data.substr(at + 8, data.find('"', at + 8) - at - 8);
+    named.push_back(job);
+    if (job == name) return named;
+  }
+}
+
+TEST_CASE("the event feed streams what the caller may see from where it left off", "[client_api][feed]") {
+  ClientHarness h;
+  std::string bob = makeUser(h, "bob");
+  auto granted = h.call([](auto req) {
+    auto g = req.initQueueGrant();
+    g.setObject("default");
+    g.setUser("bob");
+  });
+  REQUIRE(granted->root<api::Response>().isDone());
+
+  // A new stream says hello with the id to resume from; then bob sees his jobs only.
+  h.token = bob;
+  std::string helloId, type;
+  Stream bobs = openFeed(h, "", "", helloId, type);
+  CHECK(type == "hello");
+  h.token = h.adminToken;
+  REQUIRE(submitAs(h, containerJob("admins-job", "default")).empty());
+  h.token = bob;
+  REQUIRE(submitAs(h, containerJob("bobs-job", "default")).empty());
+  CHECK(jobsUntil(bobs, "bobs-job") == std::vector<std::string>{"bobs-job"});
+
+  // Resumed after hello: what was missed, as the admin may see it (every job), at once.
+  h.token = h.adminToken;
+  std::string firstId;
+  Stream resumed = openFeed(h, "", helloId, firstId, type);
+  CHECK(type == "job");
+  CHECK(std::stoull(firstId) == std::stoull(helloId) + 1);
+  CHECK(jobsUntil(resumed, "bobs-job").front() == "bobs-job");  // admins-job came first, as firstId
+
+  // A job's stream: that job only, and only for who may see it.
+  h.token = bob;
+  Stream one = openFeed(h, "bobs-job", "", firstId, type);
+  CHECK(type == "hello");
+  std::string why;
+  openFeed(h, "admins-job", "", why, type);
+  CHECK(type == "error");
+  CHECK_THAT(why, Catch::Contains("bob may not see job admins-job"));
+  openFeed(h, "", "12ab", why, type);
+  CHECK(type == "error");
+  CHECK(why == "eventFeed.after: \"12ab\" is not an event id");
+  h.token = h.adminToken;
+  openFeed(h, "nosuch", "", why, type);
+  CHECK(type == "error");
+  CHECK_THAT(why, Catch::Contains("nosuch"));
+  // Streams that close unsubscribe: the feed keeps none of them.
+  bobs.client.reset();
+  resumed.client.reset();
+  one.client.reset();
+  size_t left = 99;
+  for (int i = 0; i < 200 && left != 0; ++i) {
+    std::promise<size_t> n;
+    asio::post(h.nodes.io, [&] { n.set_value(h.feed.subscribers()); });
+    left = n.get_future().get();
+    if (left != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(left == 0);
 }
