@@ -452,7 +452,7 @@ void JobRegistry::commitIfFree(const std::string& name, JobEntry changed, lifecy
 }
 
 void JobRegistry::forEachMember(const std::string& array, const char* verb,
-                                void (JobRegistry::*each)(const std::string&, Reply, InTx), Reply reply) {
+                                void (JobRegistry::*each)(const std::string&, Reply, InTx), Reply reply, InTx alsoWrite) {
   auto members = arrayMembers(array);
   struct Tally {
     size_t left = 0, ok = 0;
@@ -461,7 +461,7 @@ void JobRegistry::forEachMember(const std::string& array, const char* verb,
   auto tally = std::make_shared<Tally>();
   tally->left = members.size();
   for (const auto& m : members)
-    (this->*each)(m, [tally, array, verb, reply](Result<std::string> r) {
+    (this->*each)(m, [this, tally, array, verb, reply, alsoWrite](Result<std::string> r) {
       if (r) tally->ok++;
       else tally->refused.push_back(r.error());
       if (--tally->left > 0) return;
@@ -470,8 +470,15 @@ void JobRegistry::forEachMember(const std::string& array, const char* verb,
         msg += "; " + std::to_string(tally->refused.size()) + " not (" + tally->refused.front() +
                (tally->refused.size() > 1 ? ", ..." : "") + ")";
       // Refusals of members that had already finished are not a failure of the whole.
-      reply(tally->ok > 0 || tally->refused.empty() ? R::ok(msg) : R::fail(msg));
-    }, {});  // the array's request is audited once, by its answer
+      if (tally->ok == 0 && !tally->refused.empty()) return reply(R::fail(msg));
+      if (!alsoWrite) return reply(R::ok(msg));
+      // The array's request, recorded once (its audit record, its request id): a resend of it
+      // is answered with `msg` and changes nothing (docs/ha.md, "Retries and request ids").
+      commits_.change(
+          "array:" + array, [] { return std::string(); },
+          [alsoWrite, msg](store::Tx& tx) { alsoWrite(tx, msg); }, [] {},
+          [reply, msg](Result<bool> stored) { reply(stored ? R::ok(msg) : R::fail(stored.error())); });
+    }, {});  // each member's change is not the request's: it is recorded once, above
 }
 
 void JobRegistry::cancel(const std::string& name, Reply reply, InTx alsoWrite) {
@@ -479,7 +486,7 @@ void JobRegistry::cancel(const std::string& name, Reply reply, InTx alsoWrite) {
     auto it = jobs_.find(name);
     if (it == jobs_.end() && !arrayMembers(name).empty()) {  // a job array: every member
       slot.done();
-      return forEachMember(name, "cancelled", &JobRegistry::cancel, reply);
+      return forEachMember(name, "cancelled", &JobRegistry::cancel, reply, alsoWrite);
     }
     std::string refusal;
     if (it == jobs_.end()) refusal = "job " + name + " does not exist";
@@ -524,7 +531,7 @@ void JobRegistry::remove(const std::string& name, Reply reply, InTx alsoWrite) {
     auto it = jobs_.find(name);
     if (it == jobs_.end() && !arrayMembers(name).empty()) {  // a job array: every member
       slot.done();
-      return forEachMember(name, "deleted", &JobRegistry::remove, reply);
+      return forEachMember(name, "deleted", &JobRegistry::remove, reply, alsoWrite);
     }
     if (it == jobs_.end()) {
       slot.done();

@@ -193,9 +193,11 @@ class JobRegistry {
                      std::vector<lifecycle::Events>& events) const;
   // The confirmation line for the jobs of `spec`, jobs[first..].
   std::string submittedText(const JobSpec& spec, const std::vector<JobEntry>& jobs, size_t first) const;
-  // Runs `each` (cancel, remove) on every member of `array`; one reply for all of them.
+  // Runs `each` (cancel, remove) on every member of `array`; one reply for all of them. With
+  // `alsoWrite` (the request's audit record and request id), a reply that is ok is sent once
+  // `alsoWrite` has committed, in a write of its own after the members' (key "array:NAME").
   void forEachMember(const std::string& array, const char* verb, void (JobRegistry::*each)(const std::string&, Reply, InTx),
-                     Reply reply);
+                     Reply reply, InTx alsoWrite);
   // "" or a note for the submitter: the job needs more GPUs on one node than any node has.
   std::string gpuNote(const JobEntry& job) const;
   // Ends a job whose data cannot be read (`reason` says why, e.g. "quarantined at load: ..."):

@@ -199,8 +199,9 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
   // The caller owns what it submits; host replicas run as its uid/gid (docs/security.md).
   JobOwner owner{a.caller->user, a.caller->uid, a.caller->gid};
   // A change's audit record goes in the change's own transaction (submit, cancel, delete,
-  // scale): one commit per request. When nothing was written with it (a refusal, a rollback,
-  // "already cancelling", a job array's members), send() records it on its own.
+  // scale; a job array's cancel or delete in a write after its members'): one commit per
+  // request. When nothing was written with it (a refusal, a rollback, "already cancelling"),
+  // send() records it on its own.
   JobRegistry::InTx audited;
   JobRegistry::Reply changed = confirm;
   if (a.audit) {

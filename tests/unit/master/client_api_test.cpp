@@ -752,6 +752,21 @@ TEST_CASE("a job change resent with its request id is made once and answered as 
   std::string cancelled = doneOf("c0ffee", cancel);
   CHECK_THAT(cancelled, !Catch::StartsWith("error: "));
   CHECK(doneOf("c0ffee", cancel) == cancelled);
+  // A job array's cancel and delete: recorded once, after its members; a resend is answered
+  // as the first send, not made again member by member.
+  auto sweep = spec::loadJobSpec(std::string(kJob).replace(std::string(kJob).find("name: train"), 11,
+                                                              "name: sweep\narray: { count: 3 }"));
+  REQUIRE(sweep.ok());
+  CHECK_THAT(doneOf("a1", [&](auto req) { req.setJobSubmit(sweep.job()); }), Catch::Contains("sweep"));
+  auto cancelArray = [](auto req) { req.setJobCancel("sweep"); };
+  std::string arrayCancelled = doneOf("a2", cancelArray);
+  CHECK(arrayCancelled == "job array sweep: 3 jobs cancelled");
+  CHECK(doneOf("a2", cancelArray) == arrayCancelled);
+  auto deleteArray = [](auto req) { req.setJobDelete("sweep"); };
+  std::string arrayDeleted = doneOf("a3", deleteArray);
+  CHECK(arrayDeleted == "job array sweep: 3 jobs deleted");
+  CHECK(doneOf("a3", deleteArray) == arrayDeleted);  // the array is gone: the record answers
+  CHECK_THAT(doneOf("a4", deleteArray), Catch::StartsWith("error: "));  // a new request: nothing to delete
   // An id that is not hex, or too long, is refused before anything is made.
   CHECK_THAT(doneOf("not hex!", submit), Catch::StartsWith("error: requestId: must be at most 64 hex digits"));
   CHECK_THAT(doneOf(std::string(65, 'a'), submit), Catch::StartsWith("error: requestId: "));
