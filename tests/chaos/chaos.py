@@ -18,8 +18,10 @@
 # 127.0.0.1:7700/7710/7720, agent APIs 10.213.0.1:7701/7711/7721, raft 127.0.0.1:7702/7712/7722,
 # election_timeout_ms 1000, heartbeat_timeout 12 s so a fence of 8 s); m1 bootstraps, m2 and m3
 # join it. yardctl and the agents list all three. The master faults are the leader's kill -9
-# (restarted as a follower once writes are accepted again), a follower's kill -9 and the leader
-# SIGSTOPped for 3 s (it must step down); the agent faults are today's. Added checks: writes
+# (restarted as a follower once writes are accepted again), a follower's kill -9, the leader
+# SIGSTOPped for 3 s (it must step down) and a follower's data directory lost (cluster remove,
+# wiped, joined again: it must get the store and every archived log the leader held); the
+# agent faults are today's. Added checks: writes
 # accepted again within 5 s of every leader kill; no two masters led in one term; every
 # master's store holds every acknowledged job, once; no replica fenced while only masters failed.
 # kill -9 hits any agent for short and long pauses: a dead agent's host replicas are fenced

@@ -1,14 +1,15 @@
 # The chaos suite's faults (tests/chaos/chaos.py): kill -9 of the master and of agents, cuts of
 # agent 3's link, a containerd restart, the master's disk full and a connection flood, drawn by a
 # seeded RNG; whatever died on its own is restarted and noted as a finding. In HA mode
-# (CHAOS_MASTERS=3) the master faults are the leader's kill -9, a follower's kill -9 and the
-# leader stopped past the election timeout (SIGSTOP) instead.
-import os, signal, time, traceback
+# (CHAOS_MASTERS=3) the master faults are the leader's kill -9, a follower's kill -9, the
+# leader stopped past the election timeout (SIGSTOP) and a follower's data directory lost
+# (removed, wiped, joined again) instead.
+import os, shutil, signal, time, traceback
 
 import cluster
 from cluster import (AGENT_API, CLIENT, HA, HERE, LONG_S, MASTER_NAMES, MODE, PY, SHORT_S, fail, findings, kill9, leader,
-                     link, log_size, mdata, now_ms, procs, rss, say, start, start_agent, start_containerd, start_master,
-                     start_member, tail, wait_log, yardctl)
+                     link, log_size, master_dir, mdata, now_ms, procs, rss, say, start, start_agent, start_containerd,
+                     start_master, start_member, tail, wait_log, yardctl)
 
 MASTER_KINDS = ("master_kill", "leader_kill", "follower_kill", "leader_stop", "disk_full", "flood")
 LEADER_STOP_S = 3  # > the election timeout (1 s): the others elect a leader meanwhile
@@ -21,8 +22,8 @@ class Faults:
         # master_kill, disk_full and flood target the single master and are left out: full disks
         # with three masters are covered by e2e.ha_disk. The leader's kill is listed twice (two
         # in the first round, twice as likely later) for more than one failover time per run.
-        KINDS = ["leader_kill", "leader_kill", "follower_kill", "leader_stop", "agent_kill_short", "agent_kill_long",
-                 "link_cut_short", "link_cut_long", "containerd_restart"]
+        KINDS = ["leader_kill", "leader_kill", "follower_kill", "leader_stop", "follower_wipe", "agent_kill_short",
+                 "agent_kill_long", "link_cut_short", "link_cut_long", "containerd_restart"]
 
     def __init__(self, rng):
         self.rng = rng
@@ -186,6 +187,40 @@ class Faults:
         time.sleep(pause)
         self.restart_member(name, "its kill -9")
         return "follower %s down %.1fs" % (name, pause)
+
+    def follower_wipe(self):
+        """A follower's host loses its disk: kill -9, `cluster remove`, its data directory
+        deleted, started again with its join flags. It must join as a voter, and be caught up on
+        the store (a snapshot) and on the archived logs the leader holds (server/log_sync.h)."""
+        ldr = leader()
+        if not ldr:
+            fail("follower_wipe: no master leads: " + yardctl("cluster", "status").stderr.strip())
+            return "no leader"
+        # m1's directory holds the CA file yardctl is given; the others joined (--join) at start.
+        name = self.rng.choice([m for m in MASTER_NAMES if m not in (ldr, MASTER_NAMES[0])])
+        logs = lambda m: {os.path.relpath(os.path.join(d, f), master_dir(m))
+                          for d, _, fs in os.walk(os.path.join(master_dir(m), "logs")) for f in fs if f.endswith(".log")}
+        kill9(name)
+        r = yardctl("cluster", "remove", name)
+        if r.returncode != 0:
+            fail("follower_wipe: cluster remove %s: %s" % (name, (r.stderr + r.stdout).strip()))
+            self.restart_member(name, "a failed remove")
+            return "remove failed"
+        held = logs(ldr)
+        shutil.rmtree(master_dir(name))
+        since = log_size(name)
+        start_member(name)
+        if not wait_log(name, "this master is a voter", 60, since):
+            fail("follower_wipe: %s did not join again from an empty data directory: %s" % (name, tail(name, 5).strip()))
+            return "no rejoin"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not held <= logs(name):
+            time.sleep(0.2)
+        missing = held - logs(name)
+        if missing:
+            fail("follower_wipe: %s lacks %d of the %d archived logs the leader held: %s" % (
+                name, len(missing), len(held), sorted(missing)[:3]))
+        return "follower %s wiped and joined again; %d archived logs copied to it" % (name, len(held) - len(missing))
 
     def leader_stop(self):
         name = leader()
