@@ -13,6 +13,7 @@ namespace {
 
 constexpr auto kCallTimeout = std::chrono::seconds(5);
 constexpr auto kEvery = std::chrono::minutes(10);
+constexpr auto kStoreTimeout = std::chrono::seconds(30);  // the archive's thread is shared with agents' logs
 constexpr int64_t kMarginMs = 3600 * 1000;  // logs this close to their sweep are left alone
 
 template <typename T>
@@ -130,10 +131,14 @@ std::string LogSync::fetch(const std::string& address, const LogArchive::Held& l
     bool last = f[8] == "1";
     uint64_t size = f[9].size();
     if (size == 0 && !last) return "an empty piece that is not the last";
-    std::promise<Result<uint64_t>> stored;
+    // Shared: the archive's thread may still answer after this gave up waiting.
+    auto stored = std::make_shared<std::promise<Result<uint64_t>>>();
+    auto answer = stored->get_future();
     archive_->storeCopy(meta, offset, std::move(f[9]), last, std::move(f[10]), writtenMs,
-                        [&stored](Result<uint64_t> r) { stored.set_value(std::move(r)); });
-    auto held = stored.get_future().get();
+                        [stored](Result<uint64_t> r) { stored->set_value(std::move(r)); });
+    if (answer.wait_for(kStoreTimeout) != std::future_status::ready)
+      return "this master's archive did not store a piece within " + std::to_string(kStoreTimeout.count()) + " s";
+    auto held = answer.get();
     if (!held) return held.error();
     offset += size;
     if (last) return offset == bytes ? "" : "its pieces came to " + std::to_string(offset) + " of " + std::to_string(bytes) + " bytes";
