@@ -70,7 +70,10 @@ void EventFeed::publish(std::string job, std::string owner, std::string type, st
 }
 
 bool EventFeed::since(uint64_t seq, std::vector<const FeedItem*>& out) const {
-  if (seq >= next_ - 1) return true;  // nothing newer (or a future id: nothing to send)
+  if (seq == next_ - 1) return true;  // nothing newer
+  // An id this feed never gave: another feed's (a master restarted, or another leader since a
+  // failover). What the client missed cannot be told: a reset, so that it fetches afresh.
+  if (seq > next_ - 1) return false;
   uint64_t first = items_.empty() ? next_ : items_.front().seq;
   if (seq + 1 < first) return false;
   for (const auto& item : items_)

@@ -42,7 +42,8 @@ class EventFeed {
   // Appends one item and hands it to every subscriber.
   void publish(std::string job, std::string owner, std::string type, std::string data);
 
-  // The items after `seq`, oldest first; false when some of them have left the ring.
+  // The items after `seq`, oldest first; false when some of them have left the ring, or when
+  // `seq` is past the last item (an id of another feed: a restarted master's, another leader's).
   bool since(uint64_t seq, std::vector<const FeedItem*>& out) const;
   uint64_t lastSeq() const { return next_ - 1; }
 

@@ -75,6 +75,10 @@ TEST_CASE("the event feed numbers a job's changes and resumes from an id", "[htt
   after.clear();
   REQUIRE(feed.since(5, after));
   CHECK(after.empty());
+  // An id past the last one was given by another feed (a restarted master, a new leader):
+  // what the client missed cannot be told, so it is told to reset.
+  CHECK_FALSE(feed.since(6, after));
+  CHECK(feed.resume("6", [](const FeedItem&) { return true; }).front().type == "reset");
   // Past the ring's capacity the oldest go: resuming from before them is a reset.
   for (int i = 0; i < 10; ++i) feed.publish("a", "alice", "event", "{}");
   after.clear();
