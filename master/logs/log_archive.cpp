@@ -296,6 +296,19 @@ std::vector<LogArchive::Held> LogArchive::completeLogs(int64_t sinceMs) const {
   return out;
 }
 
+std::string LogArchive::name(const Held& log) {
+  return std::to_string(log.jobId) + "/" + std::to_string(log.replicaId) + "-" + std::to_string(log.attempt);
+}
+
+Result<uint64_t> LogArchive::writeCopy(const ArchivedLogMeta& meta, uint64_t offset, std::string_view data, bool last,
+                                       std::string_view times, int64_t writtenMs) {
+  auto held = write(meta, offset, data, last, times);
+  if (held && last && writtenMs > 0)
+    if (auto set = setWrittenAt({meta.jobId, meta.replicaId, meta.attempt}, writtenMs); !set)
+      return Result<uint64_t>::fail(set.error());
+  return held;
+}
+
 std::optional<int64_t> LogArchive::writtenAt(const Held& log) const {
   return mtimeMs(base(log.jobId, log.replicaId, log.attempt) + ".log");
 }
@@ -312,7 +325,7 @@ Result<bool> LogArchive::setWrittenAt(const Held& log, int64_t ms) {
 
 Result<LogArchive::Piece> LogArchive::readPiece(const Held& log, uint64_t offset) const {
   using R = Result<Piece>;
-  std::string name = std::to_string(log.jobId) + "/" + std::to_string(log.replicaId) + "-" + std::to_string(log.attempt);
+  std::string name = LogArchive::name(log);
   auto entry = find(log.jobId, log.replicaId, log.attempt);
   if (!entry || !entry->complete) return R::fail("no complete log " + name + " here");
   Piece p;
@@ -399,11 +412,7 @@ void LogArchiveService::storeCopy(ArchivedLogMeta meta, uint64_t offset, std::st
                                   std::string times, int64_t writtenMs, std::function<void(Result<uint64_t>)> done) {
   thread_.run([this, meta = std::move(meta), offset, data = std::move(data), last, times = std::move(times), writtenMs,
                done = std::move(done)] {
-    auto r = archive_.write(meta, offset, data, last, times);
-    if (r && last && writtenMs > 0)
-      if (auto set = archive_.setWrittenAt({meta.jobId, meta.replicaId, meta.attempt}, writtenMs); !set)
-        r = Result<uint64_t>::fail(set.error());
-    done(r);
+    done(archive_.writeCopy(meta, offset, data, last, times, writtenMs));
   });
 }
 

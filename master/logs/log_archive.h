@@ -100,10 +100,16 @@ class LogArchive {
   };
   // Every complete log last written at or after `sinceMs` (older ones the sweep removes soon).
   std::vector<Held> completeLogs(int64_t sinceMs) const;
+  // "job-id/replica-id-attempt", as errors name a log.
+  static std::string name(const Held& log);
   // When the complete log was last written (unix ms); a copy keeps its original's, so that it
   // ages out with it. Setting it on a log that is not complete is an error.
   std::optional<int64_t> writtenAt(const Held& log) const;
   Result<bool> setWrittenAt(const Held& log, int64_t ms);
+  // write() of another master's copy: with the last piece, `writtenMs` > 0 becomes the log's
+  // time of writing (a catch-up copy, server/log_sync.h).
+  Result<uint64_t> writeCopy(const ArchivedLogMeta& meta, uint64_t offset, std::string_view data, bool last,
+                             std::string_view times, int64_t writtenMs);
   // The complete log's time marks ("" when it has none, or more than kMaxTimesBytes).
   std::string timesOf(const Held& log) const;
   // One piece of a complete log, for another master: its meta, its size and time, up to

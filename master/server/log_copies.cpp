@@ -12,13 +12,12 @@ namespace {
 constexpr auto kPieceTimeout = std::chrono::seconds(5);
 constexpr int64_t kSweepEveryMs = 10 * 60 * 1000;
 
-template <typename T>
-bool number(const std::string& s, T& out) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
-}
-
 }  // namespace
+
+std::string memberName(const std::string& raftAddress) {
+  std::string name = ha::raftMemberName(raftAddress);
+  return name.empty() ? ha::raftHostPort(raftAddress) : name;
+}
 
 std::string copyLogTo(const std::string& raftAddress, const wire::ClientTls& tls, const ArchivedLogMeta& m,
                       const std::string& text, const std::string& times, int64_t writtenMs) {
@@ -45,7 +44,7 @@ std::string copyLogTo(const std::string& raftAddress, const wire::ClientTls& tls
     const ha::Fields& a = answer.value();
     if (a.size() == 2 && a[0] == "error") return a[1];
     uint64_t held = 0;
-    if (a.size() != 2 || a[0] != "ok" || !number(a[1], held)) return "an answer this master does not understand";
+    if (a.size() != 2 || a[0] != "ok" || !numberField(a[1], held)) return "an answer this master does not understand";
     if (held != offset + n) return "it holds " + std::to_string(held) + " bytes, not " + std::to_string(offset + n);
     offset += n;
   } while (offset < text.size());
@@ -86,9 +85,7 @@ Result<bool> copyLogToMembers(ha::RaftNode& raft, const wire::ClientTls& tls, co
   shared->meta = meta;
   shared->tls = tls;
   for (const ha::Member& m : others) {
-    std::string name = ha::raftMemberName(m.address);
-    if (name.empty()) name = ha::raftHostPort(m.address);
-    std::thread([shared, address = m.address, name] {
+    std::thread([shared, address = m.address, name = memberName(m.address)] {
       std::string e = copyLogTo(address, shared->tls, shared->meta, shared->text, shared->times, 0);
       std::lock_guard<std::mutex> lock(shared->mu);
       ++shared->ended;
@@ -123,7 +120,8 @@ void LogCopies::receive(ha::Fields r, std::function<void(ha::Fields)> answer) {
   auto refuse = [&answer, &call](const std::string& why) { answer({"error", call + ": " + why}); };
   if (call == "archive-list") {
     int64_t since = 0;
-    if (r.size() != 2 || !number(r[1], since)) return refuse("expected the time of the oldest log to list");
+    if (r.size() != 2) return refuse("expected 2 fields, not " + std::to_string(r.size()));
+    if (!numberField(r[1], since)) return refuse("since: \"" + r[1] + "\" is not a time in ms");
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return refuse("this master leads now");
     return thread_.run([this, since, answer = std::move(answer)] {
@@ -136,9 +134,11 @@ void LogCopies::receive(ha::Fields r, std::function<void(ha::Fields)> answer) {
   if (call == "archive-get") {
     LogArchive::Held h;
     uint64_t offset = 0;
-    if (r.size() != 5 || !number(r[1], h.jobId) || !number(r[2], h.replicaId) || !number(r[3], h.attempt) ||
-        !number(r[4], offset))
-      return refuse("expected a job id, a replica id, an attempt and an offset");
+    if (r.size() != 5) return refuse("expected 5 fields, not " + std::to_string(r.size()));
+    if (!numberField(r[1], h.jobId)) return refuse("job id: \"" + r[1] + "\" is not a number");
+    if (!numberField(r[2], h.replicaId)) return refuse("replica id: \"" + r[2] + "\" is not a number");
+    if (!numberField(r[3], h.attempt)) return refuse("attempt: \"" + r[3] + "\" is not a number");
+    if (!numberField(r[4], offset)) return refuse("offset: \"" + r[4] + "\" is not a number");
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return refuse("this master leads now");
     return thread_.run([this, h, offset, answer = std::move(answer)] {
@@ -158,16 +158,16 @@ void LogCopies::receive(ha::Fields r, std::function<void(ha::Fields)> answer) {
   meta.role = r[4];
   meta.node = r[8];
   uint64_t offset = 0;
-  if (!number(r[1], meta.jobId) || meta.jobId <= 0) return refuse("job id: \"" + r[1] + "\" is not a positive number");
-  if (!number(r[5], meta.index)) return refuse("index: \"" + r[5] + "\" is not a number");
-  if (!number(r[6], meta.replicaId) || meta.replicaId <= 0)
+  if (!numberField(r[1], meta.jobId) || meta.jobId <= 0) return refuse("job id: \"" + r[1] + "\" is not a positive number");
+  if (!numberField(r[5], meta.index)) return refuse("index: \"" + r[5] + "\" is not a number");
+  if (!numberField(r[6], meta.replicaId) || meta.replicaId <= 0)
     return refuse("replica id: \"" + r[6] + "\" is not a positive number");
-  if (!number(r[7], meta.attempt) || meta.attempt < 0) return refuse("attempt: \"" + r[7] + "\" is not a number");
-  if (!number(r[9], offset)) return refuse("offset: \"" + r[9] + "\" is not a number");
+  if (!numberField(r[7], meta.attempt) || meta.attempt < 0) return refuse("attempt: \"" + r[7] + "\" is not a number");
+  if (!numberField(r[9], offset)) return refuse("offset: \"" + r[9] + "\" is not a number");
   if (r[10] != "0" && r[10] != "1") return refuse("last: must be 0 or 1, not \"" + r[10] + "\"");
   if (r[12].size() > LogArchive::kMaxTimesBytes) return refuse("times: more than the time marks of one log may take");
   int64_t writtenMs = 0;  // a catch-up copy keeps its original's time (server/log_sync.h)
-  if (r.size() == 14 && (!number(r[13], writtenMs) || writtenMs < 0))
+  if (r.size() == 14 && (!numberField(r[13], writtenMs) || writtenMs < 0))
     return refuse("written: \"" + r[13] + "\" is not a time in ms");
   bool last = r[10] == "1";
   std::lock_guard<std::mutex> lock(mu_);
@@ -179,10 +179,7 @@ void LogCopies::receive(ha::Fields r, std::function<void(ha::Fields)> answer) {
       lastSweep_ = now;
       (void)archive_.sweep();
     }
-    auto held = archive_.write(meta, offset, data, last, times);
-    if (held && last && writtenMs > 0)
-      if (auto set = archive_.setWrittenAt({meta.jobId, meta.replicaId, meta.attempt}, writtenMs); !set)
-        held = Result<uint64_t>::fail(set.error());
+    auto held = archive_.writeCopy(meta, offset, data, last, times, writtenMs);
     answer(held ? ha::Fields{"ok", std::to_string(held.value())} : ha::Fields{"error", held.error()});
   });
 }

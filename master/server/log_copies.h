@@ -23,8 +23,10 @@
 // master that was down while a log was archived gets it from the leader's catch-up
 // (server/log_sync.h), which lists and reads this master's archive with the other two calls.
 
+#include <charconv>
 #include <functional>
 #include <mutex>
+#include <string_view>
 
 #include "common/util/result.h"
 #include "common/wire/tls.h"
@@ -42,6 +44,15 @@ namespace yard::master {
 // error naming each member that failed and why.
 Result<bool> copyLogToMembers(ha::RaftNode& raft, const wire::ClientTls& tls, const ArchivedLogMeta& meta,
                               const std::string& partPath, const std::string& times);
+
+// A member's name for messages: its raft name, else its raft host:port.
+std::string memberName(const std::string& raftAddress);
+// A call's number field: all of `s`, decimal; false otherwise.
+template <typename T>
+bool numberField(std::string_view s, T& out) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
 
 // One member: every piece of the complete log `text` in order; "" once it holds the whole
 // log, else why not. `writtenMs` > 0: the copy's time of writing (a catch-up copy).

@@ -1,6 +1,5 @@
 #include "master/server/log_sync.h"
 
-#include <charconv>
 #include <future>
 #include <map>
 #include <set>
@@ -16,21 +15,6 @@ constexpr auto kEvery = std::chrono::minutes(10);
 constexpr auto kStoreTimeout = std::chrono::seconds(30);  // the archive's thread is shared with agents' logs
 constexpr int64_t kMarginMs = 3600 * 1000;  // logs this close to their sweep are left alone
 
-template <typename T>
-bool number(std::string_view s, T& out) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
-}
-
-std::string nameOf(const LogArchive::Held& h) {
-  return std::to_string(h.jobId) + "/" + std::to_string(h.replicaId) + "-" + std::to_string(h.attempt);
-}
-
-std::string memberName(const std::string& address) {
-  std::string name = ha::raftMemberName(address);
-  return name.empty() ? ha::raftHostPort(address) : name;
-}
-
 // "archive-list"'s answer: one "job-id replica-id attempt" a line.
 std::optional<std::set<LogArchive::Held>> parseList(const std::string& text) {
   std::set<LogArchive::Held> out;
@@ -40,8 +24,8 @@ std::optional<std::set<LogArchive::Held>> parseList(const std::string& text) {
     std::istringstream f(line);
     std::string a, b, c, extra;
     LogArchive::Held h;
-    if (!(f >> a >> b >> c) || (f >> extra) || !number(a, h.jobId) || !number(b, h.replicaId) ||
-        !number(c, h.attempt))
+    if (!(f >> a >> b >> c) || (f >> extra) || !numberField(a, h.jobId) || !numberField(b, h.replicaId) ||
+        !numberField(c, h.attempt))
       return std::nullopt;
     out.insert(h);
   }
@@ -118,8 +102,8 @@ std::string LogSync::fetch(const std::string& address, const LogArchive::Held& l
     ArchivedLogMeta meta;
     uint64_t bytes = 0;
     int64_t writtenMs = 0;
-    if (f.size() != 11 || f[0] != "ok" || !number(f[4], meta.index) || !number(f[6], bytes) ||
-        !number(f[7], writtenMs) || (f[8] != "0" && f[8] != "1"))
+    if (f.size() != 11 || f[0] != "ok" || !numberField(f[4], meta.index) || !numberField(f[6], bytes) ||
+        !numberField(f[7], writtenMs) || (f[8] != "0" && f[8] != "1"))
       return "an answer this master does not understand";
     meta.jobId = log.jobId;
     meta.replicaId = log.replicaId;
@@ -154,11 +138,8 @@ LogSync::Moved LogSync::pass() {
     if (m.role == "voter" && m.id != raft_.id()) others.push_back(m.address);
   if (others.empty()) return moved;
   int64_t since = now_() - options_.retentionMs + kMarginMs;
-  auto listMine = [&] {
-    auto held = local_.completeLogs(since);
-    return std::set<LogArchive::Held>(held.begin(), held.end());
-  };
-  std::set<LogArchive::Held> mine = listMine();
+  auto listed = local_.completeLogs(since);
+  std::set<LogArchive::Held> mine(listed.begin(), listed.end());
   std::map<std::string, std::set<LogArchive::Held>> theirs;
   for (const std::string& address : others) {
     if (stopping()) return moved;
@@ -183,7 +164,7 @@ LogSync::Moved LogSync::pass() {
         mine.insert(h);
         ++moved.fetched;
       } else {
-        if (log_) log_("log archive: cannot fetch log " + nameOf(h) + " from master " + memberName(address) + ": " + e);
+        if (log_) log_("log archive: cannot fetch log " + LogArchive::name(h) + " from master " + memberName(address) + ": " + e);
         break;  // this member, until the next pass (another may hold the log)
       }
     }
@@ -201,7 +182,7 @@ LogSync::Moved LogSync::pass() {
       if (e.empty()) {
         ++moved.copied;
       } else {
-        if (log_) log_("log archive: cannot copy log " + nameOf(h) + " to master " + memberName(address) + ": " + e);
+        if (log_) log_("log archive: cannot copy log " + LogArchive::name(h) + " to master " + memberName(address) + ": " + e);
         break;  // this member, until the next pass
       }
     }

@@ -213,7 +213,8 @@ TEST_CASE("a follower lists and serves its complete logs piece by piece to a mas
   CHECK_THAT(past[1], Catch::Contains("past the end"));
   auto bad = call({"archive-get", "3", "x", "2", "0"});
   REQUIRE(bad.size() == 2);
-  CHECK_THAT(bad[1], Catch::Contains("archive-get: expected a job id"));
+  CHECK(bad[1] == "archive-get: replica id: \"x\" is not a number");
+  CHECK(call({"archive-list", "soon"}) == ha::Fields{"error", "archive-list: since: \"soon\" is not a time in ms"});
   auto badWritten = call({"archive", "4", "j", "t", "r", "0", "40", "0", "n", "0", "1", "data", "", "soon"});
   REQUIRE(badWritten.size() == 2);
   CHECK_THAT(badWritten[1], Catch::Contains("written: \"soon\" is not a time in ms"));
