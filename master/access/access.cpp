@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -76,13 +77,37 @@ Result<bool> refuse(std::string why) { return Result<bool>::fail(std::move(why))
 
 namespace tokens {
 
-IssuedToken generate() {
-  unsigned char id[kIdChars], secret[32];
+std::string newId() {
+  unsigned char id[kIdChars];
   randomBytes(id, sizeof id);
+  std::string out;
+  for (unsigned char b : id) out += kIdAlphabet[b % kIdAlphabet.size()];
+  return out;
+}
+
+IssuedToken generate() {
+  unsigned char secret[32];
   randomBytes(secret, sizeof secret);
   IssuedToken t;
-  for (unsigned char b : id) t.id += kIdAlphabet[b % kIdAlphabet.size()];
+  t.id = newId();
   t.secret = std::string(kPrefix) + t.id + "_" + base64Url(secret, sizeof secret);
+  return t;
+}
+
+IssuedToken derived(std::string_view key, const std::string& caller, const std::string& requestId, const std::string& id) {
+  // NULs separate the fields: none of them can hold one (names, hex ids), so no two inputs
+  // run together into the same message.
+  std::string message = std::string("yard token secret v1") + '\0' + caller + '\0' + requestId + '\0' + id;
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
+           message.size(), mac, &len) == nullptr || len != 32) {
+    std::fprintf(stderr, "yard-master: HMAC-SHA256 is unavailable in this OpenSSL\n");
+    std::abort();
+  }
+  IssuedToken t;
+  t.id = id;
+  t.secret = std::string(kPrefix) + id + "_" + base64Url(mac, 32);
   return t;
 }
 
@@ -334,20 +359,37 @@ void Access::deleteUser(const std::string& name, Reply reply) {
       std::move(reply));
 }
 
-void Access::issue(store::TokenRecord rec, std::function<void(Result<IssuedToken>)> done) {
-  IssuedToken issued = tokens::generate();
-  while (tokens_.count(issued.id)) issued = tokens::generate();  // ids are short: collisions are possible
+std::string Access::newTokenId() const {
+  std::string id = tokens::newId();
+  while (tokens_.count(id)) id = tokens::newId();  // ids are short: collisions are possible
+  return id;
+}
+
+void Access::issue(store::TokenRecord rec, std::function<void(Result<IssuedToken>)> done, Origin origin) {
+  IssuedToken issued;
+  if (!origin.requestId.empty() && !secretKey_.empty()) {
+    std::string id = origin.tokenId.empty() ? newTokenId() : origin.tokenId;
+    if (tokens_.count(id)) return done(Result<IssuedToken>::fail("token " + id + " exists already; send the create again"));
+    issued = tokens::derived(secretKey_, origin.caller, origin.requestId, id);
+  } else {
+    issued = tokens::generate();
+    while (tokens_.count(issued.id)) issued = tokens::generate();  // ids are short: collisions are possible
+  }
   rec.id = issued.id;
   rec.secretSha256 = tokens::sha256Hex(issued.secret);
   issued.expiresAt = rec.expiresAt;
   // Keyed by the id: nothing else can know it yet; the user's key orders it after a delete.
   std::string key = rec.kind == "api" ? "u/" + rec.user : "t/" + rec.id;
-  commits_.run(key, [this, rec, issued, done](CommitQueue::Slot slot) {
+  commits_.run(key, [this, rec, issued, done, origin](CommitQueue::Slot slot) {
     if (rec.kind == "api" && !users_.count(rec.user)) {
       slot.done();
       return done(Result<IssuedToken>::fail("user " + rec.user + " does not exist"));
     }
-    slot.commit([rec](store::Tx& tx) { tx.upsertToken(rec); },
+    slot.commit(
+        [rec, also = origin.also](store::Tx& tx) {
+          tx.upsertToken(rec);
+          if (also) also(tx);
+        },
                 [this, rec, issued, done](Result<bool> r) {
                   if (!r) return done(Result<IssuedToken>::fail(r.error()));
                   tokens_[rec.id] = rec;
@@ -358,21 +400,36 @@ void Access::issue(store::TokenRecord rec, std::function<void(Result<IssuedToken
 }
 
 void Access::createApiToken(const std::string& user, int64_t ttlMs, const std::string& description,
-                            std::function<void(Result<IssuedToken>)> done) {
+                            std::function<void(Result<IssuedToken>)> done, Origin origin) {
   if (ttlMs < 0) return done(Result<IssuedToken>::fail("--ttl: must be 0 (never expires) or more"));
   int64_t now = now_();
   store::TokenRecord rec{"", "api", user, "", now, ttlMs == 0 ? 0 : now + ttlMs, -1, false, description, 0};
-  issue(std::move(rec), std::move(done));
+  issue(std::move(rec), std::move(done), std::move(origin));
 }
 
 void Access::createJoinToken(int64_t ttlMs, int32_t uses, const std::string& description,
-                             std::function<void(Result<IssuedToken>)> done) {
+                             std::function<void(Result<IssuedToken>)> done, Origin origin) {
   if (ttlMs < 0) return done(Result<IssuedToken>::fail("--ttl: must be more than 0"));
   if (uses < 0) return done(Result<IssuedToken>::fail("--uses: " + std::to_string(uses) + " must be 0 (unlimited) or more"));
   int64_t now = now_();
   store::TokenRecord rec{"", "join", "", "", now, now + (ttlMs == 0 ? kDefaultJoinTokenTtlMs : ttlMs),
                          uses == 0 ? -1 : uses, false, description, 0};
-  issue(std::move(rec), std::move(done));
+  issue(std::move(rec), std::move(done), std::move(origin));
+}
+
+Result<IssuedToken> Access::issuedAgain(const std::string& id, const std::string& requestId,
+                                        const std::string& caller) const {
+  using R = Result<IssuedToken>;
+  auto it = tokens_.find(id);
+  if (it == tokens_.end()) return R::fail("token " + id + " was created by this request, and deleted since");
+  if (it->second.revoked) return R::fail("token " + id + " was created by this request, and revoked since");
+  if (secretKey_.empty()) return R::fail("token " + id + " was created by this request; its secret cannot be given again");
+  IssuedToken t = tokens::derived(secretKey_, caller, requestId, id);
+  if (tokens::sha256Hex(t.secret) != it->second.secretSha256)
+    return R::fail("token " + id + " was created by this request, but its secret cannot be given again (the key it was "
+                   "derived with changed); revoke it and create another");
+  t.expiresAt = it->second.expiresAt;
+  return R::ok(std::move(t));
 }
 
 void Access::revokeToken(const std::string& id, Reply reply) {

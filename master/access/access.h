@@ -62,6 +62,13 @@ inline constexpr size_t kIdChars = 8;
 inline constexpr size_t kSecretChars = 43;  // base64url of 32 bytes, unpadded
 // A fresh "yard_<id>_<secret>" from /dev/urandom.
 IssuedToken generate();
+// A fresh id alone (kIdChars of the id alphabet).
+std::string newId();
+// "yard_<id>_<secret>" whose secret is HMAC-SHA256(key, caller, request id, id), base64url:
+// the same inputs give the same secret, so a create sent again with its request id is
+// answered with the secret the first send made, which no master stores. Without the key
+// nobody can compute it; with it (every master holds the cluster CA's key) one could anyway.
+IssuedToken derived(std::string_view key, const std::string& caller, const std::string& requestId, const std::string& id);
 // The id of a well-formed secret; nullopt for anything else (wrong prefix, length, alphabet).
 std::optional<std::string> idOf(std::string_view secret);
 // Lower-case hex SHA-256 of `secret`.
@@ -135,10 +142,26 @@ class Access {
   int32_t liveTokens(const std::string& user) const;  // API tokens neither expired nor revoked
 
   // Tokens. ttlMs 0 = never expires (API) or kDefaultJoinTokenTtlMs (join); uses 0 = unlimited.
+  // A create with a request id (docs/ha.md, "Request ids") names its token's id beforehand
+  // (newTokenId) and gets a derived secret (tokens::derived, with the secret key); `also` is
+  // written in the token's transaction (the request's record). Without one: a random secret.
+  struct Origin {
+    std::string tokenId, requestId, caller;
+    std::function<void(store::Tx&)> also;
+  };
   void createApiToken(const std::string& user, int64_t ttlMs, const std::string& description,
-                      std::function<void(Result<IssuedToken>)> done);
+                      std::function<void(Result<IssuedToken>)> done, Origin origin = {});
   void createJoinToken(int64_t ttlMs, int32_t uses, const std::string& description,
-                       std::function<void(Result<IssuedToken>)> done);
+                       std::function<void(Result<IssuedToken>)> done, Origin origin = {});
+  // An id no token has.
+  std::string newTokenId() const;
+  // The key request-made secrets are derived with: the same on every master of a cluster (the
+  // master sets it from the cluster CA's private key). Empty: creates with a request id get a
+  // random secret, and their resend is refused.
+  void setSecretKey(std::string key) { secretKey_ = std::move(key); }
+  // The answer to a token create sent again: token `id`, made by `caller`'s request
+  // `requestId`, with its secret derived again and checked against the stored hash.
+  Result<IssuedToken> issuedAgain(const std::string& id, const std::string& requestId, const std::string& caller) const;
   void revokeToken(const std::string& id, Reply reply);
   const store::TokenRecord* token(const std::string& id) const;
   // Tokens of one kind ("api" of `user`, or "join"), in creation order.
@@ -166,7 +189,7 @@ class Access {
  private:
   void change(const std::string& key, std::function<std::string()> check, store::Store::Write write,
               std::function<void()> apply, Reply reply);
-  void issue(store::TokenRecord rec, std::function<void(Result<IssuedToken>)> done);
+  void issue(store::TokenRecord rec, std::function<void(Result<IssuedToken>)> done, Origin origin);
   void touch(store::TokenRecord& t, int64_t now);
 
   asio::io_context& io_;
@@ -175,6 +198,7 @@ class Access {
   Clock now_;
   Log log_;
   std::string staticJoinToken_;
+  std::string secretKey_;  // setSecretKey
   std::map<std::string, store::UserRecord> users_;
   std::map<std::string, store::TokenRecord> tokens_;  // by id
   std::map<std::string, int64_t> persistedUse_;       // token id -> lastUsedAt as last stored

@@ -126,7 +126,7 @@ struct Master::Parts {
   std::unique_ptr<MasterMetrics> masterMetrics;
   // Committed job changes for live updates: the HTTP API's streams and the client API's
   // eventFeed streams subscribe to it; before io, so that it outlives every connection.
-  EventFeed feed;
+  EventFeed feed{EventFeed::kCapacity, EventFeed::firstIdNow()};
   asio::io_context io;
   // The agents' connections are read, written and their TLS handshakes made on a thread of
   // their own (docs/master.md, "Threads"); their frames are handled on `io`. Before
@@ -442,6 +442,9 @@ std::optional<std::string> loadState(Master::Parts& p) {
   p.access = std::make_unique<Access>(p.io, *p.db, wallClockMs, p.log);
   if (auto loaded = p.access->load(state.value(), config.dataDir); !loaded) return loaded.error();
   p.access->setStaticJoinToken(config.joinToken);
+  // Every master of a cluster holds the CA's key: a token create sent again with its request
+  // id gets the same secret from whichever master leads (docs/ha.md, "Request ids").
+  p.access->setSecretKey(p.pki.ca.keyPem);
 
   // Jobs are placed on the nodes' view; any change to a node asks for a pass.
   JobRegistry& jobs = *p.jobs;

@@ -176,12 +176,12 @@ Result<std::unique_ptr<wire::Frame>> sendRequest(const MasterTarget& target, cap
   using R = Result<std::unique_ptr<wire::Frame>>;
   auto req = message.getRoot<api::Request>();
   req.setToken(target.token);
-  // Job changes and creates of queues, datasets and users carry an id, so that one lost with
-  // its connection may be sent again.
+  // Job changes and creates of queues, datasets, users and tokens carry an id, so that one
+  // lost with its connection may be sent again.
   if (!req.hasRequestId() &&
       (req.isJobSubmit() || req.isJobSubmitAll() || req.isJobCancel() || req.isJobDelete() || req.isJobHold() ||
        req.isJobRelease() || req.isJobRequeue() || req.isJobScale() || req.isQueueCreate() || req.isDatasetCreate() ||
-       req.isUserCreate()))
+       req.isUserCreate() || req.isUserTokenCreate() || req.isJoinTokenCreate()))
     req.setRequestId(newRequestId());
   auto called = callLeader(target, message, std::chrono::seconds(10));
   if (!called) return R::fail(called.error());

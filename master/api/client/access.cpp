@@ -252,6 +252,33 @@ void ClientApi::fillUser(api::UserInfo::Builder out, const store::UserRecord& u)
   out.setTokens(access_.liveTokens(u.name));
 }
 
+// A token create with a request id: its token's id is chosen first and recorded with the
+// request; a resend finds that id and is answered with the same secret, derived again
+// (Access::issuedAgain), so that a create whose answer was lost makes one token, not two.
+void ClientApi::createTokenOnce(const std::string& requestId, const ClientAnswer& a,
+                                const std::function<void(Result<IssuedToken>)>& answer,
+                                const std::function<void(std::function<void(Result<IssuedToken>)>, Access::Origin)>& create) {
+  Access::Origin origin{access_.newTokenId(), requestId, a.caller->user, {}};
+  std::function<void(Result<bool>)> reply = [answer](Result<bool> r) {
+    if (!r) answer(Result<IssuedToken>::fail(r.error()));
+  };
+  auto made = [this, a, requestId, answer] {
+    auto found = store_.request(requestId);
+    if (!found || !found.value()) return a.error("request " + requestId + ": its record cannot be read");
+    // The record's answer: "token ID created".
+    std::string text = found.value()->answer;
+    std::string id = text.starts_with("token ") ? text.substr(6, text.find(' ', 6) - 6) : "";
+    answer(access_.issuedAgain(id, requestId, a.caller->user));
+  };
+  if (createOnce(requestId, a, "token " + origin.tokenId + " created", made, origin.also, reply)) return;
+  create(
+      [answer, reply](Result<IssuedToken> r) {
+        if (r) return answer(std::move(r));
+        reply(Result<bool>::fail(r.error()));  // a concurrent send of the same request may have made it
+      },
+      std::move(origin));
+}
+
 void ClientApi::handleAccess(api::Request::Reader req, const ClientAnswer& a) {
   using W = api::Request::Which;
   const Caller& caller = *a.caller;
@@ -300,12 +327,20 @@ void ClientApi::handleAccess(api::Request::Reader req, const ClientAnswer& a) {
       std::string user = str(in.getUser());
       if (user.empty()) user = caller.user;
       if (in.getTtlSeconds() < 0) return a.error("--ttl: must be 0 (never expires) or more");
-      return access_.createApiToken(user, in.getTtlSeconds() * 1000, str(in.getDescription()), secretAnswer);
+      auto create = [this, user, ttl = in.getTtlSeconds() * 1000, description = str(in.getDescription())](
+                        std::function<void(Result<IssuedToken>)> done, Access::Origin origin) {
+        access_.createApiToken(user, ttl, description, std::move(done), std::move(origin));
+      };
+      return createTokenOnce(str(req.getRequestId()), a, secretAnswer, create);
     }
     case W::JOIN_TOKEN_CREATE: {
       auto in = req.getJoinTokenCreate();
       if (in.getTtlSeconds() < 0) return a.error("--ttl: must be more than 0");
-      return access_.createJoinToken(in.getTtlSeconds() * 1000, in.getUses(), str(in.getDescription()), secretAnswer);
+      auto create = [this, ttl = in.getTtlSeconds() * 1000, uses = in.getUses(), description = str(in.getDescription())](
+                        std::function<void(Result<IssuedToken>)> done, Access::Origin origin) {
+        access_.createJoinToken(ttl, uses, description, std::move(done), std::move(origin));
+      };
+      return createTokenOnce(str(req.getRequestId()), a, secretAnswer, create);
     }
     case W::USER_TOKEN_LIST:
     case W::JOIN_TOKEN_LIST: {

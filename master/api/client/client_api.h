@@ -189,6 +189,11 @@ class ClientApi {
   bool createOnce(const std::string& requestId, const ClientAnswer& a, const std::string& what,
                   const std::function<void()>& made, std::function<void(store::Tx&)>& also,
                   std::function<void(Result<bool>)>& reply);
+  // A token create (API or join) made once per request id: `create` is handed the answer and
+  // the token's origin (its id chosen here, the request's record to write with it).
+  void createTokenOnce(const std::string& requestId, const ClientAnswer& a,
+                       const std::function<void(Result<IssuedToken>)>& answer,
+                       const std::function<void(std::function<void(Result<IssuedToken>)>, Access::Origin)>& create);
   void handleNode(api::Request::Reader req, const ClientAnswer& a);
 
   // Commits dataset `rec` (its path already checked and resolved) and answers with it.

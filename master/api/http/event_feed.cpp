@@ -1,5 +1,7 @@
 #include "master/api/http/event_feed.h"
 
+#include <chrono>
+
 #include <capnp/message.h>
 
 #include "common/util/json.h"
@@ -69,7 +71,13 @@ void EventFeed::publish(std::string job, std::string owner, std::string type, st
     }
 }
 
+uint64_t EventFeed::firstIdNow() {
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
+  return us.count() > 0 ? static_cast<uint64_t>(us.count()) : 1;
+}
+
 bool EventFeed::since(uint64_t seq, std::vector<const FeedItem*>& out) const {
+  if (seq == 0) seq = first_ - 1;  // from the start, whatever this feed's first id
   if (seq == next_ - 1) return true;  // nothing newer
   // An id this feed never gave: another feed's (a master restarted, or another leader since a
   // failover). What the client missed cannot be told: a reset, so that it fetches afresh.

@@ -23,7 +23,7 @@
 namespace yard::master {
 
 struct FeedItem {
-  uint64_t seq = 0;     // 1, 2, ...: the SSE id
+  uint64_t seq = 0;     // first, first + 1, ...: the SSE id (see EventFeed::startingNow)
   std::string job;      // the job it is about
   std::string owner;    // that job's owner: who may see it (with admins)
   std::string type;     // job | task | event | deleted
@@ -35,7 +35,15 @@ class EventFeed {
   static constexpr size_t kCapacity = 16384;
   using Subscriber = std::function<void(const FeedItem&)>;
 
-  explicit EventFeed(size_t capacity = kCapacity) : capacity_(capacity) {}
+  // Numbers its items from `first` (tests: 1).
+  explicit EventFeed(size_t capacity = kCapacity, uint64_t first = 1) : capacity_(capacity), first_(first), next_(first) {}
+  // A master's feed: numbered from the wall clock's microseconds when it starts, so that a
+  // later feed (the master restarted, or another master leading since a failover) numbers past
+  // every id an earlier one gave, unless that feed handed out more than one item per
+  // microsecond of its life or the clocks of two masters are further apart than the earlier
+  // feed's lifetime. An id an earlier feed gave is then always before this feed's first item:
+  // `reset`, never a resume in the middle of unrelated items. 1.8e15 fits a JavaScript number.
+  static uint64_t firstIdNow();
 
   // JobRegistry::onJobChanged.
   void jobChanged(const JobEntry* before, const JobEntry& after, const lifecycle::Events& events);
@@ -44,6 +52,7 @@ class EventFeed {
 
   // The items after `seq`, oldest first; false when some of them have left the ring, or when
   // `seq` is past the last item (an id of another feed: a restarted master's, another leader's).
+  // 0: every item since the feed's start (false once the first has left the ring).
   bool since(uint64_t seq, std::vector<const FeedItem*>& out) const;
   uint64_t lastSeq() const { return next_ - 1; }
 
@@ -58,7 +67,8 @@ class EventFeed {
 
  private:
   size_t capacity_;
-  uint64_t next_ = 1;
+  uint64_t first_;  // the first item's id
+  uint64_t next_;
   std::deque<FeedItem> items_;
   uint64_t nextSubscriber_ = 1;
   std::map<uint64_t, Subscriber> subscribers_;

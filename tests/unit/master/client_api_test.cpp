@@ -44,6 +44,7 @@ class ClientHarness {
     access_ = std::make_unique<master::Access>(nodes.io, *nodes.db, [this] { return now.load(); },
                                                [](const std::string&) {});
     REQUIRE(access_->load(state.value(), nodes.dir.path()));
+    access_->setSecretKey("the cluster CA's key, in a real master");
     std::ifstream in(master::Access::adminTokenPath(nodes.dir.path()));
     std::getline(in, adminToken);
     REQUIRE(adminToken.size() == 57);
@@ -809,6 +810,76 @@ TEST_CASE("a queue dataset or user create resent with its request id answers as 
   CHECK_THAT(call("0c0c", dataset), Catch::StartsWith("error: ") && Catch::Contains("absolute"));
   CHECK_THAT(call("0c0c", dataset), Catch::StartsWith("error: ") && Catch::Contains("absolute"));
   CHECK_THAT(call("not hex", queue), Catch::StartsWith("error: requestId: must be at most 64 hex digits"));
+}
+
+TEST_CASE("a token create resent with its request id gets the same token and secret", "[client_api][ha]") {
+  ClientHarness h;
+  std::string bob = makeUser(h, "bob");
+  struct Issued {
+    std::string error, id, secret;
+  };
+  auto create = [&](const std::string& requestId, bool join) {
+    auto resp = h.call([&](auto req) {
+      if (join) {
+        req.initJoinTokenCreate().setUses(1);
+      } else {
+        req.initUserTokenCreate().setUser("bob");
+      }
+      if (!requestId.empty()) req.setRequestId(requestId);
+    });
+    auto r = resp->root<api::Response>();
+    if (r.isError()) return Issued{r.getError().getMessage(), "", ""};
+    REQUIRE(r.isSecret());
+    return Issued{"", r.getSecret().getId(), r.getSecret().getSecret()};
+  };
+  auto count = [&](bool join) {
+    auto r = h.call([&](auto req) {
+      if (join) {
+        req.setJoinTokenList();
+      } else {
+        req.setUserTokenList("bob");
+      }
+    });
+    return r->root<api::Response>().getTokens().size();
+  };
+  Issued first = create("0d0d", false);
+  REQUIRE(first.error.empty());
+  CHECK(first.secret.find("yard_" + first.id + "_") == 0);
+  // The answer was lost: sent again, the same token and the same secret, and no second token.
+  Issued again = create("0d0d", false);
+  CHECK(again.error.empty());
+  CHECK(again.id == first.id);
+  CHECK(again.secret == first.secret);
+  CHECK(count(false) == 2);  // bob's own token and this one
+  // The secret works.
+  h.token = first.secret;
+  auto who = h.call([](auto req) { req.setWhoami(); });
+  REQUIRE(who->root<api::Response>().isUser());
+  CHECK(std::string(who->root<api::Response>().getUser().getName()) == "bob");
+  // Bob may not have the admin's request answered.
+  h.token = bob;
+  auto stolen = h.call([](auto req) {
+    req.initUserTokenCreate().setUser("bob");
+    req.setRequestId("0d0d");
+  });
+  CHECK_THAT(std::string(stolen->root<api::Response>().getError().getMessage()),
+             Catch::Contains("names another user's request"));
+  h.token = h.adminToken;
+  // Another id, or none: another token with another secret.
+  Issued other = create("0d0e", false);
+  CHECK(other.id != first.id);
+  CHECK(other.secret != first.secret);
+  Issued plain = create("", false);
+  CHECK(plain.error.empty());
+  CHECK(count(false) == 4);
+  // Join tokens alike.
+  Issued join = create("0e0e", true);
+  REQUIRE(join.error.empty());
+  CHECK(create("0e0e", true).secret == join.secret);
+  CHECK(count(true) == 1);
+  // Revoked since: the resend says so instead of handing out a dead secret.
+  CHECK(h.refusal([&](auto req) { req.setTokenRevoke(first.id); }).empty());
+  CHECK(create("0d0d", false).error == "token " + first.id + " was created by this request, and revoked since");
 }
 
 // A request on a connection of its own that stays open: its frames, one by one.

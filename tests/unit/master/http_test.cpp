@@ -3,8 +3,10 @@
 // the console's files), and the status a client API refusal maps to.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "common/spec/loader.h"
 #include "master/config/config.h"
@@ -97,6 +99,37 @@ TEST_CASE("the event feed numbers a job's changes and resumes from an id", "[htt
   feed.subscribe([&](const FeedItem& i) { types.push_back(i.type); });
   feed.jobChanged(&running, gone, {});
   CHECK(types == std::vector<std::string>{"deleted"});
+}
+
+TEST_CASE("a master's later feed numbers past every id an earlier one gave", "[http]") {
+  // The old leader's feed, with a few items; then the next leader's (or the restarted
+  // master's), started later.
+  EventFeed old(EventFeed::kCapacity, EventFeed::firstIdNow());
+  for (int i = 0; i < 100; ++i) old.publish("a", "alice", "event", "{}");
+  std::string oldHello = old.resume("", [](const FeedItem&) { return true; }).front().type;
+  CHECK(oldHello == "hello");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EventFeed next(EventFeed::kCapacity, EventFeed::firstIdNow());
+  next.publish("a", "alice", "event", "{}");
+  next.publish("a", "alice", "event", "{}");
+  CHECK(next.lastSeq() > old.lastSeq());
+  // Every id the old feed gave (its hello's and its items') is before the new feed's first
+  // item: a reset, never a resume among the new feed's items.
+  for (uint64_t id : {old.lastSeq() - 100, old.lastSeq() - 50, old.lastSeq()}) {
+    auto first = next.resume(std::to_string(id), [](const FeedItem&) { return true; });
+    REQUIRE(first.size() == 1);
+    CHECK(first.front().type == "reset");
+  }
+  // The new feed's own ids resume.
+  auto missed = next.resume(std::to_string(next.lastSeq() - 1), [](const FeedItem&) { return true; });
+  REQUIRE(missed.size() == 1);
+  CHECK(missed.front().seq == next.lastSeq());
+  // 0 is every item since the feed's start, whatever its first id.
+  auto all = next.resume("0", [](const FeedItem&) { return true; });
+  REQUIRE(all.size() == 2);
+  CHECK(all.front().type == "event");
+  // Ids stay exact in a browser's JavaScript number (below 2^53).
+  CHECK(next.lastSeq() < (uint64_t(1) << 53));
 }
 
 TEST_CASE("a subscriber may unsubscribe itself while being called", "[http]") {

@@ -129,6 +129,27 @@ TEST_CASE("a queue create lost with its connection is sent again with the same r
   CHECK(ids[1] == ids[0]);
 }
 
+TEST_CASE("a token create lost with its connection is sent again with the same request id", "[yardctl][ha]") {
+  for (bool join : {false, true}) {
+    DroppingMaster master(1);
+    capnp::MallocMessageBuilder message;
+    auto req = message.initRoot<api::Request>();
+    req.setId(1);
+    if (join) {
+      req.initJoinTokenCreate().setUses(1);
+    } else {
+      req.initUserTokenCreate().setUser("bob");
+    }
+    auto answer = ctl::sendRequest(targetFor(master), message);
+    INFO((answer ? "" : answer.error()));
+    REQUIRE(answer);
+    auto ids = master.seen();
+    REQUIRE(ids.size() == 2);
+    CHECK(ids[0].size() == 32);
+    CHECK(ids[1] == ids[0]);
+  }
+}
+
 TEST_CASE("a request without a request id is not sent again after a lost connection", "[yardctl][ha]") {
   DroppingMaster master(1);
   capnp::MallocMessageBuilder message;
