@@ -20,6 +20,7 @@ struct GlobalOptions {
   std::string token;    // --token, default $YARD_TOKEN, then the config file
   std::string ca;       // --ca (the cluster CA's PEM file), default $YARD_CA, then the config file
   std::string output;   // -o: "" (table) or "json"
+  std::string requestId;  // --request-id: the id a change carries ("" = a new random one)
 };
 
 struct Streams {

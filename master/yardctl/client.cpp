@@ -22,7 +22,7 @@ Result<MasterTarget> masterAddress(const GlobalOptions& global) {
   // config file's entry for the master, then its defaults (common/config/client_config.h).
   auto settings = config::resolveClientSettings(global.master, global.token, global.ca);
   if (!settings) return R::fail(settings.error());
-  MasterTarget t{settings.value().master, settings.value().token, settings.value().ca};
+  MasterTarget t{settings.value().master, settings.value().token, settings.value().ca, global.requestId};
   if (t.address.empty())
     return R::fail("no master address: pass --master HOST:PORT, set YARD_MASTER, or set master in " +
                    (settings.value().configPath.empty() ? std::string("~/.config/yard/config.toml") : settings.value().configPath));
@@ -182,7 +182,7 @@ Result<std::unique_ptr<wire::Frame>> sendRequest(const MasterTarget& target, cap
       (req.isJobSubmit() || req.isJobSubmitAll() || req.isJobCancel() || req.isJobDelete() || req.isJobHold() ||
        req.isJobRelease() || req.isJobRequeue() || req.isJobScale() || req.isQueueCreate() || req.isDatasetCreate() ||
        req.isUserCreate() || req.isUserTokenCreate() || req.isJoinTokenCreate()))
-    req.setRequestId(newRequestId());
+    req.setRequestId(target.requestId.empty() ? newRequestId() : target.requestId);
   auto called = callLeader(target, message, std::chrono::seconds(10));
   if (!called) return R::fail(called.error());
   auto r = called.value().frame->root<api::Response>();

@@ -19,6 +19,8 @@ struct MasterTarget {
   std::string address;  // HOST:PORT
   std::string token;    // "" = anonymous (only ping is answered)
   std::string ca;       // the CA's PEM file
+  // A change's request id (--request-id); "" = yardctl makes one per change (sendRequest).
+  std::string requestId;
 };
 
 // The master, token and CA from the flags, the environment or the config file (in that

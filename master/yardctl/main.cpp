@@ -30,6 +30,15 @@ int main(int argc, char** argv) {
                                     "~/.config/yard/config.toml; the master's <data-dir>/ca.pem)");
   app.add_option("-o,--output", global.output, "Output format: json (default: human tables)")
       ->check(CLI::IsMember({"json", "table"}));
+  app.add_option("--request-id", global.requestId,
+                 "The request id a change carries (up to 64 hex digits and '-', e.g. a UUID): a script that "
+                 "sends the same change again with the same id gets the first answer, made once "
+                 "(default: a new id per run)")
+      ->type_name("ID")
+      ->check([](const std::string& id) -> std::string {
+        if (!id.empty() && id.size() <= 64 && id.find_first_not_of("0123456789abcdefABCDEF-") == std::string::npos) return "";
+        return "must be 1 to 64 hex digits and '-', not \"" + id.substr(0, 80) + "\"";
+      });
 
   Streams io{std::cout, std::cerr};
   Action action;

@@ -57,8 +57,8 @@ done
 offers "job" "jo"
 offers "cancel delete events hold list release requeue scale show submit top" job ""
 offers "delete drain label list show top undrain" node ""
-offers "--ca --follow --help --master --output --token -f -h -o" job events -
-offers "--all --array --ca --help --master --output --owner --queue --state --token --watch" job list --
+offers "--ca --follow --help --master --output --request-id --token -f -h -o" job events -
+offers "--all --array --ca --help --master --output --owner --queue --request-id --state --token --watch" job list --
 offers "json table" -o ""
 offers "json table" job list -o ""
 offers "Cancelled Cancelling" job list --state Canc

@@ -50,6 +50,8 @@ for i in 2 3; do
 done
 grep -q 'following the leader' "$tmp/m2.err" || fail "m2 does not say it follows: $(tail -3 "$tmp/m2.err")"
 cmp -s "$tmp/master/ca.pem" "$tmp/m2/ca.pem" || fail "m2 has not the cluster's CA"
+# Token secrets made with a request id are derived from the CA's key: every master holds it.
+cmp -s "$tmp/master/ca.key" "$tmp/m3/ca.key" || fail "m3 has not the cluster CA's key"
 [ "$(leader)" = 1 ] || fail "m1 is not the leader: $("$bin/yardctl" --master "127.0.0.1:${cport[1]}" cluster status 2>&1)"
 
 say "cluster status lists the three, and a follower redirects"
@@ -116,6 +118,10 @@ done
 for n in $(seq 1 10); do
   out=$("$bin/yardctl" queue create "acked-$n" --cpu 1 --memory 1Gi 2>&1) || fail "queue acked-$n: $out"
 done
+# A token create whose answer a script did not get: sent again with the same request id
+# after the failover, it gets the same token and secret (below).
+rid=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0
+tok1=$("$bin/yardctl" --request-id "$rid" -o json user token create admin --description resent 2>&1) || fail "token create: $tok1"
 
 say "kill -9 of the leader: another leads with every acknowledged write, within 5 s"
 kill -9 "${mpid[1]}"; wait "${mpid[1]}" 2>/dev/null
@@ -130,6 +136,15 @@ new=$(leader) || fail "no leader after the kill"
 list=$("$bin/yardctl" queue list 2>&1)
 for n in $(seq 1 10) ; do echo "$list" | grep -q "^acked-$n " || fail "acked-$n lost in the failover: $list"; done
 echo "$list" | grep -q '^after-kill ' || fail "after-kill missing"
+
+say "a token create sent again with its request id gets the same secret from the new leader"
+tok2=$("$bin/yardctl" --request-id "$rid" -o json user token create admin --description resent 2>&1) || fail "token create again: $tok2"
+s1=$(echo "$tok1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])')
+s2=$(echo "$tok2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])')
+[ -n "$s1" ] && [ "$s1" = "$s2" ] || fail "the resend got another secret: $tok1 / $tok2"
+n=$("$bin/yardctl" -o json user token list admin | python3 -c 'import json,sys; print(sum(1 for t in json.load(sys.stdin) if t.get("description") == "resent"))')
+[ "$n" = 1 ] || fail "$n tokens made by one request"
+YARD_TOKEN=$s2 "$bin/yardctl" whoami >/dev/null 2>&1 || fail "the resent secret does not authenticate"
 
 say "the new leader serves the log archived by the old one"
 out=$("$bin/yardctl" logs short-ha 2>&1) || fail "logs short-ha after the failover: $out"

@@ -91,7 +91,7 @@ ctl::MasterTarget targetFor(const DroppingMaster& m) {
   }();
   std::string ca = dir + "/ca.pem";
   std::ofstream(ca) << yard::testing::testCa().certPem;
-  return ctl::MasterTarget{"127.0.0.1:" + std::to_string(m.server->port()), "token", ca};
+  return ctl::MasterTarget{"127.0.0.1:" + std::to_string(m.server->port()), "token", ca, ""};
 }
 
 }  // namespace
@@ -148,6 +148,23 @@ TEST_CASE("a token create lost with its connection is sent again with the same r
     CHECK(ids[0].size() == 32);
     CHECK(ids[1] == ids[0]);
   }
+}
+
+TEST_CASE("a change carries the id given with --request-id across resends", "[yardctl][ha]") {
+  DroppingMaster master(1);
+  capnp::MallocMessageBuilder message;
+  auto req = message.initRoot<api::Request>();
+  req.setId(1);
+  req.setJobCancel("train");
+  auto target = targetFor(master);
+  target.requestId = "0123-abcd";
+  auto answer = ctl::sendRequest(target, message);
+  INFO((answer ? "" : answer.error()));
+  REQUIRE(answer);
+  auto ids = master.seen();
+  REQUIRE(ids.size() == 2);
+  CHECK(ids[0] == "0123-abcd");
+  CHECK(ids[1] == "0123-abcd");
 }
 
 TEST_CASE("a request without a request id is not sent again after a lost connection", "[yardctl][ha]") {
