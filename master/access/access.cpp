@@ -385,17 +385,16 @@ void Access::issue(store::TokenRecord rec, std::function<void(Result<IssuedToken
       slot.done();
       return done(Result<IssuedToken>::fail("user " + rec.user + " does not exist"));
     }
-    slot.commit(
-        [rec, also = origin.also](store::Tx& tx) {
-          tx.upsertToken(rec);
-          if (also) also(tx);
-        },
-                [this, rec, issued, done](Result<bool> r) {
-                  if (!r) return done(Result<IssuedToken>::fail(r.error()));
-                  tokens_[rec.id] = rec;
-                  persistedUse_[rec.id] = 0;
-                  done(Result<IssuedToken>::ok(issued));
-                });
+    auto write = [rec, also = origin.also](store::Tx& tx) {
+      tx.upsertToken(rec);
+      if (also) also(tx);  // the request's record, in the same transaction
+    };
+    slot.commit(write, [this, rec, issued, done](Result<bool> r) {
+      if (!r) return done(Result<IssuedToken>::fail(r.error()));
+      tokens_[rec.id] = rec;
+      persistedUse_[rec.id] = 0;
+      done(Result<IssuedToken>::ok(issued));
+    });
   });
 }
 

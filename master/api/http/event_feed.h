@@ -23,7 +23,7 @@
 namespace yard::master {
 
 struct FeedItem {
-  uint64_t seq = 0;     // first, first + 1, ...: the SSE id (see EventFeed::startingNow)
+  uint64_t seq = 0;     // first, first + 1, ...: the SSE id (see EventFeed::firstIdNow)
   std::string job;      // the job it is about
   std::string owner;    // that job's owner: who may see it (with admins)
   std::string type;     // job | task | event | deleted
