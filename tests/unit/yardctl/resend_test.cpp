@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -114,16 +115,29 @@ TEST_CASE("a job change lost with its connection is sent again with the same req
   CHECK(ids[2] == ids[0]);
 }
 
-TEST_CASE("a queue create lost with its connection is sent again with the same request id", "[yardctl][ha]") {
+namespace {
+
+// Sends the request `fill` makes through sendRequest to a master that drops the first
+// connection; the request ids the master saw, in order (the answer must have come).
+std::vector<std::string> idsAfterOneDrop(const std::function<void(api::Request::Builder)>& fill,
+                                         const std::string& requestId = "") {
   DroppingMaster master(1);
   capnp::MallocMessageBuilder message;
   auto req = message.initRoot<api::Request>();
   req.setId(1);
-  req.initQueueCreate().setName("q");
-  auto answer = ctl::sendRequest(targetFor(master), message);
+  fill(req);
+  auto target = targetFor(master);
+  target.requestId = requestId;
+  auto answer = ctl::sendRequest(target, message);
   INFO((answer ? "" : answer.error()));
   REQUIRE(answer);
-  auto ids = master.seen();
+  return master.seen();
+}
+
+}  // namespace
+
+TEST_CASE("a queue create lost with its connection is sent again with the same request id", "[yardctl][ha]") {
+  auto ids = idsAfterOneDrop([](auto req) { req.initQueueCreate().setName("q"); });
   REQUIRE(ids.size() == 2);
   CHECK(ids[0].size() == 32);
   CHECK(ids[1] == ids[0]);
@@ -131,19 +145,13 @@ TEST_CASE("a queue create lost with its connection is sent again with the same r
 
 TEST_CASE("a token create lost with its connection is sent again with the same request id", "[yardctl][ha]") {
   for (bool join : {false, true}) {
-    DroppingMaster master(1);
-    capnp::MallocMessageBuilder message;
-    auto req = message.initRoot<api::Request>();
-    req.setId(1);
-    if (join) {
-      req.initJoinTokenCreate().setUses(1);
-    } else {
-      req.initUserTokenCreate().setUser("bob");
-    }
-    auto answer = ctl::sendRequest(targetFor(master), message);
-    INFO((answer ? "" : answer.error()));
-    REQUIRE(answer);
-    auto ids = master.seen();
+    auto ids = idsAfterOneDrop([join](auto req) {
+      if (join) {
+        req.initJoinTokenCreate().setUses(1);
+      } else {
+        req.initUserTokenCreate().setUser("bob");
+      }
+    });
     REQUIRE(ids.size() == 2);
     CHECK(ids[0].size() == 32);
     CHECK(ids[1] == ids[0]);
@@ -151,17 +159,7 @@ TEST_CASE("a token create lost with its connection is sent again with the same r
 }
 
 TEST_CASE("a change carries the id given with --request-id across resends", "[yardctl][ha]") {
-  DroppingMaster master(1);
-  capnp::MallocMessageBuilder message;
-  auto req = message.initRoot<api::Request>();
-  req.setId(1);
-  req.setJobCancel("train");
-  auto target = targetFor(master);
-  target.requestId = "0123-abcd";
-  auto answer = ctl::sendRequest(target, message);
-  INFO((answer ? "" : answer.error()));
-  REQUIRE(answer);
-  auto ids = master.seen();
+  auto ids = idsAfterOneDrop([](auto req) { req.setJobCancel("train"); }, "0123-abcd");
   REQUIRE(ids.size() == 2);
   CHECK(ids[0] == "0123-abcd");
   CHECK(ids[1] == "0123-abcd");
