@@ -267,8 +267,9 @@ void ClientApi::createTokenOnce(const std::string& requestId, const ClientAnswer
     if (!found || !found.value()) return a.error("request " + requestId + ": its record cannot be read");
     // The record's answer: "token ID created".
     std::string text = found.value()->answer;
-    std::string id = text.starts_with("token ") ? text.substr(6, text.find(' ', 6) - 6) : "";
-    answer(access_.issuedAgain(id, requestId, a.caller->user));
+    if (!text.starts_with("token ") || !text.ends_with(" created"))
+      return a.error("requestId " + requestId + ": was given to another change (\"" + text + "\"), not a token create");
+    answer(access_.issuedAgain(text.substr(6, text.size() - 6 - 8), requestId, a.caller->user));
   };
   if (createOnce(requestId, a, "token " + origin.tokenId + " created", made, origin.also, reply)) return;
   create(

@@ -877,6 +877,15 @@ TEST_CASE("a token create resent with its request id gets the same token and sec
   REQUIRE(join.error.empty());
   CHECK(create("0e0e", true).secret == join.secret);
   CHECK(count(true) == 1);
+  // An id given to another change is refused, naming that change.
+  auto queue = h.call([](auto req) {
+    auto q = req.initQueueCreate();
+    q.setName("by-id");
+    q.initQuota().setCpuMillis(1000);
+    req.setRequestId("0f0f");
+  });
+  REQUIRE(queue->root<api::Response>().isQueue());
+  CHECK(create("0f0f", false).error == "requestId 0f0f: was given to another change (\"queue by-id created\"), not a token create");
   // Revoked since: the resend says so instead of handing out a dead secret.
   CHECK(h.refusal([&](auto req) { req.setTokenRevoke(first.id); }).empty());
   CHECK(create("0d0d", false).error == "token " + first.id + " was created by this request, and revoked since");
