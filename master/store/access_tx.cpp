@@ -111,11 +111,12 @@ Result<int64_t> Tx::appendAudit(AuditRecord& rec) {
   });
 }
 
-Result<bool> Tx::recordRequest(const std::string& id, const std::string& user, const std::string& answer, int64_t atMs) {
+Result<bool> Tx::recordRequest(const std::string& id, const std::string& user, const std::string& request,
+                              const std::string& answer, int64_t atMs) {
   return guarded<bool>([&] {
     int code = 0;
-    auto r = described(runSql(conn_, code, "INSERT INTO requests (id, user, answer, at) VALUES (?, ?, ?, ?)", id, user,
-                              answer, atMs),
+    auto r = described(runSql(conn_, code, "INSERT INTO requests (id, user, request, answer, at) VALUES (?, ?, ?, ?, ?)",
+                              id, user, request, answer, atMs),
                        "recording request " + id);
     if (!r.isOk()) return r;
     constexpr int64_t kDayMs = 24LL * 3600 * 1000;

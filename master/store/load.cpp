@@ -281,8 +281,8 @@ Result<std::optional<Store::RequestRecord>> Store::request(const std::string& id
   using R = Result<std::optional<RequestRecord>>;
   std::lock_guard<std::mutex> lock(readMu_);
   std::vector<RequestRecord> out;
-  auto r = readRows(*reader_, "SELECT user, answer FROM requests WHERE id = ?",
-                    [](const sql::Stmt& s) { return RequestRecord{s.text(0), s.text(1)}; }, out, id);
+  auto r = readRows(*reader_, "SELECT user, answer, request FROM requests WHERE id = ?",
+                    [](const sql::Stmt& s) { return RequestRecord{s.text(0), s.text(1), s.text(2)}; }, out, id);
   if (!r.isOk()) return R::fail(path_ + ": reading request " + id + ": " + r.error());
   if (out.empty()) return R::ok(std::nullopt);
   return R::ok(out.front());

@@ -325,6 +325,13 @@ CREATE TABLE requests (
 CREATE INDEX requests_at ON requests (at);
 )sql";
 
+// Version 16: what each request id was given to ("job cancel long", "queue create q1"), so that
+// an id sent again with another change is refused by name instead of answered as the first
+// change. Rows written before it hold '' and are not checked.
+constexpr const char* kV16 = R"sql(
+ALTER TABLE requests ADD COLUMN request TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
@@ -341,6 +348,7 @@ constexpr Migration kMigrations[] = {
     {13, kV13},
     {14, kV14},
     {15, kV15},
+    {16, kV16},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

@@ -85,9 +85,11 @@ class Tx {
   Result<bool> insertGrant(GrantTable table, const GrantRecord& g);  // a grant held already is no error
   Result<bool> deleteGrant(GrantTable table, const GrantRecord& g);  // "... is not granted" when absent
   Result<int64_t> appendAudit(AuditRecord& record);  // sets record.id
-  // A change made for a client's request id (docs/ha.md, "Retries and request ids"): its
-  // answer, kept a day (older rows are removed here).
-  Result<bool> recordRequest(const std::string& id, const std::string& user, const std::string& answer, int64_t atMs);
+  // A change made for a client's request id (docs/ha.md, "Retries and request ids"): the
+  // request it was given to (e.g. "job cancel long") and its answer, kept a day (older rows
+  // are removed here).
+  Result<bool> recordRequest(const std::string& id, const std::string& user, const std::string& request,
+                             const std::string& answer, int64_t atMs);
 
   // Usage (usage_tx.cpp): adds `delta`'s amounts to the row of delta.jobId (created when
   // missing), sets its names, keeps the earliest startedAt and the latest endedAt (0 = unknown).
@@ -146,9 +148,10 @@ class Store {
   Result<std::vector<EventRecord>> events(int64_t jobId, size_t limit);
   // Audit records matching `q`, oldest first.
   Result<std::vector<AuditRecord>> audit(const AuditQuery& q);
-  // The change recorded for request id `id` (Tx::recordRequest): its user and answer.
+  // The change recorded for request id `id` (Tx::recordRequest): its user, answer and
+  // request ('' in rows written before schema version 16).
   struct RequestRecord {
-    std::string user, answer;
+    std::string user, answer, request;
   };
   Result<std::optional<RequestRecord>> request(const std::string& id);
   // The per-job usage rows matching `q`, by job id (usage_tx.cpp).

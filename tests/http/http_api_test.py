@@ -381,16 +381,33 @@ check(not any(e[1].get("name") == "admins-only" or e[1].get("job") == "admins-on
 # --- cancel and delete
 call("POST", "/api/v1/jobs", JOB_YAML.format(name="long", task="main", script="sleep 600"), ctype="application/yaml")
 wait_state("long", "Running", 20)
-s, j, _, _ = call("POST", "/api/v1/jobs/long/cancel")
+# Each change takes an Idempotency-Key: sent again with it, the first answer; with the key of
+# another change, 409 naming both, and nothing made; a malformed key, 400 naming the header.
+CANCEL_KEY, DELETE_KEY = "5eed0000-0000-4000-8000-00000000ca11", "5eed0000-0000-4000-8000-0000000de1e7"
+s, j, _, _ = call("POST", "/api/v1/jobs/long/cancel", headers={"Idempotency-Key": "not a key"})
+check(s == 400 and "Idempotency-Key" in j["error"], f"a malformed Idempotency-Key: {s} {j}")
+s, j, _, _ = call("POST", "/api/v1/jobs/long/cancel", headers={"Idempotency-Key": CANCEL_KEY})
 check(s == 200 and j["result"], f"cancel: {s} {j}")
+first_cancel = j["result"]
+s, j, _, _ = call("POST", "/api/v1/jobs/long/cancel", headers={"Idempotency-Key": CANCEL_KEY})
+check(s == 200 and j["result"] == first_cancel, f"a cancel resent with its key: {s} {j}, first {first_cancel}")
 wait_state("long", "Cancelled", 30)
-s, j, _, _ = call("DELETE", "/api/v1/jobs/long")
+s, j, _, _ = call("DELETE", "/api/v1/jobs/long", headers={"Idempotency-Key": CANCEL_KEY})
+check(s == 409 and "job cancel long" in j["error"] and "job delete long" in j["error"],
+      f"a delete with the cancel's key: {s} {j}")
+check(call("GET", "/api/v1/jobs/long")[0] == 200, "a delete refused for its key deleted the job")
+s, j, _, _ = call("DELETE", "/api/v1/jobs/long", headers={"Idempotency-Key": DELETE_KEY})
 check(s == 200, f"delete: {s} {j}")
+first_delete = j["result"]
 for _ in range(100):
     if call("GET", "/api/v1/jobs/long")[0] == 404:
         break
     time.sleep(0.1)
 check(call("GET", "/api/v1/jobs/long")[0] == 404, "deleted job still shown")
+# The job is gone: the delete resent with its key still gets its first answer, without it 404.
+s, j, _, _ = call("DELETE", "/api/v1/jobs/long", headers={"Idempotency-Key": DELETE_KEY})
+check(s == 200 and j["result"] == first_delete, f"a delete resent with its key: {s} {j}, first {first_delete}")
+check(call("DELETE", "/api/v1/jobs/long")[0] == 404, "a second delete without a key")
 
 # --- catalog
 s, j, _, _ = call("GET", "/api/v1/queues")

@@ -455,3 +455,42 @@ def test_the_yard_command(cluster, tmp_path):
     assert r.returncode == 2, r.stderr
     r = _yard("delete", "yard-cmd")
     assert r.returncode == 0, r.stderr
+
+
+def test_request_id_makes_a_change_once(client):
+    name = unique("once")
+    spec = host_job(name, "true", hold=True)
+    rid = "0e0e" + os.urandom(8).hex()
+    first = client.submit(spec, request_id=rid)
+    assert client.submit(spec, request_id=rid) == first  # a retried call: the first answer
+    with pytest.raises(yard.Conflict) as e:  # the id of another change
+        client.cancel(name, request_id=rid)
+    assert f'was given to another change ("job submit {name}")' in e.value.message
+    assert client.job(name)["job"]["state"] == "Queued"  # not cancelled
+    gone = "0e0f" + os.urandom(8).hex()
+    deleted = client.delete(name, request_id=gone)
+    assert client.delete(name, request_id=gone) == deleted  # gone, yet answered as the first time
+    with pytest.raises(yard.NotFound):
+        client.delete(name)
+
+
+def test_a_change_sent_again_after_a_lost_answer_is_made_once(client, monkeypatch):
+    """The master made the job but its answer was lost with a kept-alive connection: the
+    client sends the request again on a fresh one, with the same Idempotency-Key, and gets the
+    first answer instead of 409 "already used"."""
+    import http.client
+    name = unique("lost")
+    client.whoami()  # leaves a kept-alive connection
+    conn = client._conn
+    real = conn.getresponse
+    lost = []
+
+    def answer_lost():
+        real().read()  # the master answered (the job is made)...
+        lost.append(True)
+        raise http.client.RemoteDisconnected("the answer was lost")  # ...and the answer went
+
+    monkeypatch.setattr(conn, "getresponse", answer_lost)
+    r = client.submit(host_job(name, "true", hold=True))
+    assert lost == [True] and r["jobs"] == [name]
+    client.delete(name)

@@ -10,6 +10,7 @@ import ssl
 import threading
 import time
 import urllib.parse
+import uuid
 from typing import Iterator
 
 from . import __version__
@@ -175,11 +176,14 @@ class Client:
         return YardError(f"cannot reach the HTTP API at {self.url}: {e}")
 
     def _request(self, method: str, path: str, query: dict | None = None, body: bytes | None = None,
-                 content_type: str | None = None):
+                 content_type: str | None = None, headers: dict | None = None):
         """One request; the parsed JSON answer (None for an empty one). Raises the YardError
         subclass of a non-2xx answer."""
         target = self._target(path, query)
-        headers = self._headers({"Content-Type": content_type} if content_type else None)
+        extra = dict(headers or {})
+        if content_type:
+            extra["Content-Type"] = content_type
+        headers = self._headers(extra)
         with self._lock:
             for attempt in (0, 1):
                 conn = self._conn
@@ -220,6 +224,14 @@ class Client:
 
     def _get(self, path: str, query: dict | None = None):
         return self._request("GET", path, query)
+
+    def _change(self, method: str, path: str, request_id: str | None, body: bytes | None = None,
+                content_type: str | None = None):
+        """A change to a job, with an Idempotency-Key: `request_id`, else a new random one. The
+        request sent again on a fresh connection keeps the key, so the master makes it once
+        (docs/ha.md, "Retries and request ids")."""
+        key = request_id if request_id is not None else uuid.uuid4().hex
+        return self._request(method, path, body=body, content_type=content_type, headers={"Idempotency-Key": key})
 
     def _open_stream(self, target: str, last_id: str | None):
         """A new connection with `target`'s event stream started: (conn, response)."""
@@ -359,12 +371,14 @@ class Client:
             data = f.read()
         return data, "application/json" if path.endswith(".json") else "application/yaml"
 
-    def submit(self, spec) -> dict:
+    def submit(self, spec, request_id: str | None = None) -> dict:
         """Submits a job (or a job array): `spec` is a dict, a yard.Job, YAML/JSON text, or
         the path of a .yaml/.json file. Returns {"result", "name", "queue", "jobs": [names]}.
-        Raises InvalidSpec (with .errors) when the master's validator refuses it."""
+        Raises InvalidSpec (with .errors) when the master's validator refuses it.
+        `request_id` (1-64 hex digits and '-', e.g. a UUID): a script that retries the call
+        passes the same one, and the job is made once (the retry gets the first answer)."""
         body, ctype = self._spec_body(spec)
-        return self._request("POST", "/api/v1/jobs", body=body, content_type=ctype)
+        return self._change("POST", "/api/v1/jobs", request_id, body=body, content_type=ctype)
 
     def validate(self, spec) -> list:
         """The master's errors for `spec` as [{"path", "message"}]; [] when it is valid."""
@@ -408,24 +422,26 @@ class Client:
         """What the job's live replicas use now."""
         return self._get(f"/api/v1/jobs/{_q(name)}/top")["items"]
 
-    def _act(self, name: str, action: str) -> dict:
-        return self._request("POST", f"/api/v1/jobs/{_q(name)}/{action}")
+    def _act(self, name: str, action: str, request_id: str | None) -> dict:
+        return self._change("POST", f"/api/v1/jobs/{_q(name)}/{action}", request_id)
 
-    def cancel(self, name: str) -> dict:
+    # Each change takes `request_id`, as submit() does.
+
+    def cancel(self, name: str, request_id: str | None = None) -> dict:
         """Stops the job (or every member of a job array): {"result": "..."}."""
-        return self._act(name, "cancel")
+        return self._act(name, "cancel", request_id)
 
-    def delete(self, name: str) -> dict:
-        return self._request("DELETE", f"/api/v1/jobs/{_q(name)}")
+    def delete(self, name: str, request_id: str | None = None) -> dict:
+        return self._change("DELETE", f"/api/v1/jobs/{_q(name)}", request_id)
 
-    def hold(self, name: str) -> dict:
-        return self._act(name, "hold")
+    def hold(self, name: str, request_id: str | None = None) -> dict:
+        return self._act(name, "hold", request_id)
 
-    def release(self, name: str) -> dict:
-        return self._act(name, "release")
+    def release(self, name: str, request_id: str | None = None) -> dict:
+        return self._act(name, "release", request_id)
 
-    def requeue(self, name: str) -> dict:
-        return self._act(name, "requeue")
+    def requeue(self, name: str, request_id: str | None = None) -> dict:
+        return self._act(name, "requeue", request_id)
 
     def wait(self, name: str, timeout: float | None = None, states=FINAL_STATES) -> dict:
         """Polls the job until its state is one of `states` (by default a final one) and

@@ -255,23 +255,22 @@ void ClientApi::fillUser(api::UserInfo::Builder out, const store::UserRecord& u)
 // A token create with a request id: its token's id is chosen first and recorded with the
 // request; a resend finds that id and is answered with the same secret, derived again
 // (Access::issuedAgain), so that a create whose answer was lost makes one token, not two.
-void ClientApi::createTokenOnce(const std::string& requestId, const ClientAnswer& a,
+void ClientApi::createTokenOnce(const std::string& requestId, const std::string& request, const ClientAnswer& a,
                                 const std::function<void(Result<IssuedToken>)>& answer,
                                 const std::function<void(std::function<void(Result<IssuedToken>)>, Access::Origin)>& create) {
   Access::Origin origin{access_.newTokenId(), requestId, a.caller->user, {}};
   std::function<void(Result<bool>)> reply = [answer](Result<bool> r) {
     if (!r) answer(Result<IssuedToken>::fail(r.error()));
   };
-  auto made = [this, a, requestId, answer] {
-    auto found = store_.request(requestId);
-    if (!found || !found.value()) return a.error("request " + requestId + ": its record cannot be read");
-    // The record's answer: "token ID created".
-    std::string text = found.value()->answer;
+  auto made = [this, a, requestId, answer](const store::Store::RequestRecord& rec) {
+    // The record's answer: "token ID created". A record written before schema version 16
+    // names no request, so its answer is checked here.
+    const std::string& text = rec.answer;
     if (!text.starts_with("token ") || !text.ends_with(" created"))
       return a.error("requestId " + requestId + ": was given to another change (\"" + text + "\"), not a token create");
     answer(access_.issuedAgain(text.substr(6, text.size() - 6 - 8), requestId, a.caller->user));
   };
-  if (createOnce(requestId, a, "token " + origin.tokenId + " created", made, origin.also, reply)) return;
+  if (createOnce(requestId, request, a, "token " + origin.tokenId + " created", made, origin.also, reply)) return;
   create(
       [answer, reply](Result<IssuedToken> r) {
         if (r) return answer(std::move(r));
@@ -306,11 +305,13 @@ void ClientApi::handleAccess(api::Request::Reader req, const ClientAnswer& a) {
       };
       Access::Reply reply = answer(u.name);
       std::function<void(store::Tx&)> also;
-      auto made = [this, a, answer, name = u.name] {
+      auto made = [this, a, answer, name = u.name](const store::Store::RequestRecord&) {
         if (!access_.user(name)) return a.error("user " + name + " was created by this request, and deleted since");
         answer(name)(Result<bool>::ok(true));
       };
-      if (createOnce(str(req.getRequestId()), a, "user " + u.name + " created", made, also, reply)) return;
+      if (createOnce(str(req.getRequestId()), "user create " + u.name, a, "user " + u.name + " created", made, also,
+                     reply))
+        return;
       return access_.createUser(u, reply, also);
     }
     case W::USER_LIST: {
@@ -332,7 +333,7 @@ void ClientApi::handleAccess(api::Request::Reader req, const ClientAnswer& a) {
                         std::function<void(Result<IssuedToken>)> done, Access::Origin origin) {
         access_.createApiToken(user, ttl, description, std::move(done), std::move(origin));
       };
-      return createTokenOnce(str(req.getRequestId()), a, secretAnswer, create);
+      return createTokenOnce(str(req.getRequestId()), "user token create " + user, a, secretAnswer, create);
     }
     case W::JOIN_TOKEN_CREATE: {
       auto in = req.getJoinTokenCreate();
@@ -341,7 +342,7 @@ void ClientApi::handleAccess(api::Request::Reader req, const ClientAnswer& a) {
                         std::function<void(Result<IssuedToken>)> done, Access::Origin origin) {
         access_.createJoinToken(ttl, uses, description, std::move(done), std::move(origin));
       };
-      return createTokenOnce(str(req.getRequestId()), a, secretAnswer, create);
+      return createTokenOnce(str(req.getRequestId()), "join token create", a, secretAnswer, create);
     }
     case W::USER_TOKEN_LIST:
     case W::JOIN_TOKEN_LIST: {

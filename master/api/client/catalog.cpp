@@ -142,11 +142,13 @@ void ClientApi::handleQueue(api::Request::Reader req, const ClientAnswer& a) {
       store::QueueRecord q = queueFrom(req.getQueueCreate());
       Catalog::Reply reply = answerQueue(a, q.name);
       std::function<void(store::Tx&)> also;
-      auto made = [this, a, name = q.name] {
+      auto made = [this, a, name = q.name](const store::Store::RequestRecord&) {
         if (!catalog_.queues().count(name)) return a.error("queue " + name + " was created by this request, and deleted since");
         answerQueue(a, name)(Result<bool>::ok(true));
       };
-      if (createOnce(str(req.getRequestId()), a, "queue " + q.name + " created", made, also, reply)) return;
+      if (createOnce(str(req.getRequestId()), "queue create " + q.name, a, "queue " + q.name + " created", made, also,
+                     reply))
+        return;
       return catalog_.createQueue(q, reply, also);
     }
     case api::Request::QUEUE_UPDATE: return updateQueue(req.getQueueUpdate(), a);
@@ -221,11 +223,12 @@ void ClientApi::createDataset(const store::DatasetRecord& rec, const ClientAnswe
   };
   Catalog::Reply reply = answer(rec.name);
   std::function<void(store::Tx&)> also;
-  auto made = [this, a, answer, name = rec.name] {
+  auto made = [this, a, answer, name = rec.name](const store::Store::RequestRecord&) {
     if (!catalog_.datasets().count(name)) return a.error("dataset " + name + " was created by this request, and deleted since");
     answer(name)(Result<bool>::ok(true));
   };
-  if (createOnce(requestId, a, "dataset " + rec.name + " created", made, also, reply)) return;
+  if (createOnce(requestId, "dataset create " + rec.name, a, "dataset " + rec.name + " created", made, also, reply))
+    return;
   catalog_.createDataset(rec, reply, also);
 }
 

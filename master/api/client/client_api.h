@@ -181,17 +181,25 @@ class ClientApi {
   void handleQueue(api::Request::Reader req, const ClientAnswer& a);
   void handleDataset(api::Request::Reader req, const ClientAnswer& a);
   void handleJob(api::Request::Reader req, const ClientAnswer& a);
+  // A change sent with a request id already on record (docs/ha.md, "Retries and request
+  // ids"). Returns true when `a` is answered: refused when the id is another user's or was
+  // given to another change than `request` (e.g. "job cancel long"), else answered by `made`
+  // as a resend. False when the id is not on record.
+  bool resendAnswered(const std::string& requestId, const std::string& request, const ClientAnswer& a,
+                      const std::function<void(const store::Store::RequestRecord&)>& made);
   // A create (queue, dataset, user) with a request id (docs/ha.md, "Retries and request ids"):
-  // made once. Returns true when `a` is answered already: the id is malformed, names another
-  // user's request, or was made (`made` then answers as the create did). Else sets `also` to
-  // record the id with the create, in its transaction, and wraps `reply` so that a refusal
-  // while the id is recorded (a resend that queued behind its first send) answers as made.
-  bool createOnce(const std::string& requestId, const ClientAnswer& a, const std::string& what,
-                  const std::function<void()>& made, std::function<void(store::Tx&)>& also,
-                  std::function<void(Result<bool>)>& reply);
-  // A token create (API or join) made once per request id: `create` is handed the answer and
-  // the token's origin (its id chosen here, the request's record to write with it).
-  void createTokenOnce(const std::string& requestId, const ClientAnswer& a,
+  // made once. Returns true when `a` is answered already: the id is malformed, or is on
+  // record (resendAnswered; `made` then answers as the create did). Else sets `also` to
+  // record the id, `request` and `what` with the create, in its transaction, and wraps `reply`
+  // so that a refusal while the id is recorded (a resend that queued behind its first send)
+  // answers as made.
+  bool createOnce(const std::string& requestId, const std::string& request, const ClientAnswer& a,
+                  const std::string& what, const std::function<void(const store::Store::RequestRecord&)>& made,
+                  std::function<void(store::Tx&)>& also, std::function<void(Result<bool>)>& reply);
+  // A token create (API or join; `request` says which) made once per request id: `create` is
+  // handed the answer and the token's origin (its id chosen here, the request's record to
+  // write with it).
+  void createTokenOnce(const std::string& requestId, const std::string& request, const ClientAnswer& a,
                        const std::function<void(Result<IssuedToken>)>& answer,
                        const std::function<void(std::function<void(Result<IssuedToken>)>, Access::Origin)>& create);
   void handleNode(api::Request::Reader req, const ClientAnswer& a);

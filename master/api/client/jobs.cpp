@@ -160,28 +160,66 @@ void readEvents(store::Store& store, int64_t jobId, const ClientAnswer& a) {
 
 }  // namespace
 
-bool ClientApi::createOnce(const std::string& requestId, const ClientAnswer& a, const std::string& what,
-                           const std::function<void()>& made, std::function<void(store::Tx&)>& also,
-                           std::function<void(Result<bool>)>& reply) {
-  if (requestId.empty()) return false;
-  if (requestId.size() > 64 || requestId.find_first_not_of("0123456789abcdefABCDEF-") != std::string::npos) {
-    a.error("requestId: must be at most 64 hex digits (and '-'), not \"" + requestId.substr(0, 80) + "\"");
+bool ClientApi::resendAnswered(const std::string& requestId, const std::string& request, const ClientAnswer& a,
+                               const std::function<void(const store::Store::RequestRecord&)>& made) {
+  auto found = store_.request(requestId);
+  if (!found || !found.value()) return false;
+  const store::Store::RequestRecord& rec = *found.value();
+  if (rec.user != a.caller->user) {
+    a.error("requestId " + requestId + " names another user's request");
     return true;
   }
-  std::string user = a.caller->user;
-  auto answered = [this, a, requestId, user, made]() -> bool {
-    auto found = store_.request(requestId);
-    if (!found || !found.value()) return false;
-    if (found.value()->user != user) {
-      a.error("requestId " + requestId + " names another user's request");
-      return true;
-    }
-    if (a.audit) a.audit->record.message = "a resend of request " + requestId + ", made once";
-    made();
+  if (!rec.request.empty() && rec.request != request) {
+    a.error("requestId " + requestId + ": was given to another change (\"" + rec.request + "\"), not this one (\"" +
+            request + "\"); a retry sends the same change with the same id, another change needs an id of its own");
     return true;
-  };
+  }
+  if (a.audit) a.audit->record.message = "a resend of request " + requestId + ", made once";
+  made(rec);
+  return true;
+}
+
+namespace {
+// A request id: 1 to 64 hex digits and '-' (a UUID fits). Returns why not, or "".
+std::string badRequestId(const std::string& id) {
+  if (id.size() <= 64 && id.find_first_not_of("0123456789abcdefABCDEF-") == std::string::npos) return "";
+  return "requestId: must be at most 64 hex digits (and '-'), not \"" + id.substr(0, 80) + "\"";
+}
+
+// What a job change with a request id is recorded as, to tell a resend from another change
+// given the same id: e.g. "job cancel long", "job scale long/worker 4".
+std::string jobRequest(api::Request::Reader req) {
+  switch (req.which()) {
+    case api::Request::JOB_SUBMIT: return "job submit " + str(req.getJobSubmit().getName());
+    case api::Request::JOB_SUBMIT_ALL:
+      return "job submit " + (req.getJobSubmitAll().size() ? str(req.getJobSubmitAll()[0].getName()) : std::string());
+    case api::Request::JOB_CANCEL: return "job cancel " + str(req.getJobCancel());
+    case api::Request::JOB_DELETE: return "job delete " + str(req.getJobDelete());
+    case api::Request::JOB_HOLD: return "job hold " + str(req.getJobHold());
+    case api::Request::JOB_RELEASE: return "job release " + str(req.getJobRelease());
+    case api::Request::JOB_REQUEUE: return "job requeue " + str(req.getJobRequeue());
+    case api::Request::JOB_SCALE: {
+      auto s = req.getJobScale();
+      return "job scale " + str(s.getJob()) + "/" + str(s.getTask()) + " " + std::to_string(s.getReplicas());
+    }
+    default: return "";
+  }
+}
+}  // namespace
+
+bool ClientApi::createOnce(const std::string& requestId, const std::string& request, const ClientAnswer& a,
+                           const std::string& what, const std::function<void(const store::Store::RequestRecord&)>& made,
+                           std::function<void(store::Tx&)>& also, std::function<void(Result<bool>)>& reply) {
+  if (requestId.empty()) return false;
+  if (std::string why = badRequestId(requestId); !why.empty()) {
+    a.error(why);
+    return true;
+  }
+  auto answered = [this, a, requestId, request, made]() { return resendAnswered(requestId, request, a, made); };
   if (answered()) return true;
-  also = [requestId, user, what, now = now_()](store::Tx& tx) { (void)tx.recordRequest(requestId, user, what, now); };
+  also = [requestId, user = a.caller->user, request, what, now = now_()](store::Tx& tx) {
+    (void)tx.recordRequest(requestId, user, request, what, now);
+  };
   reply = [reply, answered](Result<bool> r) {
     if (!r && answered()) return;
     reply(std::move(r));
@@ -226,25 +264,19 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
   bool changes = req.isJobSubmit() || req.isJobSubmitAll() || req.isJobCancel() || req.isJobDelete() ||
                  req.isJobHold() || req.isJobRelease() || req.isJobRequeue() || req.isJobScale();
   if (!requestId.empty() && changes) {
-    if (requestId.size() > 64 || requestId.find_first_not_of("0123456789abcdefABCDEF-") != std::string::npos)
-      return a.error("requestId: must be at most 64 hex digits (and '-'), not \"" + requestId.substr(0, 80) + "\"");
-    std::string user = a.caller->user;
-    auto answered = [this, a, requestId, user, confirm]() -> bool {
-      auto made = store_.request(requestId);
-      if (!made || !made.value()) return false;
-      if (made.value()->user != user) {
-        a.error("requestId " + requestId + " names another user's request");
-        return true;
-      }
-      if (a.audit) a.audit->record.message = "a resend of request " + requestId + ", made once";
-      confirm(Result<std::string>::ok(made.value()->answer));
-      return true;
+    if (std::string why = badRequestId(requestId); !why.empty()) return a.error(why);
+    std::string request = jobRequest(req);
+    auto answered = [this, a, requestId, request, confirm]() -> bool {
+      return resendAnswered(requestId, request, a, [confirm](const store::Store::RequestRecord& rec) {
+        confirm(Result<std::string>::ok(rec.answer));
+      });
     };
     if (answered()) return;
     auto prev = audited;
-    audited = [prev, requestId, user, now = now_()](store::Tx& tx, const std::string& confirmation) {
+    audited = [prev, requestId, user = a.caller->user, request, now = now_()](store::Tx& tx,
+                                                                              const std::string& confirmation) {
       if (prev) prev(tx, confirmation);
-      (void)tx.recordRequest(requestId, user, confirmation, now);
+      (void)tx.recordRequest(requestId, user, request, confirmation, now);
     };
     changed = [changed, answered](Result<std::string> r) {
       if (!r && answered()) return;

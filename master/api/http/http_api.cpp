@@ -115,6 +115,8 @@ void Heartbeat::arm() {
 int statusForError(const std::string& m) {
   if (m.rfind(wire::kNotLeader, 0) == 0) return 503;  // an election: try again
   if (m.rfind("not authenticated", 0) == 0) return 401;
+  // An Idempotency-Key sent again with another change (docs/ha.md, "Retries and request ids").
+  if (m.rfind("requestId ", 0) == 0 && contains(m, ": was given to another change")) return 409;
   if (contains(m, " may not ") || contains(m, "admins only") || contains(m, "only admins") || contains(m, "does not allow"))
     return 403;
   if (contains(m, "does not exist") || contains(m, " has no task ")) return 404;

@@ -1,6 +1,8 @@
 #include "master/api/http/openapi.h"
 
 #include <initializer_list>
+#include <set>
+#include <string_view>
 #include <utility>
 
 #include "common/spec/spec_schema.h"
@@ -360,6 +362,17 @@ Json operation(const Op& op) {
   for (const auto& q : op.query)
     params.push_back({{"name", q.name}, {"in", "query"}, {"required", false}, {"description", q.doc},
                       {"schema", {{"type", q.type}}}});
+  // Every change to a job may carry a request id (docs/ha.md, "Retries and request ids").
+  static const std::set<std::string_view> kIdempotent = {"submitJob",  "deleteJob",  "cancelJob",
+                                                          "holdJob",    "releaseJob", "requeueJob"};
+  if (kIdempotent.count(op.id))
+    params.push_back({{"name", "Idempotency-Key"},
+                      {"in", "header"},
+                      {"required", false},
+                      {"description",
+                       "1 to 64 hex digits and '-' (a UUID fits): the change is made once; sent again with the same "
+                       "key it gets the first answer, with another change 409"},
+                      {"schema", {{"type", "string"}, {"pattern", "^[0-9a-fA-F-]{1,64}$"}}}});
   if (!params.empty()) o["parameters"] = params;
   if (op.body == Body::Spec) {
     Json spec = {{"schema", ref("SpecJob")}};

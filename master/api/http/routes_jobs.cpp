@@ -21,6 +21,16 @@ Json specErrorsJson(const spec::SpecErrors& errors) {
   return out;
 }
 
+// The Idempotency-Key header: the client API's request id, so that a change resent after a
+// lost answer is made once (docs/ha.md, "Retries and request ids"). "" when absent.
+Result<std::string> idempotencyKey(const HttpRequest& req) {
+  std::string key = req.header("idempotency-key");
+  if (key.size() <= 64 && key.find_first_not_of("0123456789abcdefABCDEF-") == std::string::npos)
+    return Result<std::string>::ok(key);
+  return Result<std::string>::fail("Idempotency-Key: must be 1 to 64 hex digits and '-' (a UUID fits), not \"" +
+                                   key.substr(0, 80) + "\"");
+}
+
 }  // namespace
 
 void HttpApi::listJobs(const Ctx& c) {
@@ -72,9 +82,9 @@ void HttpApi::submit(const Ctx& c) {
                             {"status", 422},
                             {"errors", specErrorsJson(loaded->errors)}});
   }
-  // Idempotency-Key (a UUID or hex): the client API's request id, so a POST resent after a
-  // lost answer makes the job once (docs/ha.md, "Retries and request ids").
-  std::string key = c.req.header("idempotency-key");
+  auto idempotency = idempotencyKey(c.req);
+  if (!idempotency) return c.error(400, idempotency.error());
+  std::string key = idempotency.value();
   unary(c, [loaded, key](api::Request::Builder r) {
           r.initJobSubmitAll(1).setWithCaveats(0, loaded->job());
           if (!key.empty()) r.setRequestId(key);
@@ -100,8 +110,18 @@ void HttpApi::jobPart(const Ctx& c, const std::string& job, const std::vector<st
   bool get = m == "GET" || m == "HEAD";
   auto notAllowed = [&](const char* allowed) { c.reply(methodNotAllowed(c.req, allowed)); };
   auto done = [c](api::Response::Reader r) { c.json(200, Json{{"result", r.isDone() ? r.getDone().cStr() : ""}}); };
+  // A change to the job (delete, cancel, hold, release, requeue), with its Idempotency-Key.
+  auto change = [&](void (api::Request::Builder::*set)(::capnp::Text::Reader)) {
+    auto key = idempotencyKey(c.req);
+    if (!key) return c.error(400, key.error());
+    unary(c, [job, set, key = key.value()](api::Request::Builder r) {
+            (r.*set)(job);
+            if (!key.empty()) r.setRequestId(key);
+          },
+          done);
+  };
   if (rest.empty()) {
-    if (m == "DELETE") return unary(c, [job](auto r) { r.setJobDelete(job); }, done);
+    if (m == "DELETE") return change(&api::Request::Builder::setJobDelete);
     if (!get) return notAllowed("GET, DELETE");
     bool env = param(c.req, "env") == "true";
     return unary(c, [job](auto r) { r.setJobShow(job); },
@@ -110,13 +130,13 @@ void HttpApi::jobPart(const Ctx& c, const std::string& job, const std::vector<st
   const std::string& part = rest[0];
   if (part == "cancel" && rest.size() == 1) {
     if (m != "POST") return notAllowed("POST");
-    return unary(c, [job](auto r) { r.setJobCancel(job); }, done);
+    return change(&api::Request::Builder::setJobCancel);
   }
   if ((part == "hold" || part == "release" || part == "requeue") && rest.size() == 1) {
     if (m != "POST") return notAllowed("POST");
-    if (part == "hold") return unary(c, [job](auto r) { r.setJobHold(job); }, done);
-    if (part == "release") return unary(c, [job](auto r) { r.setJobRelease(job); }, done);
-    return unary(c, [job](auto r) { r.setJobRequeue(job); }, done);
+    if (part == "hold") return change(&api::Request::Builder::setJobHold);
+    if (part == "release") return change(&api::Request::Builder::setJobRelease);
+    return change(&api::Request::Builder::setJobRequeue);
   }
   if (part == "logs" && rest.size() == 1) return get ? logsPage(c, job) : notAllowed("GET");
   if (part == "logs" && rest.size() == 2 && rest[1] == "stream") return get ? logsStream(c, job) : notAllowed("GET");

@@ -753,6 +753,11 @@ TEST_CASE("a job change resent with its request id is made once and answered as 
   std::string cancelled = doneOf("c0ffee", cancel);
   CHECK_THAT(cancelled, !Catch::StartsWith("error: "));
   CHECK(doneOf("c0ffee", cancel) == cancelled);
+  // The cancel's id sent with a delete: refused, and the job is not deleted.
+  CHECK_THAT(doneOf("c0ffee", [](auto req) { req.setJobDelete("train"); }),
+             Catch::StartsWith("error: requestId c0ffee: was given to another change (\"job cancel train\"), not "
+                               "this one (\"job delete train\")"));
+  CHECK(h.call([](auto req) { req.setJobShow("train"); })->root<api::Response>().isJob());
   // A job array's cancel and delete: recorded once, after its members; a resend is answered
   // as the first send, not made again member by member.
   auto sweep = spec::loadJobSpec(std::string(kJob).replace(std::string(kJob).find("name: train"), 11,
@@ -768,6 +773,11 @@ TEST_CASE("a job change resent with its request id is made once and answered as 
   CHECK(arrayDeleted == "job array sweep: 3 jobs deleted");
   CHECK(doneOf("a3", deleteArray) == arrayDeleted);  // the array is gone: the record answers
   CHECK_THAT(doneOf("a4", deleteArray), Catch::StartsWith("error: "));  // a new request: nothing to delete
+  // An id sent again with another change is refused, naming the change it was given to:
+  // not answered with that change's confirmation.
+  CHECK_THAT(doneOf("a2", deleteArray),
+             Catch::StartsWith("error: requestId a2: was given to another change (\"job cancel sweep\"), not this "
+                               "one (\"job delete sweep\")"));
   // An id that is not hex, or too long, is refused before anything is made.
   CHECK_THAT(doneOf("not hex!", submit), Catch::StartsWith("error: requestId: must be at most 64 hex digits"));
   CHECK_THAT(doneOf(std::string(65, 'a'), submit), Catch::StartsWith("error: requestId: "));
@@ -810,6 +820,19 @@ TEST_CASE("a queue dataset or user create resent with its request id answers as 
   CHECK_THAT(call("0c0c", dataset), Catch::StartsWith("error: ") && Catch::Contains("absolute"));
   CHECK_THAT(call("0c0c", dataset), Catch::StartsWith("error: ") && Catch::Contains("absolute"));
   CHECK_THAT(call("not hex", queue), Catch::StartsWith("error: requestId: must be at most 64 hex digits"));
+  // An id given to one change and sent with another is refused, naming both, and makes nothing.
+  auto other = [](auto req) {
+    auto q = req.initQueueCreate();
+    q.setName("other");
+    q.initQuota().setCpuMillis(1000);
+  };
+  CHECK(call("0b0b", other) ==
+        "error: requestId 0b0b: was given to another change (\"user create resent-user\"), not this one (\"queue "
+        "create other\"); a retry sends the same change with the same id, another change needs an id of its own");
+  CHECK(call("0a0a", user) == "error: requestId 0a0a: was given to another change (\"queue create resent\"), not "
+                              "this one (\"user create resent-user\"); a retry sends the same change with the same "
+                              "id, another change needs an id of its own");
+  CHECK(call("", other) == "queue other");  // it was not made by the refused request
 }
 
 TEST_CASE("a token create resent with its request id gets the same token and secret", "[client_api][ha]") {
@@ -885,7 +908,11 @@ TEST_CASE("a token create resent with its request id gets the same token and sec
     req.setRequestId("0f0f");
   });
   REQUIRE(queue->root<api::Response>().isQueue());
-  CHECK(create("0f0f", false).error == "requestId 0f0f: was given to another change (\"queue by-id created\"), not a token create");
+  CHECK_THAT(create("0f0f", false).error,
+             Catch::StartsWith("requestId 0f0f: was given to another change (\"queue create by-id\"), not this one "
+                               "(\"user token create bob\")"));
+  // A join token create and a user token create are different changes too.
+  CHECK_THAT(create("0e0e", false).error, Catch::Contains("(\"join token create\"), not this one"));
   // Revoked since: the resend says so instead of handing out a dead secret.
   CHECK(h.refusal([&](auto req) { req.setTokenRevoke(first.id); }).empty());
   CHECK(create("0d0d", false).error == "token " + first.id + " was created by this request, and revoked since");

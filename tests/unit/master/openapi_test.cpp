@@ -101,3 +101,20 @@ TEST_CASE("openapi: the spec's schema has a task alternative per kind with exact
   CHECK(spec::specKeys("Resources") == std::vector<std::string>{"cpu", "memory", "gpu"});
   CHECK(spec::specKeys("After") == std::vector<std::string>{"job", "condition"});
 }
+
+TEST_CASE("openapi: every change to a job takes an Idempotency-Key and nothing else does", "[openapi]") {
+  Json doc = openApiDocument("0");
+  std::set<std::string> with;
+  for (auto& [path, item] : doc["paths"].items())
+    for (auto& [method, op] : item.items()) {
+      if (!op.contains("parameters")) continue;
+      for (const auto& p : op["parameters"])
+        if (p["name"] == "Idempotency-Key") {
+          CHECK(p["in"] == "header");
+          with.insert(method + " " + path);
+        }
+    }
+  CHECK(with == std::set<std::string>{"post /api/v1/jobs", "delete /api/v1/jobs/{name}",
+                                      "post /api/v1/jobs/{name}/cancel", "post /api/v1/jobs/{name}/hold",
+                                      "post /api/v1/jobs/{name}/release", "post /api/v1/jobs/{name}/requeue"});
+}
