@@ -22,6 +22,7 @@ extern "C" {  // raft's headers declare C functions without saying so
 #include <thread>
 
 #include "master/ha/preallocate.h"
+#include "master/store/schema.h"
 #include "master/store/sqlite.h"
 #include "master/store/store.h"
 
@@ -236,11 +237,21 @@ struct RaftNode::Loop {
       self->settings.fatal("cannot restore a raft snapshot: " + restored.error());
       return RAFT_IOERR;
     }
+    // A snapshot taken before this master's upgrade holds the older schema: brought up to this
+    // build's, as the store's own file was at its start (the migrations only add).
+    auto upgraded = store::schema::upgrade(*conn.value());
+    if (!upgraded) {
+      self->settings.fatal("cannot restore a raft snapshot: " + upgraded.error());
+      return RAFT_IOERR;
+    }
     auto held = conn.value()->queryInt("SELECT applied_index FROM replication WHERE id = 1");
     self->appliedHere = held ? held.value() : 0;
     if (self->settings.log)
       self->settings.log("raft: store restored from a snapshot (" + std::to_string(size) + " bytes), holding entries up to " +
-                         std::to_string(self->appliedHere));
+                         std::to_string(self->appliedHere) +
+                         (upgraded.value() < store::schema::currentVersion()
+                              ? ", its schema upgraded from version " + std::to_string(upgraded.value())
+                              : std::string()));
     return 0;
   }
 

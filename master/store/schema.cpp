@@ -446,6 +446,17 @@ std::span<const Migration> migrations() { return kMigrations; }
 
 int currentVersion() { return migrations().back().version; }
 
+Result<int64_t> upgrade(sql::Connection& conn) {
+  auto version = verifyIdentity(conn);
+  if (!version.isOk()) return version;
+  for (const Migration& m : migrations()) {
+    if (m.version <= version.value()) continue;
+    auto applied = applyMigration(conn, m);
+    if (!applied.isOk()) return Result<int64_t>::fail(applied.error());
+  }
+  return version;
+}
+
 Result<bool> configureConnection(sql::Connection& conn) {
   // A reader may briefly wait on a checkpoint or recovery; a second process on the same
   // file (yardctl offline tools) may hold the write lock for a moment.

@@ -47,6 +47,13 @@ int currentVersion();
 // A refused file is not modified. A migration that fails is rolled back whole.
 Result<std::unique_ptr<sql::Connection>> openForWrite(const std::string& path);
 
+// Brings a database this process did not open with openForWrite to currentVersion(): a raft
+// snapshot just restored, made by a master of an older version (or before this one was
+// upgraded), would otherwise hold an older schema than this build writes. Refused, changing
+// nothing, when it is not a Yard database or is newer than this build; else applies the
+// pending migrations as openForWrite does. Returns the version it held before.
+Result<int64_t> upgrade(sql::Connection& conn);
+
 // The per-connection settings every store connection uses (busy timeout, foreign keys).
 Result<bool> configureConnection(sql::Connection& conn);
 

@@ -5,6 +5,8 @@
 
 #include "tests/unit/ha/raft_harness.h"
 
+#include "master/store/schema.h"
+
 using namespace yard;
 using namespace yard::master::ha;
 using namespace yard::store;
@@ -176,4 +178,32 @@ TEST_CASE("snapshots bound the log and bring a member far behind up to date", "[
   stopMember(a);
   stopMember(b);
   stopMember(c);
+}
+
+TEST_CASE("a snapshot of an older schema is upgraded as it is restored", "[ha]") {
+  // A master upgraded to this build restores the snapshot an older one took: its store must
+  // end with this build's schema, not the snapshot's.
+  TempDir tmp;
+  Pki pki = makePki(tmp.file("pki"));
+  Peer a{tmp.file("a")};
+  startMember(a, pki, true, "127.0.0.1:0", 8);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  {
+    // As a master of schema version 15 held it: no requests.request column yet.
+    auto old = sql::Connection::open(a.store->path()).value();
+    old->setBusyTimeoutMs(5000);
+    REQUIRE(old->exec("ALTER TABLE requests DROP COLUMN request; PRAGMA user_version = 15"));
+  }
+  for (int i = 0; i < 20; ++i) REQUIRE(addQueue(*a.store, "q" + std::to_string(i)));  // snapshots of it
+  std::string address = a.raft->hostPort();
+  stopMember(a);
+  startMember(a, pki, false, address, 8);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  REQUIRE(a.raft->barrier());
+  auto conn = sql::Connection::open(a.store->path(), true).value();
+  CHECK(conn->queryInt("PRAGMA user_version").value() == schema::currentVersion());
+  CHECK(conn->queryInt("SELECT count(*) FROM requests WHERE request = ''"));  // the column is back
+  CHECK(conn->queryInt("SELECT count(*) FROM queues WHERE name LIKE 'q%'").value() == 20);
+  conn.reset();
+  stopMember(a);
 }
