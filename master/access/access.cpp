@@ -310,6 +310,21 @@ void Access::redeemJoinToken(const std::string& secret, const std::string& node,
   });
 }
 
+void Access::redeemMasterJoinToken(const std::string& secret, const std::string& master,
+                                   std::function<void(std::optional<std::string>)> done) {
+  if (masterJoinToken_.empty()) return redeemJoinToken(secret, master, std::move(done));
+  std::optional<std::string> refusal;
+  if (!tokensEqual(secret, masterJoinToken_))
+    refusal = "join token refused for a master: this cluster admits masters with its master_join_token only (an "
+              "agent's join token does not give the cluster's CA key)";
+  store::AuditRecord rec;
+  rec.request = "master.join";
+  rec.target = master;
+  rec.outcome = refusal ? "refused" : "ok";
+  rec.message = refusal ? *refusal : "joined with the configured master_join_token";
+  record(rec, [done, refusal] { done(refusal); });
+}
+
 const store::UserRecord* Access::user(const std::string& name) const {
   auto it = users_.find(name);
   return it == users_.end() ? nullptr : &it->second;

@@ -132,6 +132,14 @@ class Access {
   void redeemJoinToken(const std::string& secret, const std::string& node,
                        std::function<void(std::optional<std::string> refusal)> done);
 
+  // A master's join (docs/ha.md, "Joining"; it is given the cluster CA's key). With a
+  // master_join_token (setMasterJoinToken) only that token is accepted: an agent's join token,
+  // static or made by yardctl, is refused ("join token refused for a master: ..."). Without
+  // one, as redeemJoinToken. Audited as "master.join", target `master`.
+  void setMasterJoinToken(std::string token) { masterJoinToken_ = std::move(token); }
+  void redeemMasterJoinToken(const std::string& secret, const std::string& master,
+                             std::function<void(std::optional<std::string> refusal)> done);
+
   // Users.
   // `also`: written in the same transaction (a request id's record, docs/ha.md).
   void createUser(const store::UserRecord& user, Reply reply, std::function<void(store::Tx&)> also = {});
@@ -198,6 +206,7 @@ class Access {
   Clock now_;
   Log log_;
   std::string staticJoinToken_;
+  std::string masterJoinToken_;
   std::string secretKey_;  // setSecretKey
   std::map<std::string, store::UserRecord> users_;
   std::map<std::string, store::TokenRecord> tokens_;  // by id

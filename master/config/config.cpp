@@ -136,7 +136,7 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
                                          "log_retention", "log_archive_max_bytes", "fence_timeout", "fence_grace",
                                          "metrics_listen", "dataset_roots", "http_listen", "console_dir", "scheduler",
                                          "raft_listen", "raft_advertise", "join", "name", "ca_fingerprint", "ca",
-                                         "election_timeout_ms"});
+                                         "election_timeout_ms", "master_join_token"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto str = [&](const char* key, std::string& out) -> std::string {
@@ -149,7 +149,7 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   };
   for (auto [key, out] : {std::pair<const char*, std::string*>{"data_dir", &c.dataDir},
                           {"listen", &c.listen}, {"agent_listen", &c.agentListen},
-                          {"join_token", &c.joinToken}, {"advertise", &c.advertise},
+                          {"join_token", &c.joinToken}, {"master_join_token", &c.masterJoinToken}, {"advertise", &c.advertise},
                           {"raft_listen", &c.raftListen}, {"name", &c.name}, {"raft_advertise", &c.raftAdvertise}, {"join", &c.join},
                           {"ca_fingerprint", &c.caFingerprint}, {"ca", &c.caFile}}) {
     std::string e = str(key, *out);

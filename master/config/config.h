@@ -26,6 +26,10 @@ struct MasterConfig {
   std::string agentListen = "127.0.0.1:7701";   // agent API
   std::string advertise;                        // client API address nodes dial (yard-rsh); "" = as bound
   std::string joinToken;                        // agents must present it; empty = refuse all agents
+  // A joining master must present it, and nothing else admits one (docs/ha.md, "Joining");
+  // empty: a master joins as an agent does (join_token, or a token from yardctl token create).
+  // A joiner presents it instead of join_token.
+  std::string masterJoinToken;
   int64_t heartbeatTimeoutSeconds = 30;         // a node missing heartbeats this long is down
   std::map<std::string, FlavorConfig> flavors;  // named resource sizes (container.flavor)
   std::vector<std::string> etcdEndpoints;       // for elastic rendezvous

@@ -20,6 +20,9 @@ ParsedFlags parseMasterFlags(int argc, char** argv) {
   app.add_option("--listen", f.listen, "Client API address HOST:PORT; overrides listen");
   app.add_option("--agent-listen", f.agentListen, "Agent API address HOST:PORT; overrides agent_listen");
   app.add_option("--join-token", f.joinToken, "Token agents must present; overrides join_token");
+  app.add_option("--master-join-token", f.masterJoinToken,
+                 "Token a joining master must present, refusing agents' tokens for it; a joiner presents it; "
+                 "overrides master_join_token");
   app.add_option("--advertise", f.advertise,
                  "Client API address nodes reach (yard-rsh, OpenMPI); overrides advertise; default: as bound");
   app.add_option("--etcd-endpoint", f.etcdEndpoints,
@@ -75,6 +78,7 @@ Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function
   if (!f.listen.empty()) config.listen = f.listen;
   if (!f.agentListen.empty()) config.agentListen = f.agentListen;
   if (!f.joinToken.empty()) config.joinToken = f.joinToken;
+  if (!f.masterJoinToken.empty()) config.masterJoinToken = f.masterJoinToken;
   if (!f.advertise.empty()) config.advertise = f.advertise;
   if (!f.etcdEndpoints.empty()) config.etcdEndpoints = f.etcdEndpoints;
   for (const auto& root : f.datasetRoots)
@@ -109,8 +113,9 @@ Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function
     return R::fail("--dev runs a single master: drop --raft-listen (raft_listen) or --dev");
   if (!config.join.empty() && config.raftListen.empty())
     return R::fail("--join: a joining master needs --raft-listen (raft_listen), the address the others reach it on");
-  if (!config.join.empty() && config.joinToken.empty())
-    return R::fail("--join: needs --join-token (join_token), a token of the cluster (yardctl token create, or its join_token)");
+  if (!config.join.empty() && config.joinToken.empty() && config.masterJoinToken.empty())
+    return R::fail("--join: needs --join-token (join_token), a token of the cluster (yardctl token create, or its "
+                   "join_token), or --master-join-token (master_join_token) where the cluster has one");
   if (!config.join.empty() && config.caFingerprint.empty() && config.caFile.empty())
     return R::fail("--join: needs --ca-fingerprint sha256:... or --ca FILE, so that it knows the cluster it joins");
   // After --dev and the flags: heartbeat_timeout is final here.

@@ -13,7 +13,7 @@
 namespace yard::master {
 
 struct MasterFlags {
-  std::string configPath, dataDir, listen, agentListen, joinToken, advertise, consoleDir;
+  std::string configPath, dataDir, listen, agentListen, joinToken, masterJoinToken, advertise, consoleDir;
   std::string raftListen, raftAdvertise, join, caFingerprint, caFile, name;  // docs/ha.md
   std::vector<std::string> etcdEndpoints, datasetRoots;
   std::optional<std::string> metricsListen, httpListen;  // set when given, "" included (= off)

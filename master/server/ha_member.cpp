@@ -49,7 +49,8 @@ std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log&
   std::string why;
   for (int attempt = 0; attempt < 30; ++attempt) {
     std::string pinned;
-    auto answer = askCluster(config.join, tls.value(), {"join", config.joinToken, config.raftListen},
+    const std::string& token = config.masterJoinToken.empty() ? config.joinToken : config.masterJoinToken;
+    auto answer = askCluster(config.join, tls.value(), {"join", token, config.raftListen},
                              config.caFile.empty() ? &pinned : nullptr);
     if (!answer) {
       why = answer.error();

@@ -309,7 +309,7 @@ std::optional<std::string> openStore(Master::Parts& p) {
     }
     if (req.size() == 3 && req[0] == "join") {
       asio::post(m.io, [pp, req, answer] {
-        pp->access->redeemJoinToken(req[1], "master " + req[2], [pp, answer, joiner = req[2]](std::optional<std::string> refusal) {
+        pp->access->redeemMasterJoinToken(req[1], "master " + req[2], [pp, answer, joiner = req[2]](std::optional<std::string> refusal) {
           if (refusal) return answer({"error", *refusal});
           pp->log("raft: the master at " + joiner + " is given the cluster CA to join");
           answer({"ok", pp->pki.ca.certPem, pp->pki.ca.keyPem});
@@ -442,6 +442,7 @@ std::optional<std::string> loadState(Master::Parts& p) {
   p.access = std::make_unique<Access>(p.io, *p.db, wallClockMs, p.log);
   if (auto loaded = p.access->load(state.value(), config.dataDir); !loaded) return loaded.error();
   p.access->setStaticJoinToken(config.joinToken);
+  p.access->setMasterJoinToken(config.masterJoinToken);
   // Every master of a cluster holds the CA's key: a token create sent again with its request
   // id gets the same secret from whichever master leads (docs/ha.md, "Request ids").
   p.access->setSecretKey(p.pki.ca.keyPem);

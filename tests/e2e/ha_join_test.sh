@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Joining a master with master_join_token (docs/ha.md, "Joining"). A joining master is given
+# the cluster CA's key, so a cluster with a master_join_token admits masters with it only: the
+# agents' join_token, and a join token from `yardctl token create`, are refused for a master
+# (the joiner stops at once, naming the refusal) while agents still join with them; a master
+# presenting the master_join_token becomes a voter. Both joins are in the audit trail.
+bin=$1
+source "$(dirname "$0")/cluster.sh"
+
+declare -A cport aport rport mpid
+for i in 1 2; do cport[$i]=$(free_port); aport[$i]=$(free_port); rport[$i]=$(free_port); done
+printf 'join_token = "e2e-token"\nmaster_join_token = "master-token"\nheartbeat_timeout = "6s"\n' >"$tmp/ha.toml"
+printf 'join_token = "e2e-token"\nheartbeat_timeout = "6s"\n' >"$tmp/joiner.toml"
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; cleanup' EXIT
+start_member() {  # start_member I CONFIG [args...]
+  local i=$1 config=$2; shift 2
+  "$bin/yard-master" --name "m$i" --config "$config" --data-dir "$tmp/m$i" --listen "127.0.0.1:${cport[$i]}" \
+    --agent-listen "127.0.0.1:${aport[$i]}" --raft-listen "127.0.0.1:${rport[$i]}" --metrics-listen "" \
+    "$@" >>"$tmp/m$i.out" 2>>"$tmp/m$i.err" &
+  mpid[$i]=$!
+  pids+=("$!")
+}
+wait_log() {  # wait_log FILE PATTERN SECONDS
+  for _ in $(seq $(($3 * 10))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+
+start_member 1 "$tmp/ha.toml"
+wait_log "$tmp/m1.out" '^listening ' 20 || fail "m1 did not start: $(cat "$tmp/m1.err")"
+fp=$(sed -n 's/.*fingerprint \(sha256:[0-9a-f]*\).*/\1/p' "$tmp/m1.err" | head -1)
+export YARD_MASTER="127.0.0.1:${cport[1]}" YARD_CA="$tmp/m1/ca.pem" YARD_TOKEN
+YARD_TOKEN=$(cat "$tmp/m1/admin.token")
+
+say "the agents' join_token does not admit a master"
+start_member 2 "$tmp/joiner.toml" --join "127.0.0.1:${rport[1]}" --ca-fingerprint "$fp"
+for _ in $(seq 100); do kill -0 "${mpid[2]}" 2>/dev/null || break; sleep 0.1; done
+kill -0 "${mpid[2]}" 2>/dev/null && fail "m2 still runs with the agents' join token"
+grep -q "join token refused for a master" "$tmp/m2.err" || fail "m2's refusal: $(tail -3 "$tmp/m2.err")"
+[ -e "$tmp/m2/ca.key" ] && fail "m2 was given the CA's key"
+
+say "nor does a join token from yardctl token create"
+tok=$("$bin/yardctl" -o json token create --uses 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])') ||
+  fail "token create"
+start_member 2 "$tmp/joiner.toml" --join "127.0.0.1:${rport[1]}" --join-token "$tok" --ca-fingerprint "$fp"
+for _ in $(seq 100); do kill -0 "${mpid[2]}" 2>/dev/null || break; sleep 0.1; done
+kill -0 "${mpid[2]}" 2>/dev/null && fail "m2 still runs with a token from yardctl token create"
+[ "$(grep -c "join token refused for a master" "$tmp/m2.err")" = 2 ] || fail "m2's second refusal: $(tail -3 "$tmp/m2.err")"
+
+say "the agents still join with their tokens"
+ln -s "$tmp/m1" "$tmp/master"  # where start_agent finds the CA
+AGENT_MASTER="127.0.0.1:${aport[1]}" start_agent 1
+wait_nodes 1
+
+say "the master_join_token admits a master, which becomes a voter"
+start_member 2 "$tmp/joiner.toml" --join "127.0.0.1:${rport[1]}" --master-join-token master-token --ca-fingerprint "$fp"
+wait_log "$tmp/m2.err" 'this master is a voter' 30 || fail "m2 did not become a voter: $(tail -3 "$tmp/m2.err")"
+cmp -s "$tmp/m1/ca.key" "$tmp/m2/ca.key" || fail "m2 does not hold the cluster's CA key"
+n=$("$bin/yardctl" --master "127.0.0.1:${cport[1]},127.0.0.1:${cport[2]}" -o json cluster status |
+  python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))') || fail "cluster status"
+[ "$n" = 2 ] || fail "cluster status lists $n members, not 2"
+
+say "each join is in the audit trail"
+audit=$("$bin/yardctl" -o json audit 2>&1) || fail "audit: $audit"
+echo "$audit" | python3 -c '
+import json, sys
+rows = [r for r in json.load(sys.stdin) if r.get("request") == "master.join"]
+outcomes = sorted(r["outcome"] for r in rows)
+assert outcomes == ["ok", "refused", "refused"], outcomes
+' || fail "the audit trail's master joins: $(echo "$audit" | grep -o '"master.join"[^}]*' | head -5)"
+for i in 1 2; do kill "${mpid[$i]}" 2>/dev/null; done
+for i in 1 2; do wait "${mpid[$i]}" 2>/dev/null; done
+finish e2e.ha_join
