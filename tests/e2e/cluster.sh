@@ -38,6 +38,10 @@ cleanup() {
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_log() {  # wait_log FILE PATTERN SECONDS: a line matching PATTERN is in FILE within SECONDS
+  for _ in $(seq $(($3 * 10))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
 
 # start_master [args...]: a master with a fixed agent port (so agents find it again after a
 # master restart); sets $master, $agents and YARD_MASTER.

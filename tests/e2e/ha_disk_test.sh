@@ -27,10 +27,6 @@ start_member() {
   mpid[$i]=$!
   pids+=("$!")
 }
-wait_log() {  # wait_log FILE PATTERN SECONDS
-  for _ in $(seq $(($3 * 10))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
 queues_on() { sqlite3 "file:$tmp/d$1/data/state.db?mode=ro" 'SELECT count(*) FROM queues' 2>&1; }
 fill() { dd if=/dev/zero of="$tmp/d$1/fill" bs=1M count=64 2>/dev/null; }
 

@@ -20,10 +20,6 @@ start_member() {  # start_member I CONFIG [args...]
   mpid[$i]=$!
   pids+=("$!")
 }
-wait_log() {  # wait_log FILE PATTERN SECONDS
-  for _ in $(seq $(($3 * 10))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
 
 start_member 1 "$tmp/ha.toml"
 wait_log "$tmp/m1.out" '^listening ' 20 || fail "m1 did not start: $(cat "$tmp/m1.err")"

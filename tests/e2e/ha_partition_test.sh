@@ -54,10 +54,6 @@ start_member() {  # start_member I [args...]
   mpid[$i]=$!
   pids+=("$!")
 }
-wait_log() {  # wait_log FILE PATTERN SECONDS
-  for _ in $(seq $(($3 * 10))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
 export YARD_MASTER="$net.1:7700,$net.2:7700,$net.3:7700"
 ctl() { in_ns cl "$bin/yardctl" "$@"; }
 leader() {  # the index of the master that leads, asked of the masters the clients reach

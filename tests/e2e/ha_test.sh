@@ -32,10 +32,6 @@ leader() {  # [SKIP]: the index of the member that leads, from yardctl cluster s
   for i in 1 2 3; do [ "$addr" = "127.0.0.1:${cport[$i]}" ] && { echo "$i"; return 0; }; done
   return 1
 }
-wait_log() {  # wait_log FILE PATTERN SECONDS
-  for _ in $(seq $(($3 * 10))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
 
 say "the first master bootstraps; two join it as voters"
 start_member 1
