@@ -38,3 +38,25 @@ describe('TaskStore.update', () => {
     expect(n).toBe(3);
   });
 });
+
+describe('TaskStore.setFromRead', () => {
+  it('keeps a state an event told of after the read was sent, and takes later reads', () => {
+    let clock = 0;
+    const s = new TaskStore(() => clock);
+    const v = (state: string) => ({ state, reason: '', attempt: 0, progress: '', exit: '' });
+    expect(s.setFromRead('a', v('Running'), 0)).toBe(true); // no event yet: the read is taken
+    clock = 10;
+    const readAt = 10; // a read is sent...
+    clock = 20;
+    s.update('a', { state: 'Succeeded', reason: '', attempt: 0 }); // ...an event comes...
+    clock = 30;
+    // ...and the read's answer, from before the event, does not take the task back to Running
+    expect(s.setFromRead('a', v('Running'), readAt)).toBe(false);
+    expect(s.get('a')?.state).toBe('Succeeded');
+    // another task of the same read is taken
+    expect(s.setFromRead('b', v('Running'), readAt)).toBe(true);
+    // the read sent after the event is taken: its progress and exit with it
+    expect(s.setFromRead('a', { ...v('Succeeded'), progress: '1/1 succeeded' }, 25)).toBe(true);
+    expect(s.get('a')?.progress).toBe('1/1 succeeded');
+  });
+});

@@ -13,6 +13,10 @@ export interface LiveTask {
 export class TaskStore {
   private values = new Map<string, LiveTask>();
   private listeners = new Map<string, Set<() => void>>();
+  private eventAt = new Map<string, number>(); // when update() last told of the task (now())
+
+  // `now`: a clock in milliseconds, the same one the caller stamps its reads with.
+  constructor(private now: () => number = () => performance.now()) {}
 
   get(name: string): LiveTask | undefined {
     return this.values.get(name);
@@ -32,7 +36,17 @@ export class TaskStore {
   // exit) stays as it was until the detail is read again.
   update(name: string, v: Pick<LiveTask, 'state' | 'reason' | 'attempt'>): boolean {
     const old = this.values.get(name);
+    this.eventAt.set(name, this.now());
     return this.set(name, { progress: old?.progress ?? '', exit: old?.exit ?? '', ...v });
+  }
+
+  // A job detail's view of the task, read from a request sent at `readAt` (now()): ignored
+  // when an event told of the task after that, since the read may show it as it was before
+  // the event (a task back at Running after its Succeeded). The read that follows the event
+  // brings the task's detail.
+  setFromRead(name: string, v: LiveTask, readAt: number): boolean {
+    if ((this.eventAt.get(name) ?? -Infinity) > readAt) return false;
+    return this.set(name, v);
   }
 
   subscribe(name: string, listener: () => void): () => void {

@@ -60,6 +60,9 @@ const CONFIRM: Record<Action, { verb: string; body: string; ok: string; danger: 
   },
 };
 
+// A job's detail as the page read it: `readAt`, when the read was sent (performance.now()).
+type ReadDetail = JobDetail & { readAt?: number };
+
 export function JobPage({ name }: { name: string }) {
   const [gone, setGone] = useState(false);
   const [selected, setSelected] = useState<string | null>(null);
@@ -71,7 +74,11 @@ export function JobPage({ name }: { name: string }) {
 
   const detailQ = useQuery({
     queryKey: keys.jobDetail(name),
-    queryFn: ({ signal }) => api<JobDetail>(base, { signal }),
+    // when the read was sent: the canvas keeps a task's state from an event newer than that
+    queryFn: async ({ signal }): Promise<ReadDetail> => {
+      const readAt = performance.now();
+      return { ...(await api<JobDetail>(base, { signal })), readAt };
+    },
   });
   const eventsQ = useQuery({
     queryKey: keys.jobEvents(name),
@@ -87,7 +94,11 @@ export function JobPage({ name }: { name: string }) {
   // the live states of the nodes follow each detail read, before it is painted
   useLayoutEffect(() => {
     for (const t of detail?.tasks ?? [])
-      store.set(t.name, { state: t.state, reason: t.reason, attempt: t.attempt, progress: progressText(t), exit: failureExit(t) });
+      store.setFromRead(
+        t.name,
+        { state: t.state, reason: t.reason, attempt: t.attempt, progress: progressText(t), exit: failureExit(t) },
+        detail?.readAt ?? -Infinity,
+      );
   }, [detail, store]);
 
   // a burst of events becomes one re-fetch of the detail
@@ -98,7 +109,7 @@ export function JobPage({ name }: { name: string }) {
     job: (d) => {
       const s = d as JobSummary;
       if (s.name !== name) return;
-      queryClient.setQueryData<JobDetail>(keys.jobDetail(name), (cur) => (cur ? { ...cur, job: { ...cur.job, ...s } } : cur));
+      queryClient.setQueryData<ReadDetail>(keys.jobDetail(name), (cur) => (cur ? { ...cur, job: { ...cur.job, ...s } } : cur));
       invalidateSoon(keys.queues, 1000, true); // its queue's counts changed
       refetch();
     },
