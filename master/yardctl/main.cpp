@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "common/util/request_id.h"
 #include "master/yardctl/cli.h"
 #include "master/yardctl/report.h"
 #include "yard/version.h"
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
                  "(default: a new id per run)")
       ->type_name("ID")
       ->check([](const std::string& id) -> std::string {
-        if (!id.empty() && id.size() <= 64 && id.find_first_not_of("0123456789abcdefABCDEF-") == std::string::npos) return "";
+        if (yard::isRequestId(id)) return "";
         return "must be 1 to 64 hex digits and '-', not \"" + id.substr(0, 80) + "\"";
       });
 

@@ -1,5 +1,6 @@
 // yardctl job: submit, cancel, delete and scale through the job registry (answered once committed),
 // list and show from memory, events from the store on the read thread.
+#include "common/util/request_id.h"
 #include "master/api/client/client_api.h"
 #include "master/jobs/job_view.h"
 
@@ -182,7 +183,7 @@ bool ClientApi::resendAnswered(const std::string& requestId, const std::string& 
 namespace {
 // A request id: 1 to 64 hex digits and '-' (a UUID fits). Returns why not, or "".
 std::string badRequestId(const std::string& id) {
-  if (id.size() <= 64 && id.find_first_not_of("0123456789abcdefABCDEF-") == std::string::npos) return "";
+  if (isRequestId(id)) return "";
   return "requestId: must be at most 64 hex digits (and '-'), not \"" + id.substr(0, 80) + "\"";
 }
 

@@ -1,5 +1,6 @@
 // The jobs' routes (docs/http_api.md): the list, submitting and validating a spec, one job
 // (show, cancel, delete, hold, release, requeue) and its events, usage and tasks. Its logs are routes_logs.cpp.
+#include "common/util/request_id.h"
 #include "common/api_json/job_output.h"
 #include "common/api_json/resource_output.h"
 #include "common/spec/job_array.h"
@@ -25,7 +26,7 @@ Json specErrorsJson(const spec::SpecErrors& errors) {
 // lost answer is made once (docs/ha.md, "Retries and request ids"). "" when absent.
 Result<std::string> idempotencyKey(const HttpRequest& req) {
   std::string key = req.header("idempotency-key");
-  if (key.size() <= 64 && key.find_first_not_of("0123456789abcdefABCDEF-") == std::string::npos)
+  if (key.empty() || isRequestId(key))
     return Result<std::string>::ok(key);
   return Result<std::string>::fail("Idempotency-Key: must be 1 to 64 hex digits and '-' (a UUID fits), not \"" +
                                    key.substr(0, 80) + "\"");
