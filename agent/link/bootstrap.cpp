@@ -85,7 +85,7 @@ R ensureNodeCredentials(const AgentConfig& config, std::function<void(const std:
     givenCa = ca.value();
     tlsSettings = wire::makeClientTls(givenCa, nullptr, tls::kMasterName);
   } else if (!config.caFingerprint.empty()) {
-    if (config.caFingerprint.rfind("sha256:", 0) != 0 || config.caFingerprint.size() != 7 + 64)
+    if (!tls::isFingerprint(config.caFingerprint))
       return R::fail("--ca-fingerprint: \"" + config.caFingerprint + "\" is not sha256:<64 hex digits>");
     tlsSettings = wire::makePinnedClientTls(config.caFingerprint, nullptr);
   } else {

@@ -450,13 +450,18 @@ Result<CertInfo> inspect(const std::string& pem) {
   return Result<CertInfo>::ok(std::move(info));
 }
 
+bool isFingerprint(std::string_view text) {
+  if (text.size() != 7 + 64 || text.substr(0, 7) != "sha256:") return false;
+  for (char c : text.substr(7))
+    if (std::isxdigit(static_cast<unsigned char>(c)) == 0) return false;
+  return true;
+}
+
 Result<std::string> verifyPinnedChain(const std::vector<std::string>& chain, const std::string& pinText) {
   using R = Result<std::string>;
   std::string pin = pinText;
   for (auto& c : pin) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  bool pinOk = pin.size() == 7 + 64 && pin.rfind("sha256:", 0) == 0;
-  for (size_t i = 7; pinOk && i < pin.size(); ++i) pinOk = std::isxdigit(static_cast<unsigned char>(pin[i])) != 0;
-  if (!pinOk) return R::fail("CA fingerprint \"" + pinText + "\": must be sha256: followed by 64 hex digits");
+  if (!isFingerprint(pin)) return R::fail("CA fingerprint \"" + pinText + "\": must be sha256: followed by 64 hex digits");
   if (chain.empty()) return R::fail("the master sent no certificate");
   std::vector<Cert> certs;
   for (size_t i = 0; i < chain.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/util/result.h"
@@ -55,6 +56,9 @@ Result<std::string> issueFromCsr(const Ca& ca, const std::string& csrPem, const 
 // "sha256:" + 64 lowercase hex of the certificate's DER (what `openssl x509 -fingerprint
 // -sha256` prints, without its colons and in lower case).
 Result<std::string> fingerprint(const std::string& certPem);
+// `text` has that form ("sha256:" and 64 hex digits of either case): what a --ca-fingerprint
+// flag must be before anything is dialled with it.
+bool isFingerprint(std::string_view text);
 // The subject's CN.
 Result<std::string> commonName(const std::string& certPem);
 // The certificate verifies against `caPem` (signature, validity period now). Returns true or

@@ -5,6 +5,8 @@
 #include <cctype>
 
 #include "common/http/metrics_endpoint.h"
+#include "common/tls/pki.h"
+#include "common/wire/server.h"
 #include "master/catalog/dataset_paths.h"
 #include "yard/version.h"
 
@@ -118,6 +120,16 @@ Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function
                    "join_token), or --master-join-token (master_join_token) where the cluster has one");
   if (!config.join.empty() && config.caFingerprint.empty() && config.caFile.empty())
     return R::fail("--join: needs --ca-fingerprint sha256:... or --ca FILE, so that it knows the cluster it joins");
+  // Checked here, not at the first dial: a joiner that cannot parse them would otherwise retry
+  // for minutes before saying why.
+  if (!config.join.empty()) {
+    auto at = config.join.rfind('@');  // NAME@HOST:PORT, as the members' raft addresses
+    auto ep = wire::parseEndpoint(at == std::string::npos ? config.join : config.join.substr(at + 1));
+    if (!ep) return R::fail("--join (join): " + ep.error() + " (a master's raft address, HOST:PORT)");
+  }
+  if (!config.caFingerprint.empty() && !tls::isFingerprint(config.caFingerprint))
+    return R::fail("--ca-fingerprint (ca_fingerprint): \"" + config.caFingerprint +
+                   "\" must be sha256: followed by 64 hex digits (yard-master logs its CA's at start)");
   // After --dev and the flags: heartbeat_timeout is final here.
   if (auto fence = fenceTiming(config); !fence) return R::fail(fence.error());
   return R::ok(std::move(config));

@@ -54,6 +54,8 @@ std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log&
                              config.caFile.empty() ? &pinned : nullptr);
     if (!answer) {
       why = answer.error();
+      // A master whose CA is not the pinned one stays so: retrying would only hide why.
+      if (why.rfind("refusing the master", 0) == 0) return "--join: " + why;
     } else if (answer.value().size() == 3 && answer.value()[0] == "ok") {
       const std::string& caPem = answer.value()[1];
       const std::string& caKey = answer.value()[2];
@@ -79,6 +81,9 @@ std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log&
     } else {
       why = "an answer this master does not understand";
     }
+    // The first master may still be starting: say so, and try again.
+    log("cannot join the cluster at " + config.join + " yet (" + why + "); trying again in 1 s (" +
+        std::to_string(attempt + 1) + " of 30 tries)");
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   return "--join: cannot join the cluster at " + config.join + ": " + why;

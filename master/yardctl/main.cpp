@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "common/util/request_id.h"
+#include "common/wire/address_list.h"
+#include "common/wire/server.h"
 #include "master/yardctl/cli.h"
 #include "master/yardctl/report.h"
 #include "yard/version.h"
@@ -23,7 +25,15 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("yardctl ") + yard::kVersion);
   GlobalOptions global;
   if (const char* env = std::getenv("YARD_MASTER")) global.master = env;
-  app.add_option("--master", global.master, "Master client address HOST:PORT, or several: HOST:PORT,HOST:PORT (default $YARD_MASTER)");
+  app.add_option("--master", global.master, "Master client address HOST:PORT, or several: HOST:PORT,HOST:PORT (default $YARD_MASTER)")
+      ->check([](const std::string& list) -> std::string {
+        auto addresses = yard::wire::splitAddressList(list);
+        if (addresses.empty()) return "must be HOST:PORT or a comma-separated list of them, not \"" + list + "\"";
+        for (const auto& a : addresses)
+          if (auto ep = yard::wire::parseEndpoint(a); !ep)
+            return (addresses.size() > 1 ? "\"" + list + "\": " : std::string()) + ep.error() + " (an IP address and a port)";
+        return "";
+      });
   if (const char* env = std::getenv("YARD_TOKEN")) global.token = env;
   app.add_option("--token", global.token, "API token (default $YARD_TOKEN, or token in ~/.config/yard/config.toml)");
   if (const char* env = std::getenv("YARD_CA")) global.ca = env;

@@ -42,6 +42,20 @@ for _ in $(seq 100); do kill -0 "${mpid[2]}" 2>/dev/null || break; sleep 0.1; do
 kill -0 "${mpid[2]}" 2>/dev/null && fail "m2 still runs with a token from yardctl token create"
 [ "$(grep -c "join token refused for a master" "$tmp/m2.err")" = 2 ] || fail "m2's second refusal: $(tail -3 "$tmp/m2.err")"
 
+say "a master whose CA is not the pinned one is refused at once, and so is a malformed pin"
+wrong="sha256:$(printf '0%.0s' $(seq 64))"
+start_member 2 "$tmp/joiner.toml" --join "127.0.0.1:${rport[1]}" --master-join-token master-token --ca-fingerprint "$wrong"
+for _ in $(seq 100); do kill -0 "${mpid[2]}" 2>/dev/null || break; sleep 0.1; done
+kill -0 "${mpid[2]}" 2>/dev/null && fail "m2 still runs (retrying?) with a CA fingerprint that is not the cluster's"
+grep -q -- "--join: refusing the master at 127.0.0.1:${rport[1]}: the master's CA fingerprint is $fp, expected $wrong" \
+  "$tmp/m2.err" || fail "m2's refusal of the wrong CA: $(tail -3 "$tmp/m2.err")"
+[ -e "$tmp/m2/ca.key" ] && fail "m2 kept a CA key after refusing the master"
+"$bin/yard-master" --data-dir "$tmp/m2" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 --raft-listen 127.0.0.1:0 \
+  --join "127.0.0.1:${rport[1]}" --master-join-token master-token --ca-fingerprint sha256:zz >"$tmp/m2.bad" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q 'ca_fingerprint): "sha256:zz" must be sha256: followed by 64 hex digits' "$tmp/m2.bad" ||
+  fail "a malformed --ca-fingerprint: exit $rc: $(cat "$tmp/m2.bad")"
+
 say "the agents still join with their tokens"
 ln -s "$tmp/m1" "$tmp/master"  # where start_agent finds the CA
 AGENT_MASTER="127.0.0.1:${aport[1]}" start_agent 1

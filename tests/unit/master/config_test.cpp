@@ -128,6 +128,21 @@ TEST_CASE("bad master flags name the flag and the rule", "[config]") {
   CHECK_THAT(merged({"--dataset-root", "relative/dir"}).error(), Catch::StartsWith("--dataset-root: \"relative/dir\""));
   CHECK_THAT(merged({"--metrics-listen", "nowhere"}).error(), Catch::StartsWith("--metrics-listen: "));
   CHECK_THAT(merged({"--http-listen", "x:y"}).error(), Catch::StartsWith("--http-listen: "));
+  // A joiner's --join and --ca-fingerprint are checked before the first dial, which would
+  // otherwise be retried for half a minute.
+  std::string pin = "sha256:" + std::string(64, 'a');
+  auto joining = [&](const std::string& join, const std::string& fp) {
+    return merged({"--raft-listen", "127.0.0.1:0", "--join", join, "--join-token", "t", "--ca-fingerprint", fp});
+  };
+  CHECK(joining("127.0.0.1:7790", pin));
+  CHECK(joining("m1@127.0.0.1:7790", pin));
+  CHECK(joining(",,", pin).error() == "--join (join): \",,\" is not HOST:PORT (a master's raft address, HOST:PORT)");
+  CHECK(joining("127.0.0.1:70000", pin).error() ==
+        "--join (join): \"127.0.0.1:70000\": port must be 0-65535 (a master's raft address, HOST:PORT)");
+  CHECK(joining("127.0.0.1:7790", "sha256:zz").error() ==
+        "--ca-fingerprint (ca_fingerprint): \"sha256:zz\" must be sha256: followed by 64 hex digits (yard-master logs "
+        "its CA's at start)");
+  CHECK_THAT(joining("127.0.0.1:7790", "sha256:" + std::string(64, 'g')).error(), Catch::StartsWith("--ca-fingerprint"));
   CHECK(parse({"--no-such-flag"}).exitCode == 2);
   CHECK_FALSE(parse({"--no-such-flag"}).flags);
 }

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cctype>
+
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -299,6 +301,15 @@ TEST_CASE("fingerprint is sha256: and 64 lowercase hex of the DER") {
   CHECK(fp.size() == 7 + 64);
   CHECK(fp.find_first_not_of("0123456789abcdef", 7) == std::string::npos);
   CHECK(ok(fingerprint(newCa().certPem)) != fp);
+  CHECK(isFingerprint(fp));
+  std::string upper = fp;
+  for (size_t i = 7; i < upper.size(); ++i) upper[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(upper[i])));
+  CHECK(isFingerprint(upper));
+  CHECK_FALSE(isFingerprint(fp.substr(0, fp.size() - 1)));
+  CHECK_FALSE(isFingerprint(fp + "0"));
+  CHECK_FALSE(isFingerprint("sha1:" + fp.substr(7)));
+  CHECK_FALSE(isFingerprint(fp.substr(0, fp.size() - 1) + "g"));
+  CHECK_FALSE(isFingerprint(""));
 }
 
 TEST_CASE("Issue fields are checked, each error naming the field and value") {
