@@ -142,10 +142,45 @@ std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::Ma
   return "cannot become a voter of the cluster at " + config.join + ": " + why;
 }
 
-void waitForLead(ha::RaftNode& raft, const Log& log) {
+void noticeRemoval(std::atomic<bool>& removed, const Log& log) {
+  if (removed.exchange(true)) return;
+  log("raft: this master was removed from the cluster (yardctl cluster remove): it will not lead or vote, and its "
+      "copy of the state is no longer kept up to date; stop it, or empty its data directory and start it with --join "
+      "to add it back");
+}
+
+namespace {
+
+// Whether the cluster's leader still counts this master among its members: asks each member it
+// knows of (following redirects to the leader). Unknown (nullopt) when none answers.
+std::optional<bool> stillMember(ha::RaftNode& raft, const wire::ClientTls& tls) {
+  auto s = raft.status();
+  for (const auto& m : s.members) {
+    if (m.id == raft.id()) continue;
+    // A second each, one redirect: this runs in the wait for the lead, which it must not hold up.
+    std::string target = ha::raftHostPort(m.address);
+    for (int hop = 0; hop < 2; ++hop) {
+      auto answer = ha::callMaster(target, tls, {"member", std::to_string(raft.id())}, std::chrono::seconds(1));
+      if (!answer) break;
+      const ha::Fields& a = answer.value();
+      if (a.size() == 2 && a[0] == "ok") return a[1] == "yes";
+      if (a.size() != 2 || a[0] != "redirect") break;
+      target = ha::raftHostPort(a[1]);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<bool>& removed, const Log& log) {
   std::string following;
+  auto lastLeader = std::chrono::steady_clock::now();
+  auto lastAsked = lastLeader;
   for (;;) {
     auto s = raft.status();
+    auto now = std::chrono::steady_clock::now();
+    if (!s.leaderAddress.empty()) lastLeader = now;
     if (s.role == ha::Role::Leader) {
       auto b = raft.barrier();
       if (b) {
@@ -157,6 +192,9 @@ void waitForLead(ha::RaftNode& raft, const Log& log) {
     } else if (s.leaderAddress != following && !s.leaderAddress.empty()) {
       following = s.leaderAddress;
       log("raft: following the leader at " + following + " (term " + std::to_string(s.term) + ")");
+    } else if (!removed.load() && now - lastLeader > std::chrono::seconds(10) && now - lastAsked > std::chrono::seconds(10)) {
+      lastAsked = now;
+      if (stillMember(raft, tls) == std::optional<bool>(false)) noticeRemoval(removed, log);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -214,6 +252,9 @@ Result<std::string> removeMember(ha::RaftNode& raft, const wire::ClientTls& tls,
   auto removed = raft.remove(m.raftId);
   if (!removed) return R::fail(removed.error());
   log("raft: removed master " + m.name + " (raft id " + std::to_string(m.raftId) + ", " + m.raftAddress + ")");
+  // Raft sends a removed member nothing more, so it would not learn of it: tell it (best
+  // effort; a member that misses this asks the leader itself, waitForLead).
+  (void)ha::callMaster(m.raftAddress, tls, {"removed", std::to_string(m.raftId)}, std::chrono::seconds(1));
   return R::ok("removed master " + (m.name.empty() ? m.raftAddress : m.name) + " (raft id " + std::to_string(m.raftId) +
                ", " + m.raftAddress + ")");
 }

@@ -2,6 +2,7 @@
 // This master as a member of several (docs/ha.md): joining a cluster, starting its raft member,
 // waiting for the lead, and what it answers other masters. master.cpp calls these in order.
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -37,7 +38,13 @@ std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::Ma
                                        std::chrono::seconds within, const Log& log);
 
 // Blocks until this master leads and every entry before its lead is applied to its store.
-void waitForLead(ha::RaftNode& raft, const Log& log);
+// Meanwhile, after 10 s without a leader, it asks its members every 10 s whether it still is
+// one (the leader answers "member" calls): a master removed while it was down, or whose
+// "removed" notice was lost, learns it (noticeRemoval).
+void waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<bool>& removed, const Log& log);
+
+// Says, once (`removed` is the flag), that this master is no longer a member of the cluster.
+void noticeRemoval(std::atomic<bool>& removed, const Log& log);
 
 // yardctl cluster status: raft's members, each asked "whois" over raft's port (`self` answers
 // for this master). Members that do not answer within a second are "unreachable".

@@ -106,6 +106,7 @@ struct Master::Parts {
   std::unique_ptr<ha::RaftNode> raft;
   std::atomic<bool> serving{false};  // leading, loaded and listening: answers other masters
   std::string name;                  // this master among several
+  std::atomic<bool> removed{false};  // told, or found, that it is no longer a member (cluster remove)
   // Until it leads, a master answers "not the leader" on its ports (server/follower.h).
   // Destroyed once the lead is taken: that closes every connection a client or an agent made
   // while this master followed (they go to the listeners that replace these).
@@ -296,6 +297,12 @@ std::optional<std::string> openStore(Master::Parts& p) {
   p.raft->transport().setCallHandler([pp](ha::Fields req, bool isMaster, std::function<void(ha::Fields)> answer) {
     Master::Parts& m = *pp;
     if (req.size() == 1 && req[0] == "whois") return answer(whois(m));
+    if (req.size() == 2 && req[0] == "removed") {  // the leader took this master out (cluster remove)
+      if (!isMaster) return answer({"error", "removed: only a master (certificate yard-master) may say so"});
+      if (req[1] != std::to_string(m.raft->id())) return answer({"error", "removed: raft id " + req[1] + " is not this master's"});
+      noticeRemoval(m.removed, m.log);
+      return answer({"ok"});
+    }
     if (!req.empty() && (req[0] == "archive" || req[0] == "archive-list" || req[0] == "archive-get")) {
       // the leader's copy of an archived log, and its catch-up (server/log_sync.h)
       if (!isMaster) return answer({"error", req[0] + ": only a master (certificate yard-master) may ask"});
@@ -316,6 +323,12 @@ std::optional<std::string> openStore(Master::Parts& p) {
         });
       });
       return;
+    }
+    if (req.size() == 2 && req[0] == "member") {  // a master without a leader: is it still a member?
+      if (!isMaster) return answer({"error", "member: only a master (certificate yard-master) may ask"});
+      bool member = false;
+      for (const auto& s : m.raft->status().members) member = member || std::to_string(s.id) == req[1];
+      return answer({"ok", member ? "yes" : "no"});
     }
     if (req.size() == 1 && req[0] == "archive-sync") {  // a follower that may lack archived logs
       if (!isMaster) return answer({"error", "archive-sync: only a master (certificate yard-master) may ask"});
@@ -341,7 +354,7 @@ std::optional<std::string> openStore(Master::Parts& p) {
   if (auto e = follow(p)) return e;
   if (!config.join.empty())
     if (auto e = becomeVoter(config, p.pki, *p.raft, std::chrono::seconds(60), p.log)) return *e;
-  waitForLead(*p.raft, p.log);
+  waitForLead(*p.raft, *p.callTls, p.removed, p.log);
   p.stopFollowing();
   p.logCopies->stop();  // the leader's archive service writes the directory from now on
   return std::nullopt;

@@ -69,6 +69,10 @@ n=$("$bin/yardctl" --master "127.0.0.1:${cport[1]},127.0.0.1:${cport[2]}" -o jso
   python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))') || fail "cluster status"
 [ "$n" = 2 ] || fail "cluster status lists $n members, not 2"
 
+say "a running master taken out by cluster remove is told so"
+"$bin/yardctl" cluster remove m2 >/dev/null || fail "cluster remove m2"
+wait_log "$tmp/m2.err" 'this master was removed from the cluster' 5 || fail "m2 was not told: $(tail -3 "$tmp/m2.err")"
+
 say "each join is in the audit trail"
 audit=$("$bin/yardctl" -o json audit 2>&1) || fail "audit: $audit"
 echo "$audit" | python3 -c '

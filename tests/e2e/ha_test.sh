@@ -197,6 +197,16 @@ n=$("$bin/yardctl" cluster status -o json | python3 -c 'import json,sys; print(l
 [ "$n" = 2 ] || fail "after the remove: $n members"
 "$bin/yardctl" queue create after-remove --cpu 1 --memory 1Gi >/dev/null || fail "a write with two masters"
 
+say "the removed master, started again as it was, learns that it is out and stays out"
+: >"$tmp/m$gone.err"
+start_member "$gone"
+wait_log "$tmp/m$gone.err" 'this master was removed from the cluster' 30 ||
+  fail "m$gone did not learn of its removal: $(tail -5 "$tmp/m$gone.err")"
+n=$("$bin/yardctl" cluster status -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))')
+[ "$n" = 2 ] || fail "with the removed master running again: $n members"
+"$bin/yardctl" queue create while-removed --cpu 1 --memory 1Gi >/dev/null || fail "a write beside the removed master"
+kill "${mpid[$gone]}"; wait "${mpid[$gone]}" 2>/dev/null
+
 say "the removed master, its data directory lost, joins again from nothing"
 rm -rf "$(dir_of "$gone")"
 : >"$tmp/m$gone.err"
