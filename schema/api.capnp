@@ -338,6 +338,8 @@ struct ClusterMember {
   term @7 :UInt64;
   appliedIndex @8 :UInt64;    # the last log entry its store holds
   lastContactMs @9 :Int64;    # how long ago the leader last heard from it; -1 = unknown
+  version @10 :Text;          # its yard-master version; "" when it did not say (unreachable, or older)
+  schemaVersion @11 :UInt32;  # the store schema version it runs (master/store/schema.h); 0 = unknown
 }
 
 struct ClusterInfo {

@@ -6,7 +6,9 @@
 #include <thread>
 
 #include "common/wire/tls.h"
+#include "master/store/schema.h"
 #include "master/store/store.h"
+#include "yard/version.h"
 
 namespace yard::master {
 namespace {
@@ -142,6 +144,10 @@ std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::Ma
   return "cannot become a voter of the cluster at " + config.join + ": " + why;
 }
 
+ha::Fields versionFields() {
+  return {"ok", kVersion, std::to_string(store::schema::currentVersion())};
+}
+
 void noticeRemoval(std::atomic<bool>& removed, const Log& log) {
   if (removed.exchange(true)) return;
   log("raft: this master was removed from the cluster (yardctl cluster remove): it will not lead or vote, and its "
@@ -230,6 +236,13 @@ Result<ClusterView> clusterStatus(ha::RaftNode& raft, const wire::ClientTls& tls
       v.role = f[4];
       v.term = std::strtoull(f[5].c_str(), nullptr, 10);
       v.appliedIndex = std::strtoull(f[6].c_str(), nullptr, 10);
+      // "version": what it runs. A master older than the call answers an error: left blank.
+      auto version = here ? Result<ha::Fields>::ok(versionFields())
+                          : ha::callMaster(v.raftAddress, tls, {"version"}, std::chrono::seconds(1));
+      if (version && version.value().size() == 3 && version.value()[0] == "ok") {
+        v.version = version.value()[1];
+        v.schemaVersion = static_cast<uint32_t>(std::strtoul(version.value()[2].c_str(), nullptr, 10));
+      }
     });
   }
   for (auto& t : asks) t.join();

@@ -43,6 +43,10 @@ std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::Ma
 // "removed" notice was lost, learns it (noticeRemoval).
 void waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<bool>& removed, const Log& log);
 
+// "version": this build's version and the schema version of its store, for cluster status
+// (rolling upgrades, docs/ha.md "Upgrading").
+ha::Fields versionFields();
+
 // Says, once (`removed` is the flag), that this master is no longer a member of the cluster.
 void noticeRemoval(std::atomic<bool>& removed, const Log& log);
 

@@ -297,6 +297,7 @@ std::optional<std::string> openStore(Master::Parts& p) {
   p.raft->transport().setCallHandler([pp](ha::Fields req, bool isMaster, std::function<void(ha::Fields)> answer) {
     Master::Parts& m = *pp;
     if (req.size() == 1 && req[0] == "whois") return answer(whois(m));
+    if (req.size() == 1 && req[0] == "version") return answer(versionFields());
     if (req.size() == 2 && req[0] == "removed") {  // the leader took this master out (cluster remove)
       if (!isMaster) return answer({"error", "removed: only a master (certificate yard-master) may say so"});
       if (req[1] != std::to_string(m.raft->id())) return answer({"error", "removed: raft id " + req[1] + " is not this master's"});

@@ -2,9 +2,11 @@
 // highly available cluster, as the leader sees them.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/util/json.h"
 #include "master/yardctl/cli.h"
+#include "master/yardctl/cluster_text.h"
 #include "master/yardctl/report.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
@@ -22,10 +24,19 @@ Json memberJson(api::ClusterMember::Reader m) {
           {"voter", m.getVoter().cStr()},
           {"term", m.getTerm()},
           {"appliedIndex", m.getAppliedIndex()},
-          {"lastContactMs", m.getLastContactMs()}};
+          {"lastContactMs", m.getLastContactMs()},
+          {"version", m.getVersion().cStr()},
+          {"schemaVersion", m.getSchemaVersion()}};
 }
 
 std::string dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+// "0.9.0 (schema 16)"; "-" for a member that did not say (unreachable, or older than the call).
+std::string versionText(api::ClusterMember::Reader m) {
+  std::string v = m.getVersion().cStr();
+  if (v.empty()) return "-";
+  return m.getSchemaVersion() == 0 ? v : v + " (schema " + std::to_string(m.getSchemaVersion()) + ")";
+}
 
 int status(GlobalOptions& global, Streams io) {
   int exitCode = kExitOk;
@@ -44,12 +55,16 @@ int status(GlobalOptions& global, Streams io) {
                        {"members", members}});
     return kExitOk;
   }
-  Table t({"NAME", "ROLE", "RAFT", "CLIENT", "AGENT", "TERM", "APPLIED", "MEMBERSHIP", "LAST-CONTACT"});
+  Table t({"NAME", "ROLE", "RAFT", "CLIENT", "AGENT", "TERM", "APPLIED", "MEMBERSHIP", "LAST-CONTACT", "VERSION"});
+  std::vector<MemberVersion> versions;
   for (auto m : c.getMembers())
     t.row({dash(m.getName().cStr()), m.getRole().cStr(), dash(m.getRaftAddress().cStr()), dash(m.getClientAddress().cStr()),
            dash(m.getAgentAddress().cStr()), std::to_string(m.getTerm()), std::to_string(m.getAppliedIndex()),
-           m.getVoter().cStr(), m.getLastContactMs() < 0 ? "-" : std::to_string(m.getLastContactMs()) + "ms"});
+           m.getVoter().cStr(), m.getLastContactMs() < 0 ? "-" : std::to_string(m.getLastContactMs()) + "ms",
+           versionText(m)});
+  for (auto m : c.getMembers()) versions.push_back({m.getRole().cStr(), m.getVersion().cStr()});
   t.print(io.out);
+  if (auto note = mixedVersionNote(versions); !note.empty()) io.out << note << "\n";
   if (c.getSingle()) io.out << "(a single master: no raft_listen)\n";
   return kExitOk;
 }

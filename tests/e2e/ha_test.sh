@@ -52,18 +52,23 @@ cmp -s "$tmp/master/ca.key" "$tmp/m3/ca.key" || fail "m3 has not the cluster CA'
 
 say "cluster status lists the three, and a follower redirects"
 st=$("$bin/yardctl" --master "127.0.0.1:${cport[2]}" cluster status -o json 2>&1) || fail "cluster status through a follower: $st"
-echo "$st" | python3 -c '
-import json,sys
+version=$("$bin/yard-master" --version | awk '{print $2}')
+echo "$st" | YARD_BUILT="$version" python3 -c '
+import json,os,sys
 c=json.load(sys.stdin)
 m=c["members"]
 assert len(m) == 3 and not c["single"], c
+# each says what it runs (rolling upgrades, docs/ha.md "Upgrading")
+assert all(x["version"] == os.environ["YARD_BUILT"] and x["schemaVersion"] >= 16 for x in m), m
 assert sorted(x["role"] for x in m) == ["follower", "follower", "leader"], m
 assert all(x["voter"] == "voter" and x["term"] == c["term"] for x in m), m
 # raft contact: the leader 0, each follower answered its heartbeats (every 100 ms) just now
 assert all((x["lastContactMs"] == 0) if x["role"] == "leader" else (0 <= x["lastContactMs"] < 1000) for x in m), m
 assert sorted(x["name"] for x in m) == ["m1", "m2", "m3"], m
 ' || fail "cluster status: $st"
-"$bin/yardctl" --master "127.0.0.1:${cport[3]}" cluster status | grep -Eq '^m1 +leader ' || fail "cluster status table: $("$bin/yardctl" --master "127.0.0.1:${cport[3]}" cluster status 2>&1)"
+table=$("$bin/yardctl" --master "127.0.0.1:${cport[3]}" cluster status 2>&1)
+echo "$table" | grep -Eq "^m1 +leader .* $version \(schema [0-9]+\)$" && ! echo "$table" | grep -q 'different versions' ||
+  fail "cluster status table: $table"
 out=$("$bin/yardctl" --master "127.0.0.1:${cport[2]}" queue create via-follower --cpu 1 --memory 1Gi 2>&1) || fail "a write through a follower: $out"
 
 export YARD_MASTER="127.0.0.1:${cport[1]},127.0.0.1:${cport[2]},127.0.0.1:${cport[3]}"

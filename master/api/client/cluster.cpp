@@ -2,6 +2,8 @@
 #include <thread>
 
 #include "master/api/client/client_api.h"
+#include "master/store/schema.h"
+#include "yard/version.h"
 
 namespace yard::master {
 
@@ -17,6 +19,8 @@ void ClientApi::clusterStatus(ClientAnswer a) {
     m.setRole("leader");
     m.setVoter("voter");
     m.setLastContactMs(0);
+    m.setVersion(kVersion);
+    m.setSchemaVersion(static_cast<uint32_t>(store::schema::currentVersion()));
     return a.send();
   }
   const ClusterOps* ops = cluster_;
@@ -41,6 +45,8 @@ void ClientApi::clusterStatus(ClientAnswer a) {
         list[i].setTerm(v.term);
         list[i].setAppliedIndex(v.appliedIndex);
         list[i].setLastContactMs(v.lastContactMs);
+        list[i].setVersion(v.version);
+        list[i].setSchemaVersion(v.schemaVersion);
       }
     }
     std::move(a).post();

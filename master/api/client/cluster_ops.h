@@ -21,6 +21,8 @@ struct ClusterMemberView {
   std::string voter;  // voter, standby, spare
   uint64_t term = 0, appliedIndex = 0;
   int64_t lastContactMs = -1;
+  std::string version;     // its yard-master version; "" when it did not say
+  uint32_t schemaVersion = 0;  // its store's schema version; 0 = unknown
 };
 
 struct ClusterView {

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "master/yardctl/cluster_text.h"
 #include "master/yardctl/table.h"
 
 using namespace yard::ctl;
@@ -116,4 +117,15 @@ TEST_CASE("a stream's rows line up with the first table's columns", "[yardctl]")
   std::ostringstream out;
   t.print(out, {8, 7});
   CHECK(out.str() == "NAME      STATE\na-job     Running\n");
+}
+
+TEST_CASE("cluster status notes masters that run different versions", "[yardctl][ha]") {
+  CHECK(mixedVersionNote({{"leader", "0.2.0"}, {"follower", "0.2.0"}, {"follower", "0.2.0"}}).empty());
+  // an unreachable member says nothing of its version: no note for it
+  CHECK(mixedVersionNote({{"leader", "0.2.0"}, {"follower", "0.2.0"}, {"unreachable", ""}}).empty());
+  CHECK_THAT(mixedVersionNote({{"leader", "0.2.0"}, {"follower", "0.1.0"}, {"follower", "0.2.0"}}),
+             Catch::Contains("upgrade the followers first, the leader last"));
+  // a member older than the version question answers none: that is a difference too
+  CHECK_FALSE(mixedVersionNote({{"follower", ""}, {"leader", "0.2.0"}}).empty());
+  CHECK(mixedVersionNote({{"leader", "0.1.0"}}).empty());
 }
