@@ -21,6 +21,9 @@ struct GlobalOptions {
   std::string ca;       // --ca (the cluster CA's PEM file), default $YARD_CA, then the config file
   std::string output;   // -o: "" (table) or "json"
   std::string requestId;  // --request-id: the id a change carries ("" = a new random one)
+  // What is wrong with $YARD_MASTER when `master` came from it ("" = fine or not from it):
+  // reported by the commands that reach a master, so that validate or completion still run.
+  std::string masterEnvError;
 };
 
 struct Streams {

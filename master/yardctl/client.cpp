@@ -18,6 +18,7 @@ namespace yard::ctl {
 
 Result<MasterTarget> masterAddress(const GlobalOptions& global) {
   using R = Result<MasterTarget>;
+  if (!global.masterEnvError.empty()) return R::fail(global.masterEnvError);
   // Flags (and $YARD_MASTER, $YARD_TOKEN, $YARD_CA, which main put in `global`), then the
   // config file's entry for the master, then its defaults (common/config/client_config.h).
   auto settings = config::resolveClientSettings(global.master, global.token, global.ca);

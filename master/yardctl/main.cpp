@@ -10,6 +10,21 @@
 #include "master/yardctl/report.h"
 #include "yard/version.h"
 
+namespace {
+
+// --master and $YARD_MASTER: one IP:PORT or a comma-separated list of them; "" when fine,
+// else what is wrong (the caller names the flag or the variable).
+std::string checkMasterList(const std::string& list) {
+  auto addresses = yard::wire::splitAddressList(list);
+  if (addresses.empty()) return "must be HOST:PORT or a comma-separated list of them, not \"" + list + "\"";
+  for (const auto& a : addresses)
+    if (auto ep = yard::wire::parseEndpoint(a); !ep)
+      return (addresses.size() > 1 ? "\"" + list + "\": " : std::string()) + ep.error() + " (an IP address and a port)";
+  return "";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace yard::ctl;
   // Each command is a process of its own, so OpenSSL's set-up and tear-down are a large part
@@ -25,15 +40,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("yardctl ") + yard::kVersion);
   GlobalOptions global;
   if (const char* env = std::getenv("YARD_MASTER")) global.master = env;
-  app.add_option("--master", global.master, "Master client address HOST:PORT, or several: HOST:PORT,HOST:PORT (default $YARD_MASTER)")
-      ->check([](const std::string& list) -> std::string {
-        auto addresses = yard::wire::splitAddressList(list);
-        if (addresses.empty()) return "must be HOST:PORT or a comma-separated list of them, not \"" + list + "\"";
-        for (const auto& a : addresses)
-          if (auto ep = yard::wire::parseEndpoint(a); !ep)
-            return (addresses.size() > 1 ? "\"" + list + "\": " : std::string()) + ep.error() + " (an IP address and a port)";
-        return "";
-      });
+  CLI::Option* masterFlag =
+      app.add_option("--master", global.master, "Master client address HOST:PORT, or several: HOST:PORT,HOST:PORT (default $YARD_MASTER)")
+          ->check(checkMasterList);
   if (const char* env = std::getenv("YARD_TOKEN")) global.token = env;
   app.add_option("--token", global.token, "API token (default $YARD_TOKEN, or token in ~/.config/yard/config.toml)");
   if (const char* env = std::getenv("YARD_CA")) global.ca = env;
@@ -84,6 +93,9 @@ int main(int argc, char** argv) {
     global.output = "json";
     return reportError(global, io, kExitUsage, e.what());
   }
+  // $YARD_MASTER is checked as the flag is, and named when it is the one at fault.
+  if (masterFlag->count() == 0 && std::getenv("YARD_MASTER") != nullptr && !global.master.empty())
+    if (std::string bad = checkMasterList(global.master); !bad.empty()) global.masterEnvError = "YARD_MASTER: " + bad;
   if (global.output == "table") global.output.clear();
   return action ? action() : kExitUsage;
 }

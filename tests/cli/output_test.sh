@@ -71,6 +71,11 @@ jexpect 2 "$(err '--master: \"127.0.0.1:1,,nohost\": \"nohost\" is not HOST:PORT
 "$bin/yardctl" --master 127.0.0.1:99999 queue list >"$tmp/o" 2>"$tmp/e"; rc=$?
 [ $rc -eq 2 ] && grep -q '^--master: "127.0.0.1:99999": port must be 0-65535' "$tmp/e" || fail "text --master error: rc $rc: $(cat "$tmp/o" "$tmp/e")"
 jexpect 0 "any(q['name'] == 'default' for q in j)" -- --master "127.0.0.1:1,$YARD_MASTER" queue list
+# A malformed $YARD_MASTER is named as such when a command needs the master; the flag wins over
+# it, and commands that need no master (validate) still run.
+YARD_MASTER=, jexpect 1 "$(err 'YARD_MASTER: must be HOST:PORT or a comma-separated list of them')" -- queue list
+YARD_MASTER=, jexpect 0 "any(q['name'] == 'default' for q in j)" -- --master "$YARD_MASTER" queue list
+YARD_MASTER=, jexpect 0 "j['name'] == 'resnet-train'" -- validate "$src/configs/examples/dag.yaml"
 
 # Queues: create/update/state/show print the queue, list an array, delete a result.
 jexpect 0 "j['name'] == 'team-a' and j['quota']['cpuMillis'] == 16000 and j['state'] == 'running'" -- queue create team-a --cpu 16 --memory 16Gi
