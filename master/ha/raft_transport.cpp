@@ -34,16 +34,6 @@ uint32_t getU32(const char* p) {
 
 }  // namespace
 
-std::string raftHostPort(const std::string& address) {
-  auto at = address.rfind('@');
-  return at == std::string::npos ? address : address.substr(at + 1);
-}
-
-std::string raftMemberName(const std::string& address) {
-  auto at = address.rfind('@');
-  return at == std::string::npos ? "" : address.substr(0, at);
-}
-
 std::string encodeFields(const Fields& fields) {
   std::string body;
   putU32(body, static_cast<uint32_t>(fields.size()));

@@ -33,16 +33,11 @@ extern "C" {  // raft's headers declare C functions without saying so
 
 #include "common/util/result.h"
 #include "common/wire/tls.h"
+#include "master/ha/raft_address.h"
 
 namespace yard::master::ha {
 
 using Fields = std::vector<std::string>;
-
-// A member's raft address as the raft configuration holds it: "NAME@HOST:PORT" (the master's
-// name travels with it, so that every member knows the others' names, reachable or not), or
-// HOST:PORT alone.
-std::string raftHostPort(const std::string& address);
-std::string raftMemberName(const std::string& address);
 
 std::string encodeFields(const Fields& fields);
 // Parses one whole message; nullopt when it is malformed.

@@ -8,6 +8,7 @@
 #include "common/tls/pki.h"
 #include "common/wire/server.h"
 #include "master/catalog/dataset_paths.h"
+#include "master/ha/raft_address.h"
 #include "yard/version.h"
 
 namespace yard::master {
@@ -123,8 +124,7 @@ Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function
   // Checked here, not at the first dial: a joiner that cannot parse them would otherwise retry
   // for minutes before saying why.
   if (!config.join.empty()) {
-    auto at = config.join.rfind('@');  // NAME@HOST:PORT, as the members' raft addresses
-    auto ep = wire::parseEndpoint(at == std::string::npos ? config.join : config.join.substr(at + 1));
+    auto ep = wire::parseEndpoint(ha::raftHostPort(config.join));  // NAME@HOST:PORT too
     if (!ep) return R::fail("--join (join): " + ep.error() + " (a master's raft address, HOST:PORT)");
   }
   if (!config.caFingerprint.empty() && !tls::isFingerprint(config.caFingerprint))

@@ -15,11 +15,13 @@ namespace {
 
 wire::TlsIdentity identityOf(const tls::MasterPki& pki) { return {pki.certPem + pki.ca.certPem, pki.keyPem}; }
 
-// One request to the cluster, following "redirect" answers to the leader.
+// One request to the cluster, following up to `hops` "redirect" answers to the leader, each
+// call within `timeout`.
 Result<ha::Fields> askCluster(std::string target, const wire::ClientTls& tls, const ha::Fields& request,
-                              std::string* pinnedCa) {
-  for (int hop = 0; hop < 5; ++hop) {
-    auto answer = ha::callMaster(target, tls, request, std::chrono::seconds(5), pinnedCa);
+                              std::string* pinnedCa, std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                              int hops = 5) {
+  for (int hop = 0; hop < hops; ++hop) {
+    auto answer = ha::callMaster(target, tls, request, timeout, pinnedCa);
     if (!answer) return answer;
     const ha::Fields& a = answer.value();
     if (!a.empty() && a[0] == "redirect" && a.size() == 2 && !a[1].empty()) {
@@ -144,18 +146,18 @@ std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::Ma
   return "cannot become a voter of the cluster at " + config.join + ": " + why;
 }
 
-ha::Fields versionFields() {
-  return {"ok", kVersion, std::to_string(store::schema::currentVersion())};
-}
+namespace {
 
+// "version": this build's version and the schema version of its store.
+ha::Fields versionFields() { return {"ok", kVersion, std::to_string(store::schema::currentVersion())}; }
+
+// Says, once (`removed` is the flag), that this master is no longer a member of the cluster.
 void noticeRemoval(std::atomic<bool>& removed, const Log& log) {
   if (removed.exchange(true)) return;
   log("raft: this master was removed from the cluster (yardctl cluster remove): it will not lead or vote, and its "
       "copy of the state is no longer kept up to date; stop it, or empty its data directory and start it with --join "
       "to add it back");
 }
-
-namespace {
 
 // Whether the cluster's leader still counts this master among its members: asks each member it
 // knows of (following redirects to the leader). Unknown (nullopt) when none answers.
@@ -164,20 +166,34 @@ std::optional<bool> stillMember(ha::RaftNode& raft, const wire::ClientTls& tls) 
   for (const auto& m : s.members) {
     if (m.id == raft.id()) continue;
     // A second each, one redirect: this runs in the wait for the lead, which it must not hold up.
-    std::string target = ha::raftHostPort(m.address);
-    for (int hop = 0; hop < 2; ++hop) {
-      auto answer = ha::callMaster(target, tls, {"member", std::to_string(raft.id())}, std::chrono::seconds(1));
-      if (!answer) break;
-      const ha::Fields& a = answer.value();
-      if (a.size() == 2 && a[0] == "ok") return a[1] == "yes";
-      if (a.size() != 2 || a[0] != "redirect") break;
-      target = ha::raftHostPort(a[1]);
-    }
+    auto answer = askCluster(ha::raftHostPort(m.address), tls, {"member", std::to_string(raft.id())}, nullptr,
+                             std::chrono::seconds(1), 2);
+    if (answer && answer.value().size() == 2 && answer.value()[0] == "ok") return answer.value()[1] == "yes";
   }
   return std::nullopt;
 }
 
 }  // namespace
+
+std::optional<ha::Fields> answerMembershipCall(const ha::Fields& req, bool isMaster, ha::RaftNode& raft,
+                                               std::atomic<bool>& removed, const Log& log) {
+  if (req.size() == 1 && req[0] == "version") return versionFields();
+  if (req.size() == 2 && req[0] == "removed") {
+    if (!isMaster) return ha::Fields{"error", "removed: only a master (certificate yard-master) may say so"};
+    if (req[1] != std::to_string(raft.id())) return ha::Fields{"error", "removed: raft id " + req[1] + " is not this master's"};
+    noticeRemoval(removed, log);
+    return ha::Fields{"ok"};
+  }
+  if (req.size() == 2 && req[0] == "member") {
+    if (!isMaster) return ha::Fields{"error", "member: only a master (certificate yard-master) may ask"};
+    auto s = raft.status();
+    if (s.role != ha::Role::Leader) return std::nullopt;
+    bool member = false;
+    for (const auto& m : s.members) member = member || std::to_string(m.id) == req[1];
+    return ha::Fields{"ok", member ? "yes" : "no"};
+  }
+  return std::nullopt;
+}
 
 void waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<bool>& removed, const Log& log) {
   std::string following;

@@ -40,15 +40,19 @@ std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::Ma
 // Blocks until this master leads and every entry before its lead is applied to its store.
 // Meanwhile, after 10 s without a leader, it asks its members every 10 s whether it still is
 // one (the leader answers "member" calls): a master removed while it was down, or whose
-// "removed" notice was lost, learns it (noticeRemoval).
+// "removed" notice was lost, learns it and logs so, once.
 void waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<bool>& removed, const Log& log);
 
-// "version": this build's version and the schema version of its store, for cluster status
-// (rolling upgrades, docs/ha.md "Upgrading").
-ha::Fields versionFields();
-
-// Says, once (`removed` is the flag), that this master is no longer a member of the cluster.
-void noticeRemoval(std::atomic<bool>& removed, const Log& log);
+// The other masters' calls about membership, answered here; nullopt for any other call (and
+// for "member" when this master does not lead, so that the caller redirects):
+//   "version"       -> "ok", this build's version and its store's schema version (cluster
+//                      status, rolling upgrades: docs/ha.md "Upgrading"), to anyone;
+//   "removed" ID    -> the leader took this master out (cluster remove): logged once, with
+//                      `removed` set; masters only, and only for this master's raft id;
+//   "member" ID     -> "ok" and "yes" or "no": whether this leader's configuration holds ID
+//                      (waitForLead's question); masters only.
+std::optional<ha::Fields> answerMembershipCall(const ha::Fields& req, bool isMaster, ha::RaftNode& raft,
+                                               std::atomic<bool>& removed, const Log& log);
 
 // yardctl cluster status: raft's members, each asked "whois" over raft's port (`self` answers
 // for this master). Members that do not answer within a second are "unreachable".

@@ -297,13 +297,7 @@ std::optional<std::string> openStore(Master::Parts& p) {
   p.raft->transport().setCallHandler([pp](ha::Fields req, bool isMaster, std::function<void(ha::Fields)> answer) {
     Master::Parts& m = *pp;
     if (req.size() == 1 && req[0] == "whois") return answer(whois(m));
-    if (req.size() == 1 && req[0] == "version") return answer(versionFields());
-    if (req.size() == 2 && req[0] == "removed") {  // the leader took this master out (cluster remove)
-      if (!isMaster) return answer({"error", "removed: only a master (certificate yard-master) may say so"});
-      if (req[1] != std::to_string(m.raft->id())) return answer({"error", "removed: raft id " + req[1] + " is not this master's"});
-      noticeRemoval(m.removed, m.log);
-      return answer({"ok"});
-    }
+    if (auto a = answerMembershipCall(req, isMaster, *m.raft, m.removed, m.log)) return answer(*a);
     if (!req.empty() && (req[0] == "archive" || req[0] == "archive-list" || req[0] == "archive-get")) {
       // the leader's copy of an archived log, and its catch-up (server/log_sync.h)
       if (!isMaster) return answer({"error", req[0] + ": only a master (certificate yard-master) may ask"});
@@ -324,12 +318,6 @@ std::optional<std::string> openStore(Master::Parts& p) {
         });
       });
       return;
-    }
-    if (req.size() == 2 && req[0] == "member") {  // a master without a leader: is it still a member?
-      if (!isMaster) return answer({"error", "member: only a master (certificate yard-master) may ask"});
-      bool member = false;
-      for (const auto& s : m.raft->status().members) member = member || std::to_string(s.id) == req[1];
-      return answer({"ok", member ? "yes" : "no"});
     }
     if (req.size() == 1 && req[0] == "archive-sync") {  // a follower that may lack archived logs
       if (!isMaster) return answer({"error", "archive-sync: only a master (certificate yard-master) may ask"});
