@@ -1,6 +1,7 @@
 #include "agent/node/config.h"
 
 #include "common/wire/address_list.h"
+#include "common/wire/endpoint.h"
 
 #include "common/config/toml_config.h"
 
@@ -209,11 +210,9 @@ std::string checkAgentConfig(const AgentConfig& c) {
   std::vector<std::string> masters = wire::splitAddressList(c.master);
   if (masters.empty()) return "master: must be HOST:PORT of the master's agent API (or several, comma-separated)";
   for (const std::string& m : masters) {
-    size_t colon = m.rfind(':');
-    std::string port = colon == std::string::npos ? "" : m.substr(colon + 1);
-    bool ok = colon != std::string::npos && colon > 0 && !port.empty() && port.size() <= 5 &&
-              port.find_first_not_of("0123456789") == std::string::npos && std::stoi(port) > 0 && std::stoi(port) <= 65535;
-    if (!ok) return "master: " + quoted(m) + " must be HOST:PORT of the master's agent API";
+    auto hp = wire::splitHostPort(m);
+    if (!hp || hp.value().port == 0)
+      return "master: " + quoted(m) + " must be HOST:PORT of the master's agent API (HOST an IP address or a host name)";
   }
   if (c.cpuMillis < 0) return "cpu: must be greater than 0";
   if (c.memoryBytes < 0) return "memory: must be greater than 0";

@@ -27,9 +27,10 @@ Result<std::unique_ptr<FrameClient>> FrameClient::connect(const std::string& hos
     }
     return R::fail(why);
   }
-  auto ep = parseEndpoint(hostPort);
-  if (!ep) return R::fail("master address " + ep.error());
   if (!tls.context) return R::fail("cannot reach the master at " + hostPort + ": no TLS settings");
+  if (auto hp = splitHostPort(hostPort); !hp) return R::fail("master address " + hp.error());
+  auto ep = resolveEndpoints(hostPort, timeout);
+  if (!ep) return R::fail("cannot reach the master at " + hostPort + ": " + ep.error());
   auto client = std::make_unique<FrameClient>(hostPort, tls);
   requirePeerName(client->stream_, tls.peerName);
   if (!tls.sessionFile.empty() && tls.caPin.empty()) {
@@ -37,7 +38,8 @@ Result<std::unique_ptr<FrameClient>> FrameClient::connect(const std::string& hos
     client->sessionFile_ = tls.sessionFile;
   }
   asio::error_code result = asio::error::would_block;
-  client->stream_.lowest_layer().async_connect(ep.value(), [&](asio::error_code ec) { result = ec; });
+  asio::async_connect(client->stream_.lowest_layer(), ep.value(),
+                      [&](asio::error_code ec, const asio::ip::tcp::endpoint&) { result = ec; });
   client->io_.run_for(timeout);
   if (result == asio::error::would_block)
     return R::fail("cannot reach the master at " + hostPort + ": timed out");

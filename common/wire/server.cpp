@@ -24,27 +24,6 @@ std::string durationText(std::chrono::milliseconds d) {
 
 }  // namespace
 
-Result<asio::ip::tcp::endpoint> parseEndpoint(const std::string& hostPort) {
-  using R = Result<asio::ip::tcp::endpoint>;
-  size_t colon = hostPort.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == hostPort.size())
-    return R::fail("\"" + hostPort + "\" is not HOST:PORT");
-  std::string host = hostPort.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  std::string portText = hostPort.substr(colon + 1);
-  unsigned long port = 0;
-  for (char c : portText) {
-    if (c < '0' || c > '9') return R::fail("\"" + hostPort + "\": port \"" + portText + "\" is not a number");
-    port = port * 10 + static_cast<unsigned long>(c - '0');
-    if (port > 65535) return R::fail("\"" + hostPort + "\": port must be 0-65535");
-  }
-  if (host == "localhost") host = "127.0.0.1";
-  asio::error_code ec;
-  auto addr = asio::ip::make_address(host, ec);
-  if (ec) return R::fail("\"" + hostPort + "\": \"" + host + "\" is not an IP address");
-  return R::ok(asio::ip::tcp::endpoint(addr, static_cast<uint16_t>(port)));
-}
-
 Result<uint64_t> raiseOpenFileLimit() {
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0)
@@ -319,8 +298,6 @@ void connectFrames(asio::io_context& io, const std::string& hostPort, const Clie
                    Connection::Handler handler, Connection::Log log, std::chrono::milliseconds timeout,
                    std::function<void(Result<std::shared_ptr<Connection>>)> done) {
   using R = Result<std::shared_ptr<Connection>>;
-  auto ep = parseEndpoint(hostPort);
-  if (!ep) return done(R::fail(ep.error()));
   if (!tls.context) return done(R::fail("cannot connect to " + hostPort + ": no TLS settings"));
   struct Attempt {
     Connection::Stream stream;
@@ -350,15 +327,23 @@ void connectFrames(asio::io_context& io, const std::string& hostPort, const Clie
     conn->start();
     done(R::ok(conn));
   };
-  a->stream.lowest_layer().async_connect(ep.value(), [a, hostPort, done, finish = std::move(finish)](
-                                                         asio::error_code ec) mutable {
-    if (ec || a->timedOut) {
+  // A host name is looked up first (off this thread); the deadline covers the lookup too.
+  resolveEndpointsAsync(io, hostPort, [a, hostPort, done, finish = std::move(finish)](Result<Endpoints> eps) mutable {
+    if (!eps || a->timedOut) {
       a->timer.cancel();
-      return done(R::fail("cannot connect to " + hostPort + ": " + (a->timedOut ? "timed out" : ec.message())));
+      return done(R::fail("cannot connect to " + hostPort + ": " + (!eps ? eps.error() : "timed out")));
     }
-    asio::error_code ignored;
-    a->stream.lowest_layer().set_option(asio::ip::tcp::no_delay(true), ignored);
-    a->stream.async_handshake(asio::ssl::stream_base::client, std::move(finish));
+    asio::async_connect(a->stream.lowest_layer(), eps.value(),
+                        [a, hostPort, done, finish = std::move(finish)](asio::error_code ec, const asio::ip::tcp::endpoint&) mutable {
+                          if (ec || a->timedOut) {
+                            a->timer.cancel();
+                            return done(R::fail("cannot connect to " + hostPort + ": " +
+                                                (a->timedOut ? "timed out" : ec.message())));
+                          }
+                          asio::error_code ignored;
+                          a->stream.lowest_layer().set_option(asio::ip::tcp::no_delay(true), ignored);
+                          a->stream.async_handshake(asio::ssl::stream_base::client, std::move(finish));
+                        });
   });
 }
 

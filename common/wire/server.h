@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "common/wire/endpoint.h"
 #include "common/wire/frame.h"
 #include "common/wire/tls.h"
 
@@ -232,9 +233,6 @@ class FrameServer {
   std::chrono::milliseconds backoff_{0};  // non-zero while accept() fails (EMFILE, ENFILE, ...)
   bool stopped_ = false;
 };
-
-// Splits "HOST:PORT" (or "[v6]:PORT"); error text names the value.
-Result<asio::ip::tcp::endpoint> parseEndpoint(const std::string& hostPort);
 
 // Raises this process's soft RLIMIT_NOFILE to its hard limit (each connection is a file
 // descriptor) and returns the soft limit now in force, or why it could not be read.

@@ -330,7 +330,7 @@ struct TlsTransport::Impl {
   }
 
   // Runs on the io thread for a connect from raft.
-  void dial(raft_uv_connect* req, raft_id peerId, std::string peerAddress, raft_uv_connect_cb cb) {
+  void dial(raft_uv_connect* req, raft_id /*peerId*/, std::string peerAddress, raft_uv_connect_cb cb) {
     auto fail = [this, req, cb] {
       post([this, req, cb] {
         --pendingConnects;
@@ -338,8 +338,15 @@ struct TlsTransport::Impl {
         checkClosed();
       });
     };
-    auto ep = wire::parseEndpoint(raftHostPort(peerAddress));
-    if (!ep) return fail();
+    // A member's raft address may be a host name (--raft-advertise): looked up off this thread.
+    wire::resolveEndpointsAsync(io, raftHostPort(peerAddress), [this, req, cb, fail](Result<wire::Endpoints> eps) {
+      if (!eps) return fail();
+      dialResolved(req, std::move(eps).value(), cb, fail);
+    });
+  }
+
+  template <typename Fail>
+  void dialResolved(raft_uv_connect* req, wire::Endpoints eps, raft_uv_connect_cb cb, Fail fail) {
     auto stream = std::make_shared<TlsStream>(io, *peer.context);
     wire::requirePeerName(*stream, tls::kMasterName);
     auto deadline = std::make_shared<asio::steady_timer>(io);
@@ -350,8 +357,7 @@ struct TlsTransport::Impl {
         stream->lowest_layer().close(e);
       }
     });
-    (void)peerId;
-    stream->lowest_layer().async_connect(ep.value(), [this, stream, deadline, req, cb, fail](asio::error_code ec) {
+    asio::async_connect(stream->lowest_layer(), eps, [this, stream, deadline, req, cb, fail](asio::error_code ec, const tcp::endpoint&) {
       if (ec) return deadline->cancel(), fail();
       asio::error_code ignored;
       stream->lowest_layer().set_option(tcp::no_delay(true), ignored);
@@ -504,8 +510,8 @@ void TlsTransport::runOnLoop(std::function<void()> fn) { impl_->post(std::move(f
 Result<Fields> callMaster(const std::string& hostPort, const wire::ClientTls& tls, const Fields& request,
                           std::chrono::milliseconds timeout, std::string* pinnedCa) {
   using R = Result<Fields>;
-  auto ep = wire::parseEndpoint(raftHostPort(hostPort));
-  if (!ep) return R::fail(ep.error());
+  auto ep = wire::resolveEndpoints(raftHostPort(hostPort), timeout);
+  if (!ep) return R::fail("cannot reach " + hostPort + ": " + ep.error());
   asio::io_context io;
   TlsStream stream(io, *tls.context);
   if (tls.caPin.empty()) wire::requirePeerName(stream, tls.peerName.empty() ? tls::kMasterName : tls.peerName);
@@ -514,7 +520,7 @@ Result<Fields> callMaster(const std::string& hostPort, const wire::ClientTls& tl
   Fields call{"call"};
   call.insert(call.end(), request.begin(), request.end());
   std::string hello = encodeFields(call);
-  stream.lowest_layer().async_connect(ep.value(), [&](asio::error_code ec) {
+  asio::async_connect(stream.lowest_layer(), ep.value(), [&](asio::error_code ec, const tcp::endpoint&) {
     if (ec) return (void)(why = "cannot reach " + hostPort + ": " + ec.message());
     stream.async_handshake(asio::ssl::stream_base::client, [&](asio::error_code ec2) {
       if (ec2) return (void)(why = wire::handshakeError(stream.native_handle(), ec2, "the master at " + hostPort));

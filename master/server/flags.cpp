@@ -124,8 +124,8 @@ Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function
   // Checked here, not at the first dial: a joiner that cannot parse them would otherwise retry
   // for minutes before saying why.
   if (!config.join.empty()) {
-    auto ep = wire::parseEndpoint(ha::raftHostPort(config.join));  // NAME@HOST:PORT too
-    if (!ep) return R::fail("--join (join): " + ep.error() + " (a master's raft address, HOST:PORT)");
+    auto hp = wire::splitHostPort(ha::raftHostPort(config.join));  // NAME@HOST:PORT too
+    if (!hp) return R::fail("--join (join): " + hp.error() + " (a master's raft address, HOST:PORT)");
   }
   if (!config.caFingerprint.empty() && !tls::isFingerprint(config.caFingerprint))
     return R::fail("--ca-fingerprint (ca_fingerprint): \"" + config.caFingerprint +

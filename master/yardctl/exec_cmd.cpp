@@ -161,11 +161,13 @@ class MasterSocket {
     auto settings = wire::makeClientTls(pem.value(), nullptr, tls::kMasterName);
     if (!settings) return R::fail("--ca " + target.ca + ": " + settings.error());
     context_ = settings.value().context;
-    auto ep = wire::parseEndpoint(hostPort);
-    if (!ep) return R::fail("master address " + ep.error());
-    fd_ = ::socket(ep.value().protocol().family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (auto hp = wire::splitHostPort(hostPort); !hp) return R::fail("master address " + hp.error());
+    auto eps = wire::resolveEndpoints(hostPort, std::chrono::seconds(10));
+    if (!eps) return R::fail("cannot reach the master at " + hostPort + ": " + eps.error());
+    const asio::ip::tcp::endpoint& ep = eps.value().front();
+    fd_ = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd_ < 0) return R::fail(std::string("socket: ") + std::strerror(errno));
-    int r = ::connect(fd_, ep.value().data(), static_cast<socklen_t>(ep.value().size()));
+    int r = ::connect(fd_, ep.data(), static_cast<socklen_t>(ep.size()));
     if (r != 0 && errno == EINPROGRESS) {
       pollfd p{fd_, POLLOUT, 0};
       if (::poll(&p, 1, 10000) != 1) return R::fail("cannot reach the master at " + hostPort + ": timed out");

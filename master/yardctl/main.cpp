@@ -12,14 +12,16 @@
 
 namespace {
 
-// --master and $YARD_MASTER: one IP:PORT or a comma-separated list of them; "" when fine,
-// else what is wrong (the caller names the flag or the variable).
+// --master and $YARD_MASTER: one HOST:PORT or a comma-separated list of them (HOST an IP
+// address or a host name, resolved when dialled); "" when fine, else what is wrong (the
+// caller names the flag or the variable).
 std::string checkMasterList(const std::string& list) {
   auto addresses = yard::wire::splitAddressList(list);
   if (addresses.empty()) return "must be HOST:PORT or a comma-separated list of them, not \"" + list + "\"";
   for (const auto& a : addresses)
-    if (auto ep = yard::wire::parseEndpoint(a); !ep)
-      return (addresses.size() > 1 ? "\"" + list + "\": " : std::string()) + ep.error() + " (an IP address and a port)";
+    if (auto hp = yard::wire::splitHostPort(a); !hp)
+      return (addresses.size() > 1 ? "\"" + list + "\": " : std::string()) + hp.error() +
+             " (an IP address or a host name, and a port)";
   return "";
 }
 

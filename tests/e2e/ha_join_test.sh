@@ -4,6 +4,10 @@
 # agents' join_token, and a join token from `yardctl token create`, are refused for a master
 # (the joiner stops at once, naming the refusal) while agents still join with them; a master
 # presenting the master_join_token becomes a voter. Both joins are in the audit trail.
+# That voter joins through a host name and is dialled by one (--raft-advertise), as masters
+# on a real network are named.
+YARD_E2E_ARGS=("$@")
+source "$(dirname "$0")/test_hosts.sh" yard-m1.test yard-m2.test
 bin=$1
 source "$(dirname "$0")/cluster.sh"
 
@@ -62,12 +66,19 @@ AGENT_MASTER="127.0.0.1:${aport[1]}" start_agent 1
 wait_nodes 1
 
 say "the master_join_token admits a master, which becomes a voter"
-start_member 2 "$tmp/joiner.toml" --join "127.0.0.1:${rport[1]}" --master-join-token master-token --ca-fingerprint "$fp"
+start_member 2 "$tmp/joiner.toml" --join "yard-m1.test:${rport[1]}" --master-join-token master-token --ca-fingerprint "$fp" \
+  --raft-advertise "yard-m2.test:${rport[2]}"
 wait_log "$tmp/m2.err" 'this master is a voter' 30 || fail "m2 did not become a voter: $(tail -3 "$tmp/m2.err")"
 cmp -s "$tmp/m1/ca.key" "$tmp/m2/ca.key" || fail "m2 does not hold the cluster's CA key"
-n=$("$bin/yardctl" --master "127.0.0.1:${cport[1]},127.0.0.1:${cport[2]}" -o json cluster status |
-  python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))') || fail "cluster status"
-[ "$n" = 2 ] || fail "cluster status lists $n members, not 2"
+status=$("$bin/yardctl" --master "yard-m1.test:${cport[1]},yard-m2.test:${cport[2]}" -o json cluster status) ||
+  fail "cluster status: $status"
+echo "$status" | python3 -c '
+import json, sys
+members = {m["name"]: m for m in json.load(sys.stdin)["members"]}
+assert sorted(members) == ["m1", "m2"], sorted(members)
+assert members["m2"]["raftAddress"] == sys.argv[1], members["m2"]
+assert members["m2"]["role"] == "follower" and members["m2"]["appliedIndex"] > 0, members["m2"]
+' "yard-m2.test:${rport[2]}" || fail "cluster status with m2 named: $status"
 
 say "a running master taken out by cluster remove is told so"
 "$bin/yardctl" cluster remove m2 >/dev/null || fail "cluster remove m2"

@@ -186,9 +186,16 @@ TEST_CASE("agent config: master may list several addresses", "[config][masters]"
   c.master = "10.0.0.1:7701,10.0.0.2:7701, [::1]:7701";
   CHECK(checkAgentConfig(c) == "");
   c.master = "10.0.0.1:7701,10.0.0.2";
-  CHECK(checkAgentConfig(c) == "master: \"10.0.0.2\" must be HOST:PORT of the master's agent API");
+  CHECK(checkAgentConfig(c) == "master: \"10.0.0.2\" must be HOST:PORT of the master's agent API (HOST an IP address or a host name)");
   c.master = "10.0.0.1:99999";
-  CHECK(checkAgentConfig(c) == "master: \"10.0.0.1:99999\" must be HOST:PORT of the master's agent API");
+  CHECK(checkAgentConfig(c) == "master: \"10.0.0.1:99999\" must be HOST:PORT of the master's agent API (HOST an IP address or a host name)");
+  c.master = "10.0.0.1:0";
+  CHECK(checkAgentConfig(c) == "master: \"10.0.0.1:0\" must be HOST:PORT of the master's agent API (HOST an IP address or a host name)");
+  // Host names are resolved when dialled, each time (docs/reliability.md).
+  c.master = "yard-m1.example.org:7701,yard-m2:7701";
+  CHECK(checkAgentConfig(c) == "");
+  c.master = "yard_m1:7701";
+  CHECK(checkAgentConfig(c) == "master: \"yard_m1:7701\" must be HOST:PORT of the master's agent API (HOST an IP address or a host name)");
   c.master = ",";
   CHECK(checkAgentConfig(c) == "master: must be HOST:PORT of the master's agent API (or several, comma-separated)");
 }

@@ -3,6 +3,7 @@
 // only, and the server keeps serving others.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <thread>
 
 #include "common/wire/client.h"
@@ -121,7 +122,52 @@ TEST_CASE("endpoint parsing names the bad value", "[wire]") {
   CHECK(wire::parseEndpoint("127.0.0.1").error() == "\"127.0.0.1\" is not HOST:PORT");
   CHECK(wire::parseEndpoint("127.0.0.1:http").error() == "\"127.0.0.1:http\": port \"http\" is not a number");
   CHECK(wire::parseEndpoint("127.0.0.1:70000").error() == "\"127.0.0.1:70000\": port must be 0-65535");
-  CHECK_FALSE(wire::parseEndpoint("master.example:7700"));
+  CHECK(wire::parseEndpoint("master.example:7700").error() == "\"master.example:7700\": \"master.example\" is not an IP address");
+}
+
+TEST_CASE("a dialled address may be a host name" , "[wire]") {
+  auto name = wire::splitHostPort("yard-m1.example.org:7700");
+  REQUIRE(name);
+  CHECK(name.value().host == "yard-m1.example.org");
+  CHECK(name.value().port == 7700);
+  CHECK_FALSE(name.value().ip);
+  auto v6 = wire::splitHostPort("[::1]:7700");
+  REQUIRE(v6);
+  CHECK(v6.value().host == "::1");
+  CHECK(v6.value().ip);
+  CHECK(wire::splitHostPort("m1:7700"));
+  for (const char* bad : {"yard_m1:7700", "-m1:7700", "m1-.example:7700", "a..b:7700", "[m1]:7700", "a b:7700"})
+    CHECK_THAT(wire::splitHostPort(bad).error(), Catch::Contains("is neither an IP address nor a host name"));
+  CHECK_FALSE(wire::splitHostPort(std::string(64, 'a') + ":7700"));
+  CHECK(wire::splitHostPort(std::string(63, 'a') + ":7700"));
+  CHECK(wire::splitHostPort("m1:http").error() == "\"m1:http\": port \"http\" is not a number");
+
+  auto ip = wire::resolveEndpoints("127.0.0.1:7700", std::chrono::seconds(1));
+  REQUIRE(ip);
+  REQUIRE(ip.value().size() == 1);
+  CHECK(ip.value()[0] == asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 7700));
+  // .invalid never resolves (RFC 6761); the error names the name.
+  auto none = wire::resolveEndpoints("no-such-master.invalid:7700", std::chrono::seconds(10));
+  REQUIRE_FALSE(none);
+  CHECK_THAT(none.error(), Catch::StartsWith("cannot resolve \"no-such-master.invalid\": "));
+  auto client = wire::FrameClient::connect("no-such-master.invalid:7700", yard::testing::testClientTls(),
+                                           std::chrono::seconds(10));
+  REQUIRE_FALSE(client);
+  CHECK_THAT(client.error(),
+             Catch::StartsWith("cannot reach the master at no-such-master.invalid:7700: cannot resolve \"no-such-master.invalid\""));
+
+  // Without blocking: the answer comes on the io thread.
+  asio::io_context io;
+  std::optional<Result<wire::Endpoints>> got;
+  wire::resolveEndpointsAsync(io, "no-such-master.invalid:7700", [&](Result<wire::Endpoints> r) { got = std::move(r); });
+  CHECK_FALSE(got);
+  io.run_for(std::chrono::seconds(10));
+  REQUIRE(got);
+  CHECK_THAT(got->error(), Catch::StartsWith("cannot resolve \"no-such-master.invalid\": "));
+  got.reset();
+  wire::resolveEndpointsAsync(io, "127.0.0.1:1", [&](Result<wire::Endpoints> r) { got = std::move(r); });
+  REQUIRE(got);  // an IP address: at once
+  CHECK(got->value().size() == 1);
 }
 
 TEST_CASE("unreachable master is a clear error", "[wire]") {
