@@ -67,7 +67,7 @@ jexpect 2 "$(err 'name is required')" -- job show
 # A malformed --master is a usage error naming the flag, the rule and the value, before any
 # address is dialled; a list with one address that answers is fine.
 jexpect 2 "$(err '--master: must be HOST:PORT or a comma-separated list of them, not \",\"')" -- --master , queue list
-jexpect 2 "$(err '--master: \"127.0.0.1:1,,nohost\": \"nohost\" is not HOST:PORT (an IP address and a port)')" -- --master 127.0.0.1:1,,nohost queue list
+jexpect 2 "$(err '--master: \"127.0.0.1:1,,nohost\": \"nohost\" is not HOST:PORT (an IP address or a host name, and a port)')" -- --master 127.0.0.1:1,,nohost queue list
 "$bin/yardctl" --master 127.0.0.1:99999 queue list >"$tmp/o" 2>"$tmp/e"; rc=$?
 [ $rc -eq 2 ] && grep -q '^--master: "127.0.0.1:99999": port must be 0-65535' "$tmp/e" || fail "text --master error: rc $rc: $(cat "$tmp/o" "$tmp/e")"
 jexpect 0 "any(q['name'] == 'default' for q in j)" -- --master "127.0.0.1:1,$YARD_MASTER" queue list
