@@ -37,8 +37,10 @@ packages=(
   # the containerd driver's tests run a real containerd with runc, and images built locally
   # (umoci, busybox-static) served by a registry on 127.0.0.1 (docker-registry, skopeo)
   containerd runc umoci busybox-static docker-registry skopeo
-  # the chaos suite: network namespaces and a veth link it cuts (ip)
+  # the chaos suite: network namespaces and a veth link it cuts (ip), and in HA mode the
+  # leader's raft traffic it drops (iptables, its cgroup match)
   iproute2
+  iptables
   # Debian packages (scripts/package.sh: dpkg-shlibdeps) and their test: the postinst's
   # adduser, systemd-analyze for the units (systemd need not run as PID 1)
   dpkg-dev adduser systemd

@@ -19,7 +19,11 @@
 # election_timeout_ms 1000, heartbeat_timeout 12 s so a fence of 8 s); m1 bootstraps, m2 and m3
 # join it. yardctl and the agents list all three. The master faults are the leader's kill -9
 # (restarted as a follower once writes are accepted again), a follower's kill -9, the leader
-# SIGSTOPped for 3 s (it must step down) and a follower's data directory lost (cluster remove,
+# SIGSTOPped for 3 s (it must step down), the leader's raft traffic cut both ways for 3-5 s
+# (packet filter rules in namespace A: it must step down and acknowledge nothing, the others
+# accept writes within 5 s, and it follows again once the cut ends), a full disk on one master
+# (each master has its own tmpfs: it stops, naming the disk, and is started again once there is
+# room), and a follower's data directory lost (cluster remove,
 # wiped, joined again: it must get the store and every archived log the leader held); the
 # agent faults are today's. Added checks: writes
 # accepted again within 5 s of every leader kill; no two masters led in one term; every
@@ -49,6 +53,7 @@ def main():
     selftest()
     setup_network()
     setup_master_disk()
+    cluster.raft_cuts = cluster.setup_raft_cut()
     cluster.use_containers = setup_containers()
     if HA:
         if not start_masters():
@@ -124,7 +129,7 @@ def main():
     say("summary: seed %d, %d faults (%s), %d jobs, worst overlap %d ms, re-placed after %s, flood %s%s" % (
         SEED, len(faults.log), ", ".join(sorted(set(k for k, *_ in faults.log))), len(workload.acked), worst,
         "; ".join("%s max %d ms" % (w, max(d)) for w, _, d in times) or "-", "; ".join(fl) or "-",
-        ", writes accepted again after %s ms of a leader kill" % "/".join("%d" % x for x in faults.failovers) if HA else ""))
+        ", writes accepted again %s ms after losing a leader" % "/".join("%d" % x for x in faults.failovers) if HA else ""))
     for f in findings:
         say("finding: " + f)
 

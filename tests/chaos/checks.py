@@ -305,10 +305,11 @@ class FenceWatch:
 
 
 def check_failovers(faults):
-    """(a) every leader kill: writes accepted again within 5 s (leader_kill fails each one over)."""
+    """(a) every leader lost (kill -9, raft cut, full disk): writes accepted again within 5 s
+    (leader_kill, leader_cut and master_disk_full fail each one over)."""
     f = faults.failovers
     if f:
-        say("HA: %d leader kills; writes accepted again after %s ms (median %d, worst %d)" % (
+        say("HA: %d leaders lost (kill -9, cut off, full disk); writes accepted again after %s ms (median %d, worst %d)" % (
             len(f), ", ".join("%d" % x for x in f), statistics.median(f), max(f)))
     else:
         say("HA: no leader kill measured")

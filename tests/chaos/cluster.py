@@ -154,9 +154,15 @@ def link(up):
 mdata = os.path.join(tmp, "mdata")
 
 
+HA_DISK_MB = 192  # each master's own tmpfs in HA mode: its raft log, snapshots and store
+
+
 def setup_master_disk():
     os.makedirs(mdata)
-    if HA:  # no small tmpfs: three raft logs need more room, and the disk_full fault is left out
+    if HA:  # a tmpfs per master, so that the master_disk_full fault fills one master's disk only
+        for name in MASTER_NAMES:
+            os.makedirs(os.path.join(mdata, name))
+            sh("mount", "-t", "tmpfs", "-o", "size=%dm" % HA_DISK_MB, "chaos-" + name, os.path.join(mdata, name))
         with open(os.path.join(tmp, "master.toml"), "w") as f:
             f.write('join_token = "chaos-token"\nheartbeat_timeout = "%ds"\nstop_grace = "2s"\ndataset_roots = ["%s"]\n'
                     'election_timeout_ms = %d\n' % (HEARTBEAT_S, tmp, ELECTION_MS))
@@ -168,7 +174,12 @@ def setup_master_disk():
 
 
 def master_dir(name):
-    return os.path.join(mdata, name)
+    """A master's data directory; in HA mode inside its own tmpfs (mount point: disk_of)."""
+    return os.path.join(mdata, name, "data") if HA else os.path.join(mdata, name)
+
+
+def disk_of(name):
+    return os.path.join(mdata, name) if HA else mdata
 
 
 CA = os.path.join(master_dir(MASTER_NAMES[0]), "ca.pem")  # the cluster CA: m1's, the same on every master
@@ -225,6 +236,52 @@ def wait_log(name, texts, secs, since=0):
         time.sleep(0.1)
 
 
+# The raft cut (HA mode): a master's raft traffic dropped both ways by packet filter rules in
+# namespace A, where every master runs. Its own dials are told apart from the others' by the
+# cgroup (v2) it runs in, one per master (iptables' cgroup match), since all of them dial from
+# 127.0.0.1. Left out (said so) where iptables, a cgroup2 mount or the match is missing.
+CGROUP2 = next((l.split()[1] for l in open("/proc/mounts") if l.split()[2] == "cgroup2"), None)
+
+
+def master_cgroup(name):
+    return "yard-%s-%s" % (TAG, name)  # relative to the cgroup2 root, as iptables' --path takes it
+
+
+def cut_rules(name):
+    port = RAFTS[name].rsplit(":", 1)[1]
+    others = ",".join(RAFTS[m].rsplit(":", 1)[1] for m in MASTER_NAMES)
+    return [["OUTPUT", "-p", "tcp", "--dport", port, "-j", "DROP"],   # anyone to its raft port
+            ["OUTPUT", "-p", "tcp", "--sport", port, "-j", "DROP"],   # its raft port's answers
+            ["OUTPUT", "-m", "cgroup", "--path", master_cgroup(name), "-p", "tcp", "-m", "multiport",
+             "--dports", others, "-j", "DROP"]]                      # its own dials
+
+
+def raft_cut(name, cut):
+    for rule in cut_rules(name):
+        sh("iptables", "-w", "-A" if cut else "-D", *rule, check=cut)
+
+
+def setup_raft_cut():
+    """Whether the raft cut can be made here: each master's cgroup made, a rule tried."""
+    if not HA:
+        return False
+    if not shutil.which("iptables") or not CGROUP2:
+        say("the leader's raft cut is left out: %s" % ("no iptables" if not shutil.which("iptables") else "no cgroup2 mount"))
+        return False
+    for name in MASTER_NAMES:
+        os.makedirs(os.path.join(CGROUP2, master_cgroup(name)), exist_ok=True)
+    rule = ["OUTPUT", "-m", "cgroup", "--path", master_cgroup("m1"), "-p", "tcp", "--dport", "9", "-j", "DROP"]
+    r = sh("iptables", "-w", "-A", *rule, check=False)
+    if r.returncode != 0:
+        say("the leader's raft cut is left out: iptables' cgroup match: " + (r.stderr or r.stdout).strip()[-200:])
+        return False
+    sh("iptables", "-w", "-D", *rule, check=False)
+    return True
+
+
+raft_cuts = False  # set by chaos.py from setup_raft_cut()
+
+
 def start_member(name, join=None):
     """Starts master NAME: the first time with its own command line (JOIN: the raft address and
     CA fingerprint of the cluster to join), later again with the same one."""
@@ -235,7 +292,10 @@ def start_member(name, join=None):
         if join:  # the join token is the config file's join_token (not argv: docs/security.md)
             cmd += ["--join", join[0], "--ca-fingerprint", join[1]]
         master_cmds[name] = cmd
-    return start(name, master_cmds[name])
+    cmd = master_cmds[name]
+    if raft_cuts:  # into its own cgroup before it runs, so that every socket it makes is counted there
+        cmd = ["sh", "-c", 'echo $$ >"$0/cgroup.procs" && exec "$@"', os.path.join(CGROUP2, master_cgroup(name))] + cmd
+    return start(name, cmd)
 
 
 def start_masters():
@@ -417,7 +477,12 @@ def cleanup():
                     os.rmdir(root)
                 except OSError:
                     pass
-    for ns in (NS_A, NS_B):
+    for name in MASTER_NAMES if HA and CGROUP2 else ():
+        try:
+            os.rmdir(os.path.join(CGROUP2, master_cgroup(name)))
+        except OSError:
+            pass
+    for ns in (NS_A, NS_B):  # the raft cut's rules go with namespace A
         sh("ip", "netns", "del", ns, check=False)
     if os.environ.get("CHAOS_KEEP") == "1" or fails:
         say("kept %s" % tmp) if os.environ.get("CHAOS_KEEP") == "1" else None

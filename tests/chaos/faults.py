@@ -2,35 +2,39 @@
 # agent 3's link, a containerd restart, the master's disk full and a connection flood, drawn by a
 # seeded RNG; whatever died on its own is restarted and noted as a finding. In HA mode
 # (CHAOS_MASTERS=3) the master faults are the leader's kill -9, a follower's kill -9, the
-# leader stopped past the election timeout (SIGSTOP) and a follower's data directory lost
+# leader stopped past the election timeout (SIGSTOP), the leader cut off from the other masters
+# (its raft traffic dropped), one master's disk full and a follower's data directory lost
 # (removed, wiped, joined again) instead.
 import os, shutil, signal, time, traceback
 
 import cluster
-from cluster import (AGENT_API, CLIENT, HA, HERE, LONG_S, MASTER_NAMES, MODE, PY, SHORT_S, fail, findings, kill9, leader,
-                     link, log_size, master_dir, mdata, now_ms, procs, rss, say, start, start_agent, start_containerd,
-                     start_master, start_member, tail, wait_log, yardctl)
+from cluster import (AGENT_API, CLIENT, HA, HERE, LONG_S, MASTER_NAMES, MODE, PY, SHORT_S, disk_of, fail, findings, kill9,
+                     leader, link, log_size, master_dir, mdata, now_ms, procs, raft_cut, rss, say, start, start_agent,
+                     start_containerd, start_master, start_member, tail, wait_log, yardctl)
 
-MASTER_KINDS = ("master_kill", "leader_kill", "follower_kill", "leader_stop", "disk_full", "flood")
+MASTER_KINDS = ("master_kill", "leader_kill", "follower_kill", "leader_stop", "leader_cut", "master_disk_full",
+                "follower_wipe", "disk_full", "flood")
 LEADER_STOP_S = 3  # > the election timeout (1 s): the others elect a leader meanwhile
+CUT_S = (3, 5)  # the leader's raft cut: past its step-down and the others' election
 
 
 class Faults:
     KINDS = ["master_kill", "agent_kill_short", "agent_kill_long", "link_cut_short", "link_cut_long",
              "containerd_restart", "disk_full", "flood"]
     if HA:
-        # master_kill, disk_full and flood target the single master and are left out: full disks
-        # with three masters are covered by e2e.ha_disk. The leader's kill is listed twice (two
+        # master_kill, disk_full and flood target the single master and are left out (a full
+        # disk with three masters is master_disk_full). The leader's kill is listed twice (two
         # in the first round, twice as likely later) for more than one failover time per run.
-        KINDS = ["leader_kill", "leader_kill", "follower_kill", "leader_stop", "follower_wipe", "agent_kill_short",
-                 "agent_kill_long", "link_cut_short", "link_cut_long", "containerd_restart"]
+        KINDS = ["leader_kill", "leader_kill", "follower_kill", "leader_stop", "leader_cut", "master_disk_full",
+                 "follower_wipe", "agent_kill_short", "agent_kill_long", "link_cut_short", "link_cut_long",
+                 "containerd_restart"]
 
     def __init__(self, rng):
         self.rng = rng
         self.log = []  # (kind, detail, start boottime ms, end boottime ms)
         self.kills = []  # (node, boottime ms of the kill or cut, what)
         self.flood_numbers = []
-        self.failovers = []  # HA: ms from each leader kill -9 to the next write accepted
+        self.failovers = []  # HA: ms from each leader lost (kill -9, raft cut, full disk) to the next write accepted
         self.probes = 0
 
     def ensure_up(self, why):
@@ -240,6 +244,84 @@ class Faults:
         elif not wait_log(name, ("following the leader", "raft: leader in term"), 20, since):
             fail("leader_stop: %s stepped down but does not follow: %s" % (name, tail(name, 5).strip()))
         return "leader %s stopped %ds; %s leads" % (name, LEADER_STOP_S, leader(5) or "nobody")
+
+    def leader_cut(self):
+        """The leader cut off from the other masters (its raft traffic dropped both ways; clients
+        and agents still reach it). It must step down, the others must accept writes within 5 s,
+        and once the cut ends it must follow. Anything it acknowledged while cut off would be
+        missing from the others' stores (check_stores)."""
+        if not cluster.raft_cuts:
+            return None
+        name = leader()
+        if not name:
+            fail("leader_cut: no master leads: " + yardctl("cluster", "status").stderr.strip())
+            return "no leader"
+        since = log_size(name)
+        hold = self.rng.uniform(*CUT_S)
+        t = time.monotonic()
+        raft_cut(name, True)
+        try:
+            ms = self.write_accepted()
+            if ms is None:
+                fail("leader_cut: no write was accepted within 20 s of cutting %s off" % name)
+            elif ms > 5000:
+                fail("leader_cut: writes accepted again only %d ms after %s was cut off (more than 5 s)" % (ms, name))
+            if ms is not None:
+                self.failovers.append(ms)
+            if not wait_log(name, "running again as a follower", 10, since):
+                fail("leader_cut: %s did not step down while cut off: %s" % (name, tail(name, 5).strip()))
+            new = leader(5)
+            if new == name:
+                fail("leader_cut: %s still leads while cut off" % name)
+            time.sleep(max(0.0, hold - (time.monotonic() - t)))
+        finally:
+            raft_cut(name, False)
+        since = log_size(name)
+        if not wait_log(name, ("following the leader", "raft: leader in term"), 20, since):
+            fail("leader_cut: %s does not follow once the cut ended: %s" % (name, tail(name, 5).strip()))
+        return "leader %s cut off %.1fs; writes accepted again after %s ms; %s led meanwhile" % (
+            name, hold, "%d" % ms if ms is not None else "NO", new or "nobody")
+
+    def master_disk_full(self):
+        """One master's disk (its own tmpfs) filled for a while, under the workload. A master
+        whose store cannot commit stops, naming the disk (docs/ha.md, "Failure cases"); if it led,
+        the others must accept writes within 5 s of its stop. Given room again it is started
+        again and must follow."""
+        name = self.rng.choice(MASTER_NAMES)
+        was_leader = leader(5) == name
+        since = log_size(name)
+        path = os.path.join(disk_of(name), "fill")
+        with open(path, "wb") as f:
+            free = os.statvfs(disk_of(name))
+            try:
+                os.posix_fallocate(f.fileno(), 0, free.f_bavail * free.f_frsize)
+            except OSError:
+                pass
+        ms = None
+        hold = self.rng.uniform(2, 4)
+        try:
+            deadline = time.monotonic() + hold
+            while time.monotonic() < deadline and procs[name].poll() is None:
+                time.sleep(0.05)
+            stopped = procs[name].poll() is not None
+            if stopped and was_leader:  # a leader lost as to a kill: writes again within 5 s
+                ms = self.write_accepted()
+                if ms is None or ms > 5000:
+                    fail("master_disk_full: writes accepted again only after %s ms once the leader %s stopped on "
+                         "its full disk" % ("%d" % ms if ms is not None else "more than 20000", name))
+                else:
+                    self.failovers.append(ms)
+            time.sleep(max(0.0, deadline - time.monotonic()))
+        finally:
+            os.unlink(path)
+        if stopped:
+            # A follower's store, or a leader's (the entry a majority holds), names its disk.
+            if not wait_log(name, ("disk is full", "is held by a majority but not by"), 1, since):
+                fail("master_disk_full: %s stopped without naming its full disk: %s" % (name, tail(name, 5).strip()))
+            self.restart_member(name, "its full disk")
+        return "%s %s's disk full %.1fs: %s%s" % (
+            "leader" if was_leader else "follower", name, hold, "stopped, started again" if stopped else "went on",
+            "; writes accepted again %d ms after it stopped" % ms if ms is not None else "")
 
     def run(self, until):
         plan = list(self.KINDS)
