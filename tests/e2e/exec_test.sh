@@ -84,8 +84,9 @@ out=$(echo hi | ctl exec ex-main -- sh -c 'cat; echo end')
 head -c 3000000 /dev/urandom >"$tmp/in.bin"
 ctl exec -i ex-main -- cat <"$tmp/in.bin" >"$tmp/out.bin"
 cmp -s "$tmp/in.bin" "$tmp/out.bin" || fail "3 MB through cat came back as $(wc -c <"$tmp/out.bin") bytes, not the same"
-out=$(ctl exec ex-main -- head -c 30000000 /dev/zero | wc -c)
-[ "$out" = 30000000 ] || fail "30 MB of output arrived as $out bytes"
+out=$(ctl exec ex-main -- head -c 30000000 /dev/zero 2>"$tmp/big.err" | wc -c; echo "rc ${PIPESTATUS[0]}")
+[ "$out" = "30000000
+rc 0" ] || fail "30 MB of output arrived as $(echo $out) (bytes, then yardctl's exit code); yardctl said: $(cat "$tmp/big.err")"
 # The command reads a little stdin, writes 2 MB, then reads the rest: the agent must keep
 # reading its output while stdin waits (neither side may block the other).
 out=$(head -c 1000000 /dev/urandom | ctl exec -i ex-main -- sh -c 'dd bs=1000 count=10 iflag=fullblock of=/dev/null 2>/dev/null; head -c 2000000 /dev/zero; wc -c' | tr -d '\0')
