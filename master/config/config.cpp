@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/http/server.h"
+#include "common/wire/endpoint.h"
 #include "common/spec/labels.h"
 #include "common/spec/quantity.h"
 #include "common/spec/validate.h"
@@ -51,15 +52,11 @@ bool quantity(const toml::table& t, const std::string& key, const std::string& w
 
 Result<int64_t> parseCount(std::string_view s) { return spec::parseInteger(s); }
 
-// HOST:PORT with a non-empty host that is not a wildcard and a port 1-65535.
+// HOST:PORT (an IP address or a host name, as every dialled address: wire::splitHostPort)
+// that is not a wildcard address, with a port 1-65535.
 bool validHostPort(const std::string& s) {
-  size_t colon = s.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) return false;
-  std::string host = s.substr(0, colon), port = s.substr(colon + 1);
-  if (host == "0.0.0.0" || host == "[::]" || host == "::") return false;
-  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) return false;
-  long p = std::stol(port);
-  return p >= 1 && p <= 65535;
+  auto hp = wire::splitHostPort(s);
+  return hp && hp.value().port >= 1 && !(hp.value().ip && hp.value().ip->is_unspecified());
 }
 
 // [autoscaler]: durations as for heartbeat_timeout (whole seconds), tolerance a fraction.

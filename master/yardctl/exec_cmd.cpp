@@ -164,20 +164,29 @@ class MasterSocket {
     if (auto hp = wire::splitHostPort(hostPort); !hp) return R::fail("master address " + hp.error());
     auto eps = wire::resolveEndpoints(hostPort, std::chrono::seconds(10));
     if (!eps) return R::fail("cannot reach the master at " + hostPort + ": " + eps.error());
-    const asio::ip::tcp::endpoint& ep = eps.value().front();
-    fd_ = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd_ < 0) return R::fail(std::string("socket: ") + std::strerror(errno));
-    int r = ::connect(fd_, ep.data(), static_cast<socklen_t>(ep.size()));
-    if (r != 0 && errno == EINPROGRESS) {
-      pollfd p{fd_, POLLOUT, 0};
-      if (::poll(&p, 1, 10000) != 1) return R::fail("cannot reach the master at " + hostPort + ": timed out");
-      int err = 0;
-      socklen_t len = sizeof err;
-      ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
-      errno = err;
-      r = err == 0 ? 0 : -1;
+    // Each address the name has, in turn, as the other clients do (asio::async_connect).
+    std::string why;
+    for (const asio::ip::tcp::endpoint& ep : eps.value()) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = ::socket(ep.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      if (fd_ < 0) return R::fail(std::string("socket: ") + std::strerror(errno));
+      int r = ::connect(fd_, ep.data(), static_cast<socklen_t>(ep.size()));
+      if (r != 0 && errno == EINPROGRESS) {
+        pollfd p{fd_, POLLOUT, 0};
+        if (::poll(&p, 1, 10000) != 1) {
+          why = "timed out";
+          continue;
+        }
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+        errno = err;
+        r = err == 0 ? 0 : -1;
+      }
+      why = r == 0 ? "" : std::strerror(errno);
+      if (r == 0) break;
     }
-    if (r != 0) return R::fail("cannot reach the master at " + hostPort + ": " + std::strerror(errno));
+    if (!why.empty()) return R::fail("cannot reach the master at " + hostPort + ": " + why);
     ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
     int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

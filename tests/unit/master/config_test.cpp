@@ -37,6 +37,10 @@ TEST_CASE("bad master config names the key and the rule", "[config]") {
   CHECK(parseMasterConfig("advertise = \"0.0.0.0:7700\"", "m.toml").error() ==
         "m.toml: advertise: \"0.0.0.0:7700\" must be HOST:PORT that nodes can reach");
   CHECK(parseMasterConfig("advertise = \"10.0.0.1:7700\"", "m.toml").value().advertise == "10.0.0.1:7700");
+  CHECK(parseMasterConfig("advertise = \"yard-m1.example.org:7700\"", "m.toml").value().advertise == "yard-m1.example.org:7700");
+  for (const char* bad : {"[::]:7700", "yard_m1:7700", "10.0.0.1:0"})
+    CHECK(parseMasterConfig(std::string("advertise = \"") + bad + "\"", "m.toml").error() ==
+          "m.toml: advertise: \"" + std::string(bad) + "\" must be HOST:PORT that nodes can reach");
   // [scheduler] fairshare_half_life (docs/scheduler.md, "Fair share")
   CHECK(parseMasterConfig("[scheduler]\nfairshare_half_life = \"7d\"", "m.toml").value().fairshareHalfLifeSeconds ==
         7 * 86400);
