@@ -335,6 +335,9 @@ Result<uint16_t> AgentServer::listen(const std::string& hostPort) {
 
 void AgentServer::stop() {
   if (server_) server_->stop();
+  auto running = std::move(*execs_);  // their commands are killed with them
+  execs_->clear();
+  for (auto& [conn, session] : running) session->stop();
 }
 
 void AgentServer::handle(const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
@@ -448,18 +451,25 @@ void AgentServer::startExec(const std::shared_ptr<wire::Connection>& conn, uint6
     asio::error_code ignored;
     session->in.non_blocking(true, ignored);
   }
+  // The map owns the session until its connection closes: a reader parked on the output
+  // window has no read in flight to keep it alive, and the command may end while it waits.
   (*execs_)[conn.get()] = session;
-  conn->onClose([weak = std::weak_ptr<ExecSession>(session), execs = std::weak_ptr<ExecMap>(execs_), c = conn.get()] {
-    if (auto m = execs.lock()) m->erase(c);
-    if (auto s = weak.lock()) s->stop();
+  conn->onClose([execs = std::weak_ptr<ExecMap>(execs_), c = conn.get()] {
+    auto m = execs.lock();
+    if (!m) return;
+    auto it = m->find(c);
+    if (it == m->end()) return;
+    auto s = std::move(it->second);
+    m->erase(it);
+    s->stop();
   });
   session->startReading(outRead.release(), tty ? -1 : errRead.release());
 }
 
 void AgentServer::execInput(const std::shared_ptr<wire::Connection>& conn, agentapi::ExecInputCall::Reader in) {
   auto it = execs_->find(conn.get());
-  auto session = it == execs_->end() ? nullptr : it->second.lock();
-  if (!session) return;  // it has ended: what was meant for it is dropped
+  if (it == execs_->end()) return;  // its connection has closed: what was meant for it is dropped
+  std::shared_ptr<ExecSession> session = it->second;
   switch (in.which()) {
     case agentapi::ExecInputCall::DATA: {
       auto d = in.getData();

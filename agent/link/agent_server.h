@@ -45,8 +45,10 @@ class AgentServer {
   std::function<void()> wake_;
   Log log_;
   std::unique_ptr<wire::FrameServer> server_;
-  // The exec running on each connection (one at most), for the execInput calls that follow.
-  using ExecMap = std::map<const wire::Connection*, std::weak_ptr<ExecSession>>;
+  // The exec running on each connection (one at most), for the execInput calls that follow;
+  // owned here until the connection closes (a session parked on its output window has no
+  // handler in flight holding it).
+  using ExecMap = std::map<const wire::Connection*, std::shared_ptr<ExecSession>>;
   std::shared_ptr<ExecMap> execs_ = std::make_shared<ExecMap>();
 };
 

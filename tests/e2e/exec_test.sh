@@ -87,6 +87,15 @@ cmp -s "$tmp/in.bin" "$tmp/out.bin" || fail "3 MB through cat came back as $(wc 
 out=$(ctl exec ex-main -- head -c 30000000 /dev/zero 2>"$tmp/big.err" | wc -c; echo "rc ${PIPESTATUS[0]}")
 [ "$out" = "30000000
 rc 0" ] || fail "30 MB of output arrived as $(echo $out) (bytes, then yardctl's exit code); yardctl said: $(cat "$tmp/big.err")"
+# A slow reader parks the agent's stdout reader on the 1 MiB output window. The command
+# widens its stdout pipe to 1 MiB, so it writes the rest and exits while the reader is
+# parked; stderr then ends too, and the session must outlive that wait: the rest of the
+# output and the exit code still come when the reader catches up.
+out=$(timeout 30 "$bin/yardctl" exec ex-main -- python3 -c 'import fcntl, sys
+fcntl.fcntl(1, 1031, 1 << 20)  # F_SETPIPE_SZ
+sys.stdout.buffer.write(bytes(2000000))' 2>"$tmp/slow.err" | { sleep 3; wc -c; }; echo "rc ${PIPESTATUS[0]}")
+[ "$out" = "2000000
+rc 0" ] || fail "2 MB read slowly arrived as $(echo $out) (bytes, then yardctl's exit code); yardctl said: $(cat "$tmp/slow.err")"
 # The command reads a little stdin, writes 2 MB, then reads the rest: the agent must keep
 # reading its output while stdin waits (neither side may block the other).
 out=$(head -c 1000000 /dev/urandom | ctl exec -i ex-main -- sh -c 'dd bs=1000 count=10 iflag=fullblock of=/dev/null 2>/dev/null; head -c 2000000 /dev/zero; wc -c' | tr -d '\0')
