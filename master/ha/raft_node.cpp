@@ -36,6 +36,9 @@ constexpr char kMagic[2] = {'Y', '1'};
 constexpr size_t kHeader = 2 + 8 + 8 + 8;
 // A snapshot: "YS1\0", the image's length, the image (store::sql::Connection::serialize), zeros.
 constexpr char kSnapshotMagic[4] = {'Y', 'S', '1', '\0'};
+// A member whose leader's process is gone stands within this many ms (hurryElection); raft
+// looks at its timer once a heartbeat interval (100 ms), so the two followers' turns differ.
+constexpr int kHurryMinMs = 50, kHurryMaxMs = 400;
 
 void putU64(std::string& out, uint64_t v) {
   for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
@@ -127,6 +130,11 @@ struct RaftNode::Loop {
   std::function<void(Role, uint64_t)> roleObserver;  // guarded by statusMu
   Role lastRole = Role::Unavailable;
   uint64_t lastTerm = 0;
+  // The leader this member last followed, and the election timer (by its start) it last
+  // shortened because that leader's process is gone (hurryElection).
+  raft_id followed = 0;
+  raft_time hurried = 0;
+  bool hurriedLogged = false;
 
   static int fsmApply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
     auto* self = static_cast<Loop*>(fsm->data);
@@ -261,7 +269,48 @@ struct RaftNode::Loop {
     self->refresh();
   }
 
+  // A follower whose leader's raft port refuses connections (its process died: kill -9, a
+  // crash, a stop) need not wait out the election timeout, 1-2 timeouts from its last
+  // heartbeat: it shortens its timer to 50-400 ms from now, and so does a candidate of the
+  // election that follows (the one with the longer log may have stood first and been refused
+  // by the other, which still counted the dead leader until its own timer ran out). Only the
+  // timer moves: votes, terms and the logs' rule are raft's own, and with pre-vote a member
+  // that stands early while the leader lives is refused without disturbing anyone. A leader
+  // whose host is gone or cut off answers nothing; that failover keeps the full timeout.
+  // docs/ha.md, "Failover".
+  void hurryElection() {
+    int state = raft_state(&r);
+    if (state == RAFT_FOLLOWER) {
+      raft_id leader = 0;
+      const char* address = nullptr;
+      raft_leader(&r, &leader, &address);
+      if (leader != 0 && leader != followed) {
+        followed = leader;
+        hurriedLogged = false;
+      }
+    } else if (state != RAFT_CANDIDATE) {
+      followed = 0;
+      return;
+    }
+    if (followed == 0 || followed == id || r.election_timer_start == hurried || !transport->refuses(followed)) return;
+    hurried = r.election_timer_start;
+    unsigned& timeout = state == RAFT_FOLLOWER ? r.follower_state.randomized_election_timeout
+                                               : r.candidate_state.randomized_election_timeout;
+    raft_time now = r.io->time(r.io);
+    raft_time elapsed = now > r.election_timer_start ? now - r.election_timer_start : 0;
+    raft_time soon = elapsed + static_cast<raft_time>(r.io->random(r.io, kHurryMinMs, kHurryMaxMs));
+    if (soon >= timeout) return;
+    timeout = static_cast<unsigned>(soon);
+    if (!hurriedLogged && settings.log) {
+      hurriedLogged = true;
+      settings.log("raft: leader " + std::to_string(followed) +
+                   "'s raft port refuses connections (its process is gone): electing a new leader without waiting "
+                   "out the election timeout");
+    }
+  }
+
   void refresh() {
+    hurryElection();
     RaftStatus s;
     s.id = id;
     s.address = r.address != nullptr ? r.address : "";

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <future>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "common/tls/pki.h"
@@ -92,6 +93,7 @@ struct Link : std::enable_shared_from_this<Link> {
   bool stopped = false;
 
   std::function<void()> heard;  // bytes came from the peer (an accepted raft link)
+  std::function<void()> ended;  // the peer ended the link (not we)
 
   Link(TlsStream stream, asio::io_context& io) : tls(std::move(stream)), local(io) {}
 
@@ -108,7 +110,10 @@ struct Link : std::enable_shared_from_this<Link> {
   void fromTls() {
     auto self = shared_from_this();
     tls.async_read_some(asio::buffer(up), [self](asio::error_code ec, size_t n) {
-      if (ec) return self->stop();
+      if (ec) {
+        if (!self->stopped && self->ended) self->ended();
+        return self->stop();
+      }
       if (self->heard) self->heard();
       asio::async_write(self->local, asio::buffer(self->up.data(), n), [self](asio::error_code ec2, size_t) {
         if (ec2) return self->stop();
@@ -244,18 +249,60 @@ struct TlsTransport::Impl {
   // When each peer last sent raft bytes on a connection it made to this master (as a leader:
   // its answers to appends and heartbeats). Guarded by mu.
   std::map<raft_id, std::chrono::steady_clock::time_point> heardFrom;
+  // Peers whose raft address refused a TCP connection after a link with them ended, and no
+  // link with them has been made since (their process is gone). Guarded by mu.
+  std::set<raft_id> refusing;
 
-  int splice(TlsStream stream, raft_id from = 0) {
+  // `accepted`: the peer dialled us (its heartbeats or answers arrive on it).
+  int splice(TlsStream stream, raft_id peer, const std::string& peerAddress, bool accepted) {
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return -1;
     auto link = std::make_shared<Link>(std::move(stream), io);
-    if (from != 0)
-      link->heard = [this, from] {
+    if (accepted)
+      link->heard = [this, peer] {
         std::lock_guard<std::mutex> lock(mu);
-        heardFrom[from] = std::chrono::steady_clock::now();
+        heardFrom[peer] = std::chrono::steady_clock::now();
       };
+    link->ended = [this, peer, peerAddress] { probe(peer, peerAddress, 0); };
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      refusing.erase(peer);
+    }
     link->start(fds[0]);
     return fds[1];
+  }
+
+  // A link that the peer ended: is anything still listening at its raft address? A process
+  // that died (kill -9, a crash, a stop) leaves a port that refuses connections at once, and
+  // then its followers need not wait out the election timeout (docs/ha.md, "Failover"). A
+  // host that is gone or cut off answers nothing, and the timeout stays as it is. Two looks,
+  // 50 ms and 500 ms after the end: a dying process's listener may outlive its links by a
+  // moment. The io thread.
+  void probe(raft_id peer, std::string peerAddress, int look) {
+    auto timer = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(look == 0 ? 50 : 500));
+    timer->async_wait([this, timer, peer, peerAddress, look](asio::error_code ec) {
+      if (ec) return;
+      wire::resolveEndpointsAsync(io, raftHostPort(peerAddress), [this, peer, peerAddress, look](Result<wire::Endpoints> eps) {
+        if (!eps) return;
+        auto socket = std::make_shared<tcp::socket>(io);
+        auto deadline = std::make_shared<asio::steady_timer>(io, std::chrono::seconds(1));
+        deadline->async_wait([socket](asio::error_code ec2) {
+          asio::error_code ignored;
+          if (!ec2) socket->close(ignored);
+        });
+        asio::async_connect(*socket, eps.value(), [this, socket, deadline, peer, peerAddress, look](asio::error_code ec2, const tcp::endpoint&) {
+          deadline->cancel();
+          asio::error_code ignored;
+          socket->close(ignored);
+          if (ec2 == asio::error::connection_refused) {
+            std::lock_guard<std::mutex> lock(mu);
+            refusing.insert(peer);
+            return;
+          }
+          if (!ec2 && look == 0) probe(peer, peerAddress, 1);
+        });
+      });
+    });
   }
 
   void checkClosed() {
@@ -297,7 +344,7 @@ struct TlsTransport::Impl {
           deadline->cancel();
           raft_id peerId = std::strtoull((*msg)[1].c_str(), nullptr, 10);
           std::string peerAddress = (*msg)[2];
-          int fd = splice(std::move(*stream), peerId);
+          int fd = splice(std::move(*stream), peerId, peerAddress, true);
           if (fd < 0) return;
           post([this, fd, peerId, peerAddress] {
             if (closing || acceptCb == nullptr) return (void)::close(fd);
@@ -330,7 +377,7 @@ struct TlsTransport::Impl {
   }
 
   // Runs on the io thread for a connect from raft.
-  void dial(raft_uv_connect* req, raft_id /*peerId*/, std::string peerAddress, raft_uv_connect_cb cb) {
+  void dial(raft_uv_connect* req, raft_id peerId, std::string peerAddress, raft_uv_connect_cb cb) {
     auto fail = [this, req, cb] {
       post([this, req, cb] {
         --pendingConnects;
@@ -339,14 +386,15 @@ struct TlsTransport::Impl {
       });
     };
     // A member's raft address may be a host name (--raft-advertise): looked up off this thread.
-    wire::resolveEndpointsAsync(io, raftHostPort(peerAddress), [this, req, cb, fail](Result<wire::Endpoints> eps) {
+    wire::resolveEndpointsAsync(io, raftHostPort(peerAddress), [this, req, peerId, peerAddress, cb, fail](Result<wire::Endpoints> eps) {
       if (!eps) return fail();
-      dialResolved(req, std::move(eps).value(), cb, fail);
+      dialResolved(req, peerId, peerAddress, std::move(eps).value(), cb, fail);
     });
   }
 
   template <typename Fail>
-  void dialResolved(raft_uv_connect* req, wire::Endpoints eps, raft_uv_connect_cb cb, Fail fail) {
+  void dialResolved(raft_uv_connect* req, raft_id peerId, const std::string& peerAddress, wire::Endpoints eps,
+                    raft_uv_connect_cb cb, Fail fail) {
     auto stream = std::make_shared<TlsStream>(io, *peer.context);
     wire::requirePeerName(*stream, tls::kMasterName);
     auto deadline = std::make_shared<asio::steady_timer>(io);
@@ -357,17 +405,23 @@ struct TlsTransport::Impl {
         stream->lowest_layer().close(e);
       }
     });
-    asio::async_connect(stream->lowest_layer(), eps, [this, stream, deadline, req, cb, fail](asio::error_code ec, const tcp::endpoint&) {
-      if (ec) return deadline->cancel(), fail();
+    asio::async_connect(stream->lowest_layer(), eps, [this, stream, deadline, req, peerId, peerAddress, cb, fail](asio::error_code ec, const tcp::endpoint&) {
+      if (ec) {
+        if (ec == asio::error::connection_refused) {
+          std::lock_guard<std::mutex> lock(mu);
+          refusing.insert(peerId);
+        }
+        return deadline->cancel(), fail();
+      }
       asio::error_code ignored;
       stream->lowest_layer().set_option(tcp::no_delay(true), ignored);
-      stream->async_handshake(asio::ssl::stream_base::client, [this, stream, deadline, req, cb, fail](asio::error_code ec2) {
+      stream->async_handshake(asio::ssl::stream_base::client, [this, stream, deadline, req, peerId, peerAddress, cb, fail](asio::error_code ec2) {
         if (ec2) return deadline->cancel(), fail();
         auto hello = std::make_shared<std::string>(encodeFields({"raft", std::to_string(id), address}));
-        asio::async_write(*stream, asio::buffer(*hello), [this, stream, deadline, hello, req, cb, fail](asio::error_code ec3, size_t) {
+        asio::async_write(*stream, asio::buffer(*hello), [this, stream, deadline, hello, req, peerId, peerAddress, cb, fail](asio::error_code ec3, size_t) {
           deadline->cancel();
           if (ec3) return fail();
-          int fd = splice(std::move(*stream));
+          int fd = splice(std::move(*stream), peerId, peerAddress, false);
           if (fd < 0) return fail();
           post([this, fd, req, cb] {
             --pendingConnects;
@@ -498,6 +552,11 @@ int64_t TlsTransport::sinceHeardMs(uint64_t peer) const {
   auto it = impl_->heardFrom.find(peer);
   if (it == impl_->heardFrom.end()) return -1;
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - it->second).count();
+}
+
+bool TlsTransport::refuses(uint64_t peer) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->refusing.count(peer) > 0;
 }
 
 void TlsTransport::setCallHandler(CallHandler handler) {

@@ -82,6 +82,10 @@ class TlsTransport {
   // master (a follower's answers reach its leader so); -1 when it never has.
   int64_t sinceHeardMs(uint64_t peer) const;
 
+  // Whether raft id `peer`'s raft address refused a TCP connection since the last link with
+  // it was made (a link of it ended, or raft's dial was refused): its process is gone.
+  bool refuses(uint64_t peer) const;
+
   // Runs `fn` on raft's loop (thread-safe).
   void runOnLoop(std::function<void()> fn);
 

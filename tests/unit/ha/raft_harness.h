@@ -42,7 +42,7 @@ struct Peer {
 };
 
 inline void startMember(Peer& m, const Pki& pki, bool bootstrap, const std::string& bind = "127.0.0.1:0",
-                 unsigned snapshotEvery = 4096) {
+                 unsigned snapshotEvery = 4096, unsigned electionTimeoutMs = 300) {
   fs::create_directories(m.dir);
   m.store = openStore(m.dir + "/state.db");
   RaftSettings s;
@@ -50,7 +50,7 @@ inline void startMember(Peer& m, const Pki& pki, bool bootstrap, const std::stri
   s.bindAddress = bind;
   s.name = fs::path(m.dir).filename().string();  // "a": the configuration holds "a@127.0.0.1:PORT"
   s.bootstrap = bootstrap;
-  s.electionTimeoutMs = 300;
+  s.electionTimeoutMs = electionTimeoutMs;
   s.heartbeatMs = 50;
   s.snapshotThreshold = snapshotEvery;
   s.snapshotTrailing = snapshotEvery / 4;

@@ -87,6 +87,54 @@ TEST_CASE("three masters replicate every committed write and elect a new leader 
   stopMember(c);
 }
 
+TEST_CASE("a leader whose process is gone is replaced well before the election timeout", "[ha]") {
+  // An election timeout of 4 s: the followers would stand after 4-8 s of silence. The leader's
+  // raft port refuses connections once it has stopped, and that is enough to stand at once
+  // (hurryElection in master/ha/raft_node.cpp).
+  TempDir tmp;
+  Pki pki = makePki(tmp.file("pki"));
+  Peer a{tmp.file("a")}, b{tmp.file("b")}, c{tmp.file("c")};
+  constexpr unsigned kTimeoutMs = 4000;
+  startMember(a, pki, true, "127.0.0.1:0", 4096, kTimeoutMs);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  startMember(b, pki, false, "127.0.0.1:0", 4096, kTimeoutMs);
+  startMember(c, pki, false, "127.0.0.1:0", 4096, kTimeoutMs);
+  REQUIRE(a.raft->addVoter(b.raft->id(), b.raft->address()));
+  REQUIRE(a.raft->addVoter(c.raft->id(), c.raft->address()));
+  REQUIRE(addQueue(*a.store, "before"));
+  int64_t index = a.store->appliedIndex().value();
+  REQUIRE(waitFor([&] { return b.store->appliedIndex().value() == index && c.store->appliedIndex().value() == index; }));
+
+  // A live leader keeps its followers: nothing refuses, nobody stands (3 s, inside the timeout).
+  std::this_thread::sleep_for(3s);
+  CHECK(a.raft->status().role == Role::Leader);
+  CHECK(b.raft->status().leaderId == a.raft->id());
+  uint64_t term = a.raft->status().term;
+
+  auto lost = std::chrono::steady_clock::now();
+  stopMember(a);
+  Peer* next = nullptr;
+  REQUIRE(waitFor(
+      [&] {
+        if (b.raft->status().role == Role::Leader) next = &b;
+        if (c.raft->status().role == Role::Leader) next = &c;
+        return next != nullptr;
+      },
+      10s));
+  auto elected = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - lost);
+  INFO("elected " << elected.count() << " ms after the leader stopped; the election timeout is " << kTimeoutMs << " ms");
+  CHECK(elected.count() < kTimeoutMs);
+  CHECK(next->raft->status().term > term);
+  REQUIRE(next->raft->barrier());
+  REQUIRE(addQueue(*next->store, "after"));
+  Peer* other = next == &b ? &c : &b;
+  int64_t index2 = next->store->appliedIndex().value();
+  REQUIRE(waitFor([&] { return other->store->appliedIndex().value() == index2; }));
+  CHECK(dump(other->store->path()) == dump(next->store->path()));
+  stopMember(b);
+  stopMember(c);
+}
+
 TEST_CASE("a master without a majority commits nothing", "[ha]") {
   TempDir tmp;
   Pki pki = makePki(tmp.file("pki"));
