@@ -277,7 +277,7 @@ struct RaftNode::Loop {
   // timer moves: votes, terms and the logs' rule are raft's own, and with pre-vote a member
   // that stands early while the leader lives is refused without disturbing anyone. A leader
   // whose host is gone or cut off answers nothing; that failover keeps the full timeout.
-  // docs/ha.md, "Failover".
+  // docs/ha.md, "A leader whose process is gone is replaced at once".
   void hurryElection() {
     int state = raft_state(&r);
     if (state == RAFT_FOLLOWER) {
