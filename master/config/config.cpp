@@ -53,10 +53,16 @@ bool quantity(const toml::table& t, const std::string& key, const std::string& w
 Result<int64_t> parseCount(std::string_view s) { return spec::parseInteger(s); }
 
 // HOST:PORT (an IP address or a host name, as every dialled address: wire::splitHostPort)
-// that is not a wildcard address, with a port 1-65535.
-bool validHostPort(const std::string& s) {
+// that is not a wildcard address, with a port 1-65535. Empty when it is; else the broken rule.
+std::string hostPortProblem(const std::string& s) {
   auto hp = wire::splitHostPort(s);
-  return hp && hp.value().port >= 1 && !(hp.value().ip && hp.value().ip->is_unspecified());
+  if (!hp) {  // its error starts with the value, which our message gives already
+    std::string why = hp.error(), named = "\"" + s + "\": ";
+    return why.rfind(named, 0) == 0 ? why.substr(named.size()) : why;
+  }
+  if (hp.value().port == 0) return "port 0 cannot be dialled";
+  if (hp.value().ip && hp.value().ip->is_unspecified()) return "a wildcard address cannot be dialled";
+  return "";
 }
 
 // [autoscaler]: durations as for heartbeat_timeout (whole seconds), tolerance a fraction.
@@ -173,8 +179,9 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
     c.httpListen = *v;
   }
   if (std::string e = str("console_dir", c.consoleDir); !e.empty()) return R::fail(e);
-  if (!c.advertise.empty() && !validHostPort(c.advertise))
-    return R::fail(source + ": advertise: \"" + c.advertise + "\" must be HOST:PORT that nodes can reach");
+  if (!c.advertise.empty())
+    if (std::string why = hostPortProblem(c.advertise); !why.empty())
+      return R::fail(source + ": advertise: \"" + c.advertise + "\" must be HOST:PORT that nodes can reach (" + why + ")");
   if (const toml::node* n = root.get("heartbeat_timeout"))
     if (auto e = config::durationSeconds(*n, "heartbeat_timeout", 1, INT64_MAX,
                                          "must be a duration greater than 0 (like 30 or \"30s\")", c.heartbeatTimeoutSeconds);

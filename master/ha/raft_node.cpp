@@ -292,7 +292,7 @@ struct RaftNode::Loop {
       followed = 0;
       return;
     }
-    if (followed == 0 || followed == id || r.election_timer_start == hurried || !transport->refuses(followed)) return;
+    if (followed == 0 || r.election_timer_start == hurried || !transport->refuses(followed)) return;
     hurried = r.election_timer_start;
     unsigned& timeout = state == RAFT_FOLLOWER ? r.follower_state.randomized_election_timeout
                                                : r.candidate_state.randomized_election_timeout;
