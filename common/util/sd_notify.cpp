@@ -80,7 +80,8 @@ Result<bool> ServiceNotifier::send(const std::string& message) {
 }
 
 void ServiceNotifier::ready(const std::string& status) {
-  auto sent = send("READY=1\nSTATUS=" + status + "\n");
+  auto sent = send(std::string(readySent_ ? "" : "READY=1\n") + "STATUS=" + status + "\n");
+  readySent_ = true;
   if (!sent && log_ && !failureLogged_) {
     failureLogged_ = true;
     log_("could not tell systemd READY: " + sent.error());
@@ -101,6 +102,16 @@ void ServiceNotifier::watchdog() {
     failureLogged_ = true;
     log_("could not ping systemd's watchdog: " + sent.error());
   }
+}
+
+std::vector<std::string> ServiceNotifier::environmentForExec() const {
+  if (!active()) return {};
+  std::vector<std::string> env{"NOTIFY_SOCKET=" + settings_.socket};
+  if (settings_.watchdogUsec > 0) {
+    env.push_back("WATCHDOG_USEC=" + std::to_string(settings_.watchdogUsec));
+    env.push_back("WATCHDOG_PID=" + std::to_string(getpid()));
+  }
+  return env;
 }
 
 }  // namespace yard

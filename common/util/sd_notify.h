@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/util/result.h"
 
@@ -44,7 +45,8 @@ class ServiceNotifier {
   // Half of the watchdog timeout, as sd_watchdog_enabled(3) advises; 0 = no watchdog.
   std::chrono::milliseconds watchdogInterval() const;
 
-  // `READY=1` with a STATUS= line (`systemctl status` shows it).
+  // `READY=1` with a STATUS= line (`systemctl status` shows it); after the first, only the
+  // STATUS= line (a master that followed, and now leads, says so).
   // REQUIRES: the daemon's listeners accept and its loop runs (post it to the io_context).
   void ready(const std::string& status);
   // `STOPPING=1`: the daemon began its shutdown.
@@ -68,11 +70,18 @@ class ServiceNotifier {
   // Sends one message (NAME=value lines). Ok(false) when there is no socket.
   Result<bool> send(const std::string& message);
 
+  // What a daemon that runs itself again (execve of its own image, same pid: a master that
+  // lost the lead) puts back into the new image's environment, so that the image it becomes
+  // still notifies the unit and pings its watchdog: NOTIFY_SOCKET, WATCHDOG_USEC and
+  // WATCHDOG_PID as "NAME=value" entries; none without a socket.
+  std::vector<std::string> environmentForExec() const;
+
  private:
   Settings settings_;
   std::function<void(const std::string&)> log_;
   int fd_ = -1;
   bool failureLogged_ = false;
+  bool readySent_ = false;
 };
 
 }  // namespace yard

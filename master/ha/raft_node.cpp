@@ -621,6 +621,38 @@ Result<bool> RaftNode::remove(uint64_t id) {
   });
 }
 
+Result<uint64_t> RaftNode::handOffLead() {
+  using R = Result<uint64_t>;
+  Loop& l = *loop_;
+  return l.onLoop<R>([&l](std::shared_ptr<std::promise<R>> promise) {
+    struct Req {
+      struct raft_transfer t{};
+      raft* r = nullptr;
+      std::shared_ptr<std::promise<R>> promise;
+    };
+    auto* req = new Req;
+    req->r = &l.r;
+    req->promise = promise;
+    req->t.data = req;
+    // The callback runs once this member follows another leader, or after the election
+    // timeout, or when raft closes.
+    int rv = raft_transfer(&l.r, &req->t, 0, [](struct raft_transfer* t) {
+      auto* done = static_cast<Req*>(t->data);
+      raft_id leader = 0;
+      const char* address = nullptr;
+      raft_leader(done->r, &leader, &address);
+      done->promise->set_value(leader != 0 && leader != done->r->id
+                                   ? R::ok(leader)
+                                   : R::fail("no other master took the lead within the election timeout"));
+      delete done;
+    });
+    if (rv != 0) {
+      promise->set_value(R::fail("cannot hand the lead on: " + raftError(rv, &l.r)));
+      delete req;
+    }
+  });
+}
+
 RaftStatus RaftNode::status() const {
   std::lock_guard<std::mutex> lock(loop_->statusMu);
   return loop_->status;

@@ -79,6 +79,13 @@ class RaftNode {
   // Membership, on the leader: a new master as a voter once it caught up; one taken out.
   Result<bool> addVoter(uint64_t id, const std::string& address);
   Result<bool> remove(uint64_t id);
+  // Hands the lead to another voter, the most up to date one: raft_transfer tells it to stand
+  // at once instead of waiting out its election timer, and the others vote for it though they
+  // have a leader. Returns the new leader's raft id once this member sees another lead; fails
+  // when this member does not lead, there is no other voter, or none took the lead within the
+  // election timeout. Proposals are refused meanwhile. A stopping leader's last step
+  // (docs/ha.md, "Stopping a master").
+  Result<uint64_t> handOffLead();
 
   RaftStatus status() const;
   uint64_t id() const { return id_; }

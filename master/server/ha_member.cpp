@@ -125,13 +125,15 @@ Result<std::unique_ptr<ha::RaftNode>> startRaftMember(const MasterConfig& config
 }
 
 std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::MasterPki& pki, ha::RaftNode& raft,
-                                       std::chrono::seconds within, const Log& log) {
+                                       std::chrono::seconds within, const WaitHooks& hooks, const Log& log) {
   wire::TlsIdentity identity = identityOf(pki);
   auto tls = wire::makeClientTls(pki.ca.certPem, &identity, tls::kMasterName);
   if (!tls) return "TLS: " + tls.error();
   auto until = std::chrono::steady_clock::now() + within;
   std::string why;
   while (std::chrono::steady_clock::now() < until) {
+    if (hooks.stopping()) return std::nullopt;
+    hooks.alive();
     for (const auto& m : raft.status().members)
       if (m.id == raft.id() && m.role == "voter") return std::nullopt;  // already (a restart)
     std::string target = raft.status().leaderAddress.empty() ? config.join : raft.status().leaderAddress;
@@ -141,7 +143,10 @@ std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::Ma
       return std::nullopt;
     }
     why = !answer ? answer.error() : answer.value().size() > 1 ? answer.value()[1] : "refused";
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (int i = 0; i < 10 && !hooks.stopping(); ++i) {
+      hooks.alive();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
   return "cannot become a voter of the cluster at " + config.join + ": " + why;
 }
@@ -195,11 +200,14 @@ std::optional<ha::Fields> answerMembershipCall(const ha::Fields& req, bool isMas
   return std::nullopt;
 }
 
-void waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<bool>& removed, const Log& log) {
+bool waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<bool>& removed, const WaitHooks& hooks,
+                 const Log& log) {
   std::string following;
   auto lastLeader = std::chrono::steady_clock::now();
   auto lastAsked = lastLeader;
   for (;;) {
+    if (hooks.stopping()) return false;
+    hooks.alive();
     auto s = raft.status();
     auto now = std::chrono::steady_clock::now();
     if (!s.leaderAddress.empty()) lastLeader = now;
@@ -208,7 +216,7 @@ void waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<boo
       if (b) {
         log("raft: leading in term " + std::to_string(s.term) + " with every entry up to " +
             std::to_string(raft.status().lastApplied) + " applied");
-        return;
+        return true;
       }
       log("raft: " + b.error() + "; waiting for the lead again");
     } else if (s.leaderAddress != following && !s.leaderAddress.empty()) {

@@ -32,16 +32,26 @@ std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log&
 Result<std::unique_ptr<ha::RaftNode>> startRaftMember(const MasterConfig& config, const std::string& name,
                                                      const tls::MasterPki& pki, store::Store& store, const Log& log);
 
-// --join: asks the leader to make this master a voter; retried (and redirects followed) until
-// it is one or `within` passes.
-std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::MasterPki& pki, ha::RaftNode& raft,
-                                       std::chrono::seconds within, const Log& log);
+// What the waits below do between their turns, before this master leads: `stopping` says it
+// was asked to stop (SIGTERM or SIGINT), and they return; `alive` runs at every turn (about
+// every 20 ms: a follower's systemd watchdog pings).
+struct WaitHooks {
+  std::function<bool()> stopping = [] { return false; };
+  std::function<void()> alive = [] {};
+};
 
-// Blocks until this master leads and every entry before its lead is applied to its store.
+// --join: asks the leader to make this master a voter; retried (and redirects followed) until
+// it is one, `within` passes or `hooks.stopping` holds (nullopt then too).
+std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::MasterPki& pki, ha::RaftNode& raft,
+                                       std::chrono::seconds within, const WaitHooks& hooks, const Log& log);
+
+// Blocks until this master leads and every entry before its lead is applied to its store
+// (true), or until `hooks.stopping` holds (false: it was asked to stop while following).
 // Meanwhile, after 10 s without a leader, it asks its members every 10 s whether it still is
 // one (the leader answers "member" calls): a master removed while it was down, or whose
 // "removed" notice was lost, learns it and logs so, once.
-void waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<bool>& removed, const Log& log);
+bool waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<bool>& removed, const WaitHooks& hooks,
+                 const Log& log);
 
 // The other masters' calls about membership, answered here; nullopt for any other call (and
 // for "member" when this master does not lead, so that the caller redirects):

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <mutex>
@@ -46,6 +47,24 @@
 
 namespace yard::master {
 namespace {
+
+// SIGTERM or SIGINT that came before the master's loop runs (while it follows, joins, or
+// loads its state): noted here, and acted on by the wait for the lead or by run() (docs/ha.md,
+// "Stopping a master"). Only the flag is touched in the handler.
+std::atomic<int> gStopSignal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+void noteStopSignal(int sig) { gStopSignal.store(sig); }
+
+void catchStopSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = noteStopSignal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+}
+
+const char* signalName(int sig) { return sig == SIGTERM ? "SIGTERM" : "SIGINT"; }
 
 int64_t wallClockMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -107,6 +126,7 @@ struct Master::Parts {
   std::atomic<bool> serving{false};  // leading, loaded and listening: answers other masters
   std::string name;                  // this master among several
   std::atomic<bool> removed{false};  // told, or found, that it is no longer a member (cluster remove)
+  bool stoppedFollowing = false;     // asked to stop before it led: run() only closes raft and the store
   // Until it leads, a master answers "not the leader" on its ports (server/follower.h).
   // Destroyed once the lead is taken: that closes every connection a client or an agent made
   // while this master followed (they go to the listeners that replace these).
@@ -207,11 +227,13 @@ Made Master::create(MasterConfig config, MasterOptions options) {
   p->systemd = std::make_unique<ServiceNotifier>(options.systemd, p->log);
   p->config = std::move(config);
   p->options = std::move(options);
+  catchStopSignals();  // until run()'s loop takes them
   if (p->config.joinToken.empty())
     p->log("no static join token (join_token in the config): agents join with a token from `yardctl token create`");
   if (auto e = fetchClusterCa(p->config, p->log)) return Made::fail(*e);
   if (auto e = openDataDir(*p)) return Made::fail(*e);
   if (auto e = openStore(*p)) return Made::fail(*e);
+  if (p->stoppedFollowing) return Made::ok(std::unique_ptr<Master>(new Master(std::move(p))));
   if (auto e = loadState(*p)) return Made::fail(*e);
   if (auto e = listen(*p)) return Made::fail(*e);
   if (p->raft) serveMembers(*p);
@@ -273,7 +295,14 @@ ha::Fields whois(Master::Parts& p);
   std::vector<char*> args;
   for (auto& a : p.options.argv) args.push_back(a.data());
   args.push_back(nullptr);
-  if (!args.empty() && args[0] != nullptr) ::execv("/proc/self/exe", args.data());
+  // The same pid runs the new image: under systemd it must still notify the unit and ping its
+  // watchdog, whose variables this image took out of its environment at its start.
+  std::vector<std::string> notify = p.systemd->environmentForExec();
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+  for (auto& e : notify) env.push_back(e.data());
+  env.push_back(nullptr);
+  if (!args.empty() && args[0] != nullptr) ::execve("/proc/self/exe", args.data(), env.data());
   p.log(std::string("cannot run again: ") + std::strerror(errno));
   std::_Exit(1);
 }
@@ -340,10 +369,30 @@ std::optional<std::string> openStore(Master::Parts& p) {
     }
     answer({"error", "unknown request"});
   });
+  // Until it leads, the main thread waits here: a stop signal ends the wait, and systemd's
+  // watchdog is pinged from it. A follower is a working member, so systemd hears READY=1 once
+  // it follows (and a joiner is a voter); it hears the new status when it leads.
+  WaitHooks hooks;
+  hooks.stopping = [] { return gStopSignal.load() != 0; };
+  auto lastPing = std::make_shared<std::chrono::steady_clock::time_point>();
+  hooks.alive = [pp, lastPing] {
+    auto every = pp->systemd->watchdogInterval();
+    auto now = std::chrono::steady_clock::now();
+    if (every.count() <= 0 || now - *lastPing < every) return;
+    *lastPing = now;
+    pp->systemd->watchdog();
+  };
   if (auto e = follow(p)) return e;
   if (!config.join.empty())
-    if (auto e = becomeVoter(config, p.pki, *p.raft, std::chrono::seconds(60), p.log)) return *e;
-  waitForLead(*p.raft, *p.callTls, p.removed, p.log);
+    if (auto e = becomeVoter(config, p.pki, *p.raft, std::chrono::seconds(60), hooks, p.log)) return *e;
+  if (!hooks.stopping()) {
+    std::lock_guard<std::mutex> lock(p.leaderMu);
+    p.systemd->ready("following the leader; the client API on " + p.clientAddress + " names it");
+  }
+  if (!waitForLead(*p.raft, *p.callTls, p.removed, hooks, p.log)) {
+    p.stoppedFollowing = true;
+    return std::nullopt;
+  }
   p.stopFollowing();
   p.logCopies->stop();  // the leader's archive service writes the directory from now on
   return std::nullopt;
@@ -647,18 +696,60 @@ std::optional<std::string> listen(Master::Parts& p) {
 
 }  // namespace
 
+namespace {
+
+// A master of several that stops while it leads hands its lead to the most up-to-date other
+// voter first (docs/ha.md, "Stopping a master"): the others need not find it gone and wait
+// for an election. Its queued writes have committed by now; raft refuses new ones meanwhile.
+void handOffLead(Master::Parts& p) {
+  auto s = p.raft->status();
+  if (s.role != ha::Role::Leader) return;
+  int voters = 0;
+  for (const auto& m : s.members) voters += m.role == "voter" && m.id != p.raft->id();
+  if (voters == 0) return;
+  auto started = std::chrono::steady_clock::now();
+  auto to = p.raft->handOffLead();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+  if (!to) {
+    p.log("raft: " + to.error() + " (" + std::to_string(ms) + " ms); the others elect a leader once this one is gone");
+    return;
+  }
+  std::string who = std::to_string(to.value());
+  for (const auto& m : s.members)
+    if (m.id == to.value()) who = ha::raftMemberName(m.address) + " (raft id " + who + ", " + ha::raftHostPort(m.address) + ")";
+  p.log("raft: handed the lead to master " + who + " in " + std::to_string(ms) + " ms");
+}
+
+// Stopped while following: nothing of the leader's was built; the follower's listeners go,
+// then raft (its last applies reach the store), then the store.
+int stopFollower(Master::Parts& p) {
+  p.log(std::string("shutting down on ") + signalName(gStopSignal.load()) + " while following the leader");
+  p.systemd->stopping("shutting down");
+  p.stopFollowing();
+  p.logCopies->stop();
+  p.raft.reset();
+  p.db.reset();
+  p.log("stopped");
+  return 0;
+}
+
+}  // namespace
+
 int Master::run() {
   Parts& p = *p_;
+  if (p.stoppedFollowing) return stopFollower(p);
   // READY once the loop runs: state is loaded and both listeners accept. The watchdog pings
   // come from this loop, so a wedged loop gets the master restarted.
   p.watchdogTimer = std::make_unique<asio::steady_timer>(p.io);
   asio::post(p.io, [&p] {
-    p.systemd->ready("client API on " + p.server->address() + ", agent API on " + p.agentAddress);
+    p.systemd->ready("client API on " + p.server->address() + ", agent API on " + p.agentAddress +
+                     (p.raft ? " (leading)" : ""));
     p.systemd->startWatchdog(*p.watchdogTimer);
   });
-  p.signals = std::make_unique<asio::signal_set>(p.io, SIGTERM, SIGINT);
-  p.signals->async_wait([&p](asio::error_code, int sig) {
-    p.log(std::string("shutting down on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+  auto shutdown = [&p, done = std::make_shared<bool>(false)](int sig) {
+    if (*done) return;
+    *done = true;
+    p.log(std::string("shutting down on ") + signalName(sig));
     p.systemd->stopping("shutting down");
     if (p.raft) p.raft->onRoleChange(nullptr);  // a lead lost now ends nothing more than this
     p.watchdogTimer->cancel();
@@ -674,7 +765,13 @@ int Master::run() {
       p.devAgent->stop();
     }
     p.io.stop();
+  };
+  p.signals = std::make_unique<asio::signal_set>(p.io, SIGTERM, SIGINT);
+  p.signals->async_wait([shutdown](asio::error_code ec, int sig) {
+    if (!ec) shutdown(sig);
   });
+  // One that came while this master loaded its state, before the set above took the signals.
+  if (int sig = gStopSignal.load()) asio::post(p.io, [shutdown, sig] { shutdown(sig); });
   p.io.run();
   p.stopPeers();
   p.agentIo.stop();
@@ -684,9 +781,15 @@ int Master::run() {
   if (p.logSync) p.logSync->stop();  // it writes through the archive
   p.archive->stop();
   // Finish queued writes while the io_context and everything their completions post to
-  // still exist (they are posted, not run: the loop has stopped).
+  // still exist (they are posted, not run: the loop has stopped). With several masters they
+  // go through raft, so it closes after them, and after handing the lead on; the store goes
+  // last (once this master follows, raft applies the new leader's entries into it).
+  if (p.raft) {
+    p.db->drain();
+    handOffLead(p);
+    p.raft.reset();
+  }
   p.db.reset();
-  p.raft.reset();
   p.log("stopped");
   return 0;
 }

@@ -67,6 +67,11 @@ void Store::write(Write w, Done done) {
   queueCv_.notify_one();
 }
 
+void Store::drain() {
+  std::unique_lock<std::mutex> lock(queueMu_);
+  idleCv_.wait(lock, [this] { return pending_.empty() && !busy_; });
+}
+
 Result<bool> Store::writeSync(Write w) {
   if (std::this_thread::get_id() == thread_.get_id()) {
     // It would wait for a commit that only this thread can perform.
@@ -96,8 +101,13 @@ void Store::writerLoop() {
     std::vector<Pending> batch;
     {
       std::unique_lock<std::mutex> lock(queueMu_);
+      if (pending_.empty()) {
+        busy_ = false;
+        idleCv_.notify_all();
+      }
       queueCv_.wait(lock, [this] { return !pending_.empty() || stopping_; });
       if (pending_.empty()) return;  // stopping, and everything queued has been committed
+      busy_ = true;
       if (pending_.size() <= kMaxBatch) {
         batch.swap(pending_);
       } else {

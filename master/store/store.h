@@ -140,6 +140,11 @@ class Store {
   void write(Write w, Done done);
   // write() and wait. REQUIRES: not called on the writer thread (from a Write or Done).
   Result<bool> writeSync(Write w);
+  // Returns once every write queued so far, and every write their completions queued, has
+  // committed or failed and its completion has run; the writer goes on. A master stopping
+  // with several masters drains its writes through raft before it hands the lead on and
+  // closes raft (docs/ha.md, "Stopping a master"). REQUIRES: not called on the writer thread.
+  void drain();
 
   // Reads run on a separate connection (WAL lets them run while the writer commits) and see
   // every write whose completion has run. Thread-safe; concurrent reads take turns.
@@ -209,6 +214,8 @@ class Store {
   std::condition_variable queueCv_;
   std::vector<Pending> pending_;  // guarded by queueMu_
   bool stopping_ = false;         // guarded by queueMu_
+  bool busy_ = false;             // the writer holds a batch; guarded by queueMu_
+  std::condition_variable idleCv_;  // the writer found the queue empty (drain)
 
   std::mutex readMu_;                    // one reader at a time on reader_
   std::unique_ptr<sql::Connection> reader_;  // guarded by readMu_

@@ -190,9 +190,35 @@ for i in 1 2 3; do
   [ "$got" = "$want" ] || fail "m$i holds $got, the leader $want"
 done
 
+say "SIGTERM of the leader: it hands its lead to another master, exits 0, and writes go on"
+old=$(leader)
+declare -A off
+for i in 1 2 3; do off[$i]=$(stat -c %s "$tmp/m$i.err"); done
+since() { tail -c +$(( ${off[$1]} + 1 )) "$tmp/m$1.err"; }  # what master I logged in this step
+t0=$(date +%s%N)
+kill -TERM "${mpid[$old]}"
+for _ in $(seq 200); do "$bin/yardctl" queue create after-term --cpu 1 --memory 1Gi >/dev/null 2>&1 && break; sleep 0.05; done
+t1=$(date +%s%N)
+echo "writes accepted again $(( (t1 - t0) / 1000000 )) ms after the leader's SIGTERM"
+wait "${mpid[$old]}"; rc=$?
+[ "$rc" = 0 ] || fail "m$old exited $rc on SIGTERM: $(since "$old" | tail -8)"
+to=$(since "$old" | sed -n 's/.*raft: handed the lead to master \(m[0-9]\) .*/\1/p')
+[ -n "$to" ] || fail "m$old did not hand its lead over: $(since "$old" | tail -8)"
+since "$old" | tail -1 | grep -q 'stopped$' || fail "m$old did not stop in order: $(since "$old" | tail -3)"
+new=$(leader "$old") && [ "m$new" = "$to" ] || fail "m$old handed its lead to $to, but m${new:-?} leads"
+# It was told to stand (raft's TimeoutNow), not left to find the old leader gone.
+since "$new" | grep -q 'refuses connections' && fail "m$new waited for the old leader's port to refuse: $(since "$new" | grep refuses)"
+"$bin/yardctl" queue list | grep -q '^after-term ' || fail "after-term missing"
+start_member "$old"
+wait_log "$tmp/m$old.err" 'following the leader' 20 || fail "m$old does not follow after its restart"
+
 say "cluster remove takes a stopped follower out"
 ldr=$(leader); gone=1; [ "$ldr" = 1 ] && gone=2
-kill "${mpid[$gone]}"; wait "${mpid[$gone]}" 2>/dev/null
+# A follower stops in order on SIGTERM too (exit 0: systemd counts it as a clean stop).
+kill "${mpid[$gone]}"; wait "${mpid[$gone]}"; rc=$?
+[ "$rc" = 0 ] || fail "follower m$gone exited $rc on SIGTERM: $(tail -5 "$tmp/m$gone.err")"
+tail -2 "$tmp/m$gone.err" | grep -q 'shutting down on SIGTERM while following the leader' &&
+  tail -1 "$tmp/m$gone.err" | grep -q 'stopped$' || fail "follower m$gone did not stop in order: $(tail -3 "$tmp/m$gone.err")"
 out=$("$bin/yardctl" cluster remove "m$gone" 2>&1) || fail "cluster remove m$gone: $out"
 echo "$out" | grep -q "removed master m$gone" || fail "cluster remove said: $out"
 out=$("$bin/yardctl" cluster remove "m$ldr" 2>&1); rc=$?

@@ -113,6 +113,33 @@ TEST_CASE("sd_notify: READY and STOPPING reach the socket, path or abstract", "[
   }
 }
 
+TEST_CASE("sd_notify: READY=1 once; a later ready() changes only the status", "[sd_notify]") {
+  FakeSystemd systemd(false);
+  ServiceNotifier n(to(systemd), nullptr);
+  n.ready("following the leader");
+  n.ready("leading");
+  auto got = systemd.received();
+  REQUIRE(got.size() == 2);
+  CHECK(got[0] == "READY=1\nSTATUS=following the leader\n");
+  CHECK(got[1] == "STATUS=leading\n");
+}
+
+TEST_CASE("sd_notify: what an image that runs itself again gets back", "[sd_notify]") {
+  FakeSystemd systemd(false);
+  CHECK(ServiceNotifier({"", 0}, nullptr).environmentForExec().empty());
+  CHECK(ServiceNotifier(to(systemd), nullptr).environmentForExec() ==
+        std::vector<std::string>{"NOTIFY_SOCKET=" + systemd.name});
+  // The same pid runs the new image: the watchdog stays its own.
+  auto env = ServiceNotifier(to(systemd, 30000000), nullptr).environmentForExec();
+  CHECK(env == std::vector<std::string>{"NOTIFY_SOCKET=" + systemd.name, "WATCHDOG_USEC=30000000",
+                                        "WATCHDOG_PID=" + std::to_string(getpid())});
+  // and takeFromEnvironment() reads back what it was given
+  for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+  auto back = ServiceNotifier::takeFromEnvironment();
+  CHECK(back.socket == systemd.name);
+  CHECK(back.watchdogUsec == 30000000);
+}
+
 TEST_CASE("sd_notify: a socket that is gone is logged once, never fatal", "[sd_notify]") {
   std::vector<std::string> logged;
   ServiceNotifier n({"/nonexistent/yard-notify", 0}, [&](const std::string& l) { logged.push_back(l); });

@@ -135,6 +135,51 @@ TEST_CASE("a leader whose process is gone is replaced well before the election t
   stopMember(c);
 }
 
+TEST_CASE("a leader hands its lead to the other members before it stops", "[ha]") {
+  // An election timeout of 4 s: an election after the leader's stop would take 4-8 s, or
+  // about half a second by the refused-port path. A handed-over lead is taken at once.
+  TempDir tmp;
+  Pki pki = makePki(tmp.file("pki"));
+  Peer a{tmp.file("a")}, b{tmp.file("b")}, c{tmp.file("c")};
+  constexpr unsigned kTimeoutMs = 4000;
+  startMember(a, pki, true, "127.0.0.1:0", 4096, kTimeoutMs);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  startMember(b, pki, false, "127.0.0.1:0", 4096, kTimeoutMs);
+  startMember(c, pki, false, "127.0.0.1:0", 4096, kTimeoutMs);
+  REQUIRE(a.raft->addVoter(b.raft->id(), b.raft->address()));
+  REQUIRE(a.raft->addVoter(c.raft->id(), c.raft->address()));
+  REQUIRE(addQueue(*a.store, "before"));
+  uint64_t term = a.raft->status().term;
+
+  // Only a leader hands a lead on.
+  auto refused = b.raft->handOffLead();
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error(), Catch::Contains("cannot hand the lead on"));
+
+  auto asked = std::chrono::steady_clock::now();
+  auto to = a.raft->handOffLead();
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked);
+  REQUIRE(to);
+  INFO("handed over in " << took.count() << " ms; the election timeout is " << kTimeoutMs << " ms");
+  CHECK(took.count() < 1000);
+  Peer* next = to.value() == b.raft->id() ? &b : &c;
+  REQUIRE(to.value() == next->raft->id());
+  REQUIRE(waitFor([&] { return next->raft->status().role == Role::Leader; }, 2s));
+  CHECK(next->raft->status().term == term + 1);
+  REQUIRE(waitFor([&] { return a.raft->status().leaderId == next->raft->id(); }, 2s));
+  CHECK(a.raft->status().role == Role::Follower);
+
+  // The new leader takes writes; the old one, now a follower, applies them.
+  REQUIRE(next->raft->barrier());
+  REQUIRE(addQueue(*next->store, "after"));
+  int64_t index = next->store->appliedIndex().value();
+  REQUIRE(waitFor([&] { return a.store->appliedIndex().value() == index; }));
+  CHECK(dump(a.store->path()) == dump(next->store->path()));
+  stopMember(a);
+  stopMember(b);
+  stopMember(c);
+}
+
 TEST_CASE("a master without a majority commits nothing", "[ha]") {
   TempDir tmp;
   Pki pki = makePki(tmp.file("pki"));

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <filesystem>
@@ -266,6 +267,49 @@ TEST_CASE("store: a failing write rolls back alone while its batch commits", "[s
   std::vector<std::string> names;
   for (const auto& j : load(*store).jobs) names.push_back(j.name);
   CHECK(names == std::vector<std::string>{"resnet-train", "bert-finetune"});
+}
+
+TEST_CASE("store: drain returns once every queued write and every write its completion queued is done", "[store]") {
+  TempDir dir;
+  auto store = openStore(dir.file("state.db"));
+  store->drain();  // nothing queued: at once
+  // The writer held inside a first batch while more queue up, one of them queuing another
+  // from its completion (as the master's commit queue does).
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> holding;
+  store->write([&](Tx&) { holding.set_value(); released.wait(); }, nullptr);
+  holding.get_future().wait();
+  std::atomic<int> done{0};
+  for (int i = 0; i < 3; ++i)
+    store->write([i](Tx& tx) { JobRecord j = job("queued-" + std::to_string(i)); tx.insertJob(j); },
+                 [&](yard::Result<bool> r) {
+                   CHECK(r.isOk());
+                   ++done;
+                 });
+  Store* s = store.get();
+  store->write([](Tx& tx) { JobRecord j = job("first"); tx.insertJob(j); },
+               [&done, s](yard::Result<bool>) {
+                 s->write([](Tx& tx) { JobRecord j = job("chained"); tx.insertJob(j); },
+                          [&done](yard::Result<bool>) { ++done; });
+               });
+  std::atomic<bool> drained{false};
+  std::thread drainer([&] {
+    store->drain();
+    drained = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK_FALSE(drained.load());  // the writer is still held
+  release.set_value();
+  drainer.join();
+  CHECK(done.load() == 4);
+  std::vector<std::string> names;
+  for (const auto& j : load(*store).jobs) names.push_back(j.name);
+  CHECK(names == std::vector<std::string>{"queued-0", "queued-1", "queued-2", "first", "chained"});
+  // The writer goes on after a drain.
+  store->write([](Tx& tx) { JobRecord j = job("after"); tx.insertJob(j); }, nullptr);
+  store->drain();
+  CHECK(load(*store).jobs.size() == 6);
 }
 
 TEST_CASE("store: a deleted job's name can be reused", "[store]") {
