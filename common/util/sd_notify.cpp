@@ -74,7 +74,10 @@ Result<bool> ServiceNotifier::send(const std::string& message) {
     fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return R::fail(std::string("NOTIFY_SOCKET: socket: ") + strerror(errno));
   }
-  ssize_t n = sendto(fd_, message.data(), message.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&addr), len);
+  // Never blocks the daemon's loop: a socket whose queue is full (a manager that does not read
+  // it) loses the message, and the failure is logged.
+  ssize_t n = sendto(fd_, message.data(), message.size(), MSG_NOSIGNAL | MSG_DONTWAIT,
+                     reinterpret_cast<sockaddr*>(&addr), len);
   if (n < 0) return R::fail("NOTIFY_SOCKET " + path + ": " + strerror(errno));
   return R::ok(true);
 }

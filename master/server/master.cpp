@@ -375,10 +375,11 @@ std::optional<std::string> openStore(Master::Parts& p) {
   WaitHooks hooks;
   hooks.stopping = [] { return gStopSignal.load() != 0; };
   auto lastPing = std::make_shared<std::chrono::steady_clock::time_point>();
-  hooks.alive = [pp, lastPing] {
+  auto ready = std::make_shared<bool>(false);  // no pings before READY=1, as systemd expects
+  hooks.alive = [pp, lastPing, ready] {
     auto every = pp->systemd->watchdogInterval();
     auto now = std::chrono::steady_clock::now();
-    if (every.count() <= 0 || now - *lastPing < every) return;
+    if (!*ready || every.count() <= 0 || now - *lastPing < every) return;
     *lastPing = now;
     pp->systemd->watchdog();
   };
@@ -388,6 +389,7 @@ std::optional<std::string> openStore(Master::Parts& p) {
   if (!hooks.stopping()) {
     std::lock_guard<std::mutex> lock(p.leaderMu);
     p.systemd->ready("following the leader; the client API on " + p.clientAddress + " names it");
+    *ready = true;
   }
   if (!waitForLead(*p.raft, *p.callTls, p.removed, hooks, p.log)) {
     p.stoppedFollowing = true;

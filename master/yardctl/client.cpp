@@ -106,9 +106,13 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
       for (int hop = 0; hop < 4; ++hop) {
         if (hop > 0 && gone.count(to.address) != 0) {  // a leader named, but gone: an election is due
           election = true;
+          why += (why.empty() ? "" : "; ") + first + ": names " + to.address +
+                 " as the leader, which did not answer (an election is due)";
           break;
         }
-        auto client = connectMaster(to, connectTimeout);
+        // A leader a follower names may have just gone (a failover): it gets the short timeout
+        // of a list of masters even when one master was given.
+        auto client = connectMaster(to, hop > 0 ? std::min(timeout, std::chrono::milliseconds(2000)) : connectTimeout);
         if (!client) {
           why += (why.empty() ? "" : "; ") + client.error();
           // No answer at all (its host gone, its network cut): not asked again in this call. A

@@ -8,6 +8,11 @@ datagram socket this test reads.
 - A master that cannot start (its data directory is in use) never says READY.
 - WATCHDOG=1 comes every half of WATCHDOG_USEC.
 - SIGTERM: STOPPING=1, then a clean exit.
+- Three masters on raft (docs/ha.md, "Stopping a master"): a follower says READY=1 once it
+  follows (a joiner once it is a voter) and pings the watchdog while it waits for the lead; a
+  leader that steps down (SIGSTOP past the election timeout) runs itself again and the new
+  image still notifies and pings; SIGTERM of the leader hands its lead on, of a follower stops
+  it, each with STOPPING=1 and exit 0.
 
 usage: notify_test.py BIN_DIR
 """
@@ -130,6 +135,129 @@ def stop(name, systemd, proc):
         fail(f"{name} still running 15 s after SIGTERM")
 
 
+def leader_of(clients, env):
+    """The index in `clients` of the master that leads, from yardctl cluster status; None if none."""
+    try:
+        r = subprocess.run([BIN + "/yardctl", "--master", ",".join(clients), "cluster", "status", "-o", "json"],
+                           env=env, capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:  # a redirect to the stopped leader, say
+        return None
+    if r.returncode != 0:
+        return None
+    import json
+    for m in json.loads(r.stdout)["members"]:
+        if m["role"] == "leader" and m["clientAddress"] in clients:
+            return clients.index(m["clientAddress"])
+    return None
+
+
+def wait_for(pred, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        got = pred()
+        if got is not None and got is not False:
+            return got
+        time.sleep(0.1)
+    return None
+
+
+def log_has(path, text):
+    with open(path) as f:
+        return text in f.read()
+
+
+def ha_checks(tmp, procs):
+    n = 3
+    client = [free_port() for _ in range(n)]
+    agents = [free_port() for _ in range(n)]
+    raft = [free_port() for _ in range(n)]
+    notify = [FakeSystemd(f"{tmp}/ha{i}.notify") for i in range(n)]
+    logs = [f"{tmp}/ha{i}.err" for i in range(n)]
+    addrs = [f"127.0.0.1:{c}" for c in client]
+
+    def argv(i, extra):
+        return [BIN + "/yard-master", "--name", f"ha{i}", "--data-dir", f"{tmp}/ha{i}", "--listen", addrs[i],
+                "--agent-listen", f"127.0.0.1:{agents[i]}", "--raft-listen", f"127.0.0.1:{raft[i]}",
+                "--join-token", "notify-token"] + metrics_off(BIN + "/yard-master") + extra
+
+    masters = [None] * n
+    masters[0] = start(argv(0, []), notify[0], logs[0], watchdog_usec=1000000)
+    procs.append(masters[0])
+    m = wait_ready("ha0", notify[0], masters[0], lambda: None)
+    if m is None:
+        return
+    # It follows until it has elected itself, then says it leads (a new status, not READY again).
+    end = time.monotonic() + 10
+    while "(leading)" not in m.get("STATUS", "") and time.monotonic() < end:
+        m = notify[0].next(0.2) or m
+        if m.get("READY") and "(leading)" in m.get("STATUS", ""):
+            fail(f"ha0 said READY=1 twice: {m}")
+    if "(leading)" not in m.get("STATUS", ""):
+        fail(f"the first master never said it leads: {m}")
+    fp = wait_for(lambda: next((w for w in open(logs[0]).read().split() if w.startswith("sha256:")), None), 5)
+    for i in (1, 2):
+        masters[i] = start(argv(i, ["--join", f"127.0.0.1:{raft[0]}", "--ca-fingerprint", fp]), notify[i], logs[i],
+                           watchdog_usec=1000000)
+        procs.append(masters[i])
+        voter = {}
+        m = wait_ready(f"ha{i}", notify[i], masters[i],
+                       lambda: voter.update(yes=log_has(logs[i], "this master is a voter")))
+        if m is None:
+            return
+        if not voter["yes"]:
+            fail(f"ha{i} said READY=1 before it was a voter")
+        if "following the leader" not in m.get("STATUS", ""):
+            fail(f"ha{i}: a follower's READY STATUS does not say it follows: {m}")
+        print(f"ha{i}: READY with", m.get("STATUS"), flush=True)
+    check_watchdog("ha1 (following)", notify[1])
+
+    token = open(f"{tmp}/ha0/admin.token").read().strip()
+    env = dict(os.environ, YARD_CA=f"{tmp}/ha0/ca.pem", YARD_TOKEN=token)
+    env.pop("YARD_MASTER", None)
+
+    # The leader stopped past the election timeout steps down when it wakes and runs itself
+    # again: the new image (same pid) still says READY and pings the watchdog.
+    masters[0].send_signal(signal.SIGSTOP)
+    other = wait_for(lambda: leader_of(addrs[1:], env), 30)
+    masters[0].send_signal(signal.SIGCONT)
+    if other is None:
+        fail("no other master led while the leader was stopped")
+        return
+    if not wait_for(lambda: log_has(logs[0], "running again as a follower"), 15):
+        fail("ha0 did not step down after SIGCONT")
+        return
+    end, again = time.monotonic() + 10, None
+    while again is None and time.monotonic() < end:
+        msg = notify[0].next(0.2)
+        if msg is not None and "following the leader" in msg.get("STATUS", ""):
+            again = msg
+    if again is None:
+        fail("ha0, run again as a follower, did not notify systemd")
+    else:
+        print("ha0 (run again): READY with", again.get("STATUS"), flush=True)
+        check_watchdog("ha0 (run again, following)", notify[0])
+
+    # SIGTERM of the leader: STOPPING=1, the lead handed on, exit 0.
+    lead = wait_for(lambda: leader_of(addrs, env), 30)
+    if lead is None:
+        fail("no leader before the SIGTERM")
+        return
+    stop(f"ha{lead} (leading)", notify[lead], masters[lead])
+    if not log_has(logs[lead], "raft: handed the lead to master"):
+        fail(f"ha{lead} stopped without handing its lead on")
+    rest = [i for i in range(n) if i != lead]
+    new = wait_for(lambda: leader_of([addrs[i] for i in rest], env), 30)
+    if new is None:
+        fail("no leader after the leader's SIGTERM")
+        return
+    follower = rest[1 - new]
+    stop(f"ha{follower} (following)", notify[follower], masters[follower])
+    if not log_has(logs[follower], "while following the leader"):
+        fail(f"ha{follower} did not say it stopped while following")
+    # The last one leads a cluster with no majority left; it stops in order all the same.
+    stop(f"ha{rest[new]} (alone)", notify[rest[new]], masters[rest[new]])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="yard-notify-")
     procs = []
@@ -200,13 +328,15 @@ def main():
 
         stop("yard-agent", agent_systemd, agent)
         stop("yard-master", master_systemd, master)
+
+        ha_checks(tmp, procs)
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
         if failures:
-            for log in ("master.err", "second.err", "agent.err"):
+            for log in ("master.err", "second.err", "agent.err", "ha0.err", "ha1.err", "ha2.err"):
                 path = os.path.join(tmp, log)
                 if os.path.exists(path):
                     print(f"=== {log}\n" + "".join(open(path).readlines()[-20:]))

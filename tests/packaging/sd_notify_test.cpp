@@ -140,6 +140,18 @@ TEST_CASE("sd_notify: what an image that runs itself again gets back", "[sd_noti
   CHECK(back.watchdogUsec == 30000000);
 }
 
+TEST_CASE("sd_notify: a socket nobody reads never blocks the sender", "[sd_notify]") {
+  FakeSystemd systemd(false);  // never read below: its queue fills
+  std::vector<std::string> logged;
+  ServiceNotifier n(to(systemd, 1000000), [&](const std::string& l) { logged.push_back(l); });
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1000; ++i) n.watchdog();
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  REQUIRE(logged.size() == 1);
+  CHECK_THAT(logged[0], Catch::Contains("could not ping systemd's watchdog") &&
+                            Catch::Contains("Resource temporarily unavailable"));
+}
+
 TEST_CASE("sd_notify: a socket that is gone is logged once, never fatal", "[sd_notify]") {
   std::vector<std::string> logged;
   ServiceNotifier n({"/nonexistent/yard-notify", 0}, [&](const std::string& l) { logged.push_back(l); });
