@@ -6,7 +6,9 @@
 #  2. failover: KILLS times (default 20), kill -9 of the leader, then the time until a write
 #     through yardctl (with the three addresses) is accepted again; the killed master is started
 #     again as a follower before the next round. Median, p99 and worst; every acknowledged job
-#     counted afterwards (lost, or made twice).
+#     counted afterwards (lost, or made twice);
+#  3. planned stops: as many SIGTERMs of the leader (it hands its lead on, docs/ha.md "Stopping
+#     a master"), timed the same way from the signal; each stop's exit status and handover.
 #   tests/bench/ha_bench.sh [BUILD_BIN] [KILLS]
 set -uo pipefail
 bin=${1:-build/bin}
@@ -75,38 +77,50 @@ for n in 1 16 16L; do
 done
 kill -9 "$master"
 
-# Failover.
+# Failover: failover SIGNAL ROUNDS WHAT.
 acked=0
-times=()
-for k in $(seq "$kills"); do
-  for j in $(seq 5); do
-    cat >"$tmp/ack.yaml" <<YAML
-name: ack-$k-$j
+failover() {
+  local sig=$1 rounds=$2 what=$3 k j old t0 before rc
+  local tag=${sig,,}  # names are lower case
+  local times=() exits=() handed=0
+  for k in $(seq "$rounds"); do
+    for j in $(seq 5); do
+      cat >"$tmp/ack.yaml" <<YAML
+name: ack-$tag-$k-$j
 tasks:
   - name: main
     kind: container-job
     container: { image: host, command: [sh, -c, 'true'], resources: { cpu: 100m, memory: 32Mi } }
 YAML
-    "$bin/yardctl" --master "$list" job submit "$tmp/ack.yaml" >/dev/null 2>&1 && acked=$((acked + 1))
+      "$bin/yardctl" --master "$list" job submit "$tmp/ack.yaml" >/dev/null 2>&1 && acked=$((acked + 1))
+    done
+    old=$(leader) || { echo "round $k: no leader" >&2; break; }
+    before=$(grep -c 'handed the lead to' "$tmp/m$old.err")
+    t0=$(date +%s%N)
+    kill "-$sig" "${mpid[$old]}"
+    until "$bin/yardctl" --master "$list" queue create "q$tag$k" --cpu 1 --memory 1Gi >/dev/null 2>&1; do
+      sleep 0.02
+      [ $(( ($(date +%s%N) - t0) / 1000000 )) -gt 30000 ] && break
+    done
+    times+=("$(( ($(date +%s%N) - t0) / 1000000 ))")
+    wait "${mpid[$old]}" 2>/dev/null; rc=$?
+    exits+=("$rc")
+    [ "$(grep -c 'handed the lead to' "$tmp/m$old.err")" -gt "$before" ] && handed=$((handed + 1))
+    before=$(grep -c 'following the leader' "$tmp/m$old.err")
+    start_member "$old"
+    for _ in $(seq 300); do [ "$(grep -c 'following the leader' "$tmp/m$old.err")" -gt "$before" ] && break; sleep 0.1; done
   done
-  old=$(leader) || { echo "round $k: no leader" >&2; break; }
-  kill -9 "${mpid[$old]}"; wait "${mpid[$old]}" 2>/dev/null
-  t0=$(date +%s%N)
-  until "$bin/yardctl" --master "$list" queue create "q$k" --cpu 1 --memory 1Gi >/dev/null 2>&1; do
-    sleep 0.02
-    [ $(( ($(date +%s%N) - t0) / 1000000 )) -gt 30000 ] && break
-  done
-  times+=("$(( ($(date +%s%N) - t0) / 1000000 ))")
-  before=$(grep -c 'following the leader' "$tmp/m$old.err")
-  start_member "$old"
-  for _ in $(seq 300); do [ "$(grep -c 'following the leader' "$tmp/m$old.err")" -gt "$before" ] && break; sleep 0.1; done
-done
-sorted=$(printf '%s\n' "${times[@]}" | sort -n)
-n=${#times[@]}
-p50=$(echo "$sorted" | awk -v n="$n" 'NR == int((n + 1) / 2)')
-p99=$(echo "$sorted" | awk -v n="$n" 'NR == (int(n * 0.99 + 0.999) > n ? n : int(n * 0.99 + 0.999))')
-echo "failover, $n leader kills (kill -9): writes accepted again after median ${p50} ms, p99 ${p99} ms, worst $(echo "$sorted" | tail -1) ms"
-echo "  each: ${times[*]}"
+  local sorted n p50 p99
+  sorted=$(printf '%s\n' "${times[@]}" | sort -n)
+  n=${#times[@]}
+  p50=$(echo "$sorted" | awk -v n="$n" 'NR == int((n + 1) / 2)')
+  p99=$(echo "$sorted" | awk -v n="$n" 'NR == (int(n * 0.99 + 0.999) > n ? n : int(n * 0.99 + 0.999))')
+  echo "failover, $n $what: writes accepted again after median ${p50} ms, p99 ${p99} ms, worst $(echo "$sorted" | tail -1) ms"
+  echo "  each: ${times[*]}"
+  [ "$sig" = TERM ] && echo "  exit statuses: $(printf '%s\n' "${exits[@]}" | sort | uniq -c | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }'); lead handed on: $handed of $n"
+}
+failover 9 "$kills" "leader kills (kill -9)"
+failover TERM "${STOPS:-$kills}" "leader stops (SIGTERM)"
 held=$("$bin/yardctl" --master "$list" -o json job list 2>/dev/null | python3 -c '
 import json,sys
 names=[j["name"] for j in json.load(sys.stdin) if j["name"].startswith("ack-")]
