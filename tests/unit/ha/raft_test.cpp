@@ -25,6 +25,16 @@ Result<bool> addQueue(Store& store, const std::string& name) {
   });
 }
 
+// a bootstraps and leads; b and c join it as voters; all with election timeout `timeoutMs`.
+void startThree(Peer& a, Peer& b, Peer& c, const Pki& pki, unsigned timeoutMs) {
+  startMember(a, pki, true, "127.0.0.1:0", 4096, timeoutMs);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  startMember(b, pki, false, "127.0.0.1:0", 4096, timeoutMs);
+  startMember(c, pki, false, "127.0.0.1:0", 4096, timeoutMs);
+  REQUIRE(a.raft->addVoter(b.raft->id(), b.raft->address()));
+  REQUIRE(a.raft->addVoter(c.raft->id(), c.raft->address()));
+}
+
 }  // namespace
 
 TEST_CASE("three masters replicate every committed write and elect a new leader when it goes", "[ha]") {
@@ -95,12 +105,7 @@ TEST_CASE("a leader whose process is gone is replaced well before the election t
   Pki pki = makePki(tmp.file("pki"));
   Peer a{tmp.file("a")}, b{tmp.file("b")}, c{tmp.file("c")};
   constexpr unsigned kTimeoutMs = 4000;
-  startMember(a, pki, true, "127.0.0.1:0", 4096, kTimeoutMs);
-  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
-  startMember(b, pki, false, "127.0.0.1:0", 4096, kTimeoutMs);
-  startMember(c, pki, false, "127.0.0.1:0", 4096, kTimeoutMs);
-  REQUIRE(a.raft->addVoter(b.raft->id(), b.raft->address()));
-  REQUIRE(a.raft->addVoter(c.raft->id(), c.raft->address()));
+  startThree(a, b, c, pki, kTimeoutMs);
   REQUIRE(addQueue(*a.store, "before"));
   int64_t index = a.store->appliedIndex().value();
   REQUIRE(waitFor([&] { return b.store->appliedIndex().value() == index && c.store->appliedIndex().value() == index; }));
@@ -142,12 +147,7 @@ TEST_CASE("a leader hands its lead to the other members before it stops", "[ha]"
   Pki pki = makePki(tmp.file("pki"));
   Peer a{tmp.file("a")}, b{tmp.file("b")}, c{tmp.file("c")};
   constexpr unsigned kTimeoutMs = 4000;
-  startMember(a, pki, true, "127.0.0.1:0", 4096, kTimeoutMs);
-  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
-  startMember(b, pki, false, "127.0.0.1:0", 4096, kTimeoutMs);
-  startMember(c, pki, false, "127.0.0.1:0", 4096, kTimeoutMs);
-  REQUIRE(a.raft->addVoter(b.raft->id(), b.raft->address()));
-  REQUIRE(a.raft->addVoter(c.raft->id(), c.raft->address()));
+  startThree(a, b, c, pki, kTimeoutMs);
   REQUIRE(addQueue(*a.store, "before"));
   uint64_t term = a.raft->status().term;
 
