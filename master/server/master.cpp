@@ -48,13 +48,19 @@
 namespace yard::master {
 namespace {
 
-// SIGTERM or SIGINT that came before the master's loop runs (while it follows, joins, or
-// loads its state): noted here, and acted on by the wait for the lead or by run() (docs/ha.md,
-// "Stopping a master"). Only the flag is touched in the handler.
+// With several masters, SIGTERM or SIGINT that came before the master's loop runs (while it
+// follows, joins, or loads its state): noted here, and acted on by the wait for the lead or by
+// run() (docs/ha.md, "Stopping a master"). A second one ends the process at once, as a stop
+// that must not wait. Only async-signal-safe calls in the handler.
 std::atomic<int> gStopSignal{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 
-void noteStopSignal(int sig) { gStopSignal.store(sig); }
+void noteStopSignal(int sig) {
+  if (gStopSignal.exchange(sig) != 0) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+}
 
 void catchStopSignals() {
   struct sigaction sa {};
@@ -227,7 +233,6 @@ Made Master::create(MasterConfig config, MasterOptions options) {
   p->systemd = std::make_unique<ServiceNotifier>(options.systemd, p->log);
   p->config = std::move(config);
   p->options = std::move(options);
-  catchStopSignals();  // until run()'s loop takes them
   if (p->config.joinToken.empty())
     p->log("no static join token (join_token in the config): agents join with a token from `yardctl token create`");
   if (auto e = fetchClusterCa(p->config, p->log)) return Made::fail(*e);
@@ -314,6 +319,7 @@ std::optional<std::string> openStore(Master::Parts& p) {
   if (!opened) return opened.error();
   p.db = std::move(opened).value();
   if (config.raftListen.empty()) return std::nullopt;
+  catchStopSignals();  // until run()'s loop takes them
   p.name = config.name.empty() ? hostName() : config.name;
   auto raft = startRaftMember(config, p.name, p.pki, *p.db, p.log);
   if (!raft) return raft.error();
@@ -753,6 +759,9 @@ int Master::run() {
     *done = true;
     p.log(std::string("shutting down on ") + signalName(sig));
     p.systemd->stopping("shutting down");
+    // A second signal ends the process at once (asio puts the default action back once the
+    // set holds no signal): a stop that is waiting on raft or the dev agent can be cut short.
+    p.signals->clear();
     if (p.raft) p.raft->onRoleChange(nullptr);  // a lead lost now ends nothing more than this
     p.watchdogTimer->cancel();
     p.server->stop();
