@@ -65,6 +65,41 @@ class FakeSystemd:
         return out
 
 
+class PumpedSystemd(FakeSystemd):
+    """A notification socket read all the time, as systemd reads it: a master's messages never
+    wait in (or are dropped from) the kernel's short queue while the test looks elsewhere."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        import queue
+        import threading
+        self.queue = queue.Queue()
+        self.stopped = False
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self):
+        while not self.stopped:
+            ready, _, _ = select.select([self.sock], [], [], 0.1)
+            if ready:
+                data = self.sock.recv(4096).decode()
+                self.queue.put(dict(line.split("=", 1) for line in data.splitlines() if "=" in line))
+
+    def next(self, timeout):
+        import queue
+        try:
+            return self.queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def drain(self):
+        """Every message so far."""
+        out = []
+        while (m := self.next(0)) is not None:
+            out.append(m)
+        return out
+
+
 def accepts(port):
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -171,7 +206,7 @@ def ha_checks(tmp, procs):
     client = [free_port() for _ in range(n)]
     agents = [free_port() for _ in range(n)]
     raft = [free_port() for _ in range(n)]
-    notify = [FakeSystemd(f"{tmp}/ha{i}.notify") for i in range(n)]
+    notify = [PumpedSystemd(f"{tmp}/ha{i}.notify") for i in range(n)]
     logs = [f"{tmp}/ha{i}.err" for i in range(n)]
     addrs = [f"127.0.0.1:{c}" for c in client]
 
@@ -209,6 +244,7 @@ def ha_checks(tmp, procs):
         if "following the leader" not in m.get("STATUS", ""):
             fail(f"ha{i}: a follower's READY STATUS does not say it follows: {m}")
         print(f"ha{i}: READY with", m.get("STATUS"), flush=True)
+    notify[1].drain()
     check_watchdog("ha1 (following)", notify[1])
 
     token = open(f"{tmp}/ha0/admin.token").read().strip()
@@ -217,6 +253,7 @@ def ha_checks(tmp, procs):
 
     # The leader stopped past the election timeout steps down when it wakes and runs itself
     # again: the new image (same pid) still says READY and pings the watchdog.
+    notify[0].drain()  # what the leader said so far
     masters[0].send_signal(signal.SIGSTOP)
     other = wait_for(lambda: leader_of(addrs[1:], env), 30)
     masters[0].send_signal(signal.SIGCONT)

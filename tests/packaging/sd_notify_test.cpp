@@ -113,7 +113,7 @@ TEST_CASE("sd_notify: READY and STOPPING reach the socket, path or abstract", "[
   }
 }
 
-TEST_CASE("sd_notify: READY=1 once; a later ready() changes only the status", "[sd_notify]") {
+TEST_CASE("sd_notify: READY=1 once and later only the status", "[sd_notify]") {
   FakeSystemd systemd(false);
   ServiceNotifier n(to(systemd), nullptr);
   n.ready("following the leader");
