@@ -9,9 +9,7 @@
 #include <iostream>
 #include <mutex>
 #include <set>
-#include <fcntl.h>
 #include <unistd.h>
-#include <linux/close_range.h>
 #include <thread>
 
 #include "common/http/metrics_endpoint.h"
@@ -41,36 +39,13 @@
 #include "master/server/dev_agent.h"
 #include "master/server/follower.h"
 #include "master/server/ha_member.h"
+#include "master/server/stopping.h"
 #include "schema/agent.capnp.h"
 #include "schema/api.capnp.h"
 #include "yard/version.h"
 
 namespace yard::master {
 namespace {
-
-// With several masters, SIGTERM or SIGINT that came before the master's loop runs (while it
-// follows, joins, or loads its state): noted here, and acted on by the wait for the lead or by
-// run() (docs/ha.md, "Stopping a master"). A second one ends the process at once, as a stop
-// that must not wait. Only async-signal-safe calls in the handler.
-std::atomic<int> gStopSignal{0};
-static_assert(std::atomic<int>::is_always_lock_free);
-
-void noteStopSignal(int sig) {
-  if (gStopSignal.exchange(sig) != 0) {
-    ::signal(sig, SIG_DFL);
-    ::raise(sig);
-  }
-}
-
-void catchStopSignals() {
-  struct sigaction sa {};
-  sa.sa_handler = noteStopSignal;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::sigaction(SIGINT, &sa, nullptr);
-}
-
-const char* signalName(int sig) { return sig == SIGTERM ? "SIGTERM" : "SIGINT"; }
 
 int64_t wallClockMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -289,29 +264,6 @@ std::optional<std::string> follow(Master::Parts& p);
 std::string hostName();
 ha::Fields whois(Master::Parts& p);
 
-// Runs this master again (the command line it was given): a master that lost the lead comes
-// back as a follower, with nothing of its leader's state in memory.
-[[noreturn]] void runAgain(Master::Parts& p, const std::string& why) {
-  p.log("raft: " + why + "; running again as a follower");
-  // Nothing open goes to the new image: its listeners bind the same ports again.
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-    for (int fd = 3; fd < 65536; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  }
-  std::vector<char*> args;
-  for (auto& a : p.options.argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  // The same pid runs the new image: under systemd it must still notify the unit and ping its
-  // watchdog, whose variables this image took out of its environment at its start.
-  std::vector<std::string> notify = p.systemd->environmentForExec();
-  std::vector<char*> env;
-  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
-  for (auto& e : notify) env.push_back(e.data());
-  env.push_back(nullptr);
-  if (!args.empty() && args[0] != nullptr) ::execve("/proc/self/exe", args.data(), env.data());
-  p.log(std::string("cannot run again: ") + std::strerror(errno));
-  std::_Exit(1);
-}
-
 std::optional<std::string> openStore(Master::Parts& p) {
   const MasterConfig& config = p.config;
   std::string dbPath = config.dataDir + "/state.db";
@@ -378,17 +330,8 @@ std::optional<std::string> openStore(Master::Parts& p) {
   // Until it leads, the main thread waits here: a stop signal ends the wait, and systemd's
   // watchdog is pinged from it. A follower is a working member, so systemd hears READY=1 once
   // it follows (and a joiner is a voter); it hears the new status when it leads.
-  WaitHooks hooks;
-  hooks.stopping = [] { return gStopSignal.load() != 0; };
-  auto lastPing = std::make_shared<std::chrono::steady_clock::time_point>();
-  auto ready = std::make_shared<bool>(false);  // no pings before READY=1, as systemd expects
-  hooks.alive = [pp, lastPing, ready] {
-    auto every = pp->systemd->watchdogInterval();
-    auto now = std::chrono::steady_clock::now();
-    if (!*ready || every.count() <= 0 || now - *lastPing < every) return;
-    *lastPing = now;
-    pp->systemd->watchdog();
-  };
+  auto ready = std::make_shared<bool>(false);
+  WaitHooks hooks = followerWaitHooks(*p.systemd, ready);
   if (auto e = follow(p)) return e;
   if (!config.join.empty())
     if (auto e = becomeVoter(config, p.pki, *p.raft, std::chrono::seconds(60), hooks, p.log)) return *e;
@@ -448,10 +391,12 @@ ha::Fields whois(Master::Parts& p) {
 void serveMembers(Master::Parts& p) {
   Master::Parts* pp = &p;
   p.raft->onRoleChange([pp](ha::Role role, uint64_t term) {
-    if (role != ha::Role::Leader) runAgain(*pp, std::string("lost the lead (now ") + ha::roleName(role) + " in term " + std::to_string(term) + ")");
+    if (role != ha::Role::Leader)
+      runAgain(pp->options.argv, *pp->systemd, pp->log,
+               std::string("lost the lead (now ") + ha::roleName(role) + " in term " + std::to_string(term) + ")");
   });
   auto s = p.raft->status();
-  if (s.role != ha::Role::Leader) runAgain(p, "lost the lead while starting");
+  if (s.role != ha::Role::Leader) runAgain(p.options.argv, *p.systemd, p.log, "lost the lead while starting");
   p.serving = true;
   p.log("raft: leader in term " + std::to_string(s.term) + "; raft on " + p.raft->hostPort());
   p.peersThread = std::thread([pp] {
@@ -706,32 +651,10 @@ std::optional<std::string> listen(Master::Parts& p) {
 
 namespace {
 
-// A master of several that stops while it leads hands its lead to the most up-to-date other
-// voter first (docs/ha.md, "Stopping a master"): the others need not find it gone and wait
-// for an election. Its queued writes have committed by now; raft refuses new ones meanwhile.
-void handOffLead(Master::Parts& p) {
-  auto s = p.raft->status();
-  if (s.role != ha::Role::Leader) return;
-  int voters = 0;
-  for (const auto& m : s.members) voters += m.role == "voter" && m.id != p.raft->id();
-  if (voters == 0) return;
-  auto started = std::chrono::steady_clock::now();
-  auto to = p.raft->handOffLead();
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
-  if (!to) {
-    p.log("raft: " + to.error() + " (" + std::to_string(ms) + " ms); the others elect a leader once this one is gone");
-    return;
-  }
-  std::string who = std::to_string(to.value());
-  for (const auto& m : s.members)
-    if (m.id == to.value()) who = ha::raftMemberName(m.address) + " (raft id " + who + ", " + ha::raftHostPort(m.address) + ")";
-  p.log("raft: handed the lead to master " + who + " in " + std::to_string(ms) + " ms");
-}
-
 // Stopped while following: nothing of the leader's was built; the follower's listeners go,
 // then raft (its last applies reach the store), then the store.
 int stopFollower(Master::Parts& p) {
-  p.log(std::string("shutting down on ") + signalName(gStopSignal.load()) + " while following the leader");
+  p.log(std::string("shutting down on ") + signalName(stopSignal()) + " while following the leader");
   p.systemd->stopping("shutting down");
   p.stopFollowing();
   p.logCopies->stop();
@@ -782,7 +705,7 @@ int Master::run() {
     if (!ec) shutdown(sig);
   });
   // One that came while this master loaded its state, before the set above took the signals.
-  if (int sig = gStopSignal.load()) asio::post(p.io, [shutdown, sig] { shutdown(sig); });
+  if (int sig = stopSignal()) asio::post(p.io, [shutdown, sig] { shutdown(sig); });
   p.io.run();
   p.stopPeers();
   p.agentIo.stop();
@@ -797,7 +720,7 @@ int Master::run() {
   // last (once this master follows, raft applies the new leader's entries into it).
   if (p.raft) {
     p.db->drain();
-    handOffLead(p);
+    handOffLead(*p.raft, p.log);
     p.raft.reset();
   }
   p.db.reset();

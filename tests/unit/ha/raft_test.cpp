@@ -25,15 +25,22 @@ Result<bool> addQueue(Store& store, const std::string& name) {
   });
 }
 
-// a bootstraps and leads; b and c join it as voters; all with election timeout `timeoutMs`.
-void startThree(Peer& a, Peer& b, Peer& c, const Pki& pki, unsigned timeoutMs) {
-  startMember(a, pki, true, "127.0.0.1:0", 4096, timeoutMs);
-  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
-  startMember(b, pki, false, "127.0.0.1:0", 4096, timeoutMs);
-  startMember(c, pki, false, "127.0.0.1:0", 4096, timeoutMs);
-  REQUIRE(a.raft->addVoter(b.raft->id(), b.raft->address()));
-  REQUIRE(a.raft->addVoter(c.raft->id(), c.raft->address()));
-}
+// Three members with election timeout `timeoutMs`: a bootstraps and leads; b and c join it as
+// voters; a holds one write ("before").
+struct Three {
+  TempDir tmp;
+  Pki pki = makePki(tmp.file("pki"));
+  Peer a{tmp.file("a")}, b{tmp.file("b")}, c{tmp.file("c")};
+  explicit Three(unsigned timeoutMs) {
+    startMember(a, pki, true, "127.0.0.1:0", 4096, timeoutMs);
+    REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+    startMember(b, pki, false, "127.0.0.1:0", 4096, timeoutMs);
+    startMember(c, pki, false, "127.0.0.1:0", 4096, timeoutMs);
+    REQUIRE(a.raft->addVoter(b.raft->id(), b.raft->address()));
+    REQUIRE(a.raft->addVoter(c.raft->id(), c.raft->address()));
+    REQUIRE(addQueue(*a.store, "before"));
+  }
+};
 
 }  // namespace
 
@@ -101,12 +108,9 @@ TEST_CASE("a leader whose process is gone is replaced well before the election t
   // An election timeout of 4 s: the followers would stand after 4-8 s of silence. The leader's
   // raft port refuses connections once it has stopped, and that is enough to stand at once
   // (hurryElection in master/ha/raft_node.cpp).
-  TempDir tmp;
-  Pki pki = makePki(tmp.file("pki"));
-  Peer a{tmp.file("a")}, b{tmp.file("b")}, c{tmp.file("c")};
   constexpr unsigned kTimeoutMs = 4000;
-  startThree(a, b, c, pki, kTimeoutMs);
-  REQUIRE(addQueue(*a.store, "before"));
+  Three three(kTimeoutMs);
+  Peer &a = three.a, &b = three.b, &c = three.c;
   int64_t index = a.store->appliedIndex().value();
   REQUIRE(waitFor([&] { return b.store->appliedIndex().value() == index && c.store->appliedIndex().value() == index; }));
 
@@ -143,12 +147,9 @@ TEST_CASE("a leader whose process is gone is replaced well before the election t
 TEST_CASE("a leader hands its lead to the other members before it stops", "[ha]") {
   // An election timeout of 4 s: an election after the leader's stop would take 4-8 s, or
   // about half a second by the refused-port path. A handed-over lead is taken at once.
-  TempDir tmp;
-  Pki pki = makePki(tmp.file("pki"));
-  Peer a{tmp.file("a")}, b{tmp.file("b")}, c{tmp.file("c")};
   constexpr unsigned kTimeoutMs = 4000;
-  startThree(a, b, c, pki, kTimeoutMs);
-  REQUIRE(addQueue(*a.store, "before"));
+  Three three(kTimeoutMs);
+  Peer &a = three.a, &b = three.b, &c = three.c;
   uint64_t term = a.raft->status().term;
 
   // Only a leader hands a lead on.
