@@ -102,6 +102,7 @@ struct RaftNode::Loop {
   raft_fsm fsm{};
   raft r{};
   uv_timer_t watch{};
+  uv_check_t notice{};
   bool running = false;  // the transport drives the loop
 
   // Proposals of this process still waiting for their outcome (the leader's store commits
@@ -126,10 +127,13 @@ struct RaftNode::Loop {
   }
 
   mutable std::mutex statusMu;
+  std::condition_variable statusCv;  // notified when the role, term or leader changes
+  uint64_t statusChanges = 0;        // guarded by statusMu: how many such changes so far
   RaftStatus status;
   std::function<void(Role, uint64_t)> roleObserver;  // guarded by statusMu
   Role lastRole = Role::Unavailable;
   uint64_t lastTerm = 0;
+  raft_id lastLeader = 0;
   // The leader this member last followed, and the election timer (by its start) it last
   // shortened because that leader's process is gone (hurryElection).
   raft_id followed = 0;
@@ -269,6 +273,19 @@ struct RaftNode::Loop {
     self->refresh();
   }
 
+  // After each turn of the loop: a role, term or leader raft changed in that turn (a vote won,
+  // a new leader's first append) is published at once rather than at the next 20 ms tick, so
+  // a new leader starts serving (waitForChange) without that wait.
+  static void onTurn(uv_check_t* c) {
+    auto* self = static_cast<Loop*>(c->data);
+    raft_id leader = 0;
+    const char* leaderAddress = nullptr;
+    raft_leader(&self->r, &leader, &leaderAddress);
+    if (roleOf(raft_state(&self->r)) != self->lastRole || self->r.current_term != self->lastTerm ||
+        leader != self->lastLeader)
+      self->refresh();
+  }
+
   // A follower whose leader's raft port refuses connections (its process died: kill -9, a
   // crash, a stop) need not wait out the election timeout, 1-2 timeouts from its last
   // heartbeat: it shortens its timer to 50-400 ms from now, and so does a candidate of the
@@ -332,11 +349,18 @@ struct RaftNode::Loop {
     bool changed = s.role != lastRole || s.term != lastTerm;
     lastRole = s.role;
     lastTerm = s.term;
+    lastLeader = s.leaderId;
+    bool moved = false;
     {
       std::lock_guard<std::mutex> lock(statusMu);
+      moved = changed || s.leaderId != status.leaderId;
+      if (moved) ++statusChanges;
       status = std::move(s);
       if (changed) observer = roleObserver;
     }
+    if (moved) statusCv.notify_all();
+    if (changed && lastRole == Role::Leader && settings.log)
+      settings.log("raft: elected in term " + std::to_string(lastTerm) + "; committing a barrier before serving");
     if (observer) observer(lastRole, lastTerm);
   }
 
@@ -430,6 +454,9 @@ Result<std::unique_ptr<RaftNode>> RaftNode::start(RaftSettings settings, store::
   uv_timer_init(&l.loop, &l.watch);
   l.watch.data = &l;
   uv_timer_start(&l.watch, &Loop::onWatch, 0, 20);
+  uv_check_init(&l.loop, &l.notice);
+  l.notice.data = &l;
+  uv_check_start(&l.notice, &Loop::onTurn);
   node->transport_->drive();  // raft's loop runs on the transport's thread from now on
   l.running = true;
   if (settings.log)
@@ -445,6 +472,8 @@ RaftNode::~RaftNode() {
     transport_->runOnLoop([&l, this] {
       uv_timer_stop(&l.watch);
       uv_close(reinterpret_cast<uv_handle_t*>(&l.watch), nullptr);
+      uv_check_stop(&l.notice);
+      uv_close(reinterpret_cast<uv_handle_t*>(&l.notice), nullptr);
       l.r.data = this;
       raft_close(&l.r, [](raft* r) {
         auto* node = static_cast<RaftNode*>(r->data);
@@ -655,6 +684,13 @@ Result<uint64_t> RaftNode::handOffLead() {
 
 RaftStatus RaftNode::status() const {
   std::lock_guard<std::mutex> lock(loop_->statusMu);
+  return loop_->status;
+}
+
+RaftStatus RaftNode::waitForChange(uint64_t& seen, std::chrono::milliseconds atMost) const {
+  std::unique_lock<std::mutex> lock(loop_->statusMu);
+  loop_->statusCv.wait_for(lock, atMost, [&] { return loop_->statusChanges != seen; });
+  seen = loop_->statusChanges;
   return loop_->status;
 }
 

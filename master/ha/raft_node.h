@@ -6,6 +6,7 @@
 // own store (store::Store::applyReplicated), in log order, skipping those it already holds (a
 // restart replays the log from its start).
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -88,6 +89,9 @@ class RaftNode {
   Result<uint64_t> handOffLead();
 
   RaftStatus status() const;
+  // Waits until the role, term or leader changed since `seen` was last set here (0 at first:
+  // returns at once), or `atMost` passed; returns the status and updates `seen`.
+  RaftStatus waitForChange(uint64_t& seen, std::chrono::milliseconds atMost) const;
   uint64_t id() const { return id_; }
   // As the configuration holds it ("NAME@HOST:PORT"); hostPort(): what others dial.
   const std::string& address() const { return address_; }

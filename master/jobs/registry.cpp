@@ -33,41 +33,45 @@ JobRegistry::JobRegistry(asio::io_context& io, store::Store& store, const Master
 // It loads as Failed, with the reason and no tasks, and stays Failed in the store; its
 // readable tasks and live replicas are ended in the same write, so that a later start that
 // can read it sees a finished job, and agents stop what it ran (nothing wants it now).
-Result<bool> JobRegistry::load(const store::State& state) {
+Result<bool> JobRegistry::load(store::State& state) {
+  // The rows are moved, not copied: a new leader's load of a large state is mostly memory
+  // (docs/ha.md, "Measured").
   std::map<int64_t, std::string> unreadable = state.unreadableJobs;  // job id -> why
   std::map<int64_t, std::string> byId;
-  for (const auto& j : state.jobs) {
+  for (auto& j : state.jobs) {
     if (j.deleted) {
       deletedOwners_[j.id] = j.owner;
       continue;
     }
     JobEntry e;
-    e.rec = j;
     if (!unreadable.count(j.id)) {
       try {
         e.spec = std::make_shared<JobSpec>(j.spec);
         e.spec->verify();  // a damaged blob fails here, not later
+        std::string().swap(j.spec);  // the JobSpec holds the bytes; the row's copy is written only at insert
       } catch (const kj::Exception& ex) {
         unreadable[j.id] = std::string("its spec is unreadable: ") + ex.getDescription().cStr();
       }
     }
     byId[j.id] = j.name;
-    jobs_[j.name] = std::move(e);
+    std::string name = j.name;
+    e.rec = std::move(j);
+    jobs_[name] = std::move(e);
   }
   std::map<int64_t, std::pair<std::string, size_t>> taskById;
-  for (const auto& t : state.tasks) {
+  for (auto& t : state.tasks) {
     auto it = byId.find(t.jobId);
     if (it == byId.end()) continue;
     JobEntry& job = jobs_[it->second];
     taskById[t.id] = {it->second, job.tasks.size()};
-    job.tasks.push_back(TaskEntry{t, {}, {}, {}});
+    job.tasks.push_back(TaskEntry{std::move(t), {}, {}, {}});
   }
-  for (const auto& r : state.replicas) {
+  for (auto& r : state.replicas) {
     auto it = taskById.find(r.taskId);
     if (it == taskById.end()) continue;
     TaskEntry& task = jobs_[it->second.first].tasks[it->second.second];
     bool past = r.id < task.rec.historyBefore && !isLive(r.state);  // before a requeue (model.h)
-    (past ? task.history : task.replicas).push_back(r);
+    (past ? task.history : task.replicas).push_back(std::move(r));
   }
   for (auto& [name, job] : jobs_) {
     if (unreadable.count(job.rec.id)) continue;
@@ -308,6 +312,7 @@ void JobRegistry::submitAll(const std::string& key, std::vector<std::shared_ptr<
           for (size_t i = 0; i < jobs->size(); ++i) {
             auto& job = (*jobs)[i];
             if (onJobChanged) onJobChanged(nullptr, job, (*events)[i]);
+            std::string().swap(job.rec.spec);  // stored; job.spec holds the bytes (as after a load)
             std::string n = job.rec.name;
             jobs_[n] = std::move(job);
             indexJob(n);

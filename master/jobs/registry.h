@@ -62,8 +62,13 @@ class JobRegistry {
   JobRegistry(asio::io_context& io, store::Store& store, const MasterConfig& config, Catalog& catalog,
               Clock now);
   // A job whose stored rows cannot be read is quarantined (Failed, reason stored, logged
-  // through `log`, which must be set first), not fatal. REQUIRES: before the io loop runs.
-  Result<bool> load(const store::State& state);
+  // through `log`, which must be set first), not fatal. Moves the jobs', tasks' and replicas'
+  // rows out of `state` (nothing else reads them). REQUIRES: before the io loop runs.
+  Result<bool> load(store::State& state);
+  Result<bool> load(const store::State& state) {  // a copy's rows are moved (tests)
+    store::State copy = state;
+    return load(copy);
+  }
   // Fair share's memory (fair_share.h) from the stored usage rows, at start-up. REQUIRES:
   // before the io loop runs.
   void seedFairShare(const std::vector<store::UsageRecord>& rows) { fairShare_.seed(rows, now_()); }

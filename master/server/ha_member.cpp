@@ -205,10 +205,13 @@ bool waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<boo
   std::string following;
   auto lastLeader = std::chrono::steady_clock::now();
   auto lastAsked = lastLeader;
+  uint64_t seen = 0;
   for (;;) {
     if (hooks.stopping()) return false;
     hooks.alive();
-    auto s = raft.status();
+    // At once when raft's role or leader changes (a won election is served without waiting
+    // for a poll); every 20 ms otherwise, for the hooks.
+    auto s = raft.waitForChange(seen, std::chrono::milliseconds(20));
     auto now = std::chrono::steady_clock::now();
     if (!s.leaderAddress.empty()) lastLeader = now;
     if (s.role == ha::Role::Leader) {
@@ -219,6 +222,7 @@ bool waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<boo
         return true;
       }
       log("raft: " + b.error() + "; waiting for the lead again");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     } else if (s.leaderAddress != following && !s.leaderAddress.empty()) {
       following = s.leaderAddress;
       log("raft: following the leader at " + following + " (term " + std::to_string(s.term) + ")");
@@ -226,7 +230,6 @@ bool waitForLead(ha::RaftNode& raft, const wire::ClientTls& tls, std::atomic<boo
       lastAsked = now;
       if (stillMember(raft, tls) == std::optional<bool>(false)) noticeRemoval(removed, log);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 

@@ -92,7 +92,9 @@ struct JobRecord {
   JobState state = JobState::Queued;
   std::string reason;
   int64_t priority = 0;
-  std::string spec;  // the normalised capnp message bytes, opaque to the store
+  // The normalised capnp message bytes, opaque to the store. Written at insert only; the job
+  // registry keeps them in its JobSpec and leaves this empty in memory.
+  std::string spec;
   int64_t submittedAt = 0, startedAt = 0, finishedAt = 0;
   bool deleted = false;
   // `job delete` of a job whose replicas were still stopping: it is deleted once they are

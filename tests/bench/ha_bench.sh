@@ -9,6 +9,8 @@
 #     counted afterwards (lost, or made twice);
 #  3. planned stops: as many SIGTERMs of the leader (it hands its lead on, docs/ha.md "Stopping
 #     a master"), timed the same way from the signal; each stop's exit status and handover.
+# Every master runs with the packaged unit's GLIBC_TUNABLES (packaging/systemd/yard-master.service;
+# MASTER_TUNABLES= to run without it).
 #   tests/bench/ha_bench.sh [BUILD_BIN] [KILLS]
 set -uo pipefail
 bin=${1:-build/bin}
@@ -25,9 +27,10 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int(
 
 declare -A cport aport rport mpid
 for i in 1 2 3; do cport[$i]=$(free_port); aport[$i]=$(free_port); rport[$i]=$(free_port); done
+tunables=${MASTER_TUNABLES-glibc.malloc.hugetlb=1}
 start_member() {  # start_member I [args...]
   local i=$1; shift
-  "$bin/yard-master" --name "m$i" --config "$tmp/master.toml" --data-dir "$tmp/m$i" --listen "127.0.0.1:${cport[$i]}" \
+  GLIBC_TUNABLES=$tunables "$bin/yard-master" --name "m$i" --config "$tmp/master.toml" --data-dir "$tmp/m$i" --listen "127.0.0.1:${cport[$i]}" \
     --agent-listen "127.0.0.1:${aport[$i]}" --raft-listen "127.0.0.1:${rport[$i]}" --metrics-listen "" "$@" \
     >>"$tmp/m$i.out" 2>>"$tmp/m$i.err" &
   mpid[$i]=$!
@@ -43,7 +46,7 @@ leader() {
 }
 
 # A single master and three masters, each with a fresh data directory.
-bench_master --config "$tmp/master.toml"
+GLIBC_TUNABLES=$tunables bench_master --config "$tmp/master.toml"
 single=$addr
 start_member 1
 for _ in $(seq 100); do grep -q '^listening ' "$tmp/m1.out" && break; sleep 0.1; done

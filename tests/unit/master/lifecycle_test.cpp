@@ -634,6 +634,56 @@ tasks:
   io.run_for(std::chrono::milliseconds(300));
 }
 
+TEST_CASE("a job's spec is held once in memory: its JobSpec, not the stored row's bytes", "[lifecycle]") {
+  // Submitted: the row's copy is written, then dropped.
+  Cluster c;
+  c.submit(kDag);
+  CHECK(c.job("dag-job").rec.spec.empty());
+  REQUIRE(c.job("dag-job").spec);
+  CHECK(std::string(c.job("dag-job").spec->job().getName().cStr()) == "dag-job");
+
+  // Loaded: the rows are moved out of the state, and a readable spec's bytes are not kept twice.
+  auto loaded = spec::loadJobSpec(kDag);
+  REQUIRE(loaded.ok());
+  test::TempDir dir;
+  auto s = store::Store::open(dir.path() + "/state.db");
+  REQUIRE(s);
+  auto db = std::move(s).value();
+  REQUIRE(db->writeSync([&](store::Tx& tx) {
+    store::JobRecord j;
+    j.name = "dag-job";
+    j.queue = "default";
+    j.spec = master::specBytes(loaded.job());
+    REQUIRE(tx.insertJob(j));
+    std::vector<store::TaskRecord> tasks(3);
+    const char* names[] = {"prep", "train", "evaluate"};
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      tasks[i].jobId = j.id;
+      tasks[i].name = names[i];
+      tasks[i].state = i == 0 ? TaskState::Queued : TaskState::Waiting;
+    }
+    REQUIRE(tx.insertTasks(tasks));
+  }));
+  auto state = db->loadAll();
+  REQUIRE(state);
+  store::State rows = state.value();
+  asio::io_context io;
+  master::MasterConfig config;
+  master::Catalog catalog(io, *db);
+  REQUIRE(catalog.load(rows));
+  JobRegistry jobs(io, *db, config, catalog, [] { return int64_t{1'700'000'000'000}; });
+  jobs.log = [](const std::string&) {};
+  REQUIRE(jobs.load(rows));
+  const auto& job = jobs.jobs().at("dag-job");
+  CHECK(job.rec.spec.empty());
+  CHECK(rows.jobs.at(0).spec.empty());  // moved out, not copied
+  REQUIRE(job.spec);
+  CHECK(job.spec->tasks().size() == 3);
+  CHECK(job.tasks.size() == 3);
+  CHECK(job.rec.state == JobState::Queued);
+  CHECK(job.tasks.at(2).deps.size() == 1);
+}
+
 TEST_CASE("why a queued task waits is read from the backlog, and a new head costs no write", "[lifecycle]") {
   Cluster c;
   auto job = [](const std::string& name, const std::string& cpu) {
