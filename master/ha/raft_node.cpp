@@ -36,9 +36,6 @@ constexpr char kMagic[2] = {'Y', '1'};
 constexpr size_t kHeader = 2 + 8 + 8 + 8;
 // A snapshot: "YS1\0", the image's length, the image (store::sql::Connection::serialize), zeros.
 constexpr char kSnapshotMagic[4] = {'Y', 'S', '1', '\0'};
-// A member whose leader's process is gone stands within this many ms (hurryElection); raft
-// looks at its timer once a heartbeat interval (100 ms), so the two followers' turns differ.
-constexpr int kHurryMinMs = 50, kHurryMaxMs = 400;
 
 void putU64(std::string& out, uint64_t v) {
   for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
@@ -311,11 +308,26 @@ struct RaftNode::Loop {
     }
     if (followed == 0 || r.election_timer_start == hurried || !transport->refuses(followed)) return;
     hurried = r.election_timer_start;
+    if (state == RAFT_FOLLOWER && r.follower_state.current_leader.id == followed) {
+      // Raft refuses a vote while it has a leader (against disruption by a member that was
+      // removed or cut off). This one's process is gone: forget it, so that whichever of the
+      // followers stands first gets the other's vote instead of waiting for the other's own
+      // timer. Its clients are told no leader is known rather than sent to a dead port.
+      // The address stays a string (empty): raft sends a late append's answer to its current
+      // leader, and a null address there would crash the dial.
+      char* none = static_cast<char*>(raft_malloc(1));
+      if (none != nullptr) {
+        none[0] = '\0';
+        raft_free(r.follower_state.current_leader.address);
+        r.follower_state.current_leader.address = none;
+        r.follower_state.current_leader.id = 0;
+      }
+    }
     unsigned& timeout = state == RAFT_FOLLOWER ? r.follower_state.randomized_election_timeout
                                                : r.candidate_state.randomized_election_timeout;
     raft_time now = r.io->time(r.io);
     raft_time elapsed = now > r.election_timer_start ? now - r.election_timer_start : 0;
-    raft_time soon = elapsed + static_cast<raft_time>(r.io->random(r.io, kHurryMinMs, kHurryMaxMs));
+    raft_time soon = elapsed + static_cast<raft_time>(r.io->random(r.io, static_cast<int>(settings.hurryMinMs), static_cast<int>(settings.hurryMaxMs)));
     if (soon >= timeout) return;
     timeout = static_cast<unsigned>(soon);
     if (!hurriedLogged && settings.log) {

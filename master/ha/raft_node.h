@@ -34,6 +34,10 @@ struct RaftSettings {
   bool bootstrap = false;   // a new cluster of this master alone (no --join), when `dir` is new
   unsigned electionTimeoutMs = 1000;
   unsigned heartbeatMs = 100;
+  // A follower that finds its leader's raft port refusing connections (the process is gone)
+  // stands within this window from then instead of its election timeout (docs/ha.md, "A leader
+  // whose process is gone is replaced at once").
+  unsigned hurryMinMs = 50, hurryMaxMs = 400;
   // A snapshot of the store (SQLite's whole database) every this many entries; the log keeps
   // `snapshotTrailing` entries before it, so that a follower a little behind gets entries.
   unsigned snapshotThreshold = 4096;

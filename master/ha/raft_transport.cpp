@@ -276,10 +276,10 @@ struct TlsTransport::Impl {
   // that died (kill -9, a crash, a stop) leaves a port that refuses connections at once, and
   // then its followers need not wait out the election timeout (docs/ha.md, "A leader whose
   // process is gone is replaced at once"). A host that is gone or cut off answers nothing, and
-  // the timeout stays as it is. Two looks, 50 ms and 500 ms after the end: a dying process's
+  // the timeout stays as it is. Two looks, 20 ms and 500 ms after the end: a dying process's
   // listener may outlive its links by a moment. The io thread.
   void probe(raft_id peer, std::string peerAddress, int look) {
-    auto timer = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(look == 0 ? 50 : 500));
+    auto timer = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(look == 0 ? 20 : 500));
     timer->async_wait([this, timer, peer, peerAddress, look](asio::error_code ec) {
       if (ec) return;
       wire::resolveEndpointsAsync(io, raftHostPort(peerAddress), [this, peer, peerAddress, look](Result<wire::Endpoints> eps) {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "common/tls/pki.h"
@@ -42,7 +43,8 @@ struct Peer {
 };
 
 inline void startMember(Peer& m, const Pki& pki, bool bootstrap, const std::string& bind = "127.0.0.1:0",
-                 unsigned snapshotEvery = 4096, unsigned electionTimeoutMs = 300) {
+                 unsigned snapshotEvery = 4096, unsigned electionTimeoutMs = 300,
+                 const std::function<void(RaftSettings&)>& tweak = {}) {
   fs::create_directories(m.dir);
   m.store = openStore(m.dir + "/state.db");
   RaftSettings s;
@@ -57,6 +59,7 @@ inline void startMember(Peer& m, const Pki& pki, bool bootstrap, const std::stri
   s.serverTls = pki.server;
   s.peerTls = pki.peer;
   s.fatal = [](const std::string& why) { FAIL("fatal: " << why); };
+  if (tweak) tweak(s);
   auto node = RaftNode::start(s, *m.store);
   INFO((node ? std::string() : node.error()));
   REQUIRE(node);

@@ -104,6 +104,48 @@ TEST_CASE("three masters replicate every committed write and elect a new leader 
   stopMember(c);
 }
 
+TEST_CASE("followers forget a leader whose process is gone, so the first of them to stand wins", "[ha]") {
+  // Raft refuses a vote while it has a leader. b would stand 3-3.5 s after finding the dead
+  // leader's port refusing, c within 50-100 ms; the election timeout is 8 s. Were b still to
+  // count the dead leader, it would refuse c until its own timer ran out (3 s or more); it
+  // forgets it (hurryElection), so c wins at once.
+  constexpr unsigned kTimeoutMs = 8000;
+  TempDir tmp;
+  Pki pki = makePki(tmp.file("pki"));
+  Peer a{tmp.file("a")}, b{tmp.file("b")}, c{tmp.file("c")};
+  startMember(a, pki, true, "127.0.0.1:0", 4096, kTimeoutMs);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  startMember(b, pki, false, "127.0.0.1:0", 4096, kTimeoutMs, [](RaftSettings& s) {
+    s.hurryMinMs = 3000;
+    s.hurryMaxMs = 3500;
+  });
+  startMember(c, pki, false, "127.0.0.1:0", 4096, kTimeoutMs, [](RaftSettings& s) {
+    s.hurryMinMs = 50;
+    s.hurryMaxMs = 100;
+  });
+  REQUIRE(a.raft->addVoter(b.raft->id(), b.raft->address()));
+  REQUIRE(a.raft->addVoter(c.raft->id(), c.raft->address()));
+  REQUIRE(addQueue(*a.store, "before"));
+  int64_t index = a.store->appliedIndex().value();
+  REQUIRE(waitFor([&] { return b.store->appliedIndex().value() == index && c.store->appliedIndex().value() == index; }));
+  REQUIRE(b.raft->status().leaderId == a.raft->id());
+
+  auto lost = std::chrono::steady_clock::now();
+  stopMember(a);
+  REQUIRE(waitFor([&] { return c.raft->status().role == Role::Leader; }, 10s));
+  auto elected = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - lost);
+  INFO("c elected " << elected.count() << " ms after the leader stopped");
+  CHECK(elected.count() < 2000);
+  REQUIRE(waitFor([&] { return b.raft->status().leaderId == c.raft->id(); }));
+  CHECK(b.raft->status().role == Role::Follower);
+  REQUIRE(c.raft->barrier());
+  REQUIRE(addQueue(*c.store, "after"));
+  int64_t index2 = c.store->appliedIndex().value();
+  REQUIRE(waitFor([&] { return b.store->appliedIndex().value() == index2; }));
+  stopMember(b);
+  stopMember(c);
+}
+
 TEST_CASE("a leader whose process is gone is replaced well before the election timeout", "[ha]") {
   // An election timeout of 4 s: the followers would stand after 4-8 s of silence. The leader's
   // raft port refuses connections once it has stopped, and that is enough to stand at once
