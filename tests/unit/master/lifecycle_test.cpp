@@ -189,6 +189,30 @@ tasks:
       worker: { replicas: 1, container: *c }
 )";
 
+// A store in `dir` holding one Queued job row `name` with `spec` as its bytes and one task row
+// per name (the first Queued, the others Waiting), as a master would have written them.
+std::unique_ptr<store::Store> storeWithJob(const test::TempDir& dir, const std::string& name, const std::string& spec,
+                                           const std::vector<std::string>& taskNames) {
+  auto s = store::Store::open(dir.path() + "/state.db");
+  REQUIRE(s);
+  auto db = std::move(s).value();
+  REQUIRE(db->writeSync([&](store::Tx& tx) {
+    store::JobRecord j;
+    j.name = name;
+    j.queue = "default";
+    j.spec = spec;
+    REQUIRE(tx.insertJob(j));
+    std::vector<store::TaskRecord> tasks(taskNames.size());
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      tasks[i].jobId = j.id;
+      tasks[i].name = taskNames[i];
+      tasks[i].state = i == 0 ? TaskState::Queued : TaskState::Waiting;
+    }
+    REQUIRE(tx.insertTasks(tasks));
+  }));
+  return db;
+}
+
 }  // namespace
 
 TEST_CASE("a DAG runs to Succeeded as agents report", "[lifecycle]") {
@@ -600,21 +624,7 @@ tasks:
   CHECK_THROWS(spec.verify());       // the whole message does not
 
   test::TempDir dir;
-  auto s = store::Store::open(dir.path() + "/state.db");
-  REQUIRE(s);
-  auto db = std::move(s).value();
-  REQUIRE(db->writeSync([&](store::Tx& tx) {
-    store::JobRecord j;
-    j.name = "deep-damage";
-    j.queue = "default";
-    j.spec = damaged;
-    REQUIRE(tx.insertJob(j));
-    std::vector<store::TaskRecord> tasks(1);
-    tasks[0].jobId = j.id;
-    tasks[0].name = "only-task";
-    tasks[0].state = TaskState::Queued;
-    REQUIRE(tx.insertTasks(tasks));
-  }));
+  auto db = storeWithJob(dir, "deep-damage", damaged, {"only-task"});
   auto state = db->loadAll();
   REQUIRE(state);
   asio::io_context io;
@@ -646,24 +656,7 @@ TEST_CASE("a job's spec is held once in memory: its JobSpec, not the stored row'
   auto loaded = spec::loadJobSpec(kDag);
   REQUIRE(loaded.ok());
   test::TempDir dir;
-  auto s = store::Store::open(dir.path() + "/state.db");
-  REQUIRE(s);
-  auto db = std::move(s).value();
-  REQUIRE(db->writeSync([&](store::Tx& tx) {
-    store::JobRecord j;
-    j.name = "dag-job";
-    j.queue = "default";
-    j.spec = master::specBytes(loaded.job());
-    REQUIRE(tx.insertJob(j));
-    std::vector<store::TaskRecord> tasks(3);
-    const char* names[] = {"prep", "train", "evaluate"};
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      tasks[i].jobId = j.id;
-      tasks[i].name = names[i];
-      tasks[i].state = i == 0 ? TaskState::Queued : TaskState::Waiting;
-    }
-    REQUIRE(tx.insertTasks(tasks));
-  }));
+  auto db = storeWithJob(dir, "dag-job", master::specBytes(loaded.job()), {"prep", "train", "evaluate"});
   auto state = db->loadAll();
   REQUIRE(state);
   store::State rows = state.value();
