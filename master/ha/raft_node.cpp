@@ -6,7 +6,6 @@ extern "C" {  // raft's headers declare C functions without saying so
 #include <raft.h>
 #include <raft/uv.h>
 }
-#include <uv.h>
 
 #include <csignal>
 #include <chrono>
@@ -18,33 +17,14 @@ extern "C" {  // raft's headers declare C functions without saying so
 #include <iostream>
 #include <mutex>
 #include <random>
-#include <set>
 #include <thread>
 
 #include "master/ha/preallocate.h"
-#include "master/store/schema.h"
-#include "master/store/sqlite.h"
+#include "master/ha/store_machine.h"
 #include "master/store/store.h"
 
 namespace yard::master::ha {
 namespace {
-
-// A log entry: "Y1", the proposing master's raft id, its proposal number and the changeset's
-// length, the changeset, and zeros to a multiple of 8 bytes (raft's files assume entries are
-// padded so: its reader skips to the next multiple of 8, its writer does not pad).
-constexpr char kMagic[2] = {'Y', '1'};
-constexpr size_t kHeader = 2 + 8 + 8 + 8;
-// A snapshot: "YS1\0", the image's length, the image (store::sql::Connection::serialize), zeros.
-constexpr char kSnapshotMagic[4] = {'Y', 'S', '1', '\0'};
-
-void putU64(std::string& out, uint64_t v) {
-  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
-}
-uint64_t getU64(const unsigned char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
-  return v;
-}
 
 std::string raftError(int rv, raft* r) {
   std::string e = raft_strerror(rv);
@@ -102,26 +82,8 @@ struct RaftNode::Loop {
   uv_check_t notice{};
   bool running = false;  // the transport drives the loop
 
-  // Proposals of this process still waiting for their outcome (the leader's store commits
-  // them itself once told the index; its state machine skips them).
-  std::mutex pendingMu;
-  std::set<uint64_t> ownPending;
-  uint64_t nextSeq = 0;
-
-  int64_t appliedHere = 0;  // loop thread: the last entry handed to the store (or held by it)
-
-  // Entries handed to the store and not yet applied there. A follower's state machine does
-  // not wait for each one: raft's loop goes on (the next append is written to disk while the
-  // store applies the last), and the store's writer applies them in log order.
-  std::mutex applyMu;
-  std::condition_variable applyCv;
-  uint64_t applying = 0;  // guarded by applyMu
-
-  // Returns once at most `atMost` entries are still being applied.
-  void waitApplies(uint64_t atMost) {
-    std::unique_lock<std::mutex> lock(applyMu);
-    applyCv.wait(lock, [&] { return applying <= atMost; });
-  }
+  // The store's state machine (store_machine.h): entries and snapshots.
+  std::unique_ptr<StoreMachine> machine;
 
   mutable std::mutex statusMu;
   std::condition_variable statusCv;  // notified when the role, term or leader changes
@@ -136,133 +98,6 @@ struct RaftNode::Loop {
   raft_id followed = 0;
   raft_time hurried = 0;
   bool hurriedLogged = false;
-
-  static int fsmApply(raft_fsm* fsm, const raft_buffer* buf, void** result) {
-    auto* self = static_cast<Loop*>(fsm->data);
-    *result = nullptr;
-    int64_t index = static_cast<int64_t>(raft_last_applied(&self->r)) + 1;
-    if (buf->len < kHeader || std::memcmp(buf->base, kMagic, 2) != 0) {
-      self->settings.fatal("raft entry " + std::to_string(index) + " is not a Yard changeset");
-      return RAFT_MALFORMED;
-    }
-    auto* bytes = static_cast<const unsigned char*>(buf->base);
-    uint64_t proposer = getU64(bytes + 2), seq = getU64(bytes + 10), length = getU64(bytes + 18);
-    if (length > buf->len - kHeader) {
-      self->settings.fatal("raft entry " + std::to_string(index) + " is truncated");
-      return RAFT_MALFORMED;
-    }
-    if (proposer == self->id) {
-      std::lock_guard<std::mutex> lock(self->pendingMu);
-      if (self->ownPending.count(seq) != 0) return 0;  // the proposing store commits it
-    }
-    if (index <= self->appliedHere) return 0;  // held already (a restart replays the log)
-    std::string changeset(reinterpret_cast<const char*>(bytes) + kHeader, length);
-    // A store far behind holds raft back (memory): wait while it catches up.
-    if (self->countApplying() > kMaxApplying) self->waitApplies(kMaxApplying / 2);
-    {
-      std::lock_guard<std::mutex> lock(self->applyMu);
-      ++self->applying;
-    }
-    self->store->applyReplicated(std::move(changeset), index, [self, index](Result<bool> applied) {
-      // The store cannot follow the log: nothing this master holds can be trusted any more.
-      if (!applied) self->settings.fatal("cannot apply raft entry " + std::to_string(index) + ": " + applied.error());
-      {
-        std::lock_guard<std::mutex> lock(self->applyMu);
-        --self->applying;
-      }
-      self->applyCv.notify_all();
-    });
-    self->appliedHere = index;
-    return 0;
-  }
-
-  static constexpr uint64_t kMaxApplying = 512;
-  uint64_t countApplying() {
-    std::lock_guard<std::mutex> lock(applyMu);
-    return applying;
-  }
-
-  // A snapshot: the store's whole database, taken when it holds every entry raft has applied
-  // (the leader's store commits its own entries just after raft applies them: until then,
-  // "busy", and raft asks again later). A store ahead of raft (a restart replaying its log)
-  // is fine: the image carries its own applied index, and entries up to it are skipped.
-  static int fsmSnapshot(raft_fsm* fsm, raft_buffer** bufs, unsigned* n) {
-    auto* self = static_cast<Loop*>(fsm->data);
-    int64_t raftApplied = static_cast<int64_t>(raft_last_applied(&self->r));
-    auto conn = store::sql::Connection::open(self->store->path(), /*readOnly=*/true);
-    if (!conn) return RAFT_BUSY;
-    store::sql::Connection& c = *conn.value();
-    if (!c.exec("BEGIN")) return RAFT_BUSY;
-    auto held = c.queryInt("SELECT applied_index FROM replication WHERE id = 1");
-    if (!held || held.value() < raftApplied) {
-      (void)c.exec("COMMIT");
-      return RAFT_BUSY;
-    }
-    auto image = c.serialize();
-    (void)c.exec("COMMIT");
-    if (!image) {
-      if (self->settings.log) self->settings.log("raft: no snapshot: " + image.error());
-      return RAFT_BUSY;
-    }
-    std::string data(kSnapshotMagic, 4);
-    putU64(data, image.value().size());
-    data += image.value();
-    data.resize((data.size() + 7) / 8 * 8, '\0');
-    *bufs = static_cast<raft_buffer*>(raft_malloc(sizeof(raft_buffer)));
-    if (*bufs == nullptr) return RAFT_NOMEM;
-    (*bufs)[0].len = data.size();
-    (*bufs)[0].base = raft_malloc(data.size());
-    if ((*bufs)[0].base == nullptr) {
-      raft_free(*bufs);
-      return RAFT_NOMEM;
-    }
-    std::memcpy((*bufs)[0].base, data.data(), data.size());
-    *n = 1;
-    if (self->settings.log)
-      self->settings.log("raft: snapshot at entry " + std::to_string(raftApplied) + " (store at " +
-                         std::to_string(held.value()) + ", " + std::to_string(image.value().size()) + " bytes)");
-    return 0;
-  }
-
-  // Restoring one (a follower far behind, or a restart): the store's database becomes the image.
-  static int fsmRestore(raft_fsm* fsm, raft_buffer* buf) {
-    auto* self = static_cast<Loop*>(fsm->data);
-    self->waitApplies(0);  // the entries before it are applied first, then overwritten
-    std::string data(static_cast<const char*>(buf->base), buf->len);
-    raft_free(buf->base);  // the state machine owns it now
-    uint64_t size = data.size() >= 12 ? getU64(reinterpret_cast<const unsigned char*>(data.data()) + 4) : 0;
-    if (data.size() < 12 || std::memcmp(data.data(), kSnapshotMagic, 4) != 0 || size > data.size() - 12) {
-      self->settings.fatal("raft snapshot is not a Yard store image");
-      return RAFT_MALFORMED;
-    }
-    auto conn = store::sql::Connection::open(self->store->path());
-    if (!conn) {
-      self->settings.fatal("cannot restore a raft snapshot: " + conn.error());
-      return RAFT_IOERR;
-    }
-    conn.value()->setBusyTimeoutMs(30000);
-    auto restored = conn.value()->restoreFrom(data.substr(12, size));
-    if (!restored) {
-      self->settings.fatal("cannot restore a raft snapshot: " + restored.error());
-      return RAFT_IOERR;
-    }
-    // A snapshot taken before this master's upgrade holds the older schema: brought up to this
-    // build's, as the store's own file was at its start (the migrations only add).
-    auto upgraded = store::schema::upgrade(*conn.value());
-    if (!upgraded) {
-      self->settings.fatal("cannot restore a raft snapshot: " + upgraded.error());
-      return RAFT_IOERR;
-    }
-    auto held = conn.value()->queryInt("SELECT applied_index FROM replication WHERE id = 1");
-    self->appliedHere = held ? held.value() : 0;
-    if (self->settings.log)
-      self->settings.log("raft: store restored from a snapshot (" + std::to_string(size) + " bytes), holding entries up to " +
-                         std::to_string(self->appliedHere) +
-                         (upgraded.value() < store::schema::currentVersion()
-                              ? ", its schema upgraded from version " + std::to_string(upgraded.value())
-                              : std::string()));
-    return 0;
-  }
 
   // Every 20 ms: the status others read, and role changes.
   static void onWatch(uv_timer_t* t) {
@@ -436,17 +271,13 @@ Result<std::unique_ptr<RaftNode>> RaftNode::start(RaftSettings settings, store::
   l.id = id;
   auto held = store.appliedIndex();
   if (!held) return R::fail(held.error());
-  l.appliedHere = held.value();
+  l.machine = std::make_unique<StoreMachine>(store, id, held.value(), settings.log, settings.fatal);
   if (int rv = uv_loop_init(&l.loop); rv != 0) return R::fail(std::string("libuv: ") + uv_strerror(rv));
   node->transport_->attach(&l.loop);
   if (int rv = raft_uv_init(&l.io, &l.loop, settings.dir.c_str(), node->transport_->raw()); rv != 0)
     return R::fail("raft: cannot open " + settings.dir + ": " + raft_strerror(rv) + " (" + l.io.errmsg + ")");
   raft_uv_set_connect_retry_delay(&l.io, 100);
-  l.fsm.version = 1;
-  l.fsm.data = &l;
-  l.fsm.apply = &Loop::fsmApply;
-  l.fsm.snapshot = &Loop::fsmSnapshot;
-  l.fsm.restore = &Loop::fsmRestore;
+  l.machine->attach(&l.r, &l.fsm);
   if (int rv = raft_init(&l.r, &l.io, &l.fsm, id, node->address_.c_str()); rv != 0)
     return R::fail("raft: " + raftError(rv, &l.r));
   raft_set_election_timeout(&l.r, settings.electionTimeoutMs);
@@ -495,7 +326,7 @@ RaftNode::~RaftNode() {
     });
     transport_->waitLoopEnd();
   }
-  l.waitApplies(0);  // the store's last applies still call into `l`
+  l.machine->waitApplies(0);  // the store's last applies still call into the machine
   uv_loop_close(&l.loop);
   loop_.reset();
   transport_.reset();
@@ -504,18 +335,8 @@ RaftNode::~RaftNode() {
 Result<int64_t> RaftNode::propose(const std::string& changeset) {
   using R = Result<int64_t>;
   Loop& l = *loop_;
-  uint64_t seq;
-  {
-    std::lock_guard<std::mutex> lock(l.pendingMu);
-    seq = ++l.nextSeq;
-    l.ownPending.insert(seq);
-  }
-  std::string entry(kMagic, 2);
-  putU64(entry, id_);
-  putU64(entry, seq);
-  putU64(entry, changeset.size());
-  entry += changeset;
-  entry.resize((entry.size() + 7) / 8 * 8, '\0');
+  uint64_t seq = l.machine->startProposal();
+  std::string entry = encodeEntry(id_, seq, changeset);
   struct Req {
     struct raft_apply apply{};
     std::shared_ptr<std::promise<R>> promise;
@@ -539,29 +360,20 @@ Result<int64_t> RaftNode::propose(const std::string& changeset) {
       if (status == 0) {
         done->promise->set_value(R::ok(static_cast<int64_t>(a->index)));
       } else {
-        {
-          std::lock_guard<std::mutex> lock(done->loop->pendingMu);
-          done->loop->ownPending.erase(done->seq);
-        }
+        done->loop->machine->endProposal(done->seq);
         done->promise->set_value(R::fail(std::string("not committed: ") + raft_strerror(status)));
       }
       delete done;
     });
     if (rv != 0) {
       raft_free(buf.base);
-      {
-        std::lock_guard<std::mutex> lock(l.pendingMu);
-        l.ownPending.erase(seq);
-      }
+      l.machine->endProposal(seq);
       promise->set_value(R::fail(rv == RAFT_NOTLEADER ? "this master is not the leader" : raftError(rv, &l.r)));
       delete req;
     }
   });
   auto result = future.get();
-  if (result) {
-    std::lock_guard<std::mutex> lock(l.pendingMu);
-    l.ownPending.erase(seq);
-  }
+  if (result) l.machine->endProposal(seq);
   return result;
 }
 
@@ -588,7 +400,7 @@ Result<bool> RaftNode::barrier() {
   });
   // Raft has handed every entry before the barrier to the store; the store applies them in
   // order on its writer: wait for the last, so the store holds them all.
-  if (reached) l.waitApplies(0);
+  if (reached) l.machine->waitApplies(0);
   return reached;
 }
 

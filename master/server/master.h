@@ -41,7 +41,7 @@ class Master {
   // writes finish and closes the store. Returns the exit code.
   int run();
 
-  struct Parts;  // every part, defined in master.cpp
+  struct Parts;  // every part: master_parts.h
 
  private:
   explicit Master(std::unique_ptr<Parts> parts);
