@@ -347,6 +347,10 @@ struct ClusterInfo {
   term @1 :UInt64;            # the leader's term
   commitIndex @2 :UInt64;     # the leader's commit index
   single @3 :Bool;            # one master without raft: members is this master alone
+  answeredBy @4 :Text;        # the name of the master that answered
+  # Answered by a master that does not lead (clusterStatusStale): term and commitIndex are its
+  # own, lastContactMs is when it last heard each member (the leader's appends), -1 for never.
+  stale @5 :Bool;
 }
 
 struct EventFeedRequest {
@@ -512,6 +516,10 @@ struct Request {
     # or `reset` (what it missed has left the feed) or the items it missed, until the
     # connection closes.
     eventFeed @54 :EventFeedRequest;
+    # yardctl cluster status --stale (docs/ha.md, "When no master leads"): answered by `cluster`
+    # by whichever master gets it, follower or leader, from its own view of the members, and
+    # not redirected: what an operator can still ask when no master leads.
+    clusterStatusStale @55 :Void;
   }
 }
 

@@ -242,23 +242,66 @@ Result<bool> Access::load(const store::State& state, const std::string& dataDir)
   return Result<bool>::ok(true);
 }
 
-Result<Caller> Access::authenticate(std::string_view secret, const std::string& source) {
+namespace {
+
+// An API token's rules, wherever its record and its user's come from: found by the id in the
+// secret, of kind "api", the secret's hash equal, usable at `now`, its user present. Every
+// refusal but a missing token is the same text, so that a probe learns nothing from it.
+Result<Caller> callerOf(std::string_view secret, const std::string& source, int64_t now,
+                        const std::function<std::optional<store::TokenRecord>(const std::string& id)>& token,
+                        const std::function<std::optional<store::UserRecord>(const std::string& name)>& user) {
   using R = Result<Caller>;
   if (secret.empty())
     return R::fail("not authenticated: no token (pass --token, set YARD_TOKEN, or put token in ~/.config/yard/config.toml)");
   const std::string bad = "not authenticated: the token is unknown, expired or revoked";
   auto id = tokens::idOf(secret);
   if (!id) return R::fail(bad);
-  auto it = tokens_.find(*id);
+  auto t = token(*id);
   // The hash is computed whatever was found, so a miss takes as long as a wrong secret.
   std::string hash = tokens::sha256Hex(secret);
-  if (it == tokens_.end() || it->second.kind != "api" || !tokensEqual(hash, it->second.secretSha256)) return R::fail(bad);
-  int64_t now = now_();
-  if (rules::tokenUsable(it->second, now)) return R::fail(bad);
-  const store::UserRecord* u = user(it->second.user);
+  if (!t || t->kind != "api" || !tokensEqual(hash, t->secretSha256)) return R::fail(bad);
+  if (rules::tokenUsable(*t, now)) return R::fail(bad);
+  auto u = user(t->user);
   if (!u) return R::fail(bad);
-  touch(it->second, now);
-  return R::ok(Caller{u->name, u->admin, u->uid, u->gid, source, it->second.id});
+  return R::ok(Caller{u->name, u->admin, u->uid, u->gid, source, t->id});
+}
+
+}  // namespace
+
+Result<Caller> Access::authenticate(std::string_view secret, const std::string& source) {
+  int64_t now = now_();
+  auto caller = callerOf(
+      secret, source, now,
+      [this](const std::string& id) -> std::optional<store::TokenRecord> {
+        auto it = tokens_.find(id);
+        if (it == tokens_.end()) return std::nullopt;
+        return it->second;
+      },
+      [this](const std::string& name) -> std::optional<store::UserRecord> {
+        const store::UserRecord* u = user(name);
+        if (!u) return std::nullopt;
+        return *u;
+      });
+  if (caller) touch(tokens_.at(caller.value().tokenId), now);
+  return caller;
+}
+
+Result<Caller> authenticateStored(store::Store& store, std::string_view secret, const std::string& source, int64_t now) {
+  std::optional<std::string> unreadable;
+  auto caller = callerOf(
+      secret, source, now,
+      [&](const std::string& id) -> std::optional<store::TokenRecord> {
+        auto t = store.token(id);
+        if (!t) unreadable = t.error();
+        return t ? t.value() : std::nullopt;
+      },
+      [&](const std::string& name) -> std::optional<store::UserRecord> {
+        auto u = store.user(name);
+        if (!u) unreadable = u.error();
+        return u ? u.value() : std::nullopt;
+      });
+  if (unreadable) return Result<Caller>::fail("cannot check the token: " + *unreadable);
+  return caller;
 }
 
 void Access::touch(store::TokenRecord& t, int64_t now) {

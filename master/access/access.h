@@ -102,6 +102,11 @@ std::optional<std::string> tokenUsable(const store::TokenRecord& t, int64_t now)
 std::string checkUserName(const std::string& name);
 }  // namespace rules
 
+// authenticate()'s rules against the stored tokens and users rather than the registry's
+// (a follower, which holds none: docs/ha.md, "When no master leads"). Records no use.
+// Thread-safe (the store's reads are).
+Result<Caller> authenticateStored(store::Store& store, std::string_view secret, const std::string& source, int64_t now);
+
 class Access {
  public:
   using Clock = std::function<int64_t()>;  // unix ms

@@ -9,8 +9,10 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/wire/address_list.h"
+#include "master/api/client/cluster_info.h"
 #include "master/api/http/event_feed.h"
 #include "master/api/http/gateway.h"
 #include "master/api/http/http_api.h"
@@ -46,10 +48,12 @@ struct Follower::Impl {
     auto c = wire::FrameServer::listen(
         io, s.clientListen, s.clientTls, s.clientLimits,
         [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
+          auto req = frame->root<api::Request>();
+          if (req.isClusterStatusStale() && s.staleClusterStatus) return staleStatus(conn, req.getId(), req.getToken());
           std::string leader = leaderClientAddress();
           capnp::MallocMessageBuilder message;
           auto resp = message.initRoot<api::Response>();
-          resp.setId(frame->root<api::Request>().getId());
+          resp.setId(req.getId());
           auto e = resp.initError();
           e.setMessage(std::string(wire::kNotLeader) +
                        (leader.empty() ? ": no leader is known yet; try again, or another master"
@@ -92,6 +96,57 @@ struct Follower::Impl {
     return std::nullopt;
   }
 
+  // cluster status --stale: answered from a thread (it asks each member, up to a second or
+  // two), at most kMaxStaleAsks at once; those are joined before the io thread ends.
+  static constexpr size_t kMaxStaleAsks = 4;
+  struct Ask {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(false);
+  };
+  std::mutex asksMu;
+  std::vector<Ask> asks;    // guarded by asksMu; finished ones are joined when the next comes
+  bool asksClosed = false;  // guarded by asksMu: stop() has begun
+
+  void staleStatus(const std::shared_ptr<wire::Connection>& conn, uint64_t id, std::string token) {
+    auto answer = [conn, id](const Result<ClusterView>& view) {
+      capnp::MallocMessageBuilder message;
+      auto resp = message.initRoot<api::Response>();
+      resp.setId(id);
+      if (view) fillClusterInfo(resp.initCluster(), view.value(), /*stale=*/true);
+      else resp.initError().setMessage(view.error());
+      conn->send(message);
+    };
+    std::lock_guard<std::mutex> lock(asksMu);
+    if (asksClosed) return;
+    for (auto it = asks.begin(); it != asks.end();) {
+      if (!it->done->load()) {
+        ++it;
+        continue;
+      }
+      it->thread.join();  // finished: at once
+      it = asks.erase(it);
+    }
+    if (asks.size() >= kMaxStaleAsks)
+      return answer(Result<ClusterView>::fail("cluster status --stale: this master is answering " +
+                                              std::to_string(asks.size()) + " such requests already; try again"));
+    Ask ask;
+    ask.thread = std::thread([this, answer, done = ask.done, token = std::move(token), source = conn->peer()] {
+      answer(s.staleClusterStatus(token, source));
+      *done = true;
+    });
+    asks.push_back(std::move(ask));
+  }
+
+  void joinAsks() {
+    std::vector<Ask> left;
+    {
+      std::lock_guard<std::mutex> lock(asksMu);
+      asksClosed = true;
+      left.swap(asks);
+    }
+    for (auto& a : left) a.thread.join();
+  }
+
   // Who leads, in client and agent addresses: asked of the leader whenever raft names another.
   void lookup() {
     while (following) {
@@ -123,6 +178,7 @@ struct Follower::Impl {
   void stop() {
     following = false;
     if (lookupThread.joinable()) lookupThread.join();
+    joinAsks();  // their answers go out through the io thread, still running
     if (!ioThread.joinable()) return;
     // The listeners stop on their own thread, and are closed before this returns.
     std::promise<void> stopped;

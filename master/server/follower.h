@@ -14,6 +14,7 @@
 #include "common/util/result.h"
 #include "common/wire/server.h"
 #include "common/wire/tls.h"
+#include "master/api/client/cluster_ops.h"
 #include "master/ha/raft_node.h"
 
 namespace yard::master {
@@ -27,6 +28,11 @@ struct FollowerSettings {
   wire::ClientTls callTls;     // to other masters' raft ports (whois)
   wire::Limits clientLimits, agentLimits;
   std::function<void(const std::string&)> log;
+  // `yardctl cluster status --stale` (docs/ha.md, "When no master leads"): the members as this
+  // master sees them, for the holder of API token `token` (else why not). Blocks while it asks
+  // each member over raft's port: run on a thread of its own, a few at a time. Unset: the
+  // request is answered "not the leader" like any other.
+  std::function<Result<ClusterView>(const std::string& token, const std::string& source)> staleClusterStatus;
 };
 
 class Follower {

@@ -258,6 +258,7 @@ Result<ClusterView> clusterStatus(ha::RaftNode& raft, const wire::ClientTls& tls
       }
       const ha::Fields& f = who.value();
       if (!f[1].empty()) v.name = f[1];
+      if (here) view.answeredBy = v.name;
       v.clientAddress = f[2];
       v.agentAddress = f[3];
       v.role = f[4];

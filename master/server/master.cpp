@@ -207,6 +207,13 @@ std::optional<std::string> follow(Master::Parts& p) {
   f.clientLimits = clientLimits();
   f.agentLimits = agentLimits();
   f.log = p.log;
+  Master::Parts* pp = &p;
+  f.staleClusterStatus = [pp](const std::string& token, const std::string& source) -> Result<ClusterView> {
+    // Any API token, checked against this master's copy of the tokens (the leader's rule).
+    auto caller = authenticateStored(*pp->db, token, source, wallClockMs());
+    if (!caller) return Result<ClusterView>::fail(caller.error());
+    return clusterStatus(*pp->raft, *pp->callTls, [pp] { return whois(*pp); });
+  };
   auto started = Follower::start(std::move(f), *p.raft);
   if (!started) return started.error();
   p.follower = std::move(started).value();

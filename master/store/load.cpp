@@ -242,6 +242,19 @@ Result<bool> readState(sql::Connection& conn, State& st) {
   return r;
 }
 
+
+// The one row of `sqlText` (a lookup by a unique key), or nullopt; `what` names it in an error.
+template <typename Rec, typename RowFn, typename... Args>
+Result<std::optional<Rec>> readOne(sql::Connection& conn, const std::string& what, const char* sqlText, RowFn row,
+                                   const Args&... args) {
+  using R = Result<std::optional<Rec>>;
+  std::vector<Rec> out;
+  auto r = readRows(conn, sqlText, row, out, args...);
+  if (!r.isOk()) return R::fail(conn.path() + ": reading " + what + ": " + r.error());
+  if (out.empty()) return R::ok(std::nullopt);
+  return R::ok(std::move(out.front()));
+}
+
 }  // namespace
 
 Result<State> Store::loadAll() {
@@ -278,14 +291,23 @@ Result<std::vector<AuditRecord>> Store::audit(const AuditQuery& q) {
 }
 
 Result<std::optional<Store::RequestRecord>> Store::request(const std::string& id) {
-  using R = Result<std::optional<RequestRecord>>;
   std::lock_guard<std::mutex> lock(readMu_);
-  std::vector<RequestRecord> out;
-  auto r = readRows(*reader_, "SELECT user, answer, request FROM requests WHERE id = ?",
-                    [](const sql::Stmt& s) { return RequestRecord{s.text(0), s.text(1), s.text(2)}; }, out, id);
-  if (!r.isOk()) return R::fail(path_ + ": reading request " + id + ": " + r.error());
-  if (out.empty()) return R::ok(std::nullopt);
-  return R::ok(out.front());
+  return readOne<RequestRecord>(*reader_, "request " + id, "SELECT user, answer, request FROM requests WHERE id = ?",
+                                [](const sql::Stmt& s) { return RequestRecord{s.text(0), s.text(1), s.text(2)}; }, id);
+}
+
+Result<std::optional<TokenRecord>> Store::token(const std::string& id) {
+  std::lock_guard<std::mutex> lock(readMu_);
+  return readOne<TokenRecord>(*reader_, "token " + id,
+                              "SELECT token_id, kind, user, secret_sha256, created_at, expires_at, uses_left, revoked,"
+                              " description, last_used_at FROM tokens WHERE token_id = ?",
+                              tokenRow, id);
+}
+
+Result<std::optional<UserRecord>> Store::user(const std::string& name) {
+  std::lock_guard<std::mutex> lock(readMu_);
+  return readOne<UserRecord>(*reader_, "user " + name, "SELECT name, admin, uid, gid, created_at FROM users WHERE name = ?",
+                             userRow, name);
 }
 
 }  // namespace yard::store

@@ -161,6 +161,10 @@ class Store {
   Result<std::optional<RequestRecord>> request(const std::string& id);
   // The per-job usage rows matching `q`, by job id (usage_tx.cpp).
   Result<std::vector<UsageRecord>> usage(const UsageQuery& q);
+  // One token by id, and one user by name, as stored (nullopt when absent): a follower checks
+  // a token so, without the leader's registries (docs/ha.md, "When no master leads").
+  Result<std::optional<TokenRecord>> token(const std::string& id);
+  Result<std::optional<UserRecord>> user(const std::string& name);
 
   // Replication (issue 26; changeset.h). With a replicator set, each batch's changes are
   // captured as it runs and handed to `replicate` on the writer thread before its COMMIT; the

@@ -8,6 +8,7 @@
 #include "master/yardctl/cli.h"
 #include "master/yardctl/cluster_text.h"
 #include "master/yardctl/report.h"
+#include "master/yardctl/client.h"
 #include "master/yardctl/request.h"
 #include "master/yardctl/table.h"
 
@@ -38,21 +39,33 @@ std::string versionText(api::ClusterMember::Reader m) {
   return m.getSchemaVersion() == 0 ? v : v + " (schema " + std::to_string(m.getSchemaVersion()) + ")";
 }
 
-int status(GlobalOptions& global, Streams io) {
-  int exitCode = kExitOk;
-  auto frame = request(global, io, [](api::Request::Builder r) {
-    r.setClusterStatus();
-    return std::string();
-  }, exitCode);
-  if (!frame) return exitCode;
-  auto r = frame->root<api::Response>();
+// `stale`: asked of whichever master answers first, leader or not (docs/ha.md, "When no
+// master leads"), instead of the leader.
+int status(GlobalOptions& global, Streams io, bool stale) {
+  auto address = masterAddress(global);
+  if (!address) return reportError(global, io, kExitFailed, address.error());
+  capnp::MallocMessageBuilder message;
+  auto req = message.initRoot<api::Request>();
+  req.setId(1);
+  if (stale) req.setClusterStatusStale();
+  else req.setClusterStatus();
+  auto frame = sendRequest(address.value(), message);
+  if (!frame) {
+    std::string why = frame.error();
+    // No leader answered (an election, or too few masters for one): any master can still say
+    // what it sees. A refusal of the token is the same everywhere.
+    if (!stale && why.rfind("not authenticated", 0) != 0)
+      why += " (`yardctl cluster status --stale` asks whichever master answers, leader or not)";
+    return reportError(global, io, kExitFailed, why);
+  }
+  auto r = frame.value()->root<api::Response>();
   if (!r.isCluster()) return reportError(global, io, kExitFailed, "unexpected answer from the master");
   auto c = r.getCluster();
   if (jsonOutput(global)) {
     Json members = Json::array();
     for (auto m : c.getMembers()) members.push_back(memberJson(m));
     printJson(io, Json{{"single", c.getSingle()}, {"term", c.getTerm()}, {"commitIndex", c.getCommitIndex()},
-                       {"members", members}});
+                       {"answeredBy", c.getAnsweredBy().cStr()}, {"stale", c.getStale()}, {"members", members}});
     return kExitOk;
   }
   Table t({"NAME", "ROLE", "RAFT", "CLIENT", "AGENT", "TERM", "APPLIED", "MEMBERSHIP", "LAST-CONTACT", "VERSION"});
@@ -66,6 +79,12 @@ int status(GlobalOptions& global, Streams io) {
   t.print(io.out);
   if (auto note = mixedVersionNote(versions); !note.empty()) io.out << note << "\n";
   if (c.getSingle()) io.out << "(a single master: no raft_listen)\n";
+  if (c.getStale()) {
+    bool led = false;
+    for (auto m : c.getMembers()) led = led || std::string(m.getRole().cStr()) == "leader";
+    io.out << "(as " << dash(c.getAnsweredBy().cStr()) << " sees them, in its term " << c.getTerm()
+           << ": it does not lead" << (led ? "" : ", and no member that answered leads") << ")\n";
+  }
   return kExitOk;
 }
 
@@ -88,9 +107,11 @@ int remove(GlobalOptions& global, Streams io, const std::string& who) {
 void addClusterCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& action) {
   CLI::App* cluster = app.add_subcommand("cluster", "The masters of a highly available cluster (docs/ha.md)");
   cluster->require_subcommand(1);
-  cluster->add_subcommand("status", "List the masters: role, term, applied index, addresses")->callback([&global, io, &action] {
-    action = [&global, io] { return status(global, io); };
-  });
+  auto stale = std::make_shared<bool>(false);
+  CLI::App* st = cluster->add_subcommand("status", "List the masters: role, term, applied index, addresses");
+  st->add_flag("--stale", *stale,
+               "Ask whichever master answers, not only the leader: works while no master leads (its own view)");
+  st->callback([&global, io, &action, stale] { action = [&global, io, stale] { return status(global, io, *stale); }; });
   auto who = std::make_shared<std::string>();
   CLI::App* rm = cluster->add_subcommand("remove", "Take a master out of the cluster (admins); stop it first");
   rm->add_option("name", *who, "The master's name, raft id or raft address")->required()->type_name("MASTER");

@@ -3,6 +3,7 @@
 // the masters that answered run different versions. Kept apart from cluster_cmd.cpp so that
 // it is tested on its own (tests/unit/yardctl/report_test.cpp).
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,13 +14,16 @@ struct MemberVersion {
   std::string version;  // "" when the member did not say (older than the question)
 };
 
-// "" when every member that answered runs the leader's version; else the note to print.
+// "" when every member that answered runs the leader's version (with no leader among them,
+// as `cluster status --stale` may show: the first one's); else the note to print.
 inline std::string mixedVersionNote(const std::vector<MemberVersion>& members) {
-  std::string leader;
+  std::optional<std::string> reference;
   for (const auto& m : members)
-    if (m.role == "leader") leader = m.version;
+    if (m.role == "leader") reference = m.version;
   for (const auto& m : members)
-    if (m.role != "unreachable" && m.version != leader)
+    if (!reference && m.role != "unreachable") reference = m.version;
+  for (const auto& m : members)
+    if (m.role != "unreachable" && m.version != *reference)
       return "(masters run different versions: upgrade the followers first, the leader last; docs/ha.md, \"Upgrading\")";
   return "";
 }

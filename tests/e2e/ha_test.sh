@@ -3,7 +3,8 @@
 # the CA's fingerprint; yardctl and the agent take the three addresses. Acknowledged writes
 # survive the leader's kill -9, a new leader accepts writes within seconds, the running replica
 # is not fenced, a killed master comes back as a follower and catches up, and a leader stopped
-# (SIGSTOP) past the election timeout steps down when it wakes instead of acting.
+# (SIGSTOP) past the election timeout steps down when it wakes instead of acting; `cluster status
+# --stale` is answered by a follower from its own view, also once no master leads.
 bin=$1
 source "$(dirname "$0")/cluster.sh"
 
@@ -269,4 +270,33 @@ grep -q 'log archive: caught up with the other masters: fetched 0 logs this mast
 "$bin/yardctl" job delete short-ha >/dev/null
 for _ in $(seq 100); do [ -z "$(find "$tmp"/agent1/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break; sleep 0.1; done
 no_leftovers
+
+say "cluster status --stale: a follower answers from its own view, and still does once no master leads"
+ldr=$(leader) || fail "no leader before the stale status"
+f1=$(( ldr % 3 + 1 )); f2=$(( f1 % 3 + 1 ))  # the two followers
+st=$("$bin/yardctl" --master "127.0.0.1:${cport[$f1]}" cluster status --stale -o json 2>&1) || fail "cluster status --stale: $st"
+echo "$st" | F="m$f1" L="m$ldr" python3 -c '
+import json,os,sys
+c=json.load(sys.stdin)
+assert c["stale"] and c["answeredBy"] == os.environ["F"], c
+roles = {x["name"]: x["role"] for x in c["members"]}
+assert roles[os.environ["L"]] == "leader" and roles[os.environ["F"]] == "follower", roles
+' || fail "cluster status --stale through m$f1: $st"
+st=$("$bin/yardctl" --master "127.0.0.1:${cport[$ldr]}" cluster status --stale -o json 2>&1) || fail "cluster status --stale of the leader: $st"
+echo "$st" | L="m$ldr" python3 -c '
+import json,os,sys
+c=json.load(sys.stdin)
+assert not c["stale"] and c["answeredBy"] == os.environ["L"], c
+' || fail "the leader answers --stale with its own, current view: $st"
+out=$(YARD_TOKEN=yard_abcdefgh_0123456789012345678901234567890123456789012 \
+  "$bin/yardctl" --master "127.0.0.1:${cport[$f1]}" cluster status --stale 2>&1) && fail "a follower answered --stale to a bad token: $out"
+echo "$out" | grep -q 'not authenticated' || fail "a bad token's refusal by a follower: $out"
+# Two of three gone: no master can lead.
+kill -9 "${mpid[$ldr]}" "${mpid[$f2]}"; wait "${mpid[$ldr]}" "${mpid[$f2]}" 2>/dev/null
+out=$("$bin/yardctl" cluster status 2>&1) && fail "cluster status answered without a leader: $out"
+echo "$out" | grep -q -- 'cluster status --stale' || fail "cluster status without a leader does not point to --stale: $out"
+table=$("$bin/yardctl" cluster status --stale 2>&1) || fail "cluster status --stale without a leader: $table"
+echo "$table" | grep -Eq "^m$ldr +unreachable " && echo "$table" | grep -Eq "^m$f2 +unreachable " &&
+  echo "$table" | grep -Eq "^m$f1 +(follower|candidate) " && echo "$table" | grep -q "(as m$f1 sees them, .*no member that answered leads)" &&
+  ! echo "$table" | grep -q 'different versions' || fail "cluster status --stale without a leader: $table"
 finish e2e.ha

@@ -88,7 +88,8 @@ ClientApi::RequestInfo ClientApi::requestInfo(api::Request::Which which) {
     case W::AUDIT: return {"audit", false};
     case W::USAGE: return {"usage", false};
     case W::WHOAMI: return {"whoami", false};
-    case W::CLUSTER_STATUS: return {"cluster.status", false};
+    case W::CLUSTER_STATUS:
+    case W::CLUSTER_STATUS_STALE: return {"cluster.status", false};
     case W::CLUSTER_REMOVE: return {"cluster.remove", true};
     case W::EVENT_FEED: return {"events", false};
   }

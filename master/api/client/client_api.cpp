@@ -113,7 +113,8 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     case api::Request::USER_EXEC: return userExec(conn, req.getId(), req.getUserExec(), *caller);
     case api::Request::EVENT_FEED: return eventFeed(conn, req.getId(), req.getEventFeed(), *caller);
     case api::Request::USAGE: return usage(req.getUsage(), a);
-    case api::Request::CLUSTER_STATUS: return clusterStatus(a);
+    case api::Request::CLUSTER_STATUS:
+    case api::Request::CLUSTER_STATUS_STALE: return clusterStatus(a);  // the leader's view is not stale
     case api::Request::CLUSTER_REMOVE: return clusterRemove(req.getClusterRemove().cStr(), a);
     default: break;  // usage (issue 14's accounting) is answered elsewhere, once it exists
   }

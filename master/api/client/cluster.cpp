@@ -2,10 +2,34 @@
 #include <thread>
 
 #include "master/api/client/client_api.h"
+#include "master/api/client/cluster_info.h"
 #include "master/store/schema.h"
 #include "yard/version.h"
 
 namespace yard::master {
+
+void fillClusterInfo(api::ClusterInfo::Builder c, const ClusterView& view, bool stale) {
+  c.setTerm(view.term);
+  c.setCommitIndex(view.commitIndex);
+  c.setAnsweredBy(view.answeredBy);
+  c.setStale(stale);
+  auto list = c.initMembers(static_cast<unsigned>(view.members.size()));
+  for (unsigned i = 0; i < list.size(); ++i) {
+    const ClusterMemberView& v = view.members[i];
+    list[i].setName(v.name);
+    list[i].setRaftId(v.raftId);
+    list[i].setRaftAddress(v.raftAddress);
+    list[i].setClientAddress(v.clientAddress);
+    list[i].setAgentAddress(v.agentAddress);
+    list[i].setRole(v.role);
+    list[i].setVoter(v.voter);
+    list[i].setTerm(v.term);
+    list[i].setAppliedIndex(v.appliedIndex);
+    list[i].setLastContactMs(v.lastContactMs);
+    list[i].setVersion(v.version);
+    list[i].setSchemaVersion(v.schemaVersion);
+  }
+}
 
 void ClientApi::clusterStatus(ClientAnswer a) {
   if (!cluster_ || !cluster_->status) {
@@ -21,34 +45,14 @@ void ClientApi::clusterStatus(ClientAnswer a) {
     m.setLastContactMs(0);
     m.setVersion(kVersion);
     m.setSchemaVersion(static_cast<uint32_t>(store::schema::currentVersion()));
+    c.setAnsweredBy("yard-master");
     return a.send();
   }
   const ClusterOps* ops = cluster_;
   std::thread([ops, a = std::move(a)]() mutable {
     auto view = ops->status();
-    if (!view) {
-      a.setError(view.error());
-    } else {
-      auto c = a.resp.initCluster();
-      c.setTerm(view.value().term);
-      c.setCommitIndex(view.value().commitIndex);
-      auto list = c.initMembers(static_cast<unsigned>(view.value().members.size()));
-      for (unsigned i = 0; i < list.size(); ++i) {
-        const ClusterMemberView& v = view.value().members[i];
-        list[i].setName(v.name);
-        list[i].setRaftId(v.raftId);
-        list[i].setRaftAddress(v.raftAddress);
-        list[i].setClientAddress(v.clientAddress);
-        list[i].setAgentAddress(v.agentAddress);
-        list[i].setRole(v.role);
-        list[i].setVoter(v.voter);
-        list[i].setTerm(v.term);
-        list[i].setAppliedIndex(v.appliedIndex);
-        list[i].setLastContactMs(v.lastContactMs);
-        list[i].setVersion(v.version);
-        list[i].setSchemaVersion(v.schemaVersion);
-      }
-    }
+    if (!view) a.setError(view.error());
+    else fillClusterInfo(a.resp.initCluster(), view.value(), /*stale=*/false);  // the leader's own view
     std::move(a).post();
   }).detach();
 }

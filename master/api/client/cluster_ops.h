@@ -28,6 +28,7 @@ struct ClusterMemberView {
 struct ClusterView {
   std::vector<ClusterMemberView> members;
   uint64_t term = 0, commitIndex = 0;
+  std::string answeredBy;  // the master whose view this is
 };
 
 struct ClusterOps {

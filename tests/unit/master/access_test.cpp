@@ -266,3 +266,46 @@ TEST_CASE("access: a revoke is durable before it is answered, and a join token's
   CHECK_FALSE(h.access->authenticate(admin, "x"));
   CHECK(h.call([&](auto r) { h.access->revokeToken("zzzzzzzz", r); }).error() == "token zzzzzzzz does not exist");
 }
+
+TEST_CASE("access: a follower checks a token against the stored copies by the leader's rules", "[access]") {
+  // authenticateStored: what a follower answering `cluster status --stale` does (docs/ha.md).
+  AccessHarness h;
+  CHECK(h.call([&](auto r) { h.access->createUser({"bob", false, 1001, 1002, 0}, r); }));
+  auto bob = h.apiToken("bob");
+  auto brief = h.apiToken("bob", 1000);
+  std::optional<Result<master::IssuedToken>> join;
+  h.access->createJoinToken(0, 2, "an agent", [&](auto r) { join = r; });
+  h.nodes.settle();
+  REQUIRE(join);
+  REQUIRE(*join);
+
+  auto who = master::authenticateStored(*h.nodes.db, bob.secret, "10.0.0.9:1", h.now);
+  REQUIRE(who);
+  CHECK(who.value().user == "bob");
+  CHECK_FALSE(who.value().admin);
+  CHECK(who.value().uid == 1001);
+  CHECK(who.value().source == "10.0.0.9:1");
+  CHECK(who.value().tokenId == bob.id);
+  auto admin = master::authenticateStored(*h.nodes.db, h.adminSecret(), "x", h.now);
+  REQUIRE(admin);
+  CHECK(admin.value().admin);
+
+  const std::string bad = "not authenticated: the token is unknown, expired or revoked";
+  // A join token is not an API token; a secret with a known id and another secret is refused.
+  CHECK(master::authenticateStored(*h.nodes.db, join->value().secret, "x", h.now).error() == bad);
+  std::string forged = bob.secret;
+  forged.back() = forged.back() == 'A' ? 'B' : 'A';
+  CHECK(master::authenticateStored(*h.nodes.db, forged, "x", h.now).error() == bad);
+  CHECK(master::authenticateStored(*h.nodes.db, "e2e-token", "x", h.now).error() == bad);
+  CHECK_THAT(master::authenticateStored(*h.nodes.db, "", "x", h.now).error(), Catch::StartsWith("not authenticated: no token"));
+  // Expired by the clock given; revoked once the revoke is stored.
+  CHECK(master::authenticateStored(*h.nodes.db, brief.secret, "x", h.now + 999));
+  CHECK(master::authenticateStored(*h.nodes.db, brief.secret, "x", h.now + 1000).error() == bad);
+  CHECK(h.call([&](auto r) { h.access->revokeToken(bob.id, r); }));
+  CHECK(master::authenticateStored(*h.nodes.db, bob.secret, "x", h.now).error() == bad);
+  // A deleted user's tokens go with it.
+  auto carol = (h.call([&](auto r) { h.access->createUser({"carol", false, -1, -1, 0}, r); }), h.apiToken("carol"));
+  CHECK(master::authenticateStored(*h.nodes.db, carol.secret, "x", h.now));
+  CHECK(h.call([&](auto r) { h.access->deleteUser("carol", r); }));
+  CHECK(master::authenticateStored(*h.nodes.db, carol.secret, "x", h.now).error() == bad);
+}

@@ -129,3 +129,12 @@ TEST_CASE("cluster status notes masters that run different versions", "[yardctl]
   CHECK_FALSE(mixedVersionNote({{"follower", ""}, {"leader", "0.2.0"}}).empty());
   CHECK(mixedVersionNote({{"leader", "0.1.0"}}).empty());
 }
+
+TEST_CASE("cluster status --stale without a leader notes versions only when the members that answered differ",
+          "[yardctl][ha]") {
+  // a follower's own view while no master leads: the others unreachable, one candidate
+  CHECK(mixedVersionNote({{"unreachable", ""}, {"candidate", "0.2.0"}, {"unreachable", ""}}).empty());
+  CHECK(mixedVersionNote({{"follower", "0.2.0"}, {"candidate", "0.2.0"}}).empty());
+  CHECK_FALSE(mixedVersionNote({{"follower", "0.1.0"}, {"candidate", "0.2.0"}}).empty());
+  CHECK(mixedVersionNote({{"unreachable", ""}, {"unreachable", ""}}).empty());
+}
