@@ -247,21 +247,21 @@ namespace {
 // An API token's rules, wherever its record and its user's come from: found by the id in the
 // secret, of kind "api", the secret's hash equal, usable at `now`, its user present. Every
 // refusal but a missing token is the same text, so that a probe learns nothing from it.
-Result<Caller> callerOf(std::string_view secret, const std::string& source, int64_t now,
-                        const std::function<std::optional<store::TokenRecord>(const std::string& id)>& token,
-                        const std::function<std::optional<store::UserRecord>(const std::string& name)>& user) {
+// `token(id)` and `user(name)` return the record or null.
+template <typename TokenOf, typename UserOf>
+Result<Caller> callerOf(std::string_view secret, const std::string& source, int64_t now, TokenOf token, UserOf user) {
   using R = Result<Caller>;
   if (secret.empty())
     return R::fail("not authenticated: no token (pass --token, set YARD_TOKEN, or put token in ~/.config/yard/config.toml)");
   const std::string bad = "not authenticated: the token is unknown, expired or revoked";
   auto id = tokens::idOf(secret);
   if (!id) return R::fail(bad);
-  auto t = token(*id);
+  const store::TokenRecord* t = token(*id);
   // The hash is computed whatever was found, so a miss takes as long as a wrong secret.
   std::string hash = tokens::sha256Hex(secret);
   if (!t || t->kind != "api" || !tokensEqual(hash, t->secretSha256)) return R::fail(bad);
   if (rules::tokenUsable(*t, now)) return R::fail(bad);
-  auto u = user(t->user);
+  const store::UserRecord* u = user(t->user);
   if (!u) return R::fail(bad);
   return R::ok(Caller{u->name, u->admin, u->uid, u->gid, source, t->id});
 }
@@ -270,35 +270,36 @@ Result<Caller> callerOf(std::string_view secret, const std::string& source, int6
 
 Result<Caller> Access::authenticate(std::string_view secret, const std::string& source) {
   int64_t now = now_();
+  store::TokenRecord* found = nullptr;
   auto caller = callerOf(
       secret, source, now,
-      [this](const std::string& id) -> std::optional<store::TokenRecord> {
+      [this, &found](const std::string& id) -> const store::TokenRecord* {
         auto it = tokens_.find(id);
-        if (it == tokens_.end()) return std::nullopt;
-        return it->second;
+        found = it == tokens_.end() ? nullptr : &it->second;
+        return found;
       },
-      [this](const std::string& name) -> std::optional<store::UserRecord> {
-        const store::UserRecord* u = user(name);
-        if (!u) return std::nullopt;
-        return *u;
-      });
-  if (caller) touch(tokens_.at(caller.value().tokenId), now);
+      [this](const std::string& name) { return user(name); });
+  if (caller) touch(*found, now);
   return caller;
 }
 
 Result<Caller> authenticateStored(store::Store& store, std::string_view secret, const std::string& source, int64_t now) {
   std::optional<std::string> unreadable;
+  std::optional<store::TokenRecord> token;
+  std::optional<store::UserRecord> user;
   auto caller = callerOf(
       secret, source, now,
-      [&](const std::string& id) -> std::optional<store::TokenRecord> {
+      [&](const std::string& id) -> const store::TokenRecord* {
         auto t = store.token(id);
         if (!t) unreadable = t.error();
-        return t ? t.value() : std::nullopt;
+        token = t ? t.value() : std::nullopt;
+        return token ? &*token : nullptr;
       },
-      [&](const std::string& name) -> std::optional<store::UserRecord> {
+      [&](const std::string& name) -> const store::UserRecord* {
         auto u = store.user(name);
         if (!u) unreadable = u.error();
-        return u ? u.value() : std::nullopt;
+        user = u ? u.value() : std::nullopt;
+        return user ? &*user : nullptr;
       });
   if (unreadable) return Result<Caller>::fail("cannot check the token: " + *unreadable);
   return caller;

@@ -9,8 +9,9 @@
 #     counted afterwards (lost, or made twice);
 #  3. planned stops: as many SIGTERMs of the leader (it hands its lead on, docs/ha.md "Stopping
 #     a master"), timed the same way from the signal; each stop's exit status and handover.
-# Every master runs with the packaged unit's GLIBC_TUNABLES (packaging/systemd/yard-master.service;
-# MASTER_TUNABLES= to run without it).
+# SATURATE="16 32 64 128" adds sustained rounds with that many clients, with how busy the machine
+# was (docs/benchmarks.md). Every master runs with the packaged unit's GLIBC_TUNABLES
+# (packaging/systemd/yard-master.service; MASTER_TUNABLES= to run without it).
 #   tests/bench/ha_bench.sh [BUILD_BIN] [KILLS]
 set -uo pipefail
 bin=${1:-build/bin}
@@ -77,6 +78,30 @@ for n in 1 16 16L; do
   [ "$n" = 16L ] && what="16 clients x 200 jobs"
   echo "submissions/s, $what: single ${s[*]} median $ms; three masters ${h[*]} median $mh;" \
     "ratio $(awk -v a="$mh" -v b="$ms" 'BEGIN { printf "%.2f", a / b }')"
+done
+# SATURATE="16 32 64 128": that many clients, 200 jobs each (as the sustained round), single and
+# three masters one after the other, ROUNDS times, each with the share of the machine's CPU time that was busy
+# (/proc/stat) while it ran: whether more clients buy more (a side that gains is not saturated),
+# and whether either side left cores idle. Medians.
+cpu_ticks() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
+busy_rate() {  # busy_rate ADDR CLIENTS JOBS PREFIX -> "JOBS/S BUSY%"
+  local a b r
+  read -r -a a < <(cpu_ticks)
+  r=$(rate "$@")
+  read -r -a b < <(cpu_ticks)
+  echo "$r $(awk -v u=$((b[0] - a[0])) -v i=$((b[1] - a[1])) 'BEGIN { printf "%.0f", 100 * u / (u + i) }')"
+}
+for c in ${SATURATE:-}; do
+  j=200; sr=(); sb=(); hr=(); hb=()
+  for round in $(seq "${ROUNDS:-3}"); do
+    read -r r b < <(YARD_CA=$single_ca YARD_TOKEN=$single_token busy_rate "$single" "$c" "$j" sat${c}r$round)
+    sr+=("$r"); sb+=("$b")
+    read -r r b < <(busy_rate "127.0.0.1:${cport[1]}" "$c" "$j" hsat${c}r$round)
+    hr+=("$r"); hb+=("$b")
+  done
+  ms=$(median "${sr[@]}"); mh=$(median "${hr[@]}")
+  echo "saturation, $c clients x $j jobs: single ${sr[*]} median $ms (busy $(median "${sb[@]}")%);" \
+    "three masters ${hr[*]} median $mh (busy $(median "${hb[@]}")%); ratio $(awk -v a="$mh" -v b="$ms" 'BEGIN { printf "%.2f", a / b }')"
 done
 kill -9 "$master"
 
