@@ -81,6 +81,7 @@ struct RaftNode::Loop {
   uv_timer_t watch{};
   uv_check_t notice{};
   bool running = false;  // the transport drives the loop
+  bool loopOpen = false;  // uv_loop_init succeeded: uv_loop_close at the end
 
   // The store's state machine (store_machine.h): entries and snapshots.
   std::unique_ptr<StoreMachine> machine;
@@ -273,6 +274,7 @@ Result<std::unique_ptr<RaftNode>> RaftNode::start(RaftSettings settings, store::
   if (!held) return R::fail(held.error());
   l.machine = std::make_unique<StoreMachine>(store, id, held.value(), settings.log, settings.fatal);
   if (int rv = uv_loop_init(&l.loop); rv != 0) return R::fail(std::string("libuv: ") + uv_strerror(rv));
+  l.loopOpen = true;
   node->transport_->attach(&l.loop);
   if (int rv = raft_uv_init(&l.io, &l.loop, settings.dir.c_str(), node->transport_->raw()); rv != 0)
     return R::fail("raft: cannot open " + settings.dir + ": " + raft_strerror(rv) + " (" + l.io.errmsg + ")");
@@ -326,8 +328,9 @@ RaftNode::~RaftNode() {
     });
     transport_->waitLoopEnd();
   }
-  l.machine->waitApplies(0);  // the store's last applies still call into the machine
-  uv_loop_close(&l.loop);
+  // The store's last applies still call into the machine (none when start failed before it).
+  if (l.machine) l.machine->waitApplies(0);
+  if (l.loopOpen) uv_loop_close(&l.loop);
   loop_.reset();
   transport_.reset();
 }

@@ -6,6 +6,7 @@
 #include "tests/unit/ha/raft_harness.h"
 
 #include "master/store/schema.h"
+#include "master/store/sqlite.h"
 
 using namespace yard;
 using namespace yard::master::ha;
@@ -342,4 +343,28 @@ TEST_CASE("a snapshot of an older schema is upgraded as it is restored", "[ha]")
   CHECK(conn->queryInt("SELECT count(*) FROM queues WHERE name LIKE 'q%'").value() == 20);
   conn.reset();
   stopMember(a);
+}
+
+TEST_CASE("a member whose store cannot say what it holds fails to start with why and nothing crashes", "[ha]") {
+  // Regression: RaftNode's destructor waited on a state machine that start() had not made yet,
+  // and closed a libuv loop it had not opened.
+  TempDir tmp;
+  Pki pki = makePki(tmp.file("pki"));
+  fs::create_directories(tmp.file("a"));
+  auto store = openStore(tmp.file("a") + "/state.db");
+  {
+    auto conn = sql::Connection::open(tmp.file("a") + "/state.db");
+    REQUIRE(conn);
+    REQUIRE(conn.value()->exec("DROP TABLE replication"));
+  }
+  RaftSettings s;
+  s.dir = tmp.file("a") + "/raft";
+  s.bindAddress = "127.0.0.1:0";
+  s.bootstrap = true;
+  s.serverTls = pki.server;
+  s.peerTls = pki.peer;
+  s.fatal = [](const std::string& why) { FAIL("fatal: " << why); };
+  auto node = RaftNode::start(s, *store);
+  REQUIRE_FALSE(node);
+  CHECK_THAT(node.error(), Catch::Contains("replication"));
 }
