@@ -52,9 +52,9 @@ int status(GlobalOptions& global, Streams io, bool stale) {
   auto frame = sendRequest(address.value(), message);
   if (!frame) {
     std::string why = frame.error();
-    // No leader answered (an election, or too few masters for one): any master can still say
-    // what it sees. A refusal of the token is the same everywhere.
-    if (!stale && why.rfind("not authenticated", 0) != 0)
+    // No leader answered (an election, or too few masters for one): any of several masters can
+    // still say what it sees. A refusal of the token is the same everywhere.
+    if (!stale && address.value().address.find(',') != std::string::npos && why.rfind("not authenticated", 0) != 0)
       why += " (`yardctl cluster status --stale` asks whichever master answers, leader or not)";
     return reportError(global, io, kExitFailed, why);
   }
