@@ -5,7 +5,8 @@
 //
 // Threads: raft calls apply, snapshot and restore on its loop thread; the store applies a
 // follower's entries on its own writer thread and reports back (countdown of `applying`);
-// proposals are started and ended on the store's writer (the leader's own entries).
+// the leader's own proposals are started on the store's writer and ended there, or on raft's
+// loop when raft refuses or fails one.
 
 #include <condition_variable>
 #include <cstdint>

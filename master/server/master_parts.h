@@ -43,10 +43,8 @@
 
 namespace yard::master {
 
-inline int64_t wallClockMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+// The master's wall clock (unix ms), the client API's: every part stamps with the same one.
+inline constexpr auto wallClockMs = &ClientApi::wallClockMs;
 
 inline int64_t sinceMs(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count();
