@@ -29,4 +29,17 @@ inline std::vector<std::string> splitAddressList(std::string_view list) {
 // left out while it knows of no leader.
 inline constexpr const char* kNotLeader = "not the leader";
 
+// What a leader says of a change still in flight when it lost the lead (deposed, cut off from
+// the others, stopping): neither made nor refused, since the next leader may still commit it.
+// Clients are told "not the leader" (no leader named) with this in the message, so that a
+// request with a request id is sent again and gets what the next leader decided (yardctl), and
+// the HTTP API answers 503 (docs/ha.md, "Retries and request ids").
+inline constexpr const char* kLeadLost = "this master lost the lead before the change was committed";
+
+// `why` as a client is told it: "not the leader: WHY" when it says the lead was lost.
+inline std::string notLeaderWhenLeadLost(const std::string& why) {
+  if (why.rfind(kNotLeader, 0) == 0 || why.find(kLeadLost) == std::string::npos) return why;
+  return std::string(kNotLeader) + ": " + why;
+}
+
 }  // namespace yard::wire

@@ -19,6 +19,7 @@ extern "C" {  // raft's headers declare C functions without saying so
 #include <random>
 #include <thread>
 
+#include "common/wire/address_list.h"
 #include "master/ha/preallocate.h"
 #include "master/ha/store_machine.h"
 #include "master/store/store.h"
@@ -31,6 +32,15 @@ std::string raftError(int rv, raft* r) {
   if (r != nullptr && raft_errmsg(r) != nullptr && *raft_errmsg(r) != '\0' && e != raft_errmsg(r))
     e += std::string(" (") + raft_errmsg(r) + ")";
   return e;
+}
+
+// Why a proposal was not committed. Losing the lead (deposed, stepping down without a
+// majority, stopping) leaves its fate to the next leader: said with wire::kLeadLost, which
+// clients take as "ask again" (docs/ha.md, "Retries and request ids").
+std::string notCommitted(int status) {
+  if (status == RAFT_LEADERSHIPLOST || status == RAFT_NOTLEADER || status == RAFT_SHUTDOWN)
+    return std::string(wire::kLeadLost) + " (" + raft_strerror(status) + ")";
+  return std::string("not committed: ") + raft_strerror(status);
 }
 
 Role roleOf(int state) {
@@ -364,14 +374,14 @@ Result<int64_t> RaftNode::propose(const std::string& changeset) {
         done->promise->set_value(R::ok(static_cast<int64_t>(a->index)));
       } else {
         done->loop->machine->endProposal(done->seq);
-        done->promise->set_value(R::fail(std::string("not committed: ") + raft_strerror(status)));
+        done->promise->set_value(R::fail(notCommitted(status)));
       }
       delete done;
     });
     if (rv != 0) {
       raft_free(buf.base);
       l.machine->endProposal(seq);
-      promise->set_value(R::fail(rv == RAFT_NOTLEADER ? "this master is not the leader" : raftError(rv, &l.r)));
+      promise->set_value(R::fail(rv == RAFT_NOTLEADER ? notCommitted(rv) : raftError(rv, &l.r)));
       delete req;
     }
   });

@@ -145,6 +145,19 @@ Result<Called> callLeader(const MasterTarget& target, capnp::MessageBuilder& mes
         auto r = resp.value()->root<api::Response>();
         std::string error = r.isError() ? r.getError().getMessage().cStr() : "";
         if (error.rfind(wire::kNotLeader, 0) != 0) return R::ok(Called{std::move(client).value(), std::move(resp).value()});
+        // The master lost the lead with this change in flight: the next leader may still commit
+        // it, so its outcome is unknown, as with a lost connection above.
+        if (error.find(wire::kLeadLost) != std::string::npos) {
+          if (!resendable || resent >= 3) return R::ok(Called{std::move(client).value(), std::move(resp).value()});
+          ++resent;
+          std::cerr << "yardctl: " << to.address
+                    << " lost the lead before the change was committed; sending the request again with its "
+                       "request id, which a master makes once\n";
+          why += (why.empty() ? "" : "; ") + to.address + ": " + error + " (sent again, with its request id)";
+          election = true;
+          until = std::max(until, std::chrono::steady_clock::now() + std::chrono::seconds(6));
+          break;
+        }
         std::string leader = r.getError().getLeader().cStr();
         if (leader.empty() || leader == to.address) {
           election = election || leader.empty();

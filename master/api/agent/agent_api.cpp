@@ -9,6 +9,7 @@
 #include "common/lifecycle/wire.h"
 #include "common/util/capnp_text.h"
 #include "common/util/random.h"
+#include "common/wire/address_list.h"
 #include "common/wire/answer.h"
 #include "master/frameworks/framework.h"
 #include "master/store/columns.h"
@@ -25,7 +26,10 @@ constexpr size_t kSpecBytesPerAnswer = 4u << 20;
 
 // How the agent API writes a refusal: the error text in place of an answer.
 struct AgentApiError {
-  void operator()(agentapi::AgentResponse::Builder resp, const std::string& why) const { resp.setError(why); }
+  // A change in flight when this master lost the lead: the agent goes to the next leader.
+  void operator()(agentapi::AgentResponse::Builder resp, const std::string& why) const {
+    resp.setError(wire::notLeaderWhenLeadLost(why));
+  }
 };
 using Answer = wire::Answer<agentapi::AgentResponse, AgentApiError>;
 

@@ -21,6 +21,7 @@
 #include <set>
 #include <string>
 
+#include "common/wire/address_list.h"
 #include "common/wire/answer.h"
 #include "common/wire/server.h"
 #include "master/access/access.h"
@@ -41,7 +42,9 @@ class EventFeed;
 
 // How the client API writes a refusal: one Error line written for the user.
 struct ClientApiError {
-  void operator()(api::Response::Builder resp, const std::string& why) const { resp.initError().setMessage(why); }
+  void operator()(api::Response::Builder resp, const std::string& why) const {
+    resp.initError().setMessage(wire::notLeaderWhenLeadLost(why));
+  }
 };
 
 // The answer to one client request (wire::Answer's interface), with two additions: who asked

@@ -5,6 +5,7 @@
 
 #include "tests/unit/ha/raft_harness.h"
 
+#include "common/wire/address_list.h"
 #include "master/store/schema.h"
 #include "master/store/sqlite.h"
 
@@ -239,6 +240,9 @@ TEST_CASE("a master without a majority commits nothing", "[ha]") {
   auto w = addQueue(*a.store, "held-by-none");
   REQUIRE_FALSE(w);
   CHECK(dump(a.store->path()) == held);
+  // Its fate was the next leader's to decide: a client is told "not the leader", and asks again.
+  CHECK_THAT(w.error(), Catch::Contains(wire::kLeadLost));
+  CHECK_THAT(wire::notLeaderWhenLeadLost(w.error()), Catch::StartsWith(std::string(wire::kNotLeader) + ": "));
   stopMember(a);
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/spec/loader.h"
+#include "common/wire/address_list.h"
 #include "master/config/config.h"
 #include "master/api/http/http_api.h"
 
@@ -153,6 +154,8 @@ TEST_CASE("client API refusals map to HTTP statuses", "[http]") {
   CHECK(statusForError("job x already exists") == 409);
   CHECK(statusForError("queue q is not empty: delete its jobs first") == 409);
   CHECK(statusForError("tasks[0].replicas: must be at least 1") == 400);
+  // A change in flight when the leader lost the lead: try again (docs/ha.md).
+  CHECK(statusForError(wire::notLeaderWhenLeadLost("state.db: not replicated: " + std::string(wire::kLeadLost))) == 503);
 }
 
 TEST_CASE("routes answer without the client API when they can", "[http]") {

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/wire/address_list.h"
 #include "common/wire/server.h"
 #include "master/yardctl/client.h"
 #include "schema/api.capnp.h"
@@ -26,10 +27,12 @@ using namespace yard;
 namespace {
 
 // A master that drops the connection of the first `drop` requests it reads (or, `silent`,
-// leaves them unanswered and open, as a master whose network went does) and answers the rest
-// with done("made"); it records each request's id.
+// leaves them unanswered and open, as a master whose network went does; or, `leadLost`,
+// answers them as a leader that lost the lead with the change in flight does) and answers the
+// rest with done("made"); it records each request's id.
 struct DroppingMaster {
-  explicit DroppingMaster(int drop, bool silent = false) : drop_(drop), silent_(silent) {
+  explicit DroppingMaster(int drop, bool silent = false, bool leadLost = false)
+      : drop_(drop), silent_(silent), leadLost_(leadLost) {
     auto s = wire::FrameServer::listen(
         io, "127.0.0.1:0", yard::testing::testServerTls(), wire::Limits{},
         [this](const std::shared_ptr<wire::Connection>& conn, std::unique_ptr<wire::Frame> frame) {
@@ -40,6 +43,16 @@ struct DroppingMaster {
           }
           if (seen_++ < drop_) {
             if (silent_) return held.push_back(conn);
+            if (leadLost_) {
+              capnp::MallocMessageBuilder m;
+              auto r = m.initRoot<api::Response>();
+              r.setId(req.getId());
+              // As the client API words the store's failure (client_api.h, raft_node.cpp).
+              r.initError().setMessage(wire::notLeaderWhenLeadLost(
+                  "/var/lib/yard/master/state.db: not replicated: " + std::string(wire::kLeadLost) +
+                  " (server has lost leadership)"));
+              return conn->send(m);
+            }
             return conn->close("dropped by the test");
           }
           capnp::MallocMessageBuilder m;
@@ -79,6 +92,7 @@ struct DroppingMaster {
  private:
   int drop_;
   bool silent_;
+  bool leadLost_;
   std::atomic<int> seen_{0};
 };
 
@@ -205,4 +219,33 @@ TEST_CASE("a job change with no answer within 5 s is sent again with the same re
   REQUIRE(ids.size() == 2);
   CHECK(ids[1] == ids[0]);
   CHECK(took >= std::chrono::seconds(5));
+}
+
+TEST_CASE("a job change in flight when its master lost the lead is sent again with the same request id", "[yardctl][ha]") {
+  DroppingMaster master(2, false, /*leadLost=*/true);
+  capnp::MallocMessageBuilder message;
+  auto req = message.initRoot<api::Request>();
+  req.setId(1);
+  req.setJobCancel("train");
+  auto answer = ctl::sendRequest(targetFor(master), message);
+  INFO((answer ? "" : answer.error()));
+  REQUIRE(answer);
+  CHECK(std::string(answer.value()->root<api::Response>().getDone()) == "made");
+  auto ids = master.seen();
+  REQUIRE(ids.size() == 3);
+  CHECK(ids[0].size() == 32);
+  CHECK(ids[1] == ids[0]);
+  CHECK(ids[2] == ids[0]);
+}
+
+TEST_CASE("a request without a request id in flight when its master lost the lead is answered so", "[yardctl][ha]") {
+  DroppingMaster master(1, false, /*leadLost=*/true);
+  capnp::MallocMessageBuilder message;
+  auto req = message.initRoot<api::Request>();
+  req.setId(1);
+  req.setQueueDelete("q");
+  auto answer = ctl::sendRequest(targetFor(master), message);
+  REQUIRE_FALSE(answer);
+  CHECK_THAT(answer.error(), Catch::StartsWith("not the leader: ") && Catch::Contains(wire::kLeadLost));
+  CHECK(master.seen().size() == 1);
 }
