@@ -10,6 +10,7 @@
 #include "common/util/scrub_arg.h"
 #include "common/util/sd_notify.h"
 #include "master/server/flags.h"
+#include "master/server/ha_member.h"
 #include "master/server/master.h"
 
 namespace {
@@ -45,6 +46,11 @@ int main(int argc, char** argv) {
   options.argv0 = argv[0];
   options.argv = std::move(original);
   options.log = logLine;
+  // A new master's join (docs/ha.md): a refusal that retrying cannot mend is exit 2.
+  if (auto failed = master::fetchClusterCa(config.value(), logLine)) {
+    logLine(failed->why);
+    return failed->final ? 2 : 1;
+  }
   auto master = master::Master::create(std::move(config).value(), std::move(options));
   if (!master) {
     logLine(master.error());

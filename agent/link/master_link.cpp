@@ -75,9 +75,9 @@ void MasterLink::preferNext(const std::string& leader) {
   current_ = index + addresses_.size() - 1;
 }
 
-void MasterLink::reconnectLater(const std::string& why, bool soon) {
+void MasterLink::reconnectLater(const std::string& why, bool soon, const std::string& asked) {
   if (stopped_) return;
-  std::string from = address();
+  std::string from = asked.empty() ? address() : asked;
   current_ += 1;  // several masters: the next one (docs/reliability.md, "Several master addresses")
   conn_.reset();
   registered_ = false;
@@ -246,10 +246,11 @@ void MasterLink::onFrame(std::unique_ptr<wire::Frame> frame) {
         // A follower of several masters: it names the leader's agent API when it knows it.
         std::string leader;
         if (auto is = why.find(" is at ", at); is != std::string::npos) leader = why.substr(is + 7);
+        std::string asked = address();
         if (!leader.empty()) preferNext(leader);
         // Named: go there at once. None known (an election): the usual backoff, so that a
         // cluster without a majority is not asked ten times a second by every agent.
-        return reconnectLater(why, /*soon=*/!leader.empty());
+        return reconnectLater(why, /*soon=*/!leader.empty(), asked);
       }
       if (why.find("not registered") != std::string::npos) {
         registered_ = false;

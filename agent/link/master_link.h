@@ -49,7 +49,8 @@ class MasterLink {
   void connect();
   // `soon`: a follower named the leader: try it within 100 ms, not after the growing backoff, so that a failover costs the lease as little as
   // possible (docs/ha.md, "Fencing across a failover").
-  void reconnectLater(const std::string& why, bool soon = false);
+  // `asked`: the master that answered (default: the current one; preferNext moves it).
+  void reconnectLater(const std::string& why, bool soon = false, const std::string& asked = "");
   void onFrame(std::unique_ptr<wire::Frame> frame);
   void sendRegister();
   void beat();

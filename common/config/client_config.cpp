@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/config/toml_config.h"
+#include "common/wire/address_list.h"
 
 namespace yard::config {
 namespace {
@@ -129,7 +130,18 @@ Result<ClientSettings> resolveClientSettings(const std::string& flagMaster, cons
   };
   s.master = first({flagMaster, env("YARD_MASTER"), file.master});
   Entry own;
-  if (auto it = file.masters.find(s.master); it != file.masters.end()) own = it->second;
+  // A list of masters ("A,B,C") uses its own entry, else that of the first address with one:
+  // the masters of a cluster share its CA and tokens.
+  if (auto it = file.masters.find(s.master); it != file.masters.end()) {
+    own = it->second;
+  } else {
+    for (const std::string& address : wire::splitAddressList(s.master)) {
+      if (auto at = file.masters.find(address); at != file.masters.end()) {
+        own = at->second;
+        break;
+      }
+    }
+  }
   s.token = first({flagToken, env("YARD_TOKEN"), own.token, file.defaults.token});
   std::string fileCa = caFromFile(s.configPath, first({own.ca, file.defaults.ca}));
   s.ca = first({flagCa, env("YARD_CA"), fileCa});

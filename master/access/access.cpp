@@ -319,9 +319,14 @@ void Access::touch(store::TokenRecord& t, int64_t now) {
 
 void Access::redeemJoinToken(const std::string& secret, const std::string& node,
                              std::function<void(std::optional<std::string>)> done) {
-  auto finish = [this, node, done](std::optional<std::string> refusal, const std::string& which) {
+  redeemJoin(secret, node, "node.join", std::move(done));
+}
+
+void Access::redeemJoin(const std::string& secret, const std::string& node, const char* request,
+                        std::function<void(std::optional<std::string>)> done) {
+  auto finish = [this, node, request, done](std::optional<std::string> refusal, const std::string& which) {
     store::AuditRecord rec;
-    rec.request = "node.join";
+    rec.request = request;
     rec.target = node;
     rec.outcome = refusal ? "refused" : "ok";
     rec.message = refusal ? *refusal : "joined with " + which;
@@ -356,7 +361,7 @@ void Access::redeemJoinToken(const std::string& secret, const std::string& node,
 
 void Access::redeemMasterJoinToken(const std::string& secret, const std::string& master,
                                    std::function<void(std::optional<std::string>)> done) {
-  if (masterJoinToken_.empty()) return redeemJoinToken(secret, master, std::move(done));
+  if (masterJoinToken_.empty()) return redeemJoin(secret, master, "master.join", std::move(done));
   std::optional<std::string> refusal;
   if (!tokensEqual(secret, masterJoinToken_))
     refusal = "join token refused for a master: this cluster admits masters with its master_join_token only (an "

@@ -140,7 +140,7 @@ class Access {
   // A master's join (docs/ha.md, "Joining"; it is given the cluster CA's key). With a
   // master_join_token (setMasterJoinToken) only that token is accepted: an agent's join token,
   // static or made by yardctl, is refused ("join token refused for a master: ..."). Without
-  // one, as redeemJoinToken. Audited as "master.join", target `master`.
+  // one, as redeemJoinToken. Audited as "master.join", target `master`, either way.
   void setMasterJoinToken(std::string token) { masterJoinToken_ = std::move(token); }
   void redeemMasterJoinToken(const std::string& secret, const std::string& master,
                              std::function<void(std::optional<std::string> refusal)> done);
@@ -200,6 +200,9 @@ class Access {
   static std::string cut(const std::string& message);
 
  private:
+  // redeemJoinToken's work, audited as `request` ("node.join" or "master.join").
+  void redeemJoin(const std::string& secret, const std::string& node, const char* request,
+                  std::function<void(std::optional<std::string> refusal)> done);
   void change(const std::string& key, std::function<std::string()> check, store::Store::Write write,
               std::function<void()> apply, Reply reply);
   void issue(store::TokenRecord rec, std::function<void(Result<IssuedToken>)> done, Origin origin);

@@ -127,6 +127,16 @@ Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function
     auto hp = wire::splitHostPort(ha::raftHostPort(config.join));  // NAME@HOST:PORT too
     if (!hp) return R::fail("--join (join): " + hp.error() + " (a master's raft address, HOST:PORT)");
   }
+  // Before a joiner dials: it would otherwise be admitted (and given the CA) first.
+  if (!config.raftListen.empty()) {
+    if (auto ep = wire::parseEndpoint(config.raftListen); !ep)
+      return R::fail("--raft-listen (raft_listen): " + ep.error() +
+                     " (the IP address and port this master's raft listens on; --raft-advertise may name a host)");
+  }
+  if (!config.raftAdvertise.empty()) {
+    auto hp = wire::splitHostPort(ha::raftHostPort(config.raftAdvertise));
+    if (!hp) return R::fail("--raft-advertise (raft_advertise): " + hp.error() + " (the raft address the others dial)");
+  }
   if (!config.caFingerprint.empty() && !tls::isFingerprint(config.caFingerprint))
     return R::fail("--ca-fingerprint (ca_fingerprint): \"" + config.caFingerprint +
                    "\" must be sha256: followed by 64 hex digits (yard-master logs its CA's at start)");

@@ -156,7 +156,16 @@ struct Follower::Impl {
         std::lock_guard<std::mutex> lock(mu);
         known = leaderRaft;
       }
-      if (!st.leaderAddress.empty() && st.leaderId != raft->id() && st.leaderAddress != known) {
+      if (st.leaderAddress.empty() || st.leaderId == raft->id()) {
+        // No leader (an election, a dead leader forgotten, no majority): clients and agents
+        // are told so, not sent to the last one's port.
+        if (!known.empty()) {
+          std::lock_guard<std::mutex> lock(mu);
+          leaderRaft.clear();
+          leaderClient.clear();
+          leaderAgent.clear();
+        }
+      } else if (st.leaderAddress != known) {
         auto who = ha::callMaster(st.leaderAddress, s.callTls, {"whois"}, std::chrono::seconds(1));
         // whois: ok, name, client address, agent address, role, term, applied index
         if (who && who.value().size() == 7 && who.value()[0] == "ok" && who.value()[4] == "leader") {

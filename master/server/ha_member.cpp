@@ -35,7 +35,7 @@ Result<ha::Fields> askCluster(std::string target, const wire::ClientTls& tls, co
 
 }  // namespace
 
-std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log& log) {
+std::optional<JoinFailure> fetchClusterCa(const MasterConfig& config, const Log& log) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (config.join.empty() || fs::exists(config.dataDir + "/ca.pem", ec)) return std::nullopt;
@@ -43,13 +43,13 @@ std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log&
   std::string expectedCa;
   if (!config.caFile.empty()) {
     auto pem = tls::readFile(config.caFile);
-    if (!pem) return "--ca: " + pem.error();
+    if (!pem) return JoinFailure{"--ca: " + pem.error(), true};
     expectedCa = pem.value();
     tls = wire::makeClientTls(expectedCa, nullptr, tls::kMasterName);
   } else {
     tls = wire::makePinnedClientTls(config.caFingerprint, nullptr);
   }
-  if (!tls) return "--join: TLS: " + tls.error();
+  if (!tls) return JoinFailure{"--join: TLS: " + tls.error(), true};
   std::string why;
   for (int attempt = 0; attempt < 30; ++attempt) {
     std::string pinned;
@@ -59,29 +59,29 @@ std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log&
     if (!answer) {
       why = answer.error();
       // A master whose CA is not the pinned one stays so: retrying would only hide why.
-      if (why.rfind("refusing the master", 0) == 0) return "--join: " + why;
+      if (why.rfind("refusing the master", 0) == 0) return JoinFailure{"--join: " + why, true};
     } else if (answer.value().size() == 3 && answer.value()[0] == "ok") {
       const std::string& caPem = answer.value()[1];
       const std::string& caKey = answer.value()[2];
       auto fp = tls::fingerprint(caPem);
-      if (!fp) return "--join: the cluster's CA: " + fp.error();
+      if (!fp) return JoinFailure{"--join: the cluster's CA: " + fp.error(), true};
       std::string want = config.caFingerprint;
       if (!config.caFile.empty()) {
         auto given = tls::fingerprint(expectedCa);
-        if (!given) return "--ca: " + given.error();
+        if (!given) return JoinFailure{"--ca: " + given.error(), true};
         want = given.value();
       }
       if (fp.value() != want)
-        return "--join: the cluster sent CA " + fp.value() + ", but this master expects " + want;
+        return JoinFailure{"--join: the cluster sent CA " + fp.value() + ", but this master expects " + want, true};
       fs::create_directories(config.dataDir, ec);
       ::chmod(config.dataDir.c_str(), 0700);
-      if (auto w = tls::writeSecretFile(config.dataDir + "/ca.key", caKey); !w) return w.error();
-      if (auto w = tls::writePublicFile(config.dataDir + "/ca.pem", caPem); !w) return w.error();
+      if (auto w = tls::writeSecretFile(config.dataDir + "/ca.key", caKey); !w) return JoinFailure{w.error()};
+      if (auto w = tls::writePublicFile(config.dataDir + "/ca.pem", caPem); !w) return JoinFailure{w.error()};
       log("joined the cluster at " + config.join + ": its CA " + fp.value() + " is in " + config.dataDir + "/ca.pem");
       return std::nullopt;
     } else if (answer.value().size() == 2 && answer.value()[0] == "error") {
       why = answer.value()[1];
-      if (why.find("join token") != std::string::npos) return "--join: the cluster refused: " + why;
+      if (why.find("join token") != std::string::npos) return JoinFailure{"--join: the cluster refused: " + why, true};
     } else {
       why = "an answer this master does not understand";
     }
@@ -90,7 +90,7 @@ std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log&
         std::to_string(attempt + 1) + " of 30 tries)");
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-  return "--join: cannot join the cluster at " + config.join + ": " + why;
+  return JoinFailure{"--join: cannot join the cluster at " + config.join + ": " + why};
 }
 
 Result<std::unique_ptr<ha::RaftNode>> startRaftMember(const MasterConfig& config, const std::string& name,

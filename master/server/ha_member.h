@@ -25,7 +25,13 @@ using Log = std::function<void(const std::string&)>;
 // --join, first start (no <data-dir>/ca.pem yet): asks the cluster at config.join (following
 // redirects to its leader) for its CA, presenting the join token, and writes ca.pem and ca.key.
 // The CA is checked against --ca-fingerprint or --ca. Nothing to do when ca.pem exists.
-std::optional<std::string> fetchClusterCa(const MasterConfig& config, const Log& log);
+// `final`: retrying cannot mend it (a CA other than the pinned one, a refused token, a bad --ca):
+// yard-master exits 2, which systemd does not restart (docs/ha.md, "Joining").
+struct JoinFailure {
+  std::string why;
+  bool final = false;
+};
+std::optional<JoinFailure> fetchClusterCa(const MasterConfig& config, const Log& log);
 
 // Starts the raft member (a new cluster of this master alone on the first start without
 // --join) and makes it the store's replicator.

@@ -81,7 +81,7 @@ Made Master::create(MasterConfig config, MasterOptions options) {
   p->options = std::move(options);
   if (p->config.joinToken.empty())
     p->log("no static join token (join_token in the config): agents join with a token from `yardctl token create`");
-  if (auto e = fetchClusterCa(p->config, p->log)) return Made::fail(*e);
+  if (auto e = fetchClusterCa(p->config, p->log)) return Made::fail(e->why);  // main.cpp has asked already
   if (auto e = openDataDir(*p)) return Made::fail(*e);
   if (auto e = openStore(*p)) return Made::fail(*e);
   if (p->stoppedFollowing) return Made::ok(std::unique_ptr<Master>(new Master(std::move(p))));

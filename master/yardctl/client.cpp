@@ -1,4 +1,5 @@
 #include "master/yardctl/client.h"
+#include "common/config/client_config.h"
 #include "common/wire/address_list.h"
 
 #include <thread>
@@ -56,10 +57,13 @@ std::string sessionFile(const std::string& address, const std::string& caPem) {
 
 Result<std::unique_ptr<wire::FrameClient>> connectMaster(const MasterTarget& target, std::chrono::milliseconds timeout) {
   using R = Result<std::unique_ptr<wire::FrameClient>>;
-  if (target.ca.empty())
+  if (target.ca.empty()) {
+    std::string file = config::clientConfigPath();
     return R::fail("no CA certificate to verify the master at " + target.address +
-                   " with: pass --ca FILE, set YARD_CA, or set ca in ~/.config/yard/config.toml (the master's "
-                   "<data-dir>/ca.pem)");
+                   " with: pass --ca FILE, set YARD_CA, or set ca in " +
+                   (file.empty() ? std::string("~/.config/yard/config.toml") : file) +
+                   " (the master's <data-dir>/ca.pem)");
+  }
   auto pem = tls::readFile(target.ca);
   if (!pem) return R::fail("--ca: " + pem.error());
   auto settings = wire::makeClientTls(pem.value(), nullptr, tls::kMasterName);

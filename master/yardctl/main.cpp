@@ -88,8 +88,8 @@ int main(int argc, char** argv) {
     printJson(io, {{"client", {{"version", yard::kVersion}}}});
     return kExitOk;
   } catch (const CLI::ParseError& e) {
-    if (!json) {
-      app.exit(e);
+    if (!json) {  // as every other error: "yardctl: <message>" (docs/yardctl.md)
+      io.err << "yardctl: " << e.what() << "\nRun with --help for more information.\n";
       return kExitUsage;
     }
     global.output = "json";

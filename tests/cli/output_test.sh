@@ -62,14 +62,14 @@ jexpect 2 "$(err 'name is required')" -- job show
 "$bin/yardctl" job list --frobnicate -o json >"$tmp/o" 2>"$tmp/e"; rc=$?
 [ $rc -eq 2 ] && [ ! -s "$tmp/e" ] && grep -q '"error"' "$tmp/o" || fail "-o json after a bad flag: rc $rc: $(cat "$tmp/o" "$tmp/e")"
 "$bin/yardctl" job show >"$tmp/o" 2>"$tmp/e"; rc=$?
-[ $rc -eq 2 ] && [ ! -s "$tmp/o" ] && grep -q 'name is required' "$tmp/e" || fail "text usage error: rc $rc: $(cat "$tmp/o" "$tmp/e")"
+[ $rc -eq 2 ] && [ ! -s "$tmp/o" ] && grep -q '^yardctl: name is required' "$tmp/e" || fail "text usage error: rc $rc: $(cat "$tmp/o" "$tmp/e")"
 
 # A malformed --master is a usage error naming the flag, the rule and the value, before any
 # address is dialled; a list with one address that answers is fine.
 jexpect 2 "$(err '--master: must be HOST:PORT or a comma-separated list of them, not \",\"')" -- --master , queue list
 jexpect 2 "$(err '--master: \"127.0.0.1:1,,nohost\": \"nohost\" is not HOST:PORT (an IP address or a host name, and a port)')" -- --master 127.0.0.1:1,,nohost queue list
 "$bin/yardctl" --master 127.0.0.1:99999 queue list >"$tmp/o" 2>"$tmp/e"; rc=$?
-[ $rc -eq 2 ] && grep -q '^--master: "127.0.0.1:99999": port must be 0-65535' "$tmp/e" || fail "text --master error: rc $rc: $(cat "$tmp/o" "$tmp/e")"
+[ $rc -eq 2 ] && grep -q '^yardctl: --master: "127.0.0.1:99999": port must be 0-65535' "$tmp/e" || fail "text --master error: rc $rc: $(cat "$tmp/o" "$tmp/e")"
 jexpect 0 "any(q['name'] == 'default' for q in j)" -- --master "127.0.0.1:1,$YARD_MASTER" queue list
 # A malformed $YARD_MASTER is named as such when a command needs the master; the flag wins over
 # it, and commands that need no master (validate) still run.

@@ -36,6 +36,9 @@ start_member 2 "$tmp/joiner.toml" --join "127.0.0.1:${rport[1]}" --ca-fingerprin
 for _ in $(seq 100); do kill -0 "${mpid[2]}" 2>/dev/null || break; sleep 0.1; done
 kill -0 "${mpid[2]}" 2>/dev/null && fail "m2 still runs with the agents' join token"
 grep -q "join token refused for a master" "$tmp/m2.err" || fail "m2's refusal: $(tail -3 "$tmp/m2.err")"
+# Exit 2, which systemd's unit does not restart: retrying cannot mend a refused token.
+wait "${mpid[2]}"; rc=$?
+[ $rc = 2 ] || fail "m2 refused a token exited $rc, not 2"
 [ -e "$tmp/m2/ca.key" ] && fail "m2 was given the CA's key"
 
 say "nor does a join token from yardctl token create"
@@ -54,6 +57,8 @@ kill -0 "${mpid[2]}" 2>/dev/null && fail "m2 still runs (retrying?) with a CA fi
 grep -q -- "--join: refusing the master at 127.0.0.1:${rport[1]}: the master's CA fingerprint is $fp, expected $wrong" \
   "$tmp/m2.err" || fail "m2's refusal of the wrong CA: $(tail -3 "$tmp/m2.err")"
 [ -e "$tmp/m2/ca.key" ] && fail "m2 kept a CA key after refusing the master"
+wait "${mpid[2]}"; rc=$?
+[ $rc = 2 ] || fail "m2 refusing the master's CA exited $rc, not 2"
 "$bin/yard-master" --data-dir "$tmp/m2" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 --raft-listen 127.0.0.1:0 \
   --join "127.0.0.1:${rport[1]}" --master-join-token master-token --ca-fingerprint sha256:zz >"$tmp/m2.bad" 2>&1
 rc=$?

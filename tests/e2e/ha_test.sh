@@ -77,11 +77,11 @@ export YARD_MASTER="127.0.0.1:${cport[1]},127.0.0.1:${cport[2]},127.0.0.1:${cpor
 say "a joiner with a wrong token or CA is refused"
 out=$("$bin/yard-master" --data-dir "$tmp/bad" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 --metrics-listen "" \
   --raft-listen 127.0.0.1:0 --join "127.0.0.1:${rport[1]}" --join-token wrong --ca-fingerprint "$fp" 2>&1); rc=$?
-[ "$rc" -eq 1 ] && echo "$out" | grep -q 'refused: join token' || fail "a wrong token: rc $rc: $out"
+[ "$rc" -eq 2 ] && echo "$out" | grep -q 'refused: join token' || fail "a wrong token: rc $rc: $out"
 out=$("$bin/yard-master" --data-dir "$tmp/bad2" --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 --metrics-listen "" \
   --raft-listen 127.0.0.1:0 --join "127.0.0.1:${rport[1]}" --join-token e2e-token \
   --ca-fingerprint sha256:0000000000000000000000000000000000000000000000000000000000000000 2>&1); rc=$?
-[ "$rc" -eq 1 ] && echo "$out" | grep -q 'fingerprint' || fail "a wrong CA fingerprint: rc $rc: $out"
+[ "$rc" -eq 2 ] && echo "$out" | grep -q 'fingerprint' || fail "a wrong CA fingerprint: rc $rc: $out"
 
 say "an agent and a running job, with the three addresses"
 # A follower's agent address first: it names the leader's, and the agent goes there.
@@ -299,4 +299,8 @@ table=$("$bin/yardctl" cluster status --stale 2>&1) || fail "cluster status --st
 echo "$table" | grep -Eq "^m$ldr +unreachable " && echo "$table" | grep -Eq "^m$f2 +unreachable " &&
   echo "$table" | grep -Eq "^m$f1 +(follower|candidate) " && echo "$table" | grep -q "(as m$f1 sees them, .*no member that answered leads)" &&
   ! echo "$table" | grep -q 'different versions' || fail "cluster status --stale without a leader: $table"
+# The survivor says that no leader is known, rather than sending clients to the dead one's port.
+out=$("$bin/yardctl" --master "127.0.0.1:${cport[$f1]}" queue list 2>&1) && fail "queue list answered without a leader: $out"
+echo "$out" | grep -q 'no leader is known' && ! echo "$out" | grep -q "127.0.0.1:${cport[$ldr]}" ||
+  fail "a follower without a leader still sends clients to the last one: $out"
 finish e2e.ha

@@ -37,7 +37,8 @@ void ClientApi::clusterStatus(ClientAnswer a) {
     auto c = a.resp.initCluster();
     c.setSingle(true);
     auto m = c.initMembers(1)[0];
-    m.setName("yard-master");
+    std::string name = config_.name.empty() ? "yard-master" : config_.name;  // --name, if given
+    m.setName(name);
     m.setClientAddress(config_.advertise.empty() ? config_.listen : config_.advertise);
     m.setAgentAddress(config_.agentListen);
     m.setRole("leader");
@@ -45,7 +46,7 @@ void ClientApi::clusterStatus(ClientAnswer a) {
     m.setLastContactMs(0);
     m.setVersion(kVersion);
     m.setSchemaVersion(static_cast<uint32_t>(store::schema::currentVersion()));
-    c.setAnsweredBy("yard-master");
+    c.setAnsweredBy(name);
     return a.send();
   }
   const ClusterOps* ops = cluster_;

@@ -79,6 +79,11 @@ http = "10.0.0.2:7780"
     auto unknown = config::resolveClientSettings("10.0.0.3:7700", "", "");
     CHECK(unknown.value().token == "top-token");
     CHECK(unknown.value().http == "10.0.0.9:7443");
+    // A list of masters: the first address with an entry of its own (docs/yardctl.md).
+    auto list = config::resolveClientSettings("10.0.0.3:7700,10.0.0.2:7700,10.0.0.1:7700", "", "");
+    CHECK(list.value().token == "other-token");
+    CHECK(list.value().ca == "/abs/other.pem");
+    CHECK(config::resolveClientSettings("10.0.0.3:7700,10.0.0.4:7700", "", "").value().token == "top-token");
     auto flags = config::resolveClientSettings("10.0.0.2:7700", "flag-token", "/flag.pem");
     CHECK(flags.value().token == "flag-token");
     CHECK(flags.value().ca == "/flag.pem");

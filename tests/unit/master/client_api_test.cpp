@@ -629,6 +629,17 @@ TEST_CASE("a join token with one use admits one agent - the static token any", "
     CHECK(std::string(r.getMessage()).find(secret) == std::string::npos);
   }
   CHECK(joins == 10);
+  // A master joining with a join token (no master_join_token set) is audited as a master.
+  std::promise<std::optional<std::string>> masterJoined;
+  asio::post(h.nodes.io, [&] {
+    h.access().redeemMasterJoinToken("e2e-token", "m4", [&](auto r) { masterJoined.set_value(r); });
+  });
+  CHECK(masterJoined.get_future().get() == std::nullopt);
+  auto later = h.call([](auto req) { req.initAudit(); });
+  int masterJoins = 0;
+  for (auto r : later->root<api::Response>().getAuditRecords())
+    masterJoins += r.getRequest() == "master.join" && r.getTarget() == "m4" && r.getOutcome() == "ok";
+  CHECK(masterJoins == 1);
   (void)id;
 }
 

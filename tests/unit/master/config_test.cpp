@@ -150,6 +150,22 @@ TEST_CASE("bad master flags name the flag and the rule", "[config]") {
         "--ca-fingerprint (ca_fingerprint): \"sha256:zz\" must be sha256: followed by 64 hex digits (yard-master logs "
         "its CA's at start)");
   CHECK_THAT(joining("127.0.0.1:7790", "sha256:" + std::string(64, 'g')).error(), Catch::StartsWith("--ca-fingerprint"));
+  // So is the raft address it listens on (an IP address and a port): a joiner would otherwise
+  // be admitted, and given the CA, before finding it cannot listen there.
+  auto listening = [&](const std::string& raftListen, const std::string& advertise = "") {
+    std::vector<std::string> args{"--raft-listen", raftListen, "--join", "127.0.0.1:7790", "--join-token", "t",
+                                  "--ca-fingerprint", pin};
+    if (!advertise.empty()) args.insert(args.end(), {"--raft-advertise", advertise});
+    return merged(args);
+  };
+  CHECK(listening("127.0.0.4:7792"));
+  CHECK(listening("127.0.0.4:7792", "yard-m4:7792"));
+  CHECK(listening("127.0.0.4").error() ==
+        "--raft-listen (raft_listen): \"127.0.0.4\" is not HOST:PORT (the IP address and port this master's raft "
+        "listens on; --raft-advertise may name a host)");
+  CHECK_THAT(listening("yard-m4:7792").error(),
+             Catch::StartsWith("--raft-listen (raft_listen): \"yard-m4:7792\": \"yard-m4\" is not an IP address"));
+  CHECK_THAT(listening("127.0.0.4:7792", "yard m4:7792").error(), Catch::StartsWith("--raft-advertise (raft_advertise): "));
   CHECK(parse({"--no-such-flag"}).exitCode == 2);
   CHECK_FALSE(parse({"--no-such-flag"}).flags);
 }
