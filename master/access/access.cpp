@@ -319,14 +319,15 @@ void Access::touch(store::TokenRecord& t, int64_t now) {
 
 void Access::redeemJoinToken(const std::string& secret, const std::string& node,
                              std::function<void(std::optional<std::string>)> done) {
-  redeemJoin(secret, node, "node.join", std::move(done));
+  redeemJoin(secret, node, "node.join", "", std::move(done));
 }
 
 void Access::redeemJoin(const std::string& secret, const std::string& node, const char* request,
-                        std::function<void(std::optional<std::string>)> done) {
-  auto finish = [this, node, request, done](std::optional<std::string> refusal, const std::string& which) {
+                        const std::string& source, std::function<void(std::optional<std::string>)> done) {
+  auto finish = [this, node, request, source, done](std::optional<std::string> refusal, const std::string& which) {
     store::AuditRecord rec;
     rec.request = request;
+    rec.source = source;
     rec.target = node;
     rec.outcome = refusal ? "refused" : "ok";
     rec.message = refusal ? *refusal : "joined with " + which;
@@ -359,9 +360,9 @@ void Access::redeemJoin(const std::string& secret, const std::string& node, cons
   });
 }
 
-void Access::redeemMasterJoinToken(const std::string& secret, const std::string& master,
+void Access::redeemMasterJoinToken(const std::string& secret, const std::string& master, const std::string& source,
                                    std::function<void(std::optional<std::string>)> done) {
-  if (masterJoinToken_.empty()) return redeemJoin(secret, master, "master.join", std::move(done));
+  if (masterJoinToken_.empty()) return redeemJoin(secret, master, "master.join", source, std::move(done));
   std::optional<std::string> refusal;
   if (!tokensEqual(secret, masterJoinToken_))
     refusal = "join token refused for a master: this cluster admits masters with its master_join_token only (an "
@@ -369,6 +370,7 @@ void Access::redeemMasterJoinToken(const std::string& secret, const std::string&
   store::AuditRecord rec;
   rec.request = "master.join";
   rec.target = master;
+  rec.source = source;
   rec.outcome = refusal ? "refused" : "ok";
   rec.message = refusal ? *refusal : "joined with the configured master_join_token";
   record(rec, [done, refusal] { done(refusal); });

@@ -142,7 +142,8 @@ class Access {
   // static or made by yardctl, is refused ("join token refused for a master: ..."). Without
   // one, as redeemJoinToken. Audited as "master.join", target `master`, either way.
   void setMasterJoinToken(std::string token) { masterJoinToken_ = std::move(token); }
-  void redeemMasterJoinToken(const std::string& secret, const std::string& master,
+  // `source`: the joiner's IP:PORT, for the audit record.
+  void redeemMasterJoinToken(const std::string& secret, const std::string& master, const std::string& source,
                              std::function<void(std::optional<std::string> refusal)> done);
 
   // Users.
@@ -201,7 +202,7 @@ class Access {
 
  private:
   // redeemJoinToken's work, audited as `request` ("node.join" or "master.join").
-  void redeemJoin(const std::string& secret, const std::string& node, const char* request,
+  void redeemJoin(const std::string& secret, const std::string& node, const char* request, const std::string& source,
                   std::function<void(std::optional<std::string> refusal)> done);
   void change(const std::string& key, std::function<std::string()> check, store::Store::Write write,
               std::function<void()> apply, Reply reply);

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -23,6 +25,35 @@ constexpr uint32_t kMaxMessage = 1u << 20;  // a join's answer (the CA) is a few
 // From a peer with a master certificate: a copy of an archived log's piece (1 MiB at most)
 // with its time marks (4 MiB at most) in one message (server/log_copies.h).
 constexpr uint32_t kMaxMasterMessage = 6u << 20;
+// From a peer without one (a joining master, `whois`, `version`): a token and an address.
+constexpr uint32_t kMaxGuestMessage = 16u << 10;
+
+// Connections on the raft port that are not (yet) a master's: in the TLS handshake, or from a
+// peer without a master certificate. At most kMaxGuestsFromOne from one address and
+// kMaxGuests in all; more are closed at once, so that idle or slow connections cannot take
+// the master's memory or file descriptors (docs/ha.md, "Settings"). A master's connection
+// leaves the count once its certificate is verified.
+constexpr int kMaxGuests = 512, kMaxGuestsFromOne = 64;
+struct GuestCount {
+  std::mutex mu;
+  std::map<asio::ip::address, int> bySource;  // guarded by mu
+  int total = 0;                              // guarded by mu
+  uint64_t refused = 0;                       // guarded by mu: since the last log line
+  std::chrono::steady_clock::time_point lastLogged;
+};
+// One counted connection; released when its stream goes, or once it proves to be a master's.
+struct GuestSlot {
+  std::shared_ptr<GuestCount> counts;
+  asio::ip::address source;
+  bool held = true;  // guarded by counts->mu
+  void release() {
+    std::lock_guard<std::mutex> lock(counts->mu);
+    if (!held) return;
+    held = false;
+    counts->total--;
+    if (--counts->bySource[source] <= 0) counts->bySource.erase(source);
+  }
+};
 
 void putU32(std::string& out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
@@ -164,6 +195,7 @@ struct TlsTransport::Impl {
   std::mutex mu;
   std::vector<std::function<void()>> toLoop;  // guarded by mu
   CallHandler handler;                        // guarded by mu
+  std::shared_ptr<GuestCount> guests = std::make_shared<GuestCount>();
 
   // Raft's loop thread only.
   raft_id id = 0;
@@ -325,8 +357,40 @@ struct TlsTransport::Impl {
   // A connection from another master (or a joining one): TLS, then its first message.
   void serve(tcp::socket socket) {
     asio::error_code ignored;
+    auto remote = socket.remote_endpoint(ignored);
+    if (ignored) return;  // gone already
+    auto source = remote.address();
+    std::string peer = source.is_v6() ? "[" + source.to_string() + "]:" + std::to_string(remote.port())
+                                      : source.to_string() + ":" + std::to_string(remote.port());
+    auto slot = std::make_shared<GuestSlot>();
+    slot->counts = guests;
+    slot->source = source;
+    {
+      std::lock_guard<std::mutex> lock(guests->mu);
+      int& mine = guests->bySource[source];
+      if (guests->total >= kMaxGuests || mine >= kMaxGuestsFromOne) {
+        if (mine == 0) guests->bySource.erase(source);
+        guests->refused++;
+        auto now = std::chrono::steady_clock::now();
+        if (log && now - guests->lastLogged >= std::chrono::seconds(10)) {
+          log("raft: closed " + std::to_string(guests->refused) + " connection(s) at once: " +
+              std::to_string(guests->total) + " not yet known as masters' are open (" + std::to_string(mine) +
+              " from " + source.to_string() + "; at most " + std::to_string(kMaxGuestsFromOne) + " from one address, " +
+              std::to_string(kMaxGuests) + " in all)");
+          guests->lastLogged = now;
+          guests->refused = 0;
+        }
+        socket.close(ignored);
+        return;
+      }
+      mine++;
+      guests->total++;
+    }
     socket.set_option(tcp::no_delay(true), ignored);
-    auto stream = std::make_shared<TlsStream>(std::move(socket), *server.context);
+    auto stream = std::shared_ptr<TlsStream>(new TlsStream(std::move(socket), *server.context), [slot](TlsStream* t) {
+      delete t;
+      slot->release();
+    });
     auto deadline = std::make_shared<asio::steady_timer>(io);
     deadline->expires_after(std::chrono::seconds(10));
     deadline->async_wait([stream](asio::error_code ec) {
@@ -335,10 +399,11 @@ struct TlsTransport::Impl {
         stream->lowest_layer().close(e);
       }
     });
-    stream->async_handshake(asio::ssl::stream_base::server, [this, stream, deadline](asio::error_code ec) {
+    stream->async_handshake(asio::ssl::stream_base::server, [this, stream, deadline, slot, peer](asio::error_code ec) {
       if (ec) return (void)deadline->cancel();
       bool isMaster = wire::verifiedPeerName(stream->native_handle()) == std::string(tls::kMasterName);
-      readMessage(*stream, stream, [this, stream, deadline, isMaster](std::optional<Fields> msg) {
+      if (isMaster) slot->release();
+      readMessage(*stream, stream, [this, stream, deadline, isMaster, peer](std::optional<Fields> msg) {
         if (!msg || msg->empty()) return (void)deadline->cancel();
         if ((*msg)[0] == "raft" && msg->size() == 3 && isMaster) {
           deadline->cancel();
@@ -371,8 +436,8 @@ struct TlsTransport::Impl {
           });
         };
         if (!h) return answer({"error", "this master is not serving requests yet"});
-        h(std::move(request), isMaster, std::move(answer));
-      }, isMaster ? kMaxMasterMessage : kMaxMessage);
+        h(std::move(request), isMaster, peer, std::move(answer));
+      }, isMaster ? kMaxMasterMessage : kMaxGuestMessage);
     });
   }
 

@@ -53,7 +53,9 @@ class TlsTransport {
  public:
   // Answers a "call": the request's fields (after "call"), whether the peer presented a
   // master certificate, and the function to answer with (any thread, once).
-  using CallHandler = std::function<void(Fields request, bool peerIsMaster, std::function<void(Fields)> answer)>;
+  // `peer`: the caller's address (IP:PORT), for the audit trail and the log.
+  using CallHandler = std::function<void(Fields request, bool peerIsMaster, const std::string& peer,
+                                         std::function<void(Fields)> answer)>;
 
   TlsTransport(wire::ServerTls server, wire::ClientTls peer, std::function<void(const std::string&)> log);
   ~TlsTransport();

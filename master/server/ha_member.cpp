@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <system_error>
 #include <thread>
 
 #include "common/wire/tls.h"
@@ -60,6 +61,11 @@ std::optional<JoinFailure> fetchClusterCa(const MasterConfig& config, const Log&
       why = answer.error();
       // A master whose CA is not the pinned one stays so: retrying would only hide why.
       if (why.rfind("refusing the master", 0) == 0) return JoinFailure{"--join: " + why, true};
+      // Likewise a master whose certificate is not of the CA in --ca.
+      if (!config.caFile.empty() && why.find("did not verify") != std::string::npos)
+        return JoinFailure{"--join: the master at " + config.join + " is not of the cluster CA in --ca " + config.caFile +
+                               ": " + why,
+                           true};
     } else if (answer.value().size() == 3 && answer.value()[0] == "ok") {
       const std::string& caPem = answer.value()[1];
       const std::string& caKey = answer.value()[2];
@@ -82,6 +88,7 @@ std::optional<JoinFailure> fetchClusterCa(const MasterConfig& config, const Log&
     } else if (answer.value().size() == 2 && answer.value()[0] == "error") {
       why = answer.value()[1];
       if (why.find("join token") != std::string::npos) return JoinFailure{"--join: the cluster refused: " + why, true};
+      if (why.rfind("refused: ", 0) == 0) return JoinFailure{"--join: the cluster " + why, true};
     } else {
       why = "an answer this master does not understand";
     }
@@ -142,7 +149,11 @@ std::optional<std::string> becomeVoter(const MasterConfig& config, const tls::Ma
       log("raft: this master is a voter of the cluster");
       return std::nullopt;
     }
-    why = !answer ? answer.error() : answer.value().size() > 1 ? answer.value()[1] : "refused";
+    std::string now = !answer ? answer.error() : answer.value().size() > 1 ? answer.value()[1] : "refused";
+    // The leader refused it for good (its address or name is another member's): say so now.
+    if (now.rfind("refused: ", 0) == 0) return "cannot become a voter of the cluster at " + config.join + ": " + now;
+    if (now != why) log("raft: not a voter yet (" + now + "); asking again");
+    why = now;
     for (int i = 0; i < 10 && !hooks.stopping(); ++i) {
       hooks.alive();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -249,7 +260,7 @@ Result<ClusterView> clusterStatus(ha::RaftNode& raft, const wire::ClientTls& tls
     bool here = s.members[i].id == raft.id();
     // Raft's own contact: when the member last answered this leader's appends or heartbeats.
     v.lastContactMs = here ? 0 : raft.transport().sinceHeardMs(v.raftId);
-    asks.emplace_back([&, &v = v, here] {
+    auto ask = [&, &v = v, here] {
       auto who = here ? Result<ha::Fields>::ok(self())
                       : ha::callMaster(v.raftAddress, tls, {"whois"}, std::chrono::seconds(1));
       if (!who || who.value().size() != 7 || who.value()[0] != "ok") {
@@ -271,7 +282,12 @@ Result<ClusterView> clusterStatus(ha::RaftNode& raft, const wire::ClientTls& tls
         v.version = version.value()[1];
         v.schemaVersion = static_cast<uint32_t>(std::strtoul(version.value()[2].c_str(), nullptr, 10));
       }
-    });
+    };
+    try {
+      asks.emplace_back(ask);
+    } catch (const std::system_error&) {  // out of threads: asked here, one after another
+      ask();
+    }
   }
   for (auto& t : asks) t.join();
   return Result<ClusterView>::ok(std::move(view));
@@ -290,6 +306,25 @@ Result<std::string> removeMember(ha::RaftNode& raft, const wire::ClientTls& tls,
   const ClusterMemberView& m = *matches[0];
   if (m.raftId == raft.id())
     return R::fail("it is the leader: stop it (another master takes the lead) and remove it from there");
+  // The change commits on the voters left, as does everything after it: refused when too few
+  // of them answer now (a member down and a live one removed would leave no majority).
+  if (m.voter == "voter") {
+    int left = 0, answering = 0;
+    std::string silent;
+    for (const auto& o : view.value().members) {
+      if (o.raftId == m.raftId || o.voter != "voter") continue;
+      left++;
+      if (o.role != "unreachable") {
+        answering++;
+      } else {
+        silent += (silent.empty() ? "" : ", ") + (o.name.empty() ? o.raftAddress : o.name);
+      }
+    }
+    if (answering < left / 2 + 1)
+      return R::fail("refused: it would leave " + std::to_string(left) + " voters of which " + std::to_string(answering) +
+                     " answer (" + silent + " does not), too few to commit the change or anything after it; bring " +
+                     silent + " back, or remove it first");
+  }
   auto removed = raft.remove(m.raftId);
   if (!removed) return R::fail(removed.error());
   log("raft: removed master " + m.name + " (raft id " + std::to_string(m.raftId) + ", " + m.raftAddress + ")");

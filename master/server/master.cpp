@@ -160,8 +160,9 @@ std::optional<std::string> openStore(Master::Parts& p) {
   // Other masters' requests (server/member_calls.h).
   answerMemberCalls(MemberCallParts{
       *p.raft, p.pki, p.removed, p.serving, *p.logCopies, *p.logSync, p.io, [pp] { return whois(*pp); },
-      [pp](const std::string& secret, const std::string& joiner, std::function<void(std::optional<std::string>)> done) {
-        pp->access->redeemMasterJoinToken(secret, joiner, std::move(done));
+      [pp](const std::string& secret, const std::string& joiner, const std::string& source,
+           std::function<void(std::optional<std::string>)> done) {
+        pp->access->redeemMasterJoinToken(secret, joiner, source, std::move(done));
       },
       p.log});
   // Until it leads, the main thread waits here: a stop signal ends the wait, and systemd's

@@ -2,16 +2,44 @@
 
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <thread>
 
+#include "master/ha/raft_address.h"
 #include "master/server/log_copies.h"
 #include "master/server/log_sync.h"
 
 namespace yard::master {
 
+namespace {
+
+// Why a master with raft id `id` at `address` ("NAME@HOST:PORT") may not join: another member
+// holds its raft address (the same master, restarted from an empty data directory without
+// being removed first) or its name. nullopt when neither.
+std::optional<std::string> memberClash(const ha::RaftStatus& s, uint64_t id, const std::string& address) {
+  std::string hostPort = ha::raftHostPort(address), name = ha::raftMemberName(address);
+  for (const auto& m : s.members) {
+    if (m.id == id) continue;
+    std::string theirs = ha::raftMemberName(m.address);
+    std::string label = (theirs.empty() ? "" : theirs + ", ") + "raft id " + std::to_string(m.id);
+    if (ha::raftHostPort(m.address) == hostPort)
+      return "refused: the raft address " + hostPort + " is already member " + label +
+             " (a master restarted from an empty data directory?): remove it first (yardctl cluster remove " +
+             std::to_string(m.id) + "), then join again";
+    if (!name.empty() && theirs == name)
+      return "refused: a master named " + name + " is already a member (" + label + ", " + ha::raftHostPort(m.address) +
+             "): start this one with another --name, or remove that one first (yardctl cluster remove " +
+             std::to_string(m.id) + ")";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void answerMemberCalls(MemberCallParts parts) {
   auto p = std::make_shared<const MemberCallParts>(std::move(parts));
-  p->raft.transport().setCallHandler([p](ha::Fields req, bool isMaster, std::function<void(ha::Fields)> answer) {
+  p->raft.transport().setCallHandler([p](ha::Fields req, bool isMaster, const std::string& peer,
+                                              std::function<void(ha::Fields)> answer) {
     if (req.size() == 1 && req[0] == "whois") return answer(p->whois());
     if (auto a = answerMembershipCall(req, isMaster, p->raft, p->removed, p->log)) return answer(*a);
     if (!req.empty() && (req[0] == "archive" || req[0] == "archive-list" || req[0] == "archive-get")) {
@@ -26,10 +54,19 @@ void answerMemberCalls(MemberCallParts parts) {
       return answer({"error", "this master is starting; try again"});
     }
     if (req.size() == 3 && req[0] == "join") {
-      asio::post(p->io, [p, req, answer] {
-        p->redeemJoin(req[1], "master " + req[2], [p, answer, joiner = req[2]](std::optional<std::string> refusal) {
-          if (refusal) return answer({"error", *refusal});
-          p->log("raft: the master at " + joiner + " is given the cluster CA to join");
+      // Before the CA is given: a master already in the configuration at that address.
+      if (auto clash = memberClash(p->raft.status(), 0, req[2])) {
+        p->log("raft: a master joining from " + req[2].substr(0, 200) + " is " + *clash);
+        return answer({"error", *clash});
+      }
+      asio::post(p->io, [p, req, answer, peer] {
+        p->redeemJoin(req[1], "master " + req[2], peer, [p, answer, peer, joiner = req[2]](std::optional<std::string> refusal) {
+          if (refusal) {
+            p->log("raft: refused a master joining from " + peer + " (raft address " + joiner.substr(0, 200) +
+                   "): " + *refusal);
+            return answer({"error", *refusal});
+          }
+          p->log("raft: the master at " + joiner + " (from " + peer + ") is given the cluster CA to join");
           answer({"ok", p->pki.ca.certPem, p->pki.ca.keyPem});
         });
       });
@@ -44,6 +81,10 @@ void answerMemberCalls(MemberCallParts parts) {
       if (!isMaster) return answer({"error", "promote: only a master (certificate yard-master) may ask"});
       uint64_t id = std::strtoull(req[1].c_str(), nullptr, 10);
       std::string address = req[2];
+      if (auto clash = memberClash(p->raft.status(), id, address)) {
+        p->log("raft: master " + std::to_string(id) + " at " + address + " is " + *clash);
+        return answer({"error", *clash});
+      }
       // addVoter blocks until raft's loop has made the change: not on the thread that called.
       std::thread([p, id, address, answer] {
         auto added = p->raft.addVoter(id, address);

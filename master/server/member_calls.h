@@ -36,8 +36,9 @@ struct MemberCallParts {
   asio::io_context& io;  // where join tokens are redeemed
   // This master's "whois" answer.
   std::function<ha::Fields()> whois;
-  // Redeems a master join token for JOINER: nullopt, or why not. Called on `io`, once serving.
-  std::function<void(const std::string& secret, const std::string& joiner,
+  // Redeems a master join token for JOINER, calling from SOURCE (its IP:PORT): nullopt, or why
+  // not. Called on `io`, once serving.
+  std::function<void(const std::string& secret, const std::string& joiner, const std::string& source,
                      std::function<void(std::optional<std::string> refusal)> done)>
       redeemJoin;
   Log log;

@@ -96,6 +96,7 @@ import json, sys
 rows = [r for r in json.load(sys.stdin) if r.get("request") == "master.join"]
 outcomes = sorted(r["outcome"] for r in rows)
 assert outcomes == ["ok", "refused", "refused"], outcomes
+assert all(r["source"].startswith("127.0.0.1:") for r in rows), rows  # where each joiner called from
 ' || fail "the audit trail's master joins: $(echo "$audit" | grep -o '"master.join"[^}]*' | head -5)"
 for i in 1 2; do kill "${mpid[$i]}" 2>/dev/null; done
 for i in 1 2; do wait "${mpid[$i]}" 2>/dev/null; done

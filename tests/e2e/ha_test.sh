@@ -220,6 +220,30 @@ kill "${mpid[$gone]}"; wait "${mpid[$gone]}"; rc=$?
 [ "$rc" = 0 ] || fail "follower m$gone exited $rc on SIGTERM: $(tail -5 "$tmp/m$gone.err")"
 tail -2 "$tmp/m$gone.err" | grep -q 'shutting down on SIGTERM while following the leader' &&
   tail -1 "$tmp/m$gone.err" | grep -q 'stopped$' || fail "follower m$gone did not stop in order: $(tail -3 "$tmp/m$gone.err")"
+# With m$gone down, removing the other live follower would leave two voters of which one
+# answers: no majority for the change or anything after it. Refused, and nothing changes.
+other=$((6 - ldr - gone))
+out=$("$bin/yardctl" cluster remove "m$other" 2>&1); rc=$?
+[ "$rc" -eq 1 ] && echo "$out" | grep -q "refused: it would leave 2 voters of which 1 answer (m$gone does not)" ||
+  fail "removing a live follower while another is down: rc $rc: $out"
+n=$("$bin/yardctl" cluster status -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))')
+[ "$n" = 3 ] || fail "after the refused remove: $n members"
+
+say "a new master may not join at a member's raft address, nor under a member's name"
+out=$(timeout 60 "$bin/yard-master" --name clash --config "$tmp/master.toml" --data-dir "$tmp/clash" --listen 127.0.0.1:0 \
+  --agent-listen 127.0.0.1:0 --metrics-listen "" --raft-listen "127.0.0.1:${rport[$gone]}" \
+  --join "127.0.0.1:${rport[$ldr]}" --join-token e2e-token --ca-fingerprint "$fp" 2>&1); rc=$?
+[ "$rc" -eq 2 ] && echo "$out" | grep -q "refused: the raft address 127.0.0.1:${rport[$gone]} is already member m$gone" ||
+  fail "a join at a stopped member's raft address: rc $rc: $out"
+[ -e "$tmp/clash/ca.key" ] && fail "a join at a member's raft address was given the CA's key"
+out=$(timeout 60 "$bin/yard-master" --name "m$other" --config "$tmp/master.toml" --data-dir "$tmp/clash2" \
+  --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 --metrics-listen "" --raft-listen "127.0.0.1:$(free_port)" \
+  --join "127.0.0.1:${rport[$ldr]}" --join-token e2e-token --ca-fingerprint "$fp" 2>&1); rc=$?
+[ "$rc" -eq 1 ] && echo "$out" | grep -q "refused: a master named m$other is already a member" ||
+  fail "a join under a member's name: rc $rc: $out"
+n=$("$bin/yardctl" cluster status -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))')
+[ "$n" = 3 ] || fail "after the refused joins: $n members"
+
 out=$("$bin/yardctl" cluster remove "m$gone" 2>&1) || fail "cluster remove m$gone: $out"
 echo "$out" | grep -q "removed master m$gone" || fail "cluster remove said: $out"
 out=$("$bin/yardctl" cluster remove "m$ldr" 2>&1); rc=$?

@@ -13,6 +13,7 @@
 // API token: handle() authenticates it, authorizes the request (rules in master/access/access.h) and
 // records refusals and changes in the audit trail before answering (docs/security.md).
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -270,6 +271,12 @@ class ClientApi {
   LogArchiveService* archive_ = nullptr;
   MasterMetrics* metrics_ = nullptr;
   const ClusterOps* cluster_ = nullptr;
+  // cluster status and remove run on threads of their own (they ask each member, up to a
+  // second or two): at most kMaxClusterCalls at once; more are told to try again (cluster.cpp).
+  static constexpr int kMaxClusterCalls = 4;
+  std::shared_ptr<std::atomic<int>> clusterCalls_ = std::make_shared<std::atomic<int>>(0);
+  // Runs `work` on a thread of its own within that bound; false (and `a` answered) if not.
+  bool onClusterThread(ClientAnswer& a, const char* what, std::function<void(ClientAnswer)> work);
   EventFeed* feed_ = nullptr;
   ReadThread reads_;  // last: joined before the members its reads use are destroyed
 };

@@ -1,4 +1,5 @@
 // yardctl cluster status | remove (docs/ha.md): the masters' raft group, through ClusterOps.
+#include <system_error>
 #include <thread>
 
 #include "master/api/client/client_api.h"
@@ -50,12 +51,33 @@ void ClientApi::clusterStatus(ClientAnswer a) {
     return a.send();
   }
   const ClusterOps* ops = cluster_;
-  std::thread([ops, a = std::move(a)]() mutable {
+  onClusterThread(a, "cluster status", [ops](ClientAnswer later) {
     auto view = ops->status();
-    if (!view) a.setError(view.error());
-    else fillClusterInfo(a.resp.initCluster(), view.value(), /*stale=*/false);  // the leader's own view
-    std::move(a).post();
-  }).detach();
+    if (!view) later.setError(view.error());
+    else fillClusterInfo(later.resp.initCluster(), view.value(), /*stale=*/false);  // the leader's own view
+    std::move(later).post();
+  });
+}
+
+bool ClientApi::onClusterThread(ClientAnswer& a, const char* what, std::function<void(ClientAnswer)> work) {
+  std::shared_ptr<std::atomic<int>> calls = clusterCalls_;
+  if (int now = calls->fetch_add(1); now >= kMaxClusterCalls) {
+    calls->fetch_sub(1);
+    a.error(std::string(what) + ": this master is answering " + std::to_string(now) +
+            " cluster requests already; try again");
+    return false;
+  }
+  try {
+    std::thread([calls, work = std::move(work), a]() mutable {
+      work(std::move(a));
+      calls->fetch_sub(1);
+    }).detach();
+  } catch (const std::system_error& e) {  // out of threads: a refusal, not an abort
+    calls->fetch_sub(1);
+    a.error(std::string(what) + ": cannot start a thread: " + e.what() + "; try again");
+    return false;
+  }
+  return true;
 }
 
 void ClientApi::clusterRemove(const std::string& who, ClientAnswer a) {
@@ -63,15 +85,15 @@ void ClientApi::clusterRemove(const std::string& who, ClientAnswer a) {
     return a.error("cluster remove: this is a single master (no raft_listen): there is no other master to remove");
   if (who.empty()) return a.error("cluster remove: name the master (its name, raft id or raft address)");
   const ClusterOps* ops = cluster_;
-  std::thread([ops, who, a = std::move(a)]() mutable {
+  onClusterThread(a, "cluster remove", [ops, who](ClientAnswer later) {
     auto done = ops->remove(who);
     if (!done) {
-      a.setError("cluster remove " + who + ": " + done.error());
+      later.setError("cluster remove " + who + ": " + done.error());
     } else {
-      a.resp.setDone(done.value());
+      later.resp.setDone(done.value());
     }
-    std::move(a).post();
-  }).detach();
+    std::move(later).post();
+  });
 }
 
 }  // namespace yard::master

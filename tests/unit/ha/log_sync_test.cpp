@@ -64,7 +64,7 @@ std::optional<Held> held(const std::string& dir, int64_t job, int64_t replica, i
 
 // A follower as yard-master wires one: the archive calls go to its LogCopies.
 void serveCopies(Peer& p, LogCopies& copies) {
-  p.raft->transport().setCallHandler([&copies](ha::Fields req, bool isMaster, std::function<void(ha::Fields)> answer) {
+  p.raft->transport().setCallHandler([&copies](ha::Fields req, bool isMaster, const std::string&, std::function<void(ha::Fields)> answer) {
     if (!isMaster || req.empty() || req[0].rfind("archive", 0) != 0) return answer({"error", "unexpected"});
     copies.receive(std::move(req), std::move(answer));
   });
@@ -142,7 +142,7 @@ TEST_CASE("the leader fetches the logs it lacks and copies each master the ones 
   ArchivedLogMeta later{10, "later", "main", "main", 0, 100, 0, "node-1"};
   archive(a.dir, later, "later\n", "", 0);
   std::string cAddress = c.raft->hostPort();
-  c.raft->transport().setCallHandler([](ha::Fields, bool, std::function<void(ha::Fields)> answer) {
+  c.raft->transport().setCallHandler([](ha::Fields, bool, const std::string&, std::function<void(ha::Fields)> answer) {
     answer({"error", "archive-list: this master leads now"});
   });
   LogSync::Moved partial = sync.pass();

@@ -5,6 +5,12 @@
 
 #include "tests/unit/ha/raft_harness.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "common/wire/address_list.h"
 #include "master/store/schema.h"
 #include "master/store/sqlite.h"
@@ -255,6 +261,62 @@ TEST_CASE("the transport's messages round-trip and refuse malformed bytes", "[ha
   CHECK_FALSE(decodeFields(bytes.substr(4, bytes.size() - 5)));
   CHECK_FALSE(decodeFields(bytes.substr(4) + "x"));
   CHECK_FALSE(decodeFields("\xff\xff\xff\xff"));
+}
+
+namespace {
+
+// A plain TCP connection to `hostPort` ("127.0.0.1:PORT"); -1 when it cannot be made.
+int dialTcp(const std::string& hostPort) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(hostPort.substr(hostPort.rfind(':') + 1))));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Whether the peer closed `fd` within `ms` (it sends nothing before a TLS client speaks).
+bool closedWithin(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, ms) <= 0) return false;
+  char c;
+  return ::recv(fd, &c, 1, 0) <= 0;
+}
+
+}  // namespace
+
+TEST_CASE("the raft port closes connections past its bound for peers not known as masters", "[ha]") {
+  TempDir tmp;
+  Pki pki = makePki(tmp.file("pki"));
+  Peer a{tmp.file("a")};
+  startMember(a, pki, true);
+  REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
+  std::string port = a.raft->hostPort();
+  // 64 idle connections from one address (no TLS handshake) are held for the handshake's
+  // deadline; the 65th is closed at once.
+  std::vector<int> held;
+  for (int i = 0; i < 64; ++i) {
+    int fd = dialTcp(port);
+    REQUIRE(fd >= 0);
+    held.push_back(fd);
+  }
+  CHECK_FALSE(closedWithin(held.back(), 300));
+  int extra = dialTcp(port);
+  REQUIRE(extra >= 0);
+  CHECK(closedWithin(extra, 2000));
+  ::close(extra);
+  for (int fd : held) ::close(fd);
+  // Once they are gone, the port answers again (a master's call; this one serves none).
+  bool answered = waitFor([&] {
+    auto r = callMaster(port, pki.peer, {"whois"}, 1s);
+    return r.isOk();
+  });
+  CHECK(answered);
+  stopMember(a);
 }
 
 TEST_CASE("a master whose store is lost rebuilds it from the log", "[ha]") {

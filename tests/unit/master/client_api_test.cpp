@@ -7,6 +7,7 @@
 #include <capnp/schema.h>
 #include <capnp/serialize.h>
 
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -29,7 +30,8 @@ namespace {
 // runs on its own thread behind the client API's server.
 class ClientHarness {
  public:
-  ClientHarness() {
+  // `cluster`: the raft group's operations, as several masters have (none: a single master).
+  explicit ClientHarness(const master::ClusterOps* cluster = nullptr) {
     config_.datasetRoots = {"/mnt"};  // datasets only under these (docs/security.md)
     auto state = nodes.db->loadAll();
     REQUIRE(state);
@@ -53,6 +55,7 @@ class ClientHarness {
                                  const master::lifecycle::Events& events) { feed.jobChanged(before, after, events); };
     master::ClientApi::Parts parts;
     parts.feed = &feed;
+    parts.cluster = cluster;
     api_ = std::make_unique<master::ClientApi>(config_, *catalog_, *jobs_, *nodes.db, *nodes.reg, *access_, parts,
                                                [] { return test::NodeHarness::kStart; });
     auto s = wire::FrameServer::listen(
@@ -632,13 +635,14 @@ TEST_CASE("a join token with one use admits one agent - the static token any", "
   // A master joining with a join token (no master_join_token set) is audited as a master.
   std::promise<std::optional<std::string>> masterJoined;
   asio::post(h.nodes.io, [&] {
-    h.access().redeemMasterJoinToken("e2e-token", "m4", [&](auto r) { masterJoined.set_value(r); });
+    h.access().redeemMasterJoinToken("e2e-token", "m4", "127.0.0.9:40000", [&](auto r) { masterJoined.set_value(r); });
   });
   CHECK(masterJoined.get_future().get() == std::nullopt);
   auto later = h.call([](auto req) { req.initAudit(); });
   int masterJoins = 0;
   for (auto r : later->root<api::Response>().getAuditRecords())
-    masterJoins += r.getRequest() == "master.join" && r.getTarget() == "m4" && r.getOutcome() == "ok";
+    masterJoins += r.getRequest() == "master.join" && r.getTarget() == "m4" && r.getOutcome() == "ok" &&
+                   r.getSource() == "127.0.0.9:40000";
   CHECK(masterJoins == 1);
   (void)id;
 }
@@ -1040,4 +1044,43 @@ TEST_CASE("the event feed streams what the caller may see from where it left off
     if (left != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   CHECK(left == 0);
+}
+
+// The probe of 2026-12-05: cluster status asks every member from a thread of its own, and a
+// user sending hundreds at once made the leader start threads until it aborted. At most four
+// run at once now; more are refused at once, and the room comes back as they end.
+TEST_CASE("a leader answers at most four cluster requests at once and refuses more", "[client_api][ha]") {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> inside{0};
+  master::ClusterOps ops;
+  ops.status = [&]() -> Result<master::ClusterView> {
+    inside++;
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });
+    master::ClusterView v;
+    v.answeredBy = "m1";
+    return Result<master::ClusterView>::ok(v);
+  };
+  ClientHarness h(&ops);
+  auto status = [&] { return h.refusal([](auto req) { req.setClusterStatus(); }); };
+  std::vector<std::future<std::string>> held;
+  for (int i = 0; i < 4; ++i) held.push_back(std::async(std::launch::async, status));
+  for (int i = 0; i < 200 && inside.load() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(inside.load() == 4);
+  CHECK(status() == "cluster status: this master is answering 4 cluster requests already; try again");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& f : held) CHECK(f.get().empty());
+  std::string again = "not asked";
+  for (int i = 0; i < 50 && !again.empty(); ++i) {
+    again = status();
+    if (!again.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(again.empty());
+  CHECK(inside.load() == 5);
 }
