@@ -365,8 +365,8 @@ void Access::redeemMasterJoinToken(const std::string& secret, const std::string&
   if (masterJoinToken_.empty()) return redeemJoin(secret, master, "master.join", source, std::move(done));
   std::optional<std::string> refusal;
   if (!tokensEqual(secret, masterJoinToken_))
-    refusal = "join token refused for a master: this cluster admits masters with its master_join_token only (an "
-              "agent's join token does not give the cluster's CA key)";
+    refusal = "join token refused for a master: this cluster admits masters with its master_join_token only, and "
+              "this is not it (agents' join tokens do not admit a master, which is given the cluster CA's key)";
   store::AuditRecord rec;
   rec.request = "master.join";
   rec.target = master;
