@@ -164,6 +164,15 @@ std::optional<std::string> openStore(Master::Parts& p) {
            std::function<void(std::optional<std::string>)> done) {
         pp->access->redeemMasterJoinToken(secret, joiner, source, std::move(done));
       },
+      [pp](const std::string& joiner, const std::string& source, const std::string& why) {
+        store::AuditRecord rec;
+        rec.request = "master.join";
+        rec.target = joiner;
+        rec.source = source;
+        rec.outcome = "refused";
+        rec.message = why;
+        pp->access->record(rec, [] {});
+      },
       p.log});
   // Until it leads, the main thread waits here: a stop signal ends the wait, and systemd's
   // watchdog is pinged from it. A follower is a working member, so systemd hears READY=1 once

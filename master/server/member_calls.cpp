@@ -1,10 +1,15 @@
 #include "master/server/member_calls.h"
 
+#include <cctype>
+#include <chrono>
+#include <map>
+#include <mutex>
 #include <cstdlib>
 #include <memory>
 #include <optional>
 #include <thread>
 
+#include "common/wire/endpoint.h"
 #include "master/ha/raft_address.h"
 #include "master/server/log_copies.h"
 #include "master/server/log_sync.h"
@@ -34,11 +39,65 @@ std::optional<std::string> memberClash(const ha::RaftStatus& s, uint64_t id, con
   return std::nullopt;
 }
 
+// Joins asked from one address: at most kJoinsPerWindow in each kJoinWindow, so that a peer
+// without a token cannot fill the audit trail and the log (each join, refused or not, is
+// recorded in both). A master joins once, and a joiner that is not answered asks once a second.
+constexpr int kJoinsPerWindow = 10;
+constexpr std::chrono::seconds kJoinWindow{10};
+struct JoinThrottle {
+  std::mutex mu;
+  struct Window {
+    std::chrono::steady_clock::time_point start;
+    int count = 0;
+  };
+  std::map<std::string, Window> byAddress;  // guarded by mu
+  uint64_t refused = 0;                     // guarded by mu: since the last log line
+  std::chrono::steady_clock::time_point lastLogged;
+
+  // Whether a join from `ip` may go on; `say` logs (at most every window) when not.
+  bool admit(const std::string& ip, const Log& say) {
+    auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(mu);
+    if (byAddress.size() > 4096)
+      for (auto it = byAddress.begin(); it != byAddress.end();)
+        it = now - it->second.start >= kJoinWindow ? byAddress.erase(it) : std::next(it);
+    Window& w = byAddress[ip];
+    if (now - w.start >= kJoinWindow) w = Window{now, 0};
+    if (++w.count <= kJoinsPerWindow) return true;
+    refused++;
+    if (say && now - lastLogged >= kJoinWindow) {
+      say("raft: refused " + std::to_string(refused) + " join(s) unread: more than " + std::to_string(kJoinsPerWindow) +
+          " in " + std::to_string(kJoinWindow.count()) + " s from " + ip);
+      lastLogged = now;
+      refused = 0;
+    }
+    return false;
+  }
+};
+
+// The address part of "IP:PORT" (or "[v6]:PORT").
+std::string ipOf(const std::string& peer) {
+  auto colon = peer.rfind(':');
+  return colon == std::string::npos ? peer : peer.substr(0, colon);
+}
+
+// A joiner's raft address as it sends it: NAME@HOST:PORT or HOST:PORT, checked before it is
+// logged or stored (it is the peer's own text).
+std::optional<std::string> badJoinAddress(const std::string& address) {
+  auto hp = wire::splitHostPort(ha::raftHostPort(address));
+  if (!hp) return "refused: the raft address " + hp.error();
+  for (char c : ha::raftMemberName(address))
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'))
+      return std::string("refused: the name in the raft address must be letters, digits, '.', '-' or '_'");
+  return std::nullopt;
+}
+
 }  // namespace
 
 void answerMemberCalls(MemberCallParts parts) {
   auto p = std::make_shared<const MemberCallParts>(std::move(parts));
-  p->raft.transport().setCallHandler([p](ha::Fields req, bool isMaster, const std::string& peer,
+  auto throttle = std::make_shared<JoinThrottle>();
+  p->raft.transport().setCallHandler([p, throttle](ha::Fields req, bool isMaster, const std::string& peer,
                                               std::function<void(ha::Fields)> answer) {
     if (req.size() == 1 && req[0] == "whois") return answer(p->whois());
     if (auto a = answerMembershipCall(req, isMaster, p->raft, p->removed, p->log)) return answer(*a);
@@ -54,9 +113,14 @@ void answerMemberCalls(MemberCallParts parts) {
       return answer({"error", "this master is starting; try again"});
     }
     if (req.size() == 3 && req[0] == "join") {
+      if (!throttle->admit(ipOf(peer), p->log))
+        return answer({"error", "too many joins from this address; try again in " +
+                                    std::to_string(kJoinWindow.count()) + " s"});
+      if (auto bad = badJoinAddress(req[2])) return answer({"error", *bad});
       // Before the CA is given: a master already in the configuration at that address.
       if (auto clash = memberClash(p->raft.status(), 0, req[2])) {
-        p->log("raft: a master joining from " + req[2].substr(0, 200) + " is " + *clash);
+        p->log("raft: refused a master joining from " + peer + " (raft address " + req[2] + "): " + *clash);
+        asio::post(p->io, [p, joiner = "master " + req[2], peer, why = *clash] { p->auditRefusal(joiner, peer, why); });
         return answer({"error", *clash});
       }
       asio::post(p->io, [p, req, answer, peer] {
@@ -82,7 +146,9 @@ void answerMemberCalls(MemberCallParts parts) {
       uint64_t id = std::strtoull(req[1].c_str(), nullptr, 10);
       std::string address = req[2];
       if (auto clash = memberClash(p->raft.status(), id, address)) {
-        p->log("raft: master " + std::to_string(id) + " at " + address + " is " + *clash);
+        p->log("raft: refused master " + std::to_string(id) + " at " + address + " (from " + peer + ") as a voter: " +
+               *clash);
+        asio::post(p->io, [p, joiner = "master " + address, peer, why = *clash] { p->auditRefusal(joiner, peer, why); });
         return answer({"error", *clash});
       }
       // addVoter blocks until raft's loop has made the change: not on the thread that called.

@@ -41,6 +41,9 @@ struct MemberCallParts {
   std::function<void(const std::string& secret, const std::string& joiner, const std::string& source,
                      std::function<void(std::optional<std::string> refusal)> done)>
       redeemJoin;
+  // Records a master's join refused before its token was looked at (its raft address or name
+  // is a member's) in the audit trail, as redeemJoin records the others. Called on `io`.
+  std::function<void(const std::string& joiner, const std::string& source, const std::string& why)> auditRefusal;
   Log log;
 };
 

@@ -243,6 +243,13 @@ out=$(timeout 60 "$bin/yard-master" --name "m$other" --config "$tmp/master.toml"
   fail "a join under a member's name: rc $rc: $out"
 n=$("$bin/yardctl" cluster status -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))')
 [ "$n" = 3 ] || fail "after the refused joins: $n members"
+"$bin/yardctl" -o json audit | python3 -c '
+import json, sys
+rows = [r for r in json.load(sys.stdin) if r.get("request") == "master.join" and r.get("outcome") == "refused"]
+assert any("is already member" in r["message"] for r in rows), rows
+assert any("a master named" in r["message"] for r in rows), rows
+assert all(r["source"].startswith("127.0.0.1:") for r in rows), rows
+' || fail "the refused joins are not in the audit trail with their source"
 
 out=$("$bin/yardctl" cluster remove "m$gone" 2>&1) || fail "cluster remove m$gone: $out"
 echo "$out" | grep -q "removed master m$gone" || fail "cluster remove said: $out"

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -272,9 +273,15 @@ class ClientApi {
   MasterMetrics* metrics_ = nullptr;
   const ClusterOps* cluster_ = nullptr;
   // cluster status and remove run on threads of their own (they ask each member, up to a
-  // second or two): at most kMaxClusterCalls at once; more are told to try again (cluster.cpp).
-  static constexpr int kMaxClusterCalls = 4;
-  std::shared_ptr<std::atomic<int>> clusterCalls_ = std::make_shared<std::atomic<int>>(0);
+  // second or two): at most kMaxClusterCallsPerUser at once for one user and kMaxClusterCalls
+  // in all; more are told to try again (cluster.cpp). One user cannot take them all.
+  static constexpr int kMaxClusterCalls = 8, kMaxClusterCallsPerUser = 2;
+  struct ClusterCalls {
+    std::mutex mu;
+    std::map<std::string, int> byUser;  // guarded by mu
+    int total = 0;                      // guarded by mu
+  };
+  std::shared_ptr<ClusterCalls> clusterCalls_ = std::make_shared<ClusterCalls>();
   // Runs `work` on a thread of its own within that bound; false (and `a` answered) if not.
   bool onClusterThread(ClientAnswer& a, const char* what, std::function<void(ClientAnswer)> work);
   EventFeed* feed_ = nullptr;

@@ -60,20 +60,33 @@ void ClientApi::clusterStatus(ClientAnswer a) {
 }
 
 bool ClientApi::onClusterThread(ClientAnswer& a, const char* what, std::function<void(ClientAnswer)> work) {
-  std::shared_ptr<std::atomic<int>> calls = clusterCalls_;
-  if (int now = calls->fetch_add(1); now >= kMaxClusterCalls) {
-    calls->fetch_sub(1);
-    a.error(std::string(what) + ": this master is answering " + std::to_string(now) +
-            " cluster requests already; try again");
-    return false;
+  std::shared_ptr<ClusterCalls> calls = clusterCalls_;
+  std::string user = a.caller ? a.caller->user : "";
+  auto end = [calls, user] {
+    std::lock_guard<std::mutex> lock(calls->mu);
+    calls->total--;
+    if (--calls->byUser[user] <= 0) calls->byUser.erase(user);
+  };
+  {
+    std::lock_guard<std::mutex> lock(calls->mu);
+    int mine = calls->byUser.count(user) ? calls->byUser[user] : 0;
+    if (mine >= kMaxClusterCallsPerUser || calls->total >= kMaxClusterCalls) {
+      std::string why = mine >= kMaxClusterCallsPerUser
+                            ? std::to_string(mine) + " of " + (user.empty() ? std::string("yours") : user + "'s")
+                            : std::to_string(calls->total);
+      a.error(std::string(what) + ": this master is answering " + why + " cluster requests already; try again");
+      return false;
+    }
+    calls->byUser[user]++;
+    calls->total++;
   }
   try {
-    std::thread([calls, work = std::move(work), a]() mutable {
+    std::thread([end, work = std::move(work), a]() mutable {
       work(std::move(a));
-      calls->fetch_sub(1);
+      end();
     }).detach();
   } catch (const std::system_error& e) {  // out of threads: a refusal, not an abort
-    calls->fetch_sub(1);
+    end();
     a.error(std::string(what) + ": cannot start a thread: " + e.what() + "; try again");
     return false;
   }
