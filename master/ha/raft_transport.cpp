@@ -4,19 +4,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
 #include <future>
-#include <list>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <thread>
 
 #include "common/tls/pki.h"
+#include "master/ha/guest_limit.h"
 #include "common/wire/server.h"
 
 namespace yard::master::ha {
@@ -30,46 +28,6 @@ constexpr uint32_t kMaxMessage = 1u << 20;  // a join's answer (the CA) is a few
 constexpr uint32_t kMaxMasterMessage = 6u << 20;
 // From a peer without one (a joining master, `whois`, `version`): a token and an address.
 constexpr uint32_t kMaxGuestMessage = 16u << 10;
-
-// Connections on the raft port that are not (yet) a master's: in the TLS handshake, or from a
-// peer without a master certificate. At most kMaxGuestsFromOne from one address and
-// kMaxGuests in all, so that idle or slow connections cannot take the master's memory or file
-// descriptors (docs/ha.md, "Running three masters"). Past a bound the oldest such connection
-// (from that address, or from the address holding the most) is closed to make room: a flood
-// cannot keep a master's new connection out, since the flood's own connections go first. A
-// master's connection leaves the count once its certificate is verified, and an address a
-// master was seen at is not held to the total.
-constexpr int kMaxGuests = 512, kMaxGuestsFromOne = 64;
-struct GuestSlot;
-struct GuestCount {
-  std::mutex mu;
-  std::map<asio::ip::address, int> bySource;  // guarded by mu
-  std::set<asio::ip::address> masters;        // guarded by mu: where masters were seen
-  std::list<std::shared_ptr<GuestSlot>> order;  // guarded by mu: the counted ones, oldest first
-  int total = 0;                              // guarded by mu
-  uint64_t closed = 0;                        // guarded by mu: since the last log line
-  std::chrono::steady_clock::time_point lastLogged;
-};
-// One counted connection; released when its stream goes, when it proves to be a master's, or
-// when it is closed to make room.
-struct GuestSlot {
-  std::shared_ptr<GuestCount> counts;
-  asio::ip::address source;
-  std::weak_ptr<asio::ssl::stream<asio::ip::tcp::socket>> stream;  // io thread
-  bool held = false;                                           // guarded by counts->mu
-  std::list<std::shared_ptr<GuestSlot>>::iterator at;          // guarded: its place in order
-  void release() {
-    std::lock_guard<std::mutex> lock(counts->mu);
-    releaseLocked();
-  }
-  void releaseLocked() {
-    if (!held) return;
-    held = false;
-    counts->total--;
-    if (--counts->bySource[source] <= 0) counts->bySource.erase(source);
-    counts->order.erase(at);  // may drop the last reference but the caller's
-  }
-};
 
 void putU32(std::string& out, uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
@@ -211,7 +169,7 @@ struct TlsTransport::Impl {
   std::mutex mu;
   std::vector<std::function<void()>> toLoop;  // guarded by mu
   CallHandler handler;                        // guarded by mu
-  std::shared_ptr<GuestCount> guests = std::make_shared<GuestCount>();
+  std::shared_ptr<GuestLimit> guests = std::make_shared<GuestLimit>();  // the raft port's bound
 
   // Raft's loop thread only.
   raft_id id = 0;
@@ -378,53 +336,20 @@ struct TlsTransport::Impl {
     auto source = remote.address();
     std::string peer = source.is_v6() ? "[" + source.to_string() + "]:" + std::to_string(remote.port())
                                       : source.to_string() + ":" + std::to_string(remote.port());
-    auto slot = std::make_shared<GuestSlot>();
-    slot->counts = guests;
-    slot->source = source;
-    std::shared_ptr<GuestSlot> victim;
-    {
-      std::lock_guard<std::mutex> lock(guests->mu);
-      int mine = guests->bySource.count(source) ? guests->bySource[source] : 0;
-      std::optional<asio::ip::address> from;  // whose oldest connection makes room
-      if (mine >= kMaxGuestsFromOne) {
-        from = source;
-      } else if (guests->total >= kMaxGuests && guests->masters.count(source) == 0) {
-        auto most = std::max_element(guests->bySource.begin(), guests->bySource.end(),
-                                     [](const auto& a, const auto& b) { return a.second < b.second; });
-        if (most != guests->bySource.end()) from = most->first;
-      }
-      if (from) {
-        for (const auto& g : guests->order)
-          if (g->source == *from) {
-            victim = g;
-            break;
-          }
-        if (victim) victim->releaseLocked();
-        guests->closed++;
-        auto now = std::chrono::steady_clock::now();
-        if (log && now - guests->lastLogged >= std::chrono::seconds(10)) {
-          log("raft: closed " + std::to_string(guests->closed) + " connection(s) not known as masters' to make room " +
-              "(the oldest from " + from->to_string() + "; at most " + std::to_string(kMaxGuestsFromOne) +
-              " from one address, " + std::to_string(kMaxGuests) + " in all)");
-          guests->lastLogged = now;
-          guests->closed = 0;
-        }
-      }
-      slot->held = true;
-      guests->bySource[source]++;
-      guests->total++;
-      slot->at = guests->order.insert(guests->order.end(), slot);
-    }
-    if (victim) {  // outside the lock: its stream's end releases nothing more
-      if (auto old = victim->stream.lock()) old->lowest_layer().close(ignored);
-      victim.reset();
-    }
+    std::function<void()> victim;  // the close of the connection that makes room, if one must
+    auto slot = guests->admit(source, victim, log);
+    if (victim) victim();
     socket.set_option(tcp::no_delay(true), ignored);
     auto stream = std::shared_ptr<TlsStream>(new TlsStream(std::move(socket), *server.context), [slot](TlsStream* t) {
       delete t;
       slot->release();
     });
-    slot->stream = stream;
+    slot->close = [weak = std::weak_ptr<TlsStream>(stream)] {
+      if (auto s = weak.lock()) {
+        asio::error_code e;
+        s->lowest_layer().close(e);
+      }
+    };
     auto deadline = std::make_shared<asio::steady_timer>(io);
     deadline->expires_after(std::chrono::seconds(10));
     deadline->async_wait([stream](asio::error_code ec) {
@@ -433,13 +358,12 @@ struct TlsTransport::Impl {
         stream->lowest_layer().close(e);
       }
     });
-    stream->async_handshake(asio::ssl::stream_base::server, [this, stream, deadline, slot, peer](asio::error_code ec) {
+    stream->async_handshake(asio::ssl::stream_base::server, [this, stream, deadline, slot, source, peer](asio::error_code ec) {
       if (ec) return (void)deadline->cancel();
       bool isMaster = wire::verifiedPeerName(stream->native_handle()) == std::string(tls::kMasterName);
       if (isMaster) {
         slot->release();
-        std::lock_guard<std::mutex> lock(guests->mu);
-        guests->masters.insert(slot->source);
+        guests->sawMaster(source);
       }
       readMessage(*stream, stream, [this, stream, deadline, isMaster, peer](std::optional<Fields> msg) {
         if (!msg || msg->empty()) return (void)deadline->cancel();
@@ -523,8 +447,7 @@ struct TlsTransport::Impl {
         {  // a master (its certificate verified): its address is not held to the guests' total
           asio::error_code e;
           auto at = stream->lowest_layer().remote_endpoint(e);
-          std::lock_guard<std::mutex> lock(guests->mu);
-          if (!e) guests->masters.insert(at.address());
+          if (!e) guests->sawMaster(at.address());
         }
         auto hello = std::make_shared<std::string>(encodeFields({"raft", std::to_string(id), address}));
         asio::async_write(*stream, asio::buffer(*hello), [this, stream, deadline, hello, req, peerId, peerAddress, cb, fail](asio::error_code ec3, size_t) {

@@ -104,12 +104,8 @@ Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function
   if (!f.raftAdvertise.empty()) config.raftAdvertise = f.raftAdvertise;
   if (!f.join.empty()) config.join = f.join;
   if (!f.name.empty()) config.name = f.name;
-  if (!config.name.empty()) {
-    bool ok = config.name.size() <= 63;
-    for (char c : config.name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_');
-    if (!ok)
-      return R::fail("--name: \"" + config.name + "\" must be 1-63 letters, digits, '.', '-' or '_' (a master's name)");
-  }
+  if (!config.name.empty() && !ha::isMasterName(config.name))
+    return R::fail("--name: \"" + config.name + "\" must be 1-63 letters, digits, '.', '-' or '_' (a master's name)");
   if (!f.caFingerprint.empty()) config.caFingerprint = f.caFingerprint;
   if (!f.caFile.empty()) config.caFile = f.caFile;
   if (!config.raftListen.empty() && f.dev)

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -130,10 +131,15 @@ struct Follower::Impl {
       return answer(Result<ClusterView>::fail("cluster status --stale: this master is answering " +
                                               std::to_string(asks.size()) + " such requests already; try again"));
     Ask ask;
-    ask.thread = std::thread([this, answer, done = ask.done, token = std::move(token), source = conn->peer()] {
-      answer(s.staleClusterStatus(token, source));
-      *done = true;
-    });
+    try {
+      ask.thread = std::thread([this, answer, done = ask.done, token = std::move(token), source = conn->peer()] {
+        answer(s.staleClusterStatus(token, source));
+        *done = true;
+      });
+    } catch (const std::system_error& e) {  // out of threads: a refusal, not an abort
+      return answer(Result<ClusterView>::fail(std::string("cluster status --stale: cannot start a thread: ") + e.what() +
+                                              "; try again"));
+    }
     asks.push_back(std::move(ask));
   }
 

@@ -1,6 +1,5 @@
 #include "master/server/member_calls.h"
 
-#include <cctype>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -86,9 +85,8 @@ std::string ipOf(const std::string& peer) {
 std::optional<std::string> badJoinAddress(const std::string& address) {
   auto hp = wire::splitHostPort(ha::raftHostPort(address));
   if (!hp) return "refused: the raft address " + hp.error();
-  for (char c : ha::raftMemberName(address))
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'))
-      return std::string("refused: the name in the raft address must be letters, digits, '.', '-' or '_'");
+  if (std::string name = ha::raftMemberName(address); !name.empty() && !ha::isMasterName(name))
+    return std::string("refused: the name in the raft address must be 1-63 letters, digits, '.', '-' or '_'");
   return std::nullopt;
 }
 
