@@ -1,6 +1,7 @@
 #include "agent/link/master_link.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "common/lifecycle/wire.h"
 #include "common/wire/address_list.h"
@@ -79,7 +80,9 @@ void MasterLink::reconnectLater(const std::string& why, bool soon, const std::st
   if (stopped_) return;
   std::string from = asked.empty() ? address() : asked;
   current_ += 1;  // several masters: the next one (docs/reliability.md, "Several master addresses")
-  conn_.reset();
+  // A connection still open (a refusal, a redirect, a deposed leader's answer) is closed, not
+  // just let go: its read loop would hold it, and the master's socket, until the master closed it.
+  if (auto open = std::exchange(conn_, nullptr)) open->close("");
   registered_ = false;
   inFlight_ = false;
   answerTimer_.cancel();

@@ -89,6 +89,9 @@ AGENT_MASTER="127.0.0.1:${aport[2]},127.0.0.1:${aport[3]},127.0.0.1:${aport[1]}"
 wait_nodes 1
 grep -q "not the leader: the leader's agent API is at 127.0.0.1:${aport[1]}" "$tmp"/agent1.* ||
   fail "the agent was not told where the leader is: $(grep -h 'master ' "$tmp"/agent1.* | head -3)"
+# The follower's connection is closed once it has redirected, not left open by the agent.
+held=$(ss -Htn state established "( sport = :${aport[2]} )" | wc -l)
+[ "$held" -eq 0 ] || fail "the redirecting follower still holds $held connection(s) from the agent: $(ss -Htn state established "( sport = :${aport[2]} )")"
 cat >"$tmp/long.yaml" <<YAML
 name: long-ha
 tasks:
