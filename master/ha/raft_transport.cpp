@@ -26,7 +26,7 @@ constexpr uint32_t kMaxMessage = 1u << 20;  // a join's answer (the CA) is a few
 // From a peer with a master certificate: a copy of an archived log's piece (1 MiB at most)
 // with its time marks (4 MiB at most) in one message (server/log_copies.h).
 constexpr uint32_t kMaxMasterMessage = 6u << 20;
-// From a peer without one (a joining master, `whois`, `version`): a token and an address.
+// From a peer without one (a joining master; other calls are refused to it): a token and an address.
 constexpr uint32_t kMaxGuestMessage = 16u << 10;
 
 void putU32(std::string& out, uint32_t v) {

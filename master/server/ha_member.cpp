@@ -193,7 +193,10 @@ std::optional<bool> stillMember(ha::RaftNode& raft, const wire::ClientTls& tls) 
 
 std::optional<ha::Fields> answerMembershipCall(const ha::Fields& req, bool isMaster, ha::RaftNode& raft,
                                                std::atomic<bool>& removed, const Log& log) {
-  if (req.size() == 1 && req[0] == "version") return versionFields();
+  if (req.size() == 1 && req[0] == "version") {
+    if (!isMaster) return ha::Fields{"error", "version: only a master (certificate yard-master) may ask"};
+    return versionFields();
+  }
   if (req.size() == 2 && req[0] == "removed") {
     if (!isMaster) return ha::Fields{"error", "removed: only a master (certificate yard-master) may say so"};
     if (req[1] != std::to_string(raft.id())) return ha::Fields{"error", "removed: raft id " + req[1] + " is not this master's"};

@@ -97,7 +97,11 @@ void answerMemberCalls(MemberCallParts parts) {
   auto throttle = std::make_shared<JoinThrottle>();
   p->raft.transport().setCallHandler([p, throttle](ha::Fields req, bool isMaster, const std::string& peer,
                                               std::function<void(ha::Fields)> answer) {
-    if (req.size() == 1 && req[0] == "whois") return answer(p->whois());
+    if (req.size() == 1 && req[0] == "whois") {
+      // Names, addresses, role and term: for the other masters only (docs/security.md).
+      if (!isMaster) return answer({"error", "whois: only a master (certificate yard-master) may ask"});
+      return answer(p->whois());
+    }
     if (auto a = answerMembershipCall(req, isMaster, p->raft, p->removed, p->log)) return answer(*a);
     if (!req.empty() && (req[0] == "archive" || req[0] == "archive-list" || req[0] == "archive-get")) {
       // the leader's copy of an archived log, and its catch-up (server/log_sync.h)

@@ -85,6 +85,45 @@ assert members["m2"]["raftAddress"] == sys.argv[1], members["m2"]
 assert members["m2"]["role"] == "follower" and members["m2"]["appliedIndex"] > 0, members["m2"]
 ' "yard-m2.test:${rport[2]}" || fail "cluster status with m2 named: $status"
 
+say "the raft port tells a peer without a master certificate nothing (whois, version)"
+# A master's certificate signed here with the cluster's CA key, as a member's is.
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=yard-master \
+  -keyout "$tmp/peer.key" -out "$tmp/peer.csr" 2>/dev/null &&
+  openssl x509 -req -in "$tmp/peer.csr" -CA "$tmp/m1/ca.pem" -CAkey "$tmp/m1/ca.key" -CAcreateserial -days 1 \
+    -out "$tmp/peer.pem" 2>/dev/null || fail "a master certificate for the test"
+python3 - "${rport[1]}" "$tmp" <<'PY' || fail "whois and version on the raft port"
+import socket, ssl, struct, sys
+port, tmp = int(sys.argv[1]), sys.argv[2]
+def call(fields, cert):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.load_verify_locations(tmp + "/m1/ca.pem")
+    if cert:
+        ctx.load_cert_chain(tmp + "/peer.pem", tmp + "/peer.key")
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5)) as s:
+        fields = [b"call"] + [f.encode() for f in fields]
+        body = struct.pack(">I", len(fields)) + b"".join(struct.pack(">I", len(f)) + f for f in fields)
+        s.sendall(struct.pack(">I", len(body)) + body)
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0]:
+            more = s.recv(65536)
+            if not more:
+                break
+            data += more
+    n, pos, out = struct.unpack(">I", data[4:8])[0], 8, []
+    for _ in range(n):
+        size = struct.unpack(">I", data[pos:pos + 4])[0]
+        out.append(data[pos + 4:pos + 4 + size].decode())
+        pos += 4 + size
+    return out
+for what in ("whois", "version"):
+    guest = call([what], False)
+    assert guest == ["error", what + ": only a master (certificate yard-master) may ask"], guest
+    master = call([what], True)
+    assert master[0] == "ok", master
+assert call(["whois"], True)[1] == "m1"
+PY
+
 say "a running master taken out by cluster remove is told so"
 "$bin/yardctl" cluster remove m2 >/dev/null || fail "cluster remove m2"
 wait_log "$tmp/m2.err" 'this master was removed from the cluster' 5 || fail "m2 was not told: $(tail -3 "$tmp/m2.err")"
