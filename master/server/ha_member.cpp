@@ -279,8 +279,11 @@ Result<ClusterView> clusterStatus(ha::RaftNode& raft, const wire::ClientTls& tls
       v.term = std::strtoull(f[5].c_str(), nullptr, 10);
       v.appliedIndex = std::strtoull(f[6].c_str(), nullptr, 10);
       // "version": what it runs. A master older than the call answers an error: left blank.
+      // It answered whois just now: a call that got no answer at all (its connection closed by
+      // a flood of the raft port) is asked once more, so blank means older, not unlucky.
       auto version = here ? Result<ha::Fields>::ok(versionFields())
                           : ha::callMaster(v.raftAddress, tls, {"version"}, std::chrono::seconds(1));
+      if (!version) version = ha::callMaster(v.raftAddress, tls, {"version"}, std::chrono::seconds(1));
       if (version && version.value().size() == 3 && version.value()[0] == "ok") {
         v.version = version.value()[1];
         v.schemaVersion = static_cast<uint32_t>(std::strtoul(version.value()[2].c_str(), nullptr, 10));
