@@ -256,23 +256,24 @@ void Connection::setBusyTimeoutMs(int ms) { sqlite3_busy_timeout(db_, ms); }
 Result<bool> applyChangeset(Connection& conn, const Changeset& changes) {
   for (size_t i = 0; i < changes.size(); ++i) {
     const CapturedStatement& c = changes[i];
-    std::string at = "diverged at statement " + std::to_string(i + 1) + " of " + std::to_string(changes.size()) + " (" +
-                     c.sql.substr(0, 60) + "): ";
+    // Built only when it is said: a follower applies every statement of every change.
+    auto diverged = [&](const std::string& why) {
+      return Result<bool>::fail("diverged at statement " + std::to_string(i + 1) + " of " + std::to_string(changes.size()) +
+                                " (" + c.sql.substr(0, 60) + "): " + why);
+    };
     auto stmt = conn.prepare(c.sql);
-    if (!stmt) return Result<bool>::fail(at + "it does not compile here: " + stmt.error());
+    if (!stmt) return diverged("it does not compile here: " + stmt.error());
     Stmt s = std::move(stmt).value();
     for (size_t p = 0; p < c.params.size(); ++p) s.bindValue(int(p + 1), c.params[p]);
     auto r = s.run();
-    if (r.isOk() != c.ok)
-      return Result<bool>::fail(at + (c.ok ? "it failed here: " + r.error() : std::string("it succeeded here but failed there")));
-    CapturedStatement here{c.sql, {}, r.isOk()};
+    if (r.isOk() != c.ok) return diverged(c.ok ? "it failed here: " + r.error() : "it succeeded here but failed there");
+    CapturedStatement here;
+    here.ok = r.isOk();
     rowEffects(s.handle(), here);
     if (here.changes != c.changes)
-      return Result<bool>::fail(at + "it changed " + std::to_string(here.changes) + " rows here, " + std::to_string(c.changes) +
-                                " there");
+      return diverged("it changed " + std::to_string(here.changes) + " rows here, " + std::to_string(c.changes) + " there");
     if (here.rowid != c.rowid)
-      return Result<bool>::fail(at + "it inserted rowid " + std::to_string(here.rowid) + " here, " + std::to_string(c.rowid) +
-                                " there");
+      return diverged("it inserted rowid " + std::to_string(here.rowid) + " here, " + std::to_string(c.rowid) + " there");
   }
   return Result<bool>::ok(true);
 }
