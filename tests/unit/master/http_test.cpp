@@ -156,6 +156,10 @@ TEST_CASE("client API refusals map to HTTP statuses", "[http]") {
   CHECK(statusForError("tasks[0].replicas: must be at least 1") == 400);
   // A change in flight when the leader lost the lead: try again (docs/ha.md).
   CHECK(statusForError(wire::notLeaderWhenLeadLost("state.db: not replicated: " + std::string(wire::kLeadLost))) == 503);
+  // The store failed to commit (a full disk): the master's failure; without a majority: later.
+  CHECK(statusForError("/var/lib/yard/state.db: commit failed: database or disk is full") == 500);
+  CHECK(statusForError("/var/lib/yard/state.db: SQLite rolled back the transaction after: disk I/O error") == 500);
+  CHECK(statusForError("/var/lib/yard/state.db: not replicated: no majority answered") == 503);
 }
 
 TEST_CASE("routes answer without the client API when they can", "[http]") {
