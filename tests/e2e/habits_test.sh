@@ -139,6 +139,23 @@ wait_job run-twice Succeeded
   fail "attempts after requeue: $(jshow run-twice 'j["tasks"][0]["replicas"]')"
 "$bin/yardctl" job events run-twice | grep -q ' Requeued ' || fail "no Requeued event"
 expect_out '^Requeued: +1 time' "$bin/yardctl" job show run-twice
+# The earlier life's logs are read by their attempt number, from the master's archive.
+sed -i 's/sleep 0; exit 0/echo run \$YARD_ATTEMPT/' "$tmp/again.yaml"
+sed -i 's/^name: run-twice/name: say-attempt/' "$tmp/again.yaml"
+submit "$tmp/again.yaml"
+wait_job say-attempt Succeeded
+expect_out 'job say-attempt requeued' "$bin/yardctl" job requeue say-attempt
+wait_job say-attempt Succeeded
+for a in 0 1; do
+  out=""
+  for _ in $(seq 50); do  # the first life's logs reach the archive when its replicas are cleaned up
+    out=$("$bin/yardctl" logs say-attempt --attempt $a 2>&1) && [ "$(echo "$out" | grep -c "run $a")" = 2 ] && break
+    sleep 0.2
+  done
+  [ "$(echo "$out" | grep -c "run $a")" = 2 ] || fail "logs --attempt $a of a requeued job: $out"
+done
+out=$("$bin/yardctl" logs say-attempt --attempt 5 2>&1) && fail "logs --attempt 5 of a job with two: $out"
+echo "$out" | grep -q 'has no started replicas matching the filters' || fail "logs --attempt 5 said: $out"
 # A running job: its replica is stopped, then it runs again as attempt 1.
 expect_out 'job slow-blocker requeued \(was Running\)' "$bin/yardctl" job requeue slow-blocker
 for _ in $(seq 100); do

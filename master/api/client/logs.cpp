@@ -66,6 +66,32 @@ std::vector<const store::ReplicaRecord*> selectReplicas(const TaskEntry& t, cons
   return out;
 }
 
+// A logs query on archived logs: those of a deleted job, or the earlier attempts of a
+// requeued one (their replicas are history, docs/habits.md "Requeue").
+struct ArchiveFilter {
+  std::string job, task, role;
+  int32_t index, attempt;
+  int64_t jobId = 0;  // 0: any job of that name the archive holds
+};
+
+// Per replica label, the newest archived attempt that matches; `keep` may pass over more.
+std::map<std::string, const LogArchive::Entry*> newestArchived(const std::vector<LogArchive::Entry>& entries,
+                                                              const ArchiveFilter& f,
+                                                              const std::function<bool(const ArchivedLogMeta&)>& keep) {
+  std::map<std::string, const LogArchive::Entry*> newest;
+  for (const auto& e : entries) {
+    const ArchivedLogMeta& m = e.meta;
+    if ((f.jobId != 0 && m.jobId != f.jobId) || (!f.task.empty() && m.task != f.task) ||
+        (!f.role.empty() && m.role != f.role) || (f.index >= 0 && m.index != f.index) ||
+        (f.attempt >= 0 && m.attempt != f.attempt))
+      continue;
+    if (keep && !keep(m)) continue;
+    auto& slot = newest[m.label()];
+    if (!slot || slot->meta.attempt < m.attempt) slot = &e;
+  }
+  return newest;
+}
+
 }  // namespace
 
 void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader q,
@@ -93,44 +119,35 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
     });
     startNextLog(relay);
   };
+  auto archivedTargets = [](const std::map<std::string, const LogArchive::Entry*>& newest) {
+    std::vector<LogTarget> targets;
+    for (const auto& [label, e] : newest) targets.push_back({label, "", e->meta.jobId, e->meta.replicaId, e->meta.attempt});
+    return targets;
+  };
   const JobEntry* job = jobs_.find(q.getJob());
   if (!job && archive_) {
     // A deleted job's logs stay in the archive until log_retention.
-    struct Filter {
-      std::string job, task, role;
-      int32_t index, attempt;
-    } f{q.getJob(), q.getTask(), q.getRole(), q.getIndex(), q.getAttempt()};
+    ArchiveFilter f{q.getJob(), q.getTask(), q.getRole(), q.getIndex(), q.getAttempt()};
     // A user reads only the archived logs of their own deleted jobs (by job id: the name may
     // have been reused).
     std::function<std::string(int64_t)> ownerOf;
     if (!caller.admin) ownerOf = [this](int64_t jobId) { return jobs_.deletedJobOwner(jobId); };
-    return archive_->jobLogs(f.job, [conn, id, f, startRelay, ownerOf, caller](std::vector<LogArchive::Entry> entries) {
-      std::map<std::string, const LogArchive::Entry*> newest;  // by label
+    return archive_->jobLogs(f.job, [conn, id, f, startRelay, archivedTargets, ownerOf, caller](std::vector<LogArchive::Entry> entries) {
       std::string foreign;  // the owner of archived logs the caller may not read
-      for (const auto& e : entries) {
-        const ArchivedLogMeta& m = e.meta;
-        if (ownerOf) {
-          std::string owner = ownerOf(m.jobId);
-          if (owner != caller.user) {
-            foreign = owner.empty() ? "an unknown user" : owner;
-            continue;
-          }
-        }
-        if ((!f.task.empty() && m.task != f.task) || (!f.role.empty() && m.role != f.role) ||
-            (f.index >= 0 && m.index != f.index) || (f.attempt >= 0 && m.attempt != f.attempt))
-          continue;
-        auto& slot = newest[m.label()];
-        if (!slot || slot->meta.attempt < m.attempt) slot = &e;
-      }
+      auto newest = newestArchived(entries, f, [&](const ArchivedLogMeta& m) {
+        if (!ownerOf) return true;
+        std::string owner = ownerOf(m.jobId);
+        if (owner == caller.user) return true;
+        foreign = owner.empty() ? "an unknown user" : owner;
+        return false;
+      });
       if (newest.empty() && !foreign.empty())
         return ClientAnswer(conn, id).error("user " + caller.user + " may not read the logs of job " + f.job +
                                             ": it belongs to " + foreign);
       if (newest.empty())
         return ClientAnswer(conn, id).error("job " + f.job + " does not exist" +
                                             (entries.empty() ? "" : " and none of its archived logs match the filters"));
-      std::vector<LogTarget> targets;
-      for (const auto& [label, e] : newest) targets.push_back({label, "", e->meta.jobId, e->meta.replicaId, e->meta.attempt});
-      startRelay(std::move(targets), "");
+      startRelay(archivedTargets(newest), "");
     });
   }
   if (!job) return fail(std::string("job ") + q.getJob().cStr() + " does not exist");
@@ -151,7 +168,15 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
   if (targets.empty() && problems.empty() && !watch) {
     std::string what = "job " + job->rec.name + " has no started replicas";
     if (q.getTask().size() || q.getRole().size() || q.getIndex() >= 0 || q.getAttempt() >= 0) what += " matching the filters";
-    return fail(what);
+    // An attempt before a requeue: its replicas are history, not the job's current life, and
+    // their logs are in the archive under their attempt numbers (docs/habits.md, "Requeue").
+    if (q.getAttempt() < 0 || !archive_) return fail(what);
+    ArchiveFilter f{q.getJob(), q.getTask(), q.getRole(), q.getIndex(), q.getAttempt(), job->rec.id};
+    return archive_->jobLogs(f.job, [conn, id, f, startRelay, archivedTargets, what](std::vector<LogArchive::Entry> entries) {
+      auto newest = newestArchived(entries, f, nullptr);
+      if (newest.empty()) return ClientAnswer(conn, id).error(what);
+      startRelay(archivedTargets(newest), "");
+    });
   }
   if (!watch) return startRelay(std::move(targets), std::move(problems));
   auto relay = std::make_shared<Relay>();
