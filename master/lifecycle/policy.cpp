@@ -419,6 +419,7 @@ void cancelJob(JobEntry& job, const std::string& reason, int64_t now, Events& ev
   }
   job.rec.state = JobState::Cancelling;
   job.rec.reason = reason;
+  job.rec.heldBy.clear();  // a held job cancelled: it is no longer held, but ended
   advanceDag(job, now, events);  // Cancelled at once when nothing was running
   if (job.rec.state == JobState::Cancelling)
     event(events, job, "", "", 0, now, "Cancelling", reason + ": waiting for its replicas to stop");
@@ -492,6 +493,7 @@ void skipJob(JobEntry& job, const std::string& reason, int64_t now, Events& even
   job.rec.state = JobState::Skipped;
   job.rec.reason = reason;
   job.rec.afterPending = false;
+  job.rec.heldBy.clear();  // ended: nothing is left to release (the Held event stays)
   job.rec.finishedAt = now;
   event(events, job, "", "", 0, now, "Skipped", reason);
 }

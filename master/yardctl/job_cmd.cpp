@@ -387,7 +387,7 @@ int waitStopped(GlobalOptions& global, Streams io, const StopOptions& o, bool de
       for (auto t : detail.getTasks())
         for (auto r : t.getReplicas())
           for (const char* live : {"Placed", "Starting", "Running", "Stopping"}) running = running || r.getState() == live;
-      if (!del && !running && (state == "Cancelled" || state == "Succeeded" || state == "Failed"))
+      if (!del && !running && (state == "Cancelled" || state == "Succeeded" || state == "Failed" || state == "Skipped"))
         return finished("job " + o.name + " " + state + ": every replica has stopped", state);
     } else if (del && resp.error().find("does not exist") != std::string::npos) {
       return finished("job " + o.name + " deleted: every replica has stopped", "");
@@ -476,7 +476,7 @@ void addListCommand(CLI::App* job, GlobalOptions& global, Streams io, Action& ac
   CLI::App* list = job->add_subcommand("list", "List jobs (not deleted)");
   list->add_option("--queue", o->queue, "Only jobs of this queue")->type_name("QUEUE");
   list->add_option("--state", o->state, "Only jobs in this state")
-      ->check(CLI::IsMember({"Queued", "Running", "Succeeded", "Failed", "Cancelling", "Cancelled"}));
+      ->check(CLI::IsMember({"Queued", "Running", "Succeeded", "Failed", "Cancelling", "Cancelled", "Skipped"}));
   list->add_option("--array", o->array, "Only the members of this job array, one row each")->type_name("ARRAY");
   // Your own jobs unless these say otherwise (docs/security.md).
   list->add_flag("--all", o->all, "Every user's jobs (admins)");

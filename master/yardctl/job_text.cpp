@@ -128,7 +128,7 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
   }
   // A finished job whose replicas still hold their nodes (cleanup: none, or still stopping).
   std::string state = j.getState().cStr();
-  if (state == "Succeeded" || state == "Failed" || state == "Cancelled") {
+  if (state == "Succeeded" || state == "Failed" || state == "Cancelled" || state == "Skipped") {
     int running = 0, stopping = 0;
     for (auto t : d.getTasks())
       for (auto r : t.getReplicas()) {
@@ -164,7 +164,8 @@ std::vector<std::string> jobRow(api::JobSummary::Reader j, int64_t nowMs) {
   std::string waited = submitted > 0 ? squeueTime(span(submitted, started > 0 ? started : until)) : "-";
   std::string elapsed = started > 0 ? squeueTime(span(started, until)) : "-";
   // A held job is Queued; the table says Held, as squeue's reason would (JobHeldUser).
-  std::string state = j.getHeldBy().size() ? "Held" : j.getState().cStr();
+  std::string state = j.getState().cStr();
+  if (j.getHeldBy().size() && state == "Queued") state = "Held";
   return {j.getName().cStr(), j.getQueue().cStr(), state,
           std::to_string(j.getTasksDone()) + "/" + std::to_string(j.getTasksTotal()), std::to_string(j.getPriority()),
           timeText(j.getSubmittedAt()), orDash(j.getOwner().cStr()), waited, elapsed};

@@ -19,7 +19,16 @@ using namespace yard::api_json;  // the shapes -o json shares with the HTTP API 
 
 namespace {
 
-bool isFinal(const std::string& state) { return state == "Succeeded" || state == "Failed" || state == "Cancelled"; }
+bool isFinal(const std::string& state) {
+  return state == "Succeeded" || state == "Failed" || state == "Cancelled" || state == "Skipped";
+}
+
+// A table row without its clocks (WAITED, ELAPSED: the last two of jobHeaders()), which
+// change every second of a queued or running job without the job changing.
+std::vector<std::string> withoutClocks(std::vector<std::string> row) {
+  row.resize(row.size() >= 2 ? row.size() - 2 : 0);
+  return row;
+}
 
 // Errors in a stream: JSON Lines keep one object per line.
 int streamError(GlobalOptions& global, Streams io, const std::string& message) {
@@ -111,7 +120,7 @@ int watchJobs(GlobalOptions& global, Streams io, const std::string& queue, const
         if (is) emit("ADDED", job);
       } else if (is || was) {
         bool changed = json ? before == seen.end() || before->second.json != job.json
-                            : before == seen.end() || before->second.row != job.row;
+                            : before == seen.end() || withoutClocks(before->second.row) != withoutClocks(job.row);
         if (changed) emit(was ? "MODIFIED" : "ADDED", job);
       }
       now.emplace(name, std::move(job));

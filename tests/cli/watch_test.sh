@@ -93,6 +93,8 @@ for _ in $(seq 50); do grep -q 'Deleted' "$tmp/watch.out" && grep -q DELETED "$t
 head -1 "$tmp/watch.out" | grep -qE '^NAME +QUEUE +STATE +TASKS +PRIORITY +SUBMITTED +OWNER +WAITED +ELAPSED$' || fail "--watch: no header: $(cat "$tmp/watch.out")"
 grep -qE '^watch-a +default +(Queued|Running) ' "$tmp/watch.out" || fail "--watch: no row for the new job: $(cat "$tmp/watch.out")"
 grep -qE '^watch-a +default +Succeeded +1/1 ' "$tmp/watch.out" || fail "--watch: no Succeeded row: $(cat "$tmp/watch.out")"
+# The job ran 3 s: its clocks (WAITED, ELAPSED) changed each second, the job itself did not.
+[ "$(grep -cE '^watch-a +default +Running ' "$tmp/watch.out")" -le 1 ] || fail "--watch: a row per second: $(cat "$tmp/watch.out")"
 tail -1 "$tmp/watch.out" | grep -qE '^watch-a +default +Deleted ' || fail "--watch: no Deleted row last: $(cat "$tmp/watch.out")"
 jsonl "$tmp/watch.json" "l[0]['type'] == 'ADDED' and l[0]['job']['name'] == 'watch-a' and 'Succeeded' in [x['job']['state'] for x in l if x['type'] == 'MODIFIED'] and l[-1]['type'] == 'DELETED'"
 

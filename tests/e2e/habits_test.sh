@@ -199,6 +199,14 @@ for _ in $(seq 50); do [ "$(state_of on-prep-failure)" = Skipped ] && break; sle
 quick "$tmp/late.yaml" late-follower 0
 out=$("$bin/yardctl" job submit --after prep-data:failed "$tmp/late.yaml" 2>&1) || fail "late submit: $out"
 [ "$(state_of late-follower)" = Skipped ] || fail "late-follower: $(state_of late-follower)"
+# Held and then skipped: ended, so no longer held (the list says Skipped, not Held).
+sed -i 's/^name: late-follower/name: held-skipped/' "$tmp/late.yaml"
+out=$("$bin/yardctl" job submit --hold --after prep-data:failed "$tmp/late.yaml" 2>&1) || fail "held late submit: $out"
+[ "$(state_of held-skipped)" = Skipped ] || fail "held-skipped: $(state_of held-skipped)"
+[ "$(jshow held-skipped 'j["job"]["held"]')" = False ] || fail "a skipped job is still held: $(jshow held-skipped 'j["job"]')"
+expect_out '^held-skipped +default +Skipped ' "$bin/yardctl" job list --state Skipped
+expect_out 'job held-skipped is not held' "$bin/yardctl" job release held-skipped
+sed -i 's/^name: held-skipped/name: late-follower/' "$tmp/late.yaml"
 sed -i 's/^name: late-follower/name: self-follower/' "$tmp/late.yaml"
 out=$("$bin/yardctl" job submit --after self-follower "$tmp/late.yaml" 2>&1)
 [ $? -ne 0 ] || fail "a job after itself was accepted"
