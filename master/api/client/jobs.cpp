@@ -335,6 +335,9 @@ void ClientApi::handleJob(api::Request::Reader req, const ClientAnswer& a) {
 
 void ClientApi::listJobs(api::JobFilter::Reader filter, const ClientAnswer& a) {
   std::string queue = filter.getQueue(), state = filter.getState(), array = filter.getArray();
+  if (!state.empty() && !parseJobState(state))
+    return a.error("state: \"" + state.substr(0, 80) +
+                   "\" is not a job state (Queued, Running, Succeeded, Failed, Cancelling, Cancelled or Skipped)");
   // The caller's own jobs unless --all or --owner (admins; authorize() checked).
   std::string owner = filter.getOwner();
   if (owner.empty() && !filter.getAll()) owner = a.caller->user;

@@ -50,7 +50,7 @@ void ClientApi::handleNode(api::Request::Reader req, const ClientAnswer& a) {
     std::string name = req.getNodeShow();
     auto it = nodes_.nodes().find(name);
     if (it == nodes_.nodes().end()) return a.error("node " + name + " does not exist");
-    fillNode(a.resp.initNode(), it->second, false);
+    fillNode(a.resp.initNode(), it->second, true);  // the HTTP API's node carries `used`
     return a.send();
   }
   if (req.isNodeLabel()) {

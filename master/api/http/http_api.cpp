@@ -74,6 +74,13 @@ Result<int64_t> intParam(const HttpRequest& r, const std::string& name, int64_t 
   return Result<int64_t>::ok(n);
 }
 
+Result<bool> boolParam(const HttpRequest& r, const std::string& name) {
+  auto it = r.query.find(name);
+  if (it == r.query.end() || it->second.empty() || it->second == "false" || it->second == "0") return Result<bool>::ok(false);
+  if (it->second == "true" || it->second == "1") return Result<bool>::ok(true);
+  return Result<bool>::fail("query parameter " + name + ": \"" + it->second.substr(0, 80) + "\" must be true or false");
+}
+
 std::string param(const HttpRequest& r, const std::string& name) {
   auto it = r.query.find(name);
   return it == r.query.end() ? std::string() : it->second;

@@ -34,6 +34,7 @@ HttpReply methodNotAllowed(const HttpRequest& req, const char* allowed);
 
 // A non-negative integer query parameter, or why not.
 Result<int64_t> intParam(const HttpRequest& r, const std::string& name, int64_t dflt, int64_t min, int64_t max);
+Result<bool> boolParam(const HttpRequest& r, const std::string& name);  // true/1, false/0 or absent
 // A query parameter; empty when absent.
 std::string param(const HttpRequest& r, const std::string& name);
 

@@ -180,8 +180,7 @@ Json components() {
                       {"replicas", integer()},
                       {"labels", Json{{"type", "object"}, {"additionalProperties", str()}}},
                       {"topology", nullable(ref("GpuTopology"))},
-                      {"used", ref("Resources")}},
-                     {"used"});
+                      {"used", ref("Resources")}});
   s["GpuTopology"] = object({{"simulated", boolean()},
                              {"gpus", arrayOf(integer())},
                              {"links", arrayOf(strings())},

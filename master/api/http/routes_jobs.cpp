@@ -41,7 +41,9 @@ void HttpApi::listJobs(const Ctx& c) {
   if (!offset) return c.error(400, offset.error());
   std::string queue = param(c.req, "queue"), state = param(c.req, "state"), owner = param(c.req, "owner"),
               array = param(c.req, "array"), q = param(c.req, "q");
-  bool all = param(c.req, "all") == "true" || param(c.req, "all") == "1";
+  auto allParam = boolParam(c.req, "all");
+  if (!allParam) return c.error(400, allParam.error());
+  bool all = allParam.value();
   unary(c,
         [=](api::Request::Builder r) {
           auto f = r.initJobList();
@@ -124,7 +126,9 @@ void HttpApi::jobPart(const Ctx& c, const std::string& job, const std::vector<st
   if (rest.empty()) {
     if (m == "DELETE") return change(&api::Request::Builder::setJobDelete);
     if (!get) return notAllowed("GET, DELETE");
-    bool env = param(c.req, "env") == "true";
+    auto envParam = boolParam(c.req, "env");
+    if (!envParam) return c.error(400, envParam.error());
+    bool env = envParam.value();
     return unary(c, [job](auto r) { r.setJobShow(job); },
                  [c, env](api::Response::Reader r) { c.json(200, api_json::detailJson(r.getJob(), env)); });
   }

@@ -13,12 +13,13 @@ void HttpApi::nodes(const Ctx& c, const std::vector<std::string>& seg) {
   listOrShow(c, seg, [](api::Request::Builder r) { r.setNodeTop(); },
              [](api::Request::Builder r, const std::string& d) { r.setNodeShow(d); },
              [](api::Response::Reader r, bool list) -> Json {
-               if (!list) return api_json::nodeJson(r.getNode());
-               return itemsOf(r.getNodes(), [](api::NodeInfo::Reader node) {
+               auto withUsed = [](api::NodeInfo::Reader node) {
                  Json j = api_json::nodeJson(node);
                  j["used"] = api_json::resourcesJson(node.getUsed());
                  return j;
-               });
+               };
+               if (!list) return withUsed(r.getNode());
+               return itemsOf(r.getNodes(), withUsed);
              });
 }
 
