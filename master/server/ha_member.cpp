@@ -296,6 +296,11 @@ Result<ClusterView> clusterStatus(ha::RaftNode& raft, const wire::ClientTls& tls
     }
   }
   for (auto& t : asks) t.join();
+  // What this master applied was committed: raft learns its commit index again from a leader
+  // after a restart, so a master with none to hear from would say less than it holds.
+  view.commitIndex = std::max<uint64_t>(view.commitIndex, s.lastApplied);
+  for (const auto& v : view.members)
+    if (v.raftId == raft.id()) view.commitIndex = std::max<uint64_t>(view.commitIndex, v.appliedIndex);
   return Result<ClusterView>::ok(std::move(view));
 }
 
