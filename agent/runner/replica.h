@@ -2,6 +2,8 @@
 // One replica attempt as the agent holds it: its key, the spec the master placed it with,
 // and the directory that keeps it across agent restarts (the spec, the shim's files, logs).
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -69,8 +71,9 @@ Result<ReplicaSpec> decodeSpec(const std::string& bytes);
 
 // Writes `data` to `path` atomically with respect to crashes of processes (temp file + rename;
 // no fsync: nothing here has to survive a power loss, which also ends the replicas). The file
-// is created 0600: replica files hold users' secrets (docs/security.md).
-Result<bool> writeFileAtomic(const std::string& path, const std::string& data);
+// is created 0600 (replica files hold users' secrets, docs/security.md) unless `mode` says
+// otherwise. Links are never followed: not at `path`, nor at the temporary file beside it.
+Result<bool> writeFileAtomic(const std::string& path, const std::string& data, mode_t mode = 0600);
 // The file's contents, or nullopt-like failure when it cannot be read.
 Result<std::string> readFile(const std::string& path);
 

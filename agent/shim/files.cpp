@@ -22,7 +22,9 @@ int writeAll(int fd, std::string_view data) {
 
 int writeFileAtomically(const std::string& path, std::string_view content) {
   std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A new file, following no link (as the agent's writeFileAtomic, agent/runner/replica.h).
+  ::unlink(tmp.c_str());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return errno;
   // No fsync: these files only need to outlive process crashes (the agent's, the shim's), and
   // rename is atomic for those. A power loss takes the replica's processes with it, and the

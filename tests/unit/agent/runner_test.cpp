@@ -3,14 +3,17 @@
 // and re-adoption from disk after a restart.
 #include <catch2/catch.hpp>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "agent/runner/runner.h"
 
 using namespace yard::agent;
 using yard::Result;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -406,4 +409,35 @@ TEST_CASE("runner: stopAll stops every replica - anyLive says when all have ende
   CHECK(f.state(a) == "Killed");
   CHECK(f.report(a).reason == "stopped: yard-agent is exiting");
   CHECK(f.state(b) == "Exited");
+}
+
+TEST_CASE("replica files: an atomic write follows no link - at its name or at its temporary file") {
+  // A host replica's user owns DIR/work, where the agent (root) writes the preemption notice:
+  // links put there must not lead the write to another file (docs/security.md).
+  char tmpl[] = "/tmp/yard-atomic-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::string victim = dir + "/victim";
+  {
+    std::ofstream(victim) << "root's secret\n";
+  }
+  ::chmod(victim.c_str(), 0600);
+  auto contents = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  fs::create_symlink(victim, dir + "/notice.tmp");  // the temporary file's name
+  REQUIRE(yard::agent::writeFileAtomic(dir + "/notice", "YARD_PREEMPTED=1\n", 0644));
+  CHECK(contents(victim) == "root's secret\n");
+  CHECK(contents(dir + "/notice") == "YARD_PREEMPTED=1\n");
+  CHECK_FALSE(fs::is_symlink(dir + "/notice"));
+  CHECK((fs::status(dir + "/notice").permissions() & fs::perms::all) == static_cast<fs::perms>(0644));
+  CHECK((fs::status(victim).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+  fs::remove(dir + "/notice");
+  fs::create_symlink(victim, dir + "/notice");  // the name itself: the link is replaced
+  REQUIRE(yard::agent::writeFileAtomic(dir + "/notice", "again\n"));
+  CHECK(contents(victim) == "root's secret\n");
+  CHECK_FALSE(fs::is_symlink(dir + "/notice"));
+  CHECK(contents(dir + "/notice") == "again\n");
+  CHECK((fs::status(dir + "/notice").permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+  fs::remove_all(dir);
 }
