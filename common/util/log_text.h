@@ -9,16 +9,24 @@
 namespace yard {
 
 // `text` with each control character (below 0x20, and 0x7f) written as \n, \r, \t or \xNN,
-// so that it stays one line and prints as it came. Everything else is kept as is: a
-// backslash (the shown() of a message may already have escaped a value JSON's way) and bytes
-// from 0x80 up (UTF-8 stays readable).
+// so that it stays one line and prints as it came; the C1 controls in UTF-8 (U+0080-U+009F,
+// bytes C2 80-C2 9F: a terminal may take U+009B as CSI) as \xc2\xNN. Everything else is kept
+// as is: a backslash (the shown() of a message may already have escaped a value JSON's way)
+// and other bytes from 0x80 up (UTF-8 stays readable).
 inline std::string logSafe(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
-  for (char ch : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
     auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c != 0x7f) {
+    if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      auto next = static_cast<unsigned char>(text[++i]);
+      out += "\\xc2\\x";
+      out += kHex[next >> 4];
+      out += kHex[next & 0xf];
+    } else if (c >= 0x20 && c != 0x7f) {
       out += ch;
     } else if (c == '\n') {
       out += "\\n";

@@ -72,7 +72,7 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
   out << "Name:       " << j.getName().cStr() << "\n"
       << "Queue:      " << j.getQueue().cStr() << "\n"
       << "Owner:      " << j.getOwner().cStr() << "\n"
-      << "State:      " << j.getState().cStr() << (j.getReason().size() ? " (" + std::string(j.getReason().cStr()) + ")" : "") << "\n"
+      << "State:      " << j.getState().cStr() << (j.getReason().size() ? " (" + logSafe(j.getReason().cStr()) + ")" : "") << "\n"
       << "Priority:   " << j.getPriority() << "\n"
       << "Submitted:  " << timeText(j.getSubmittedAt()) << "\n"
       << "Started:    " << timeText(j.getStartedAt()) << "\n"
@@ -146,7 +146,7 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
     for (auto r : t.getReplicas()) {
       out << "\nEnvironment of " << t.getName().cStr() << "/" << r.getRole().cStr() << "/" << r.getIndex()
           << " (attempt " << r.getAttempt() << "):\n";
-      for (auto e : r.getEnv()) out << "  " << e.getName().cStr() << "=" << e.getValue().cStr() << "\n";
+      for (auto e : r.getEnv()) out << "  " << e.getName().cStr() << "=" << logSafe(e.getValue().cStr()) << "\n";
     }
 }
 

@@ -1,17 +1,25 @@
 #pragma once
 // Human tables: left-aligned columns, upper-case headers, two spaces apart (kubectl style).
+// Cells carry text users chose (job names in an audit target, reasons, token descriptions):
+// a control character in one is shown escaped (logSafe), so a newline cannot forge a row and
+// an escape sequence cannot drive the reader's terminal.
 
 #include <algorithm>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "common/util/log_text.h"
+
 namespace yard::ctl {
 
 class Table {
  public:
   explicit Table(std::vector<std::string> headers) : rows_{std::move(headers)} {}
-  void row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  void row(std::vector<std::string> cells) {
+    for (auto& c : cells) c = logSafe(c);
+    rows_.push_back(std::move(cells));
+  }
 
   // The width of each column: its widest cell, header included.
   std::vector<size_t> widths() const {
@@ -29,9 +37,10 @@ class Table {
   static std::string line(const std::vector<std::string>& cells, const std::vector<size_t>& widths) {
     std::string out;
     for (size_t i = 0; i < cells.size(); ++i) {
-      out += cells[i];
+      std::string cell = logSafe(cells[i]);  // a stream's row does not pass row()
+      out += cell;
       size_t width = i < widths.size() ? widths[i] : 0;
-      if (i + 1 < cells.size()) out += std::string(width > cells[i].size() ? width - cells[i].size() + 2 : 2, ' ');
+      if (i + 1 < cells.size()) out += std::string(width > cell.size() ? width - cell.size() + 2 : 2, ' ');
     }
     return out;
   }

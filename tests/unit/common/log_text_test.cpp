@@ -20,6 +20,10 @@ TEST_CASE("logSafe: control characters are escaped, the rest is kept", "[log]") 
   CHECK(logSafe(std::string("nul\0end", 7)) == "nul\\x00end");
   CHECK(logSafe("\x1b[31mred\x7f") == "\\x1b[31mred\\x7f");
   CHECK(logSafe("caf\xc3\xa9 \xe2\x80\x94 ok") == "caf\xc3\xa9 \xe2\x80\x94 ok");  // UTF-8 untouched
+  // The C1 controls in UTF-8 (U+009B is CSI to some terminals); U+00A0 and up are kept.
+  CHECK(logSafe("a\xc2\x9b" "31mb") == "a\\xc2\\x9b31mb");
+  CHECK(logSafe("\xc2\x80\xc2\x9f\xc2\xa0") == "\\xc2\\x80\\xc2\\x9f\xc2\xa0");
+  CHECK(logSafe("\xc2") == "\xc2");  // cut short: kept as it came
 }
 
 TEST_CASE("log time marks: --since starts at the last mark at or before the time, at a line start", "[log_times]") {

@@ -119,6 +119,20 @@ TEST_CASE("a stream's rows line up with the first table's columns", "[yardctl]")
   CHECK(out.str() == "NAME      STATE\na-job     Running\n");
 }
 
+TEST_CASE("a table shows a control character in a cell escaped - a newline cannot forge a row", "[yardctl]") {
+  Table t({"TIME", "TARGET", "OUTCOME"});
+  t.row({"21:59", "zz\n2026-12-05 21:59:00Z  alice  job.delete", "ok"});
+  t.row({"22:00", "\x1b[2Jred", "ok"});
+  std::ostringstream out;
+  t.print(out);
+  CHECK(out.str() ==
+        "TIME   TARGET                                       OUTCOME\n"
+        "21:59  zz\\n2026-12-05 21:59:00Z  alice  job.delete  ok\n"
+        "22:00  \\x1b[2Jred                                   ok\n");
+  // A stream's later rows (job events -f, job list --watch) too.
+  CHECK(Table::line({"a\rb", "c"}, {4, 1}) == "a\\rb  c");
+}
+
 TEST_CASE("cluster status notes masters that run different versions", "[yardctl][ha]") {
   CHECK(mixedVersionNote({{"leader", "0.2.0"}, {"follower", "0.2.0"}, {"follower", "0.2.0"}}).empty());
   // an unreachable member says nothing of its version: no note for it
