@@ -53,6 +53,14 @@ class Validator {
   void atLeast(const std::string& path, int64_t v, int64_t min) {
     if (v < min) error(path, std::to_string(v) + " must be at least " + std::to_string(min));
   }
+  // A duration in seconds: 0 or more, and at most ten years, so that the master's times in
+  // milliseconds (now + it) cannot overflow.
+  void duration(const std::string& path, int64_t v) {
+    atLeast(path, v, 0);
+    if (v > kMaxDurationSeconds)
+      error(path, std::to_string(v) + " must be at most " + std::to_string(kMaxDurationSeconds) + " seconds (ten years)");
+  }
+  static constexpr int64_t kMaxDurationSeconds = int64_t{10} * 365 * 24 * 3600;
 
   void task(schema::Task::Reader t, const std::string& path);
   void roles(schema::Task::Reader t, const std::string& path);
@@ -117,15 +125,15 @@ void Validator::task(schema::Task::Reader t, const std::string& path) {
     auto cj = t.getContainerJob();
     atLeast(path + ".completions", cj.getCompletions(), 1);
     atLeast(path + ".parallelism", cj.getParallelism(), 1);
-    atLeast(path + ".timeout", cj.getTimeout(), 0);
+    duration(path + ".timeout", cj.getTimeout());
     atLeast(path + ".retries", cj.getRetries(), 0);
     container(cj.getContainer(), path + ".container");
     return;
   }
   auto adv = t.getAdvanced();
   atLeast(path + ".advanced.retries", adv.getRetries(), 0);
-  atLeast(path + ".advanced.maxLifetime", adv.getMaxLifetime(), 0);
-  atLeast(path + ".advanced.retention", adv.getRetention(), 0);
+  duration(path + ".advanced.maxLifetime", adv.getMaxLifetime());
+  duration(path + ".advanced.retention", adv.getRetention());
   if (kind && kind->takes("slotsPerWorker")) atLeast(path + ".slotsPerWorker", t.getSlotsPerWorker(), 1);
   if (kind && kind->takes("nprocPerNode")) atLeast(path + ".nprocPerNode", t.getNprocPerNode(), 1);
   elastic(t, path);
@@ -157,7 +165,7 @@ void Validator::elastic(schema::Task::Reader t, const std::string& path) {
     error(epath + ".maxReplicas", std::to_string(e.getMaxReplicas()) +
                                       " must be at least minReplicas (" +
                                       std::to_string(e.getMinReplicas()) + ")");
-  atLeast(epath + ".scaleTimeout", e.getScaleTimeout(), 0);
+  duration(epath + ".scaleTimeout", e.getScaleTimeout());
 }
 
 // The roles' rules are the kind's descriptor (kinds.h) for the task's mode. A kind value
