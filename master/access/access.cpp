@@ -451,6 +451,15 @@ void Access::issue(store::TokenRecord rec, std::function<void(Result<IssuedToken
       slot.done();
       return done(Result<IssuedToken>::fail("user " + rec.user + " does not exist"));
     }
+    if (rec.kind == "api") {  // each is held in memory and checked at every request: bounded
+      auto live = static_cast<size_t>(liveTokens(rec.user));
+      if (live >= kMaxApiTokensPerUser) {
+        slot.done();
+        return done(Result<IssuedToken>::fail("user " + rec.user + " has " + std::to_string(live) +
+                                              " API tokens, the most one user may hold: revoke one first (yardctl user "
+                                              "token list " + rec.user + ")"));
+      }
+    }
     auto write = [rec, also = origin.also](store::Tx& tx) {
       tx.upsertToken(rec);
       if (also) also(tx);  // the request's record, in the same transaction
@@ -464,9 +473,21 @@ void Access::issue(store::TokenRecord rec, std::function<void(Result<IssuedToken
   });
 }
 
+namespace {
+
+// A token's description is shown in `user token list` and kept with the token.
+std::string badDescription(const std::string& description) {
+  if (description.size() <= kMaxTokenDescription) return "";
+  return "--description: must be at most " + std::to_string(kMaxTokenDescription) + " bytes (it has " +
+         std::to_string(description.size()) + ")";
+}
+
+}  // namespace
+
 void Access::createApiToken(const std::string& user, int64_t ttlMs, const std::string& description,
                             std::function<void(Result<IssuedToken>)> done, Origin origin) {
   if (ttlMs < 0) return done(Result<IssuedToken>::fail("--ttl: must be 0 (never expires) or more"));
+  if (auto bad = badDescription(description); !bad.empty()) return done(Result<IssuedToken>::fail(bad));
   int64_t now = now_();
   store::TokenRecord rec{"", "api", user, "", now, ttlMs == 0 ? 0 : now + ttlMs, -1, false, description, 0};
   issue(std::move(rec), std::move(done), std::move(origin));
@@ -476,6 +497,7 @@ void Access::createJoinToken(int64_t ttlMs, int32_t uses, const std::string& des
                              std::function<void(Result<IssuedToken>)> done, Origin origin) {
   if (ttlMs < 0) return done(Result<IssuedToken>::fail("--ttl: must be more than 0"));
   if (uses < 0) return done(Result<IssuedToken>::fail("--uses: " + std::to_string(uses) + " must be 0 (unlimited) or more"));
+  if (auto bad = badDescription(description); !bad.empty()) return done(Result<IssuedToken>::fail(bad));
   int64_t now = now_();
   store::TokenRecord rec{"", "join", "", "", now, now + (ttlMs == 0 ? kDefaultJoinTokenTtlMs : ttlMs),
                          uses == 0 ? -1 : uses, false, description, 0};

@@ -48,6 +48,9 @@ struct Caller {
 inline constexpr const char* kAdminUser = "admin";
 // How long a join token lives when its creator gives no --ttl.
 inline constexpr int64_t kDefaultJoinTokenTtlMs = 24LL * 3600 * 1000;
+// What one user may hold (each token is kept in memory and listed), and a description's size.
+inline constexpr size_t kMaxApiTokensPerUser = 100;
+inline constexpr size_t kMaxTokenDescription = 256;
 
 // A new token's secret, as returned once to whoever created it.
 struct IssuedToken {

@@ -230,6 +230,31 @@ TEST_CASE("access: users, tokens and grants survive a restart - deleting a user 
   CHECK(h.access->liveTokens("bob") == 0);
 }
 
+TEST_CASE("access: a token's description and one user's live API tokens are bounded", "[access]") {
+  AccessHarness h;
+  CHECK(h.call([&](auto r) { h.access->createUser({"bob", false, -1, -1, 0}, r); }));
+  std::optional<Result<master::IssuedToken>> out;
+  h.access->createApiToken("bob", 0, std::string(257, 'x'), [&](auto r) { out = r; });
+  h.nodes.settle();
+  REQUIRE(out);
+  CHECK(out->error() == "--description: must be at most 256 bytes (it has 257)");
+  out.reset();
+  h.access->createJoinToken(0, 1, std::string(300, 'x'), [&](auto r) { out = r; });
+  h.nodes.settle();
+  REQUIRE(out);
+  CHECK(out->error() == "--description: must be at most 256 bytes (it has 300)");
+  std::vector<master::IssuedToken> held;
+  for (size_t i = 0; i < master::kMaxApiTokensPerUser; ++i) held.push_back(h.apiToken("bob"));
+  out.reset();
+  h.access->createApiToken("bob", 0, "one more", [&](auto r) { out = r; });
+  h.nodes.settle();
+  REQUIRE(out);
+  CHECK(out->error() == "user bob has 100 API tokens, the most one user may hold: revoke one first (yardctl user token "
+                        "list bob)");
+  CHECK(h.call([&](auto r) { h.access->revokeToken(*tokens::idOf(held[0].secret), r); }));
+  h.apiToken("bob");  // room again
+}
+
 TEST_CASE("access: a revoke is durable before it is answered, and a join token's use too", "[access]") {
   AccessHarness h;
   auto admin = h.adminSecret();
