@@ -377,6 +377,14 @@ std::string JobRegistry::expand(const std::shared_ptr<JobSpec>& spec, const JobO
   auto indexes = spec::arrayIndexes(job.getArray());
   if (!indexes) return indexes.error();
   auto count = static_cast<int32_t>(indexes.value().size());
+  // Each member is stored and held with the whole spec: a big spec times 10,000 members
+  // would be gigabytes from one request.
+  uint64_t each = job.totalSize().wordCount * sizeof(capnp::word);
+  if (each * static_cast<uint64_t>(count) > kMaxArraySpecBytes)
+    return "array: " + std::to_string(count) + " members of a " + std::to_string((each + 1023) / 1024) +
+           " KiB spec would hold " + std::to_string(each * static_cast<uint64_t>(count) >> 20) + " MiB, more than the " +
+           std::to_string(kMaxArraySpecBytes >> 20) +
+           " MiB one array may: make the spec smaller (large values belong in files or datasets) or the array shorter";
   for (int32_t index : indexes.value()) {
     std::string member = spec::arrayMemberName(name, index);
     if (auto t = taken(member); !t.empty()) return "job array " + name + ": " + t;

@@ -46,6 +46,9 @@ class MasterMetrics;
 // Who submits a job (docs/security.md): its owner, and the uid/gid its host replicas run as
 // (the owner's mapping at submission; -1 = not mapped). The default is the built-in admin,
 // which runs host tasks as root: what in-process callers and tests submit as.
+// The most a job array's members may hold together: each is stored with the whole spec.
+inline constexpr uint64_t kMaxArraySpecBytes = uint64_t{64} << 20;
+
 struct JobOwner {
   std::string name = "admin";
   int64_t uid = 0, gid = 0;

@@ -92,6 +92,14 @@ out=$("$bin/yardctl" job submit "$tmp/other.yaml" 2>&1) && fail "an array with a
 echo "$out" | grep -q "other-1 is already used" || fail "refusal: $out"
 [ -z "$(members other)" ] || fail "a refused array left members: $(members other)"
 
+say "an array whose members together would hold more than 64 MiB of spec is refused"
+big=$(head -c 100000 /dev/zero | tr '\0' a)
+printf 'name: heavy\narray: { count: 1000 }\ntasks:\n  - { name: work, kind: container-job, container: { image: host, resources: { cpu: 100m, memory: 32Mi }, command: "true", env: { BIG: "%s" } } }\n' "$big" >"$tmp/heavy.yaml"
+out=$("$bin/yardctl" job submit "$tmp/heavy.yaml" 2>&1) && fail "an array of 1000 x 100 KB was accepted"
+echo "$out" | grep -q "array: 1000 members of a 9[0-9] KiB spec would hold 9[0-9] MiB, more than the 64 MiB one array may" ||
+  fail "the heavy array's refusal: ${out:0:300}"
+[ -z "$(members heavy)" ] || fail "a refused array left members"
+
 say "maxRunning: at most 2 of 5 run at once; the others say why they wait"
 cat >"$tmp/capped.yaml" <<YAML
 name: capped
