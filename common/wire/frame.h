@@ -55,6 +55,10 @@ struct Limits {
   // thrown away (within frameDeadline) so that the peer, still writing, gets to read it.
   // A frame announcing more than 64 MiB gets no answer, only the close.
   std::function<std::string(const std::string& why)> sizeRefusal;
+  // Accepted connections only: stop reading a peer's requests while it leaves many answers
+  // unread (Connection::kPauseReadingBytes). An outgoing connection never stops reading, so
+  // two ends that both write much cannot wait on each other.
+  bool pauseReading = true;
 };
 
 inline constexpr size_t kHeaderBytes = 4;

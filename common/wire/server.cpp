@@ -205,7 +205,27 @@ void Connection::bodyDone() {
   } catch (const kj::Exception& e) {
     return close(std::string("malformed message: ") + e.getDescription().cStr());
   }
-  if (!closed_ && !closeWhenWritten_) readMore();
+  if (closed_ || closeWhenWritten_) return;
+  // A peer that sends requests and does not read the answers: stop reading its requests until
+  // it has taken most of what waits for it (TCP then holds its writes back), so that it cannot
+  // make us hold answers without end (docs/reliability.md, "Bounded resources").
+  if (readingPaused()) {
+    paused_ = true;
+    return;
+  }
+  readMore();
+}
+
+bool Connection::readingPaused() const {
+  return limits_.pauseReading && (pending_.load() > kPauseReadingBytes || unanswered_ >= kPauseReadingRequests);
+}
+
+void Connection::resumeReading() {
+  if (!paused_ || closed_ || closeWhenWritten_ || pending_.load() > kPauseReadingBytes / 2 ||
+      unanswered_ >= kPauseReadingRequests / 2)
+    return;
+  paused_ = false;
+  readMore();
 }
 
 void Connection::armTimer(Clock::time_point at) {
@@ -248,6 +268,7 @@ void Connection::queueFrame(std::string frame) {
   writes_.push_back(std::move(frame));
   pending_ += writes_.back().size();
   if (writes_.size() == 1) writeNext();
+  resumeReading();  // an answer to one of many requests in flight
 }
 
 void Connection::writeNext() {
@@ -262,6 +283,7 @@ void Connection::writeNext() {
     self->writes_.pop_front();
     if (!self->writes_.empty()) self->writeNext();
     else if (self->closeWhenWritten_) self->close(*self->closeWhenWritten_);
+    self->resumeReading();
   });
 }
 
@@ -315,6 +337,7 @@ void connectFrames(asio::io_context& io, const std::string& hostPort, const Clie
   });
   Limits outgoing = limits;
   outgoing.idleTimeout = std::chrono::milliseconds(0);
+  outgoing.pauseReading = false;
   auto finish = [a, hostPort, outgoing, handler = std::move(handler), log = std::move(log),
                  done](asio::error_code ec) mutable {
     a->timer.cancel();

@@ -113,6 +113,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void armTimer(Clock::time_point at);
   void onTimer();
   bool busy() const { return unanswered_ > 0 || holds_ > 0 || !writes_.empty(); }
+  // Reading the peer's requests stops while this much waits to be written to it, or this
+  // many of its requests wait for their answers, and starts again below half of both.
+  static constexpr size_t kPauseReadingBytes = 8u << 20;
+  static constexpr size_t kPauseReadingRequests = 1024;
+  bool readingPaused() const;
+  void resumeReading();
 
   friend class FrameServer;
   std::function<void()> onAuthenticated_;  // the listener's census; run once
@@ -145,6 +151,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string drainWhy_;
 
   size_t unanswered_ = 0;  // requests handed to the handler and not yet answered
+  bool paused_ = false;    // reading stopped until the peer takes its answers (readingPaused)
   size_t holds_ = 0;       // holdOpen() holds alive
   asio::steady_timer timer_;
   std::optional<Clock::time_point> timerAt_;

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -47,6 +48,9 @@ class Server {
             resp.setPong("pong");
           } else if (req.isQueueShow()) {
             resp.setPong(std::to_string(req.getQueueShow().size()));
+          } else if (req.isJobEvents()) {  // a big answer: 1 MiB
+            handled_ += 1;
+            resp.setPong(std::string(1u << 20, 'x'));
           } else if (req.isJobShow() && req.getJobShow() == "hold") {
             holds_.push_back(conn->holdOpen());
             resp.setPong("held");
@@ -72,6 +76,7 @@ class Server {
     thread_.join();
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port()); }
+  int handled() const { return handled_.load(); }  // jobEvents requests answered
   uint16_t port() const { return server_->port(); }
   bool logged(const std::string& part) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -109,6 +114,7 @@ class Server {
   asio::io_context io_;
   std::unique_ptr<wire::FrameServer> server_;
   std::vector<std::shared_ptr<void>> holds_;  // io thread only
+  std::atomic<int> handled_{0};
   std::mutex mu_;
   std::vector<std::string> logs_;  // guarded by mu_
   std::thread thread_;
@@ -307,6 +313,32 @@ TEST_CASE("an idle connection is closed - one waiting for an answer or streaming
     REQUIRE(streaming->sendRaw(ping()));
     CHECK(answer(*streaming) == "pong");
   }
+}
+
+TEST_CASE("a peer that does not read its answers is not read from until it does", "[wire][limits]") {
+  Server server(wire::Limits{});
+  auto c = connect(server.address());
+  REQUIRE(c->sendRaw(ping()));
+  REQUIRE(answer(*c) == "pong");
+  // 100 requests of 1 MiB answers each, none read yet: the sender blocks once the server
+  // stops reading (past 8 MiB waiting), so it sends from its own thread.
+  std::string events = request([](api::Request::Builder r) { r.setJobEvents("big"); });
+  std::thread sender([&] {
+    for (int i = 0; i < 100; ++i)
+      if (!c->sendRaw(events)) return;
+  });
+  std::this_thread::sleep_for(1500ms);
+  // What was answered: what waits in the server (8 MiB) and in the sockets' buffers.
+  int early = server.handled();
+  CHECK(early >= 1);
+  CHECK(early < 50);
+  // Reading the answers lets it go on: every request is answered, in order.
+  int got = 0;
+  for (; got < 100; ++got)
+    if (answer(*c).size() != (1u << 20)) break;
+  sender.join();
+  CHECK(got == 100);
+  CHECK(server.handled() == 100);
 }
 
 TEST_CASE("connections over the caps are closed at once", "[wire][limits]") {
