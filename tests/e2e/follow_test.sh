@@ -40,4 +40,35 @@ say "logs -f of a finished job prints what it has and ends"
 timeout 20 "$bin/yardctl" logs follow-dag -f --task train >"$tmp/after.out" 2>&1 || fail "logs -f of an ended job: $(cat "$tmp/after.out")"
 grep -qF 'train attempt 1' "$tmp/after.out" || fail "logs -f of an ended job printed: $(cat "$tmp/after.out")"
 
+say "one user follows at most 32 log streams at once; one ended gives its place back"
+cat >"$tmp/long.yaml" <<'YAML'
+name: follow-long
+tasks:
+  - name: main
+    kind: container-job
+    container: { image: host, resources: { cpu: 100m, memory: 32Mi }, command: sh -c, args: "'echo up; sleep 120'" }
+YAML
+submit "$tmp/long.yaml"
+wait_job follow-long Running
+followers=()
+for i in $(seq 32); do
+  "$bin/yardctl" logs follow-long -f >"$tmp/f$i.out" 2>&1 &
+  followers+=("$!")
+  pids+=("$!")
+done
+for _ in $(seq 100); do [ "$(cat "$tmp"/f*.out | grep -c '| up')" -ge 32 ] && break; sleep 0.2; done
+[ "$(cat "$tmp"/f*.out | grep -c '| up')" -ge 32 ] || fail "32 followers did not all start"
+out=$(timeout 10 "$bin/yardctl" logs follow-long -f 2>&1) && fail "a 33rd follow was accepted: $out"
+echo "$out" | grep -q 'follows 32 log streams at once, the most one user may' || fail "the 33rd follow said: $out"
+kill "${followers[0]}"; wait "${followers[0]}" 2>/dev/null
+ok=""
+for _ in $(seq 50); do  # the master sees the closed connection and gives the place back
+  out=$(timeout 3 "$bin/yardctl" logs follow-long -f 2>&1)
+  echo "$out" | grep -q '| up' && { ok=1; break; }
+  sleep 0.2
+done
+[ -n "$ok" ] || fail "no place came back after a follower ended: $out"
+for p in "${followers[@]:1}"; do kill "$p" 2>/dev/null; done
+"$bin/yardctl" job cancel follow-long >/dev/null
+
 finish "follow"

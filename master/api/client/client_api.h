@@ -142,6 +142,7 @@ class ClientApi {
     int64_t sinceMs = 0;  // --since: output written from then on (0 = all)
     bool over = false;
     std::shared_ptr<void> hold;  // the client's connection is not idle while this lasts
+    std::shared_ptr<void> followSlot;  // `logs -f`: one of its user's kMaxFollowsPerUser
     // `logs -f` of a job: replicas that start later (later tasks, runs, attempts) join the
     // relay, which ends only once the job has ended and nothing of it runs.
     bool watching = false;
@@ -270,6 +271,14 @@ class ClientApi {
   Clock now_;
   AgentCalls* calls_ = nullptr;
   LogArchiveService* archive_ = nullptr;
+  // `logs -f` streams open per user: each holds a connection to an agent per replica, so one
+  // user's many follows would fill the agents' places for everyone (logs.cpp).
+  struct FollowCounts {
+    std::mutex mu;
+    std::map<std::string, int> open;
+  };
+  std::shared_ptr<FollowCounts> follows_ = std::make_shared<FollowCounts>();
+  static constexpr int kMaxFollowsPerUser = 32;
   MasterMetrics* metrics_ = nullptr;
   const ClusterOps* cluster_ = nullptr;
   // cluster status and remove run on threads of their own (they ask each member, up to a

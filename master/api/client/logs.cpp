@@ -97,12 +97,26 @@ std::map<std::string, const LogArchive::Entry*> newestArchived(const std::vector
 void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id, api::LogsQuery::Reader q,
                      const Caller& caller) {
   auto fail = [&](const std::string& why) { ClientAnswer(conn, id).error(why); };
+  std::shared_ptr<void> followSlot;
+  if (q.getFollow()) {
+    std::lock_guard<std::mutex> lock(follows_->mu);
+    int& open = follows_->open[caller.user];
+    if (open >= kMaxFollowsPerUser)
+      return fail("user " + caller.user + " follows " + std::to_string(open) +
+                  " log streams at once, the most one user may: end one first");
+    ++open;
+    // Given back when the relay ends (its last reference goes), on whichever thread that is.
+    followSlot = std::shared_ptr<void>(nullptr, [follows = follows_, user = caller.user](void*) {
+      std::lock_guard<std::mutex> l(follows->mu);
+      if (--follows->open[user] <= 0) follows->open.erase(user);
+    });
+  }
   // Following: every stream at once, until each ends or the client goes away. Otherwise one
   // replica after another, so each one's output stays together.
-  auto startRelay = [this, conn, id, follow = q.getFollow(), tail = q.getTailLines(),
-                     since = q.getSinceMs()](std::vector<LogTarget> targets,
-                                                                                   std::string problems) {
+  auto startRelay = [this, conn, id, follow = q.getFollow(), tail = q.getTailLines(), since = q.getSinceMs(),
+                     followSlot](std::vector<LogTarget> targets, std::string problems) {
     auto relay = std::make_shared<Relay>();
+    relay->followSlot = followSlot;
     relay->conn = conn;
     relay->id = id;
     relay->targets = std::move(targets);
@@ -113,6 +127,7 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
     relay->hold = conn->holdOpen();
     conn->onClose([relay] {
       relay->over = true;
+      relay->followSlot.reset();
       auto streams = std::move(relay->streams);  // breaks stream -> callback -> relay cycles
       relay->streams.clear();
       for (auto& st : streams) st->cancel();
@@ -189,6 +204,7 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
   relay->hold = conn->holdOpen();
   relay->watching = true;
   relay->watch = filter;
+  relay->followSlot = followSlot;
   // Every attempt that has started counts as seen (the newest are followed); any that starts
   // later joins, even one already replaced by the next rescan (a run that failed at once).
   for (const auto& t : job->tasks)
@@ -197,6 +213,7 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
   relay->targets = std::move(targets);
   conn->onClose([relay] {
     relay->over = true;
+    relay->followSlot.reset();
     auto streams = std::move(relay->streams);
     relay->streams.clear();
     for (auto& st : streams) st->cancel();
@@ -256,6 +273,7 @@ void ClientApi::startNextLog(const std::shared_ptr<Relay>& relay) {
     if (relay->open > 0 || relay->watching) return;
     relay->over = true;
     relay->hold.reset();
+    relay->followSlot.reset();
     relay->streams.clear();
     ClientAnswer end(relay->conn, relay->id);
     end.resp.setLogEnd(relay->problems);
