@@ -104,6 +104,14 @@ void Connection::markAuthenticated() {
   f();
 }
 
+void Connection::leaveAddressCap() {
+  if (forwarded([](Connection& c) { c.leaveAddressCap(); })) return;
+  if (!onLeaveAddressCap_) return;
+  auto f = std::move(onLeaveAddressCap_);
+  onLeaveAddressCap_ = nullptr;
+  f();
+}
+
 std::shared_ptr<void> Connection::holdOpen() {
   ++holds_;
   return std::shared_ptr<void>(nullptr, [weak = weak_from_this()](void*) {
@@ -466,11 +474,18 @@ void FrameServer::admit(asio::ip::tcp::socket socket) {
   uint64_t number = c.admitted++;
   c.waiting.emplace(number, Waiting{conn, address, Connection::Clock::now()});
   conn->onAuthenticated_ = [census = census_, number] { census->waiting.erase(number); };
-  conn->onClose([census = census_, address, number] {
-    --census->open;
-    census->waiting.erase(number);
+  auto counted = std::make_shared<bool>(true);  // in byAddress (until leaveAddressCap)
+  auto uncount = [census = census_, address, counted] {
+    if (!*counted) return;
+    *counted = false;
     auto it = census->byAddress.find(address);
     if (it != census->byAddress.end() && --it->second == 0) census->byAddress.erase(it);
+  };
+  conn->onLeaveAddressCap_ = uncount;
+  conn->onClose([census = census_, number, uncount] {
+    --census->open;
+    census->waiting.erase(number);
+    uncount();
   });
   conn->start();
   armDeadline();

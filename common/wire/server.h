@@ -85,6 +85,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // no longer counts against Limits::authDeadline and maxConnectionsBeforeAuth.
   void markAuthenticated();
   bool authenticated() const { return authenticated_; }
+  // A peer vouched for by its certificate (the master's own HTTP gateway, which opens a
+  // connection per log stream from the master's address): on a listener it no longer counts
+  // against Limits::maxConnectionsPerAddress (still against maxConnections).
+  void leaveAddressCap();
   // A streaming answer is in progress (logs -f, exec): while any returned hold is alive the
   // connection is not idle, however long the stream stays quiet. Drop the hold (its last
   // copy) when the stream ends. REQUIRES: dropped on the io thread.
@@ -122,6 +126,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   friend class FrameServer;
   std::function<void()> onAuthenticated_;  // the listener's census; run once
+  std::function<void()> onLeaveAddressCap_;  // the listener's census; run once
 
   Stream stream_;
   const asio::any_io_executor executor_;  // stream_'s, copied so that reading it needs no lock

@@ -51,7 +51,10 @@ void ClientApi::handle(const std::shared_ptr<wire::Connection>& conn, std::uniqu
     a.source = std::string(req.getForwardedFor().cStr()) + " (http)";
   // The master's own gateway (its certificate, which only the master holds) forwards
   // browsers' requests, logged in or not: its connection is never a stranger's.
-  if (conn->peerName() == tls::kMasterName) conn->markAuthenticated();
+  if (conn->peerName() == tls::kMasterName) {
+    conn->markAuthenticated();
+    conn->leaveAddressCap();  // a connection per log stream, all from the master's address
+  }
   auto who = access_.authenticate(view(req.getToken()), a.source);
   if (!who) return refuse(a, "", info.name, requestTarget(req), who.error());
   // A valid token: the connection keeps its place when strangers flood the listener

@@ -46,6 +46,10 @@ class Server {
           if (req.isPing()) {
             conn->markAuthenticated();
             resp.setPong("pong");
+          } else if (req.isQueueShow() && req.getQueueShow() == "vouched") {  // as the master's gateway
+            conn->markAuthenticated();
+            conn->leaveAddressCap();
+            resp.setPong("vouched");
           } else if (req.isQueueShow()) {
             resp.setPong(std::to_string(req.getQueueShow().size()));
           } else if (req.isJobEvents()) {  // a big answer: 1 MiB
@@ -366,6 +370,26 @@ TEST_CASE("connections over the caps are closed at once", "[wire][limits]") {
     again = retry.pings();
   }
   CHECK(again);
+}
+
+TEST_CASE("a connection vouched for by its certificate leaves its address's cap - not the listener's", "[wire][limits]") {
+  wire::Limits limits;
+  limits.maxConnectionsPerAddress = 2;
+  limits.maxConnections = 5;
+  Server server(limits);
+  // The master's HTTP gateway opens a connection per log stream, all from one address.
+  std::vector<std::unique_ptr<wire::FrameClient>> gateway;
+  for (int i = 0; i < 3; ++i) {
+    gateway.push_back(connect(server.address()));
+    REQUIRE(gateway.back()->sendRaw(request([](api::Request::Builder r) { r.setQueueShow("vouched"); })));
+    REQUIRE(answer(*gateway.back()) == "vouched");
+  }
+  // The address's two places are still there for others.
+  RawClient a("127.0.0.1", server.port()), b("127.0.0.1", server.port());
+  CHECK(a.pings());
+  CHECK(b.pings());
+  RawClient third("127.0.0.1", server.port());
+  CHECK_FALSE(third.pings());  // the address's cap: a and b
 }
 
 // The probe's flood, scaled down: more idle, unauthenticated connections than the listener
