@@ -110,13 +110,6 @@ Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function
   if (!f.caFile.empty()) config.caFile = f.caFile;
   if (!config.raftListen.empty() && f.dev)
     return R::fail("--dev runs a single master: drop --raft-listen (raft_listen) or --dev");
-  if (!config.join.empty() && config.raftListen.empty())
-    return R::fail("--join: a joining master needs --raft-listen (raft_listen), the address the others reach it on");
-  if (!config.join.empty() && config.joinToken.empty() && config.masterJoinToken.empty())
-    return R::fail("--join: needs --join-token (join_token), a token of the cluster (yardctl token create, or its "
-                   "join_token), or --master-join-token (master_join_token) where the cluster has one");
-  if (!config.join.empty() && config.caFingerprint.empty() && config.caFile.empty())
-    return R::fail("--join: needs --ca-fingerprint sha256:... or --ca FILE, so that it knows the cluster it joins");
   // Checked here, not at the first dial: a joiner that cannot parse them would otherwise retry
   // for minutes before saying why.
   if (!config.join.empty()) {
@@ -136,6 +129,13 @@ Result<MasterConfig> mergeMasterConfig(const MasterFlags& f, const std::function
   if (!config.caFingerprint.empty() && !tls::isFingerprint(config.caFingerprint))
     return R::fail("--ca-fingerprint (ca_fingerprint): \"" + config.caFingerprint +
                    "\" must be sha256: followed by 64 hex digits (yard-master logs its CA's at start)");
+  if (!config.join.empty() && config.raftListen.empty())
+    return R::fail("--join: a joining master needs --raft-listen (raft_listen), the address the others reach it on");
+  if (!config.join.empty() && config.joinToken.empty() && config.masterJoinToken.empty())
+    return R::fail("--join: needs --join-token (join_token), a token of the cluster (yardctl token create, or its "
+                   "join_token), or --master-join-token (master_join_token) where the cluster has one");
+  if (!config.join.empty() && config.caFingerprint.empty() && config.caFile.empty())
+    return R::fail("--join: needs --ca-fingerprint sha256:... or --ca FILE, so that it knows the cluster it joins");
   // After --dev and the flags: heartbeat_timeout is final here.
   if (auto fence = fenceTiming(config); !fence) return R::fail(fence.error());
   return R::ok(std::move(config));

@@ -68,7 +68,12 @@ int reportFieldError(const GlobalOptions& global, Streams io, int exitCode, cons
 std::optional<int> reportMissingFile(const GlobalOptions& global, Streams io, const std::vector<std::string>& files) {
   for (const std::string& f : files) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(f, ec)) return reportError(global, io, kExitUsage, f + ": no such file");
+    if (std::filesystem::is_regular_file(f, ec)) continue;
+    auto st = std::filesystem::status(f, ec);
+    std::string why = !std::filesystem::exists(st)       ? "no such file"
+                      : std::filesystem::is_directory(st) ? "is a directory, not a spec file"
+                                                          : "is not a regular file (a spec is read from a file)";
+    return reportError(global, io, kExitUsage, f + ": " + why);
   }
   return std::nullopt;
 }

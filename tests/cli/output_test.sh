@@ -41,6 +41,8 @@ jexpect 0 "j['name'] == 'resnet-train'" -- validate "$src/configs/examples/dag.y
 printf 'name: ab\ntasks: []\n' >"$tmp/bad.yaml"
 jexpect 1 "j['error']['path'] == 'name' and 'must be 4-25 characters' in j['error']['message'] and len(j['errors']) == 2 and j['file'].endswith('bad.yaml')" -- validate "$tmp/bad.yaml"
 jexpect 2 "$(err 'nope.yaml: no such file')" -- validate "$tmp/nope.yaml"
+jexpect 2 "$(err ': is a directory, not a spec file')" -- validate "$tmp"
+jexpect 2 "$(err '/dev/null: is not a regular file (a spec is read from a file)')" -- validate /dev/null
 # job submit: a missing file is a usage error too; a whole-file error (bad YAML) has no "path".
 jexpect 2 "$(err 'nope.yaml: no such file')" -- job submit "$tmp/nope.yaml"
 jexpect 2 "$(err 'nope.yaml: no such file')" -- job submit "$src/configs/examples/dag.yaml" "$tmp/nope.yaml"

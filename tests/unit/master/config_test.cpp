@@ -150,6 +150,11 @@ TEST_CASE("bad master flags name the flag and the rule", "[config]") {
         "--ca-fingerprint (ca_fingerprint): \"sha256:zz\" must be sha256: followed by 64 hex digits (yard-master logs "
         "its CA's at start)");
   CHECK_THAT(joining("127.0.0.1:7790", "sha256:" + std::string(64, 'g')).error(), Catch::StartsWith("--ca-fingerprint"));
+  // A malformed value is named before what is missing (no join token here).
+  CHECK_THAT(merged({"--raft-listen", "127.0.0.1:0", "--join", "nonsense", "--ca-fingerprint", "sha256:abc"}).error(),
+             Catch::StartsWith("--join (join): \"nonsense\" is not HOST:PORT"));
+  CHECK_THAT(merged({"--raft-listen", "127.0.0.1:0", "--join", "127.0.0.1:7790", "--ca-fingerprint", "sha256:abc"}).error(),
+             Catch::StartsWith("--ca-fingerprint (ca_fingerprint): \"sha256:abc\" must be"));
   // So is the raft address it listens on (an IP address and a port): a joiner would otherwise
   // be admitted, and given the CA, before finding it cannot listen there.
   auto listening = [&](const std::string& raftListen, const std::string& advertise = "") {
