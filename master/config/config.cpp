@@ -136,7 +136,7 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
   MasterConfig c;
   if (auto e = config::unknownKey(root, {"data_dir", "listen", "agent_listen", "join_token", "heartbeat_timeout",
                                          "flavors", "etcd_endpoints", "stop_grace", "advertise", "autoscaler",
-                                         "log_retention", "log_archive_max_bytes", "fence_timeout", "fence_grace",
+                                         "log_retention", "log_archive_max_bytes", "log_archive_max_total_bytes", "fence_timeout", "fence_grace",
                                          "metrics_listen", "dataset_roots", "http_listen", "console_dir", "scheduler",
                                          "raft_listen", "raft_advertise", "join", "name", "ca_fingerprint", "ca",
                                          "election_timeout_ms", "master_join_token"});
@@ -204,6 +204,12 @@ Result<MasterConfig> parseMasterConfig(const std::string& text, const std::strin
     if (c.logArchiveMaxBytes < 4096 || c.logArchiveMaxBytes > (int64_t{1} << 40))
       return R::fail(source + ": log_archive_max_bytes: " + std::to_string(c.logArchiveMaxBytes) +
                      " must be from 4Ki to 1Ti (like \"10Mi\")");
+    if (!quantity(root, "log_archive_max_total_bytes", "", c.logArchiveMaxTotalBytes, spec::parseMemoryBytes, error))
+      return R::fail(source + ": " + error.substr(1));
+    if (c.logArchiveMaxTotalBytes < c.logArchiveMaxBytes || c.logArchiveMaxTotalBytes > (int64_t{1} << 50))
+      return R::fail(source + ": log_archive_max_total_bytes: " + std::to_string(c.logArchiveMaxTotalBytes) +
+                     " must be from log_archive_max_bytes (" + std::to_string(c.logArchiveMaxBytes) +
+                     ") to 1Pi (like \"20Gi\")");
   }
   if (const toml::node* n = root.get("fence_timeout"))
     if (auto e = config::durationSeconds(*n, "fence_timeout", 1, 86400, "must be a duration of at least 1s (like 20 or \"20s\")",

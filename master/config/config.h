@@ -49,6 +49,7 @@ struct MasterConfig {
   std::vector<std::string> topologyLevels;
   int64_t logRetentionSeconds = 30 * 86400;     // archived replica logs are deleted after this
   int64_t logArchiveMaxBytes = 10 << 20;        // the archive keeps the last this many bytes of a log
+  int64_t logArchiveMaxTotalBytes = int64_t{20} << 30;  // and this much of all logs, the oldest going first
   // Where /metrics listens (docs/operations.md, "Metrics"): unset = kDefaultMetricsListen,
   // where a port in use only turns /metrics off; "" = off.
   std::optional<std::string> metricsListen;

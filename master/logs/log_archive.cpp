@@ -161,7 +161,51 @@ Result<uint64_t> LogArchive::write(const ArchivedLogMeta& meta, uint64_t offset,
   } else {
     ::close(fd);
   }
+  // The total bound, looked at after every sixteenth of it written (a walk of the archive).
+  writtenSinceCheck_ += data.size();
+  if (writtenSinceCheck_ >= std::max<uint64_t>(options_.maxTotalBytes / 16, 1)) {
+    writtenSinceCheck_ = 0;
+    keepTotal();
+  }
   return R::ok(offset + data.size());
+}
+
+size_t LogArchive::keepTotal() {
+  struct Log {
+    int64_t at;
+    fs::path path;
+    uint64_t bytes;
+  };
+  std::vector<Log> complete;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(options_.dir, ec)) {
+    if (!number(d.path().filename().string())) continue;
+    std::error_code fe;
+    for (const auto& f : fs::directory_iterator(d.path(), fe)) {
+      std::string ext = f.path().extension().string();
+      if (ext != ".log" && ext != ".part") continue;
+      std::error_code se;
+      uint64_t bytes = f.file_size(se);
+      if (se) continue;
+      total += bytes;
+      if (ext == ".log") complete.push_back({mtimeMs(f.path().string()).value_or(0), f.path(), bytes});
+    }
+  }
+  if (total <= options_.maxTotalBytes) return 0;
+  std::sort(complete.begin(), complete.end(), [](const Log& a, const Log& b) { return a.at < b.at; });
+  uint64_t goal = options_.maxTotalBytes / 10 * 9;
+  size_t removed = 0;
+  for (const Log& l : complete) {
+    if (total <= goal) break;
+    fs::path stem = l.path.parent_path() / l.path.stem();
+    if (!fs::remove(l.path, ec)) continue;
+    fs::remove(stem.string() + ".meta", ec);
+    fs::remove(stem.string() + ".times", ec);
+    total -= l.bytes;
+    ++removed;
+  }
+  return removed;
 }
 
 std::optional<LogArchive::Entry> LogArchive::find(int64_t jobId, int64_t replicaId, int32_t attempt) const {
@@ -269,7 +313,7 @@ size_t LogArchive::sweep() {
       if (auto id = number(dir.filename().string())) names_.erase(*id);
     }
   }
-  return removed;
+  return removed + keepTotal();
 }
 
 std::vector<LogArchive::Held> LogArchive::completeLogs(int64_t sinceMs) const {

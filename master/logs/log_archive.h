@@ -56,6 +56,9 @@ class LogArchive {
     std::string dir;                        // <data-dir>/logs
     uint64_t maxBytes = 10u << 20;          // per log: agents send the last maxBytes, after a marker line
     int64_t retentionMs = 30LL * 86400000;  // log_retention
+    // All logs together (log_archive_max_total_bytes): past it the oldest complete logs go
+    // first, whatever their age, so that no job's output can fill the master's disk.
+    uint64_t maxTotalBytes = uint64_t{20} << 30;
   };
   // Room for the "[… N bytes dropped …]" line above maxBytes.
   static constexpr uint64_t kMarkerRoom = 256;
@@ -91,6 +94,9 @@ class LogArchive {
   // Removes logs (complete or not) last written more than the retention ago, their meta,
   // and job directories left empty. Returns how many logs it removed.
   size_t sweep();
+  // Removes the oldest complete logs (with their meta and marks) while all logs together
+  // hold more than Options::maxTotalBytes, down to nine tenths of it. Returns how many.
+  size_t keepTotal();
 
   // Several masters (server/log_sync.h): what each holds, and the copies one lacks.
   struct Held {
@@ -129,6 +135,7 @@ class LogArchive {
   Options options_;
   Clock now_;
   mutable std::map<int64_t, std::string> names_;  // job id -> name, as read from disk
+  uint64_t writtenSinceCheck_ = 0;  // bytes written since keepTotal last looked
 };
 
 using ::yard::tailOffset;  // common/util/text_tail.h: where `--tail N` starts

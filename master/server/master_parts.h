@@ -51,7 +51,8 @@ inline int64_t sinceMs(std::chrono::steady_clock::time_point since) {
 }
 
 inline LogArchive::Options archiveOptions(const MasterConfig& config) {
-  return {config.dataDir + "/logs", static_cast<uint64_t>(config.logArchiveMaxBytes), config.logRetentionSeconds * 1000};
+  return {config.dataDir + "/logs", static_cast<uint64_t>(config.logArchiveMaxBytes), config.logRetentionSeconds * 1000,
+          static_cast<uint64_t>(config.logArchiveMaxTotalBytes)};
 }
 
 // Every part, in the order they are built; they are destroyed in the reverse order.

@@ -130,6 +130,28 @@ TEST_CASE("the sweep removes logs older than the retention, deleted jobs' includ
   CHECK(archive.jobLogs("old-job").empty());
 }
 
+TEST_CASE("all logs together are bounded - the oldest complete ones go first", "[archive]") {
+  TempDir tmp;
+  LogArchive archive({tmp.path + "/logs", 4096, 86400000, 10000}, wallMs);
+  auto past = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (int i = 0; i < 4; ++i) {  // 8,000 bytes, each an hour older than the next
+    REQUIRE(archive.write(meta(1, "j", 10 + i, 0), 0, std::string(2000, 'a'), true));
+    fs::last_write_time(tmp.path + "/logs/1/" + std::to_string(10 + i) + "-0.log", past + std::chrono::minutes(i));
+  }
+  REQUIRE(archive.write(meta(2, "k", 20, 0), 0, std::string(1000, 'b'), false));  // still arriving
+  CHECK(archive.jobLogs("j").size() == 4);
+  // 3,000 more: 12,000 in all, over 10,000; down to 9,000 by removing the two oldest.
+  REQUIRE(archive.write(meta(2, "k", 21, 0), 0, std::string(3000, 'c'), true));
+  CHECK_FALSE(fs::exists(tmp.path + "/logs/1/10-0.log"));
+  CHECK_FALSE(fs::exists(tmp.path + "/logs/1/10-0.meta"));
+  CHECK_FALSE(fs::exists(tmp.path + "/logs/1/11-0.log"));
+  CHECK(fs::exists(tmp.path + "/logs/1/12-0.log"));
+  CHECK(fs::exists(tmp.path + "/logs/2/20-0.part"));  // a log being received is not taken
+  CHECK(fs::exists(tmp.path + "/logs/2/21-0.log"));
+  CHECK(archive.jobLogs("j").size() == 2);
+  CHECK(archive.keepTotal() == 0);
+}
+
 TEST_CASE("tailOffset finds the last lines", "[archive]") {
   CHECK(tailOffset("a\nb\nc\n", 2) == 2);
   CHECK(tailOffset("a\nb\nc", 1) == 4);
@@ -214,6 +236,14 @@ TEST_CASE("log_retention and log_archive_max_bytes are read from the master's co
   auto zero = parseMasterConfig("log_retention = 0\n", "m.toml");
   REQUIRE_FALSE(zero);
   CHECK(zero.error() == "m.toml: log_retention: must be a duration from 1s to 3650d (like \"30d\")");
+  CHECK(defaults.value().logArchiveMaxTotalBytes == int64_t{20} << 30);
+  auto total = parseMasterConfig("log_archive_max_total_bytes = \"5Gi\"\n", "m.toml");
+  REQUIRE(total);
+  CHECK(total.value().logArchiveMaxTotalBytes == int64_t{5} << 30);
+  auto under = parseMasterConfig("log_archive_max_total_bytes = \"1Mi\"\n", "m.toml");
+  REQUIRE_FALSE(under);
+  CHECK(under.error() == "m.toml: log_archive_max_total_bytes: 1048576 must be from log_archive_max_bytes (10485760) to "
+                         "1Pi (like \"20Gi\")");
 }
 
 TEST_CASE("a log is completed only once its copies are made", "[archive]") {
