@@ -61,6 +61,7 @@ class Validator {
       error(path, std::to_string(v) + " must be at most " + std::to_string(kMaxDurationSeconds) + " seconds (ten years)");
   }
   static constexpr int64_t kMaxDurationSeconds = int64_t{10} * 365 * 24 * 3600;
+  static constexpr size_t kMaxArgBytes = 128u << 10;
 
   void task(schema::Task::Reader t, const std::string& path);
   void roles(schema::Task::Reader t, const std::string& path);
@@ -269,6 +270,23 @@ void Validator::container(schema::Container::Reader c, const std::string& path) 
   if (image == "host" && vm_)
     error(path + ".image", "host cannot run with type: vm (a VM runtime boots an image; give an image reference or drop "
                            "type: vm)");
+  {
+    // Linux refuses a program one argument or environment string this long (MAX_ARG_STRLEN,
+    // 128 KiB, E2BIG at exec): the run would fail to start. Large data belongs in files.
+    auto argv = c.getArgv();
+    for (unsigned i = 0; i < argv.size(); ++i)
+      if (argv[i].size() >= kMaxArgBytes)
+        error(path + ".command", "word " + std::to_string(i) + " has " + std::to_string(argv[i].size()) +
+                                     " bytes: each word of the command must be under 131072 (Linux's limit for one "
+                                     "argument; pass large data in a file or dataset)");
+    auto env = c.getEnv();
+    for (unsigned i = 0; i < env.size(); ++i)
+      if (env[i].getName().size() + 1 + env[i].getValue().size() >= kMaxArgBytes)
+        error(path + ".env[" + std::to_string(i) + "].value",
+              std::to_string(env[i].getValue().size()) +
+                  " bytes: NAME=value must be under 131072 (Linux's limit for one environment string; pass large data "
+                  "in a file or dataset)");
+  }
   if (c.getWorkingDir().size() > 0 && c.getWorkingDir()[0] != '/')
     error(path + ".workingDir", quoted(str(c.getWorkingDir())) + " must be an absolute path");
   {

@@ -296,6 +296,13 @@ TEST_CASE("container-job and advanced rules", "[validate]") {
       {"timeout huge", cjob(kC, "    timeout: 9223372036854775807\n"),
        "tasks[0].timeout: 9223372036854775807 must be at most 315360000 seconds (ten years)"},
       {"timeout ten years", cjob(kC, "    timeout: 3650d\n"), ""},
+      // Linux's one-string limit at exec (128 KiB): such a run could never start.
+      {"long word", cjob("{ image: host, resources: { cpu: 1, memory: 1Gi }, command: [echo, " + std::string(131072, 'a') + "] }", ""),
+       "tasks[0].container.command: word 1 has 131072 bytes: each word of the command must be under 131072 (Linux's limit "
+       "for one argument; pass large data in a file or dataset)"},
+      {"long env", cjob("{ image: host, resources: { cpu: 1, memory: 1Gi }, command: [true], env: { BIG: " + std::string(131068, 'a') + " } }", ""),
+       "tasks[0].container.env[0].value: 131068 bytes: NAME=value must be under 131072 (Linux's limit for one environment "
+       "string; pass large data in a file or dataset)"},
       {"retries", cjob(kC, "    retries: -1\n"), "tasks[0].retries: -1 must be at least 0"},
       {"restart policy", cjob(kC, "    restartPolicy: Always\n"), "tasks[0].restartPolicy: \"Always\" must be one of OnFailure, Never"},
       {"advanced ok", adv("{ retries: 2, maxLifetime: 1d, retention: 0, cleanup: all }"), ""},
