@@ -224,14 +224,13 @@ void Connection::bodyDone() {
   readMore();
 }
 
-bool Connection::readingPaused() const {
-  return limits_.pauseReading && (pending_.load() > kPauseReadingBytes || unanswered_ >= kPauseReadingRequests);
-}
+// By the bytes waiting only: a count of requests would not do, since some frames have no
+// answer of their own (an exec's stdin and acknowledgements), and a paused exec would then
+// never get the answers that resume it.
+bool Connection::readingPaused() const { return limits_.pauseReading && pending_.load() > kPauseReadingBytes; }
 
 void Connection::resumeReading() {
-  if (!paused_ || closed_ || closeWhenWritten_ || pending_.load() > kPauseReadingBytes / 2 ||
-      unanswered_ >= kPauseReadingRequests / 2)
-    return;
+  if (!paused_ || closed_ || closeWhenWritten_ || pending_.load() > kPauseReadingBytes / 2) return;
   paused_ = false;
   readMore();
 }

@@ -117,10 +117,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void armTimer(Clock::time_point at);
   void onTimer();
   bool busy() const { return unanswered_ > 0 || holds_ > 0 || !writes_.empty(); }
-  // Reading the peer's requests stops while this much waits to be written to it, or this
-  // many of its requests wait for their answers, and starts again below half of both.
+  // Reading the peer's requests stops while this much waits to be written to it, and starts
+  // again below half of it.
   static constexpr size_t kPauseReadingBytes = 8u << 20;
-  static constexpr size_t kPauseReadingRequests = 1024;
   bool readingPaused() const;
   void resumeReading();
 

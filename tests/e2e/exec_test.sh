@@ -84,6 +84,10 @@ out=$(echo hi | ctl exec ex-main -- sh -c 'cat; echo end')
 head -c 3000000 /dev/urandom >"$tmp/in.bin"
 ctl exec -i ex-main -- cat <"$tmp/in.bin" >"$tmp/out.bin"
 cmp -s "$tmp/in.bin" "$tmp/out.bin" || fail "3 MB through cat came back as $(wc -c <"$tmp/out.bin") bytes, not the same"
+# 40 MB of stdin and nothing back but its count: over a thousand stdin frames, none of
+# which is answered on its own (the master must keep reading them).
+out=$(head -c 40000000 /dev/zero | timeout 60 "$bin/yardctl" exec -i ex-main -- wc -c 2>"$tmp/in40.err")
+[ "$out" = 40000000 ] || fail "40 MB of stdin: the command counted '$out'; yardctl said: $(cat "$tmp/in40.err")"
 out=$(ctl exec ex-main -- head -c 30000000 /dev/zero 2>"$tmp/big.err" | wc -c; echo "rc ${PIPESTATUS[0]}")
 [ "$out" = "30000000
 rc 0" ] || fail "30 MB of output arrived as $(echo $out) (bytes, then yardctl's exit code); yardctl said: $(cat "$tmp/big.err")"
