@@ -387,7 +387,7 @@ int waitStopped(GlobalOptions& global, Streams io, const StopOptions& o, bool de
       for (auto t : detail.getTasks())
         for (auto r : t.getReplicas())
           for (const char* live : {"Placed", "Starting", "Running", "Stopping"}) running = running || r.getState() == live;
-      if (!del && !running && (state == "Cancelled" || state == "Succeeded" || state == "Failed" || state == "Skipped"))
+      if (!del && !running && jobEnded(state))
         return finished("job " + o.name + " " + state + ": every replica has stopped", state);
     } else if (del && resp.error().find("does not exist") != std::string::npos) {
       return finished("job " + o.name + " deleted: every replica has stopped", "");

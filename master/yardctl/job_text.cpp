@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ctime>
 
+#include "common/lifecycle/states.h"
 #include "master/yardctl/table.h"
 #include "master/yardctl/time_flag.h"
 
@@ -128,7 +129,7 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
   }
   // A finished job whose replicas still hold their nodes (cleanup: none, or still stopping).
   std::string state = j.getState().cStr();
-  if (state == "Succeeded" || state == "Failed" || state == "Cancelled" || state == "Skipped") {
+  if (jobEnded(state)) {
     int running = 0, stopping = 0;
     for (auto t : d.getTasks())
       for (auto r : t.getReplicas()) {
@@ -151,6 +152,11 @@ void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv) {
 }
 
 // New columns go last: scripts that read the first columns by position keep working.
+bool jobEnded(const std::string& state) {
+  auto s = parseJobState(state);
+  return s && isFinal(*s);
+}
+
 std::vector<std::string> jobHeaders() {
   return {"NAME", "QUEUE", "STATE", "TASKS", "PRIORITY", "SUBMITTED", "OWNER", "WAITED", "ELAPSED"};
 }

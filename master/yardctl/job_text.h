@@ -16,6 +16,10 @@ std::string orDash(const std::string& s);
 
 void detailText(std::ostream& out, api::JobDetail::Reader d, bool showEnv);
 
+// Whether a job state the master sent is a final one (Succeeded, Failed, Cancelled, Skipped),
+// by the master's own list (common/lifecycle/states.h).
+bool jobEnded(const std::string& state);
+
 // `job list`'s columns, and one job's cells; WAITED and ELAPSED count to `nowMs` (the
 // client's clock) while the job waits or runs.
 std::vector<std::string> jobHeaders();

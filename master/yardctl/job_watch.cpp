@@ -19,10 +19,6 @@ using namespace yard::api_json;  // the shapes -o json shares with the HTTP API 
 
 namespace {
 
-bool isFinal(const std::string& state) {
-  return state == "Succeeded" || state == "Failed" || state == "Cancelled" || state == "Skipped";
-}
-
 // A table row without its clocks (WAITED, ELAPSED: the last two of jobHeaders()), which
 // change every second of a queued or running job without the job changing.
 std::vector<std::string> withoutClocks(std::vector<std::string> row) {
@@ -82,7 +78,7 @@ int followEvents(GlobalOptions& global, Streams io, const std::string& job, std:
     }
     io.out.flush();
     printed = std::max<size_t>(printed, events.size());
-    if (isFinal(state)) return kExitOk;
+    if (jobEnded(state)) return kExitOk;
     std::this_thread::sleep_for(interval);
   }
 }

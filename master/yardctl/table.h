@@ -34,24 +34,28 @@ class Table {
 
   // One row padded to `widths` (a cell wider than its column pushes the rest right). A
   // stream (job list --watch, job events -f) prints later rows with the first table's widths.
-  static std::string line(const std::vector<std::string>& cells, const std::vector<size_t>& widths) {
-    std::string out;
-    for (size_t i = 0; i < cells.size(); ++i) {
-      std::string cell = logSafe(cells[i]);  // a stream's row does not pass row()
-      out += cell;
-      size_t width = i < widths.size() ? widths[i] : 0;
-      if (i + 1 < cells.size()) out += std::string(width > cell.size() ? width - cell.size() + 2 : 2, ' ');
-    }
-    return out;
+  static std::string line(std::vector<std::string> cells, const std::vector<size_t>& widths) {
+    for (auto& c : cells) c = logSafe(c);  // a stream's row does not pass row()
+    return join(cells, widths);
   }
 
   void print(std::ostream& out) const { print(out, widths()); }
   // With columns at least as wide as `width` (a stream that reserves room for later rows).
   void print(std::ostream& out, const std::vector<size_t>& width) const {
-    for (const auto& r : rows_) out << line(r, width) << "\n";
+    for (const auto& r : rows_) out << join(r, width) << "\n";  // escaped by row()
   }
 
  private:
+  static std::string join(const std::vector<std::string>& cells, const std::vector<size_t>& widths) {
+    std::string out;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      out += cells[i];
+      size_t width = i < widths.size() ? widths[i] : 0;
+      if (i + 1 < cells.size()) out += std::string(width > cells[i].size() ? width - cells[i].size() + 2 : 2, ' ');
+    }
+    return out;
+  }
+
   std::vector<std::vector<std::string>> rows_;
 };
 

@@ -122,15 +122,11 @@ void Heartbeat::arm() {
 int statusForError(const std::string& m) {
   if (m.rfind(wire::kNotLeader, 0) == 0) return 503;  // an election: try again
   if (m.rfind("not authenticated", 0) == 0) return 401;
-  // The store could not make the change durable (store.cpp's commitBatch): the master's
-  // failure, not the request's. Without a majority (several masters) it may pass later.
-  if (auto at = m.find("state.db: "); at != std::string::npos) {
-    std::string_view why = std::string_view(m).substr(at + 10);
-    if (why.starts_with("not replicated: ")) return 503;
-    for (std::string_view batch : {"cannot start a transaction: ", "SQLite rolled back the transaction after: ",
-                                   "cannot record the replicated index: ", "commit failed: "})
-      if (why.starts_with(batch)) return 500;
-  }
+  // The store could not make the change durable: store.cpp's commitBatch fails every write of
+  // the batch with "<data-dir>/state.db: <why>" (no other refusal names the file). The
+  // master's failure, not the request's; without a majority (several masters) it may pass later.
+  if (auto at = m.find("/state.db: "); at != std::string::npos)
+    return std::string_view(m).substr(at + 11).starts_with("not replicated: ") ? 503 : 500;
   // An Idempotency-Key sent again with another change (docs/ha.md, "Retries and request ids").
   if (m.rfind("requestId ", 0) == 0 && contains(m, ": was given to another change")) return 409;
   if (contains(m, " may not ") || contains(m, "admins only") || contains(m, "only admins") || contains(m, "does not allow"))
