@@ -120,7 +120,12 @@ std::optional<int64_t> Loader::integer(const YAML::Node& n, const std::string& p
   if (!s) return std::nullopt;
   auto r = parseInteger(*s);
   if (!r) {
-    error(path, "must be an integer, got " + quoted(*s));
+    // A whole number past int64 (like -9223372036854775808) is named as out of range, not as
+    // "not an integer".
+    bool outOfRange = r.error().size() >= 12 && r.error().compare(r.error().size() - 12, 12, "is too large") == 0;
+    error(path, std::string(outOfRange ? "must be an integer from -9223372036854775807 to 9223372036854775807"
+                                       : "must be an integer") +
+                    ", got " + quoted(*s));
     return std::nullopt;
   }
   return r.value();

@@ -185,21 +185,25 @@ std::string parseQuota(const QuotaFlags& f, api::Queue::Builder q) {
   if (!f.cpu.empty()) {
     auto v = spec::parseCpuMillis(f.cpu);
     if (!v) return "--cpu: " + v.error();
+    if (v.value() < 0) return "--cpu: " + f.cpu + " must be 0 or more";
     quota.setCpuMillis(v.value());
   }
   if (!f.memory.empty()) {
     auto v = spec::parseMemoryBytes(f.memory);
     if (!v) return "--memory: " + v.error();
+    if (v.value() < 0) return "--memory: " + f.memory + " must be 0 or more";
     quota.setMemoryBytes(v.value());
   }
   if (!f.gpu.empty()) {
     auto v = spec::parseInteger(f.gpu);
     if (!v) return "--gpu: " + v.error();
+    if (v.value() < 0) return "--gpu: " + f.gpu + " must be 0 or more";
     quota.setGpu(v.value());
   }
   if (!f.maxRunningJobs.empty()) {
     auto v = spec::parseInteger(f.maxRunningJobs);
     if (!v) return "--max-running-jobs: " + v.error();
+    if (v.value() < 0) return "--max-running-jobs: " + f.maxRunningJobs + " must be 0 (no limit) or more";
     q.setMaxRunningJobs(v.value());
   }
   if (!f.weight.empty()) {
@@ -211,6 +215,8 @@ std::string parseQuota(const QuotaFlags& f, api::Queue::Builder q) {
     } catch (const std::exception&) {
       return "--weight: \"" + f.weight + "\" is not a number";
     }
+    if (!(q.getWeight() > 0)) return "--weight: " + f.weight + " must be greater than 0";
+    if (q.getWeight() > 1e6) return "--weight: " + f.weight + " must be at most 1000000";
   }
   if (!f.placement.empty()) q.setPlacement(f.placement == "spread" ? api::Placement::SPREAD : api::Placement::BINPACK);
   q.setAllowHostTasks(f.allowHostTasks);

@@ -88,12 +88,19 @@ int main(int argc, char** argv) {
     printJson(io, {{"client", {{"version", yard::kVersion}}}});
     return kExitOk;
   } catch (const CLI::ParseError& e) {
+    // `yardctl --bogus` fails CLI11's "a subcommand is required" before its unknown-argument
+    // check: name the argument that was not understood instead.
+    std::string what = e.what();
+    if (app.get_subcommands().empty() && !app.remaining().empty()) {
+      const std::string first = app.remaining().front();
+      what = first.rfind("-", 0) == 0 ? "unknown flag " + first : "unknown command \"" + first + "\"";
+    }
     if (!json) {  // as every other error: "yardctl: <message>" (docs/yardctl.md)
-      io.err << "yardctl: " << e.what() << "\nRun with --help for more information.\n";
+      io.err << "yardctl: " << what << "\nRun with --help for more information.\n";
       return kExitUsage;
     }
     global.output = "json";
-    return reportError(global, io, kExitUsage, e.what());
+    return reportError(global, io, kExitUsage, what);
   }
   // $YARD_MASTER is checked as the flag is, and named when it is the one at fault.
   if (masterFlag->count() == 0 && std::getenv("YARD_MASTER") != nullptr && !global.master.empty())

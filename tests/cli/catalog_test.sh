@@ -21,9 +21,10 @@ expect 1 'queue name "Team_B" must use only lowercase' -- queue create Team_B --
 expect 2 '--cpu: "lots" is not a cpu quantity' -- queue create team-b --cpu lots --memory 1Gi --gpu 0
 expect 1 'queue team-b does not exist' -- queue show team-b
 expect 2 'memory' -- queue create team-b --cpu 1 --gpu 0
-expect 1 '--gpu: -1 must be 0 or more' -- queue create team-b --cpu 1 --memory 1Gi --gpu -1
-expect 1 '^yardctl: --cpu: -1 must be 0 or more$' -- queue create team-b --cpu -1 --memory 1Gi
-expect 1 '^yardctl: --weight: 0 must be greater than 0$' -- queue create team-b --cpu 1 --memory 1Gi --weight 0
+expect 2 '--gpu: -1 must be 0 or more' -- queue create team-b --cpu 1 --memory 1Gi --gpu -1
+expect 2 '^yardctl: --cpu: -1 must be 0 or more$' -- queue create team-b --cpu -1 --memory 1Gi
+expect 2 '^yardctl: --max-running-jobs: -1 must be 0 \(no limit\) or more$' -- queue create team-b --cpu 1 --memory 1Gi --max-running-jobs -1
+expect 2 '^yardctl: --weight: 0 must be greater than 0$' -- queue create team-b --cpu 1 --memory 1Gi --weight 0
 # A CPU-only cluster's queue needs no --gpu: it gets none.
 expect 0 '^cpu-only +running +0/1 +0/1Gi +0/0 ' -- queue create cpu-only --cpu 1 --memory 1Gi
 expect 0 'queue cpu-only deleted' -- queue delete cpu-only

@@ -60,6 +60,9 @@ jexpect 1 "'path' not in j['error'] and all('path' not in e for e in j['errors']
 # Usage errors from the parser are JSON too, exit 2; without -o json they stay text.
 jexpect 2 "$(err 'The following argument was not expected: --frobnicate')" -- queue list --frobnicate
 jexpect 2 "$(err 'A subcommand is required')" -- job
+# A top-level flag or command yardctl does not know is named (not "a subcommand is required").
+jexpect 2 "$(err 'unknown flag --frobnicate')" -- --frobnicate
+jexpect 2 "$(err 'unknown command \"frobnicate\"')" -- frobnicate
 jexpect 2 "$(err 'name is required')" -- job show
 "$bin/yardctl" job list --frobnicate -o json >"$tmp/o" 2>"$tmp/e"; rc=$?
 [ $rc -eq 2 ] && [ ! -s "$tmp/e" ] && grep -q '"error"' "$tmp/o" || fail "-o json after a bad flag: rc $rc: $(cat "$tmp/o" "$tmp/e")"

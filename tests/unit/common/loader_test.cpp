@@ -167,6 +167,8 @@ TEST_CASE("wrong node types name what was found", "[loader]") {
              Catch::Contains("type: \"batch\" must be one of training, vm"));
   CHECK_THAT(errorsOf("name: good-job\npriority: high\ntasks:\n  - { name: only-task, kind: container-job, container: " + kC + " }\n"),
              Catch::Contains("priority: must be an integer, got \"high\""));
+  CHECK_THAT(errorsOf("name: good-job\npriority: -9223372036854775808\ntasks:\n  - { name: only-task, kind: container-job, container: " + kC + " }\n"),
+             Catch::Contains("priority: must be an integer from -9223372036854775807 to 9223372036854775807, got \"-9223372036854775808\""));
   CHECK_THAT(errorsOf("- a\n- b\n"), Catch::Contains("must be a mapping, got a list"));
 }
 
