@@ -221,7 +221,7 @@ void addTokenCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& 
   auto o = std::make_shared<TokenOptions>();
   CLI::App* create = token->add_subcommand("create", "Create a join token for agents; its secret is printed once");
   create->add_option("--ttl", o->ttl, "Expire after this long (default 24h)");
-  create->add_option("--uses", o->uses, "How many agents may join with it (default unlimited)")->check(CLI::NonNegativeNumber);
+  create->add_option("--uses", o->uses, "How many agents may join with it (default unlimited)")->check(kNonNegative);
   create->add_option("--description", o->description, "What the token is for");
   on(create, global, io, action, [o](api::Request::Builder r) -> std::string {
     auto ttl = ttlSeconds(o->ttl);
@@ -302,7 +302,7 @@ void addAccessCommands(CLI::App& app, GlobalOptions& global, Streams io, Action&
   audit->add_option("--user", a->user, "Only this user's requests (\"\" = unauthenticated ones too)")->type_name("USER");
   audit->add_option("--since", a->since, "From this time: RFC 3339 (2024-05-01T12:00:00Z) or a duration back (2h)");
   audit->add_option("--until", a->until, "Up to this time: RFC 3339 or a duration back");
-  audit->add_option("--limit", a->limit, "At most this many, the newest (default 1000)")->check(CLI::NonNegativeNumber);
+  audit->add_option("--limit", a->limit, "At most this many, the newest (default 1000)")->check(kNonNegative);
   on(audit, global, io, action, [a](api::Request::Builder r) -> std::string {
     auto since = timeFlag("--since", a->since);
     if (!since) return since.error();

@@ -15,6 +15,25 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 
+// A whole number 0 or more. CLI11's NonNegativeNumber names its range with DBL_MAX printed
+// out in full; this says the rule and the value.
+inline const CLI::Validator kNonNegative(
+    [](std::string& text) -> std::string {
+      size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(text, &used);
+      } catch (const std::out_of_range&) {
+        return "\"" + text.substr(0, 80) + "\" is too large";
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size()) return "\"" + text.substr(0, 80) + "\" is not a whole number";
+      if (v < 0) return "must be 0 or more, not " + text;
+      return "";
+    },
+    "");
+
 struct GlobalOptions {
   std::string master;   // --master, default $YARD_MASTER, then the config file (client.h)
   std::string token;    // --token, default $YARD_TOKEN, then the config file

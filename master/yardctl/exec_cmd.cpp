@@ -482,7 +482,7 @@ void addExecCommand(CLI::App& app, GlobalOptions& global, Streams io, Action& ac
   exec->add_option("command", o->argv, "The command and its arguments, after --");
   exec->add_option("--task", o->task, "The task (may be left out when the job has one)");
   exec->add_option("--role", o->role, "The role (default: the task's first)");
-  exec->add_option("--index", o->index, "The replica index (default 0)")->check(CLI::NonNegativeNumber);
+  exec->add_option("--index", o->index, "The replica index (default 0)")->check(kNonNegative);
   exec->add_flag("-i,--stdin", o->stdin, "Pass stdin to the command");
   exec->add_flag("-t,--tty", o->tty, "Run the command on a terminal (stdout and stderr are one stream)");
   exec->footer("Example: yardctl exec resnet-train --task train --role worker --index 1 -it -- bash");

@@ -412,7 +412,7 @@ void addStopCommand(CLI::App* job, const char* cmd, const char* help, bool del, 
   c->add_option("name", o->name, "Name")->required()->type_name("JOB");
   c->add_flag("--wait", o->wait, "Wait until every replica it stopped is gone (the processes have ended)");
   c->add_option("--timeout", o->timeoutSeconds, "With --wait: give up (exit 1) after this many seconds; 0 = no limit")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   c->callback([&global, io, &action, o, del] {
     action = [&global, io, o, del]() -> int {
       if (o->wait) return waitStopped(global, io, *o, del);

@@ -156,10 +156,10 @@ void addLogsCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& a
   logs->add_option("job", o->job, "Job name")->required()->type_name("JOB");
   logs->add_option("--task", o->task, "Only this task");
   logs->add_option("--role", o->role, "Only this role (worker, master, run, ...)");
-  logs->add_option("--index", o->index, "Only this replica index")->check(CLI::NonNegativeNumber);
-  logs->add_option("--attempt", o->attempt, "This attempt instead of the latest")->check(CLI::NonNegativeNumber);
+  logs->add_option("--index", o->index, "Only this replica index")->check(kNonNegative);
+  logs->add_option("--attempt", o->attempt, "This attempt instead of the latest")->check(kNonNegative);
   logs->add_flag("-f,--follow", o->follow, "Keep printing new output until the replicas end");
-  logs->add_option("--tail", o->tail, "Only the last N lines of each replica")->check(CLI::NonNegativeNumber);
+  logs->add_option("--tail", o->tail, "Only the last N lines of each replica")->check(kNonNegative);
   logs->add_option("--since", o->since,
                    "Only output written since then: a duration back from now (10m, 2h) or a time (RFC 3339, "
                    "2026-12-01T10:00:00Z); to about a second, on a live replica and its archived copy")
