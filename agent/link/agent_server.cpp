@@ -319,7 +319,8 @@ struct ExecSession : std::enable_shared_from_this<ExecSession> {
 };
 
 Result<uint16_t> AgentServer::listen(const std::string& hostPort) {
-  // Only the master calls; each `logs -f` it relays is a connection of its own.
+  // Only the master calls; each `logs -f` it relays is a connection of its own. The per-address
+  // cap is for the connections not yet known to be the master's (handle() lets the master's out).
   wire::Limits limits;
   limits.maxConnectionsPerAddress = 512;
   auto s = wire::FrameServer::listen(
@@ -351,6 +352,10 @@ void AgentServer::handle(const std::shared_ptr<wire::Connection>& conn, std::uni
     return conn->closeAfterWrite(why);
   }
   conn->markAuthenticated();
+  // Every connection the master opens (one per `logs -f` stream and exec) comes from its
+  // address: they count toward the listener's total only, so that its own calls never find
+  // the per-address places taken by them (the master bounds them per user).
+  conn->leaveAddressCap();
   switch (call.which()) {
     case agentapi::AgentCall::WAKE:
       if (wake_) wake_();

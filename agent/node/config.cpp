@@ -216,6 +216,11 @@ std::string checkAgentConfig(const AgentConfig& c) {
   }
   if (c.cpuMillis < 0) return "cpu: must be greater than 0";
   if (c.memoryBytes < 0) return "memory: must be greater than 0";
+  if (c.cpuMillis > spec::kMaxNodeCpuMillis)
+    return "cpu: " + spec::formatCpuMillis(c.cpuMillis) + " must be at most " + spec::formatCpuMillis(spec::kMaxNodeCpuMillis);
+  if (c.memoryBytes > spec::kMaxNodeMemoryBytes)
+    return "memory: " + spec::formatMemoryBytes(c.memoryBytes) + " must be at most " +
+           spec::formatMemoryBytes(spec::kMaxNodeMemoryBytes);
   for (const auto& h : c.insecureRegistries)
     if (auto bad = checkRegistryHost(h); !bad.empty()) return "insecure_registries: " + bad;
   if (!c.vmRuntime.empty() && containerdSocketOf(c).empty())

@@ -26,6 +26,13 @@ Result<int64_t> parseDurationSeconds(std::string_view text);
 // A plain decimal integer, optionally signed.
 Result<int64_t> parseInteger(std::string_view text);
 
+// The most one node may advertise, and so the most one replica may ask for. No machine comes
+// near them; they keep a job's sums (10,000 replicas) and a cluster's capacity far inside int64 (the scheduler adds every node's), so that one
+// agent reporting 9223372036854775 cores cannot wrap the cluster's total negative.
+inline constexpr int64_t kMaxNodeCpuMillis = int64_t{1'000'000} * 1000;  // a million cores
+inline constexpr int64_t kMaxNodeMemoryBytes = int64_t{1} << 48;          // 256 TiB
+inline constexpr int64_t kMaxNodeGpus = 1024;
+
 // Human forms of base units, for messages and tables (one definition, shared with the
 // scheduler): 4000 -> "4", 500 -> "500m"; 17179869184 -> "16Gi".
 using ::yard::formatCpuMillis;

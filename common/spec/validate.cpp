@@ -259,6 +259,17 @@ void Validator::container(schema::Container::Reader c, const std::string& path) 
       if (r.getMemoryBytes() <= 0)
         error(path + ".resources.memory", std::to_string(r.getMemoryBytes()) + " must be greater than 0");
       if (r.getGpu() < 0) error(path + ".resources.gpu", std::to_string(r.getGpu()) + " must be 0 or more");
+      // A replica runs on one node: more than any node may have could never be placed, and
+      // times 10,000 replicas it would wrap the job's sums (quantity.h).
+      if (r.getCpuMillis() > kMaxNodeCpuMillis)
+        error(path + ".resources.cpu", formatCpuMillis(r.getCpuMillis()) + " must be at most " +
+                                           formatCpuMillis(kMaxNodeCpuMillis) + " (more than any node has)");
+      if (r.getMemoryBytes() > kMaxNodeMemoryBytes)
+        error(path + ".resources.memory", formatMemoryBytes(r.getMemoryBytes()) + " must be at most " +
+                                              formatMemoryBytes(kMaxNodeMemoryBytes) + " (more than any node has)");
+      if (r.getGpu() > kMaxNodeGpus)
+        error(path + ".resources.gpu", std::to_string(r.getGpu()) + " must be at most " +
+                                           std::to_string(kMaxNodeGpus) + " (more than any node has)");
       break;
     }
     case schema::Container::Sizing::FLAVOR:

@@ -73,6 +73,14 @@ std::string checkCapacity(const NodeRegistration& r) {
   if (n.cpuMillis <= 0) return "capacity.cpuMillis: " + std::to_string(n.cpuMillis) + " must be greater than 0";
   if (n.memoryBytes <= 0) return "capacity.memoryBytes: " + std::to_string(n.memoryBytes) + " must be greater than 0";
   if (n.gpu < 0) return "capacity.gpu: " + std::to_string(n.gpu) + " must be 0 or more";
+  if (n.cpuMillis > spec::kMaxNodeCpuMillis)
+    return "capacity.cpuMillis: " + std::to_string(n.cpuMillis) + " must be at most " +
+           std::to_string(spec::kMaxNodeCpuMillis) + " (a million cores)";
+  if (n.memoryBytes > spec::kMaxNodeMemoryBytes)
+    return "capacity.memoryBytes: " + std::to_string(n.memoryBytes) + " must be at most " +
+           std::to_string(spec::kMaxNodeMemoryBytes) + " (256Ti)";
+  if (n.gpu > spec::kMaxNodeGpus)
+    return "capacity.gpu: " + std::to_string(n.gpu) + " must be at most " + std::to_string(spec::kMaxNodeGpus);
   if (static_cast<int64_t>(r.gpus.size()) != n.gpu)
     return "gpus: " + std::to_string(r.gpus.size()) + " listed but capacity.gpu is " + std::to_string(n.gpu) +
            "; every GPU must be listed once";

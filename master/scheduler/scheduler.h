@@ -97,16 +97,28 @@ struct Resources {
   int64_t memoryBytes = 0;
   int64_t gpu = 0;
 
+  // Saturating: a sum past int64 stays at its bound instead of wrapping to the other sign
+  // (node capacities are bounded at registration, so only a bug or a hostile value gets here).
+  static int64_t add(int64_t a, int64_t b) {
+    int64_t r = 0;
+    if (!__builtin_add_overflow(a, b, &r)) return r;
+    return b > 0 ? INT64_MAX : INT64_MIN;
+  }
+  static int64_t sub(int64_t a, int64_t b) {
+    int64_t r = 0;
+    if (!__builtin_sub_overflow(a, b, &r)) return r;
+    return b < 0 ? INT64_MAX : INT64_MIN;
+  }
   Resources& operator+=(const Resources& o) {
-    cpuMillis += o.cpuMillis;
-    memoryBytes += o.memoryBytes;
-    gpu += o.gpu;
+    cpuMillis = add(cpuMillis, o.cpuMillis);
+    memoryBytes = add(memoryBytes, o.memoryBytes);
+    gpu = add(gpu, o.gpu);
     return *this;
   }
   Resources& operator-=(const Resources& o) {
-    cpuMillis -= o.cpuMillis;
-    memoryBytes -= o.memoryBytes;
-    gpu -= o.gpu;
+    cpuMillis = sub(cpuMillis, o.cpuMillis);
+    memoryBytes = sub(memoryBytes, o.memoryBytes);
+    gpu = sub(gpu, o.gpu);
     return *this;
   }
   friend Resources operator+(Resources a, const Resources& b) { return a += b; }

@@ -154,6 +154,12 @@ std::optional<std::string> openStore(Master::Parts& p) {
   auto raft = startRaftMember(config, p.name, p.pki, *p.db, p.log);
   if (!raft) return raft.error();
   p.raft = std::move(raft).value();
+  // A joining master is given the CA's key: without master_join_token, any agent's join token
+  // makes its holder a master (docs/security.md). Kept for set-ups made that way; said loudly.
+  if (config.masterJoinToken.empty())
+    p.log("warning: master_join_token is not set, so every join token (the agents' join_token, and "
+          "each from yardctl token create) admits a master, and a master gets the cluster CA's key: "
+          "set master_join_token, the same on every master (docs/ha.md)");
   Master::Parts* pp = &p;
   p.logCopies = std::make_unique<LogCopies>(archiveOptions(config), wallClockMs);
   p.logSync = std::make_unique<LogSync>(*p.raft, *p.callTls, archiveOptions(config), wallClockMs, p.log);

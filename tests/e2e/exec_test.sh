@@ -212,6 +212,32 @@ for _ in $(seq 50); do pgrep -f '^sh -c while :; do echo yard-endless' >/dev/nul
 left=$(pgrep -fa '^sh -c while :; do echo yard-endless')
 [ -z "$left" ] || { fail "the command outlived a closed stdout: $left"; for p in $(pgrep -f '^sh -c while :; do echo yard-endless'); do kill -9 "$p"; done; }
 
+say "one user runs at most 32 exec sessions at once; one ended gives its place back"
+# Each session holds a connection from the master to the node's agent; one user's many
+# would have filled the agent's places and shut everyone else's exec and logs out.
+sessions=()
+for i in $(seq 32); do
+  "$bin/yardctl" exec ex-two --task beta -- sh -c "echo held; sleep 600" >"$tmp/x$i.out" 2>&1 &
+  sessions+=("$!")
+  pids+=("$!")
+done
+for _ in $(seq 150); do [ "$(cat "$tmp"/x*.out | grep -c '^held')" -ge 32 ] && break; sleep 0.2; done
+[ "$(cat "$tmp"/x*.out | grep -c '^held')" -ge 32 ] || fail "32 exec sessions did not all start: $(cat "$tmp"/x*.out | sort | uniq -c)"
+out=$(ctl exec ex-two --task beta -- true 2>&1) && fail "a 33rd exec was accepted: $out"
+echo "$out" | grep -q 'runs 32 exec sessions at once, the most one user may' || fail "the 33rd exec said: $out"
+# logs are not execs: they still reach the node
+ctl logs ex-main >/dev/null 2>&1 || fail "logs while 32 execs run: $(ctl logs ex-main 2>&1)"
+kill "${sessions[0]}"; wait "${sessions[0]}" 2>/dev/null
+ok=""
+for _ in $(seq 50); do
+  ctl exec ex-two --task beta -- true >/dev/null 2>&1 && { ok=1; break; }
+  sleep 0.2
+done
+[ -n "$ok" ] || fail "no exec place came back after a session ended: $(ctl exec ex-two --task beta -- true 2>&1)"
+for p in "${sessions[@]:1}"; do kill "$p" 2>/dev/null; done
+for p in "${sessions[@]:1}"; do wait "$p" 2>/dev/null; done
+for _ in $(seq 100); do pgrep -f '^sh -c echo held; sleep 600' >/dev/null || break; sleep 0.1; done
+
 say "the replicas are untouched by all of it"
 ctl exec ex-main -- true || fail "the replica no longer runs"
 ctl job cancel ex-main >/dev/null

@@ -271,14 +271,21 @@ class ClientApi {
   Clock now_;
   AgentCalls* calls_ = nullptr;
   LogArchiveService* archive_ = nullptr;
-  // `logs -f` streams open per user: each holds a connection to an agent per replica, so one
-  // user's many follows would fill the agents' places for everyone (logs.cpp).
-  struct FollowCounts {
+  // Long-lived streams open per user: a `logs -f` holds a connection to an agent per replica,
+  // an exec one to its replica's agent; one user's many would fill the agents' places (512 per
+  // address, all of them the master's) for everyone (logs.cpp, exec.cpp).
+  struct UserSlots {
     std::mutex mu;
     std::map<std::string, int> open;
+    // A slot of `user`'s, given back when the returned pointer's last copy goes (on whichever
+    // thread); null when the user already holds `max`, with `held` set to how many.
+    static std::shared_ptr<void> take(const std::shared_ptr<UserSlots>& slots, const std::string& user, int max,
+                                      int& held);
   };
-  std::shared_ptr<FollowCounts> follows_ = std::make_shared<FollowCounts>();
+  std::shared_ptr<UserSlots> follows_ = std::make_shared<UserSlots>();
   static constexpr int kMaxFollowsPerUser = 32;
+  std::shared_ptr<UserSlots> execs_ = std::make_shared<UserSlots>();
+  static constexpr int kMaxExecsPerUser = 32;
   MasterMetrics* metrics_ = nullptr;
   const ClusterOps* cluster_ = nullptr;
   // cluster status and remove run on threads of their own (they ask each member, up to a

@@ -85,7 +85,26 @@ struct ClientApi::UserExec {
   uint64_t stdinAhead = 0;  // stdin bytes relayed and not yet reported taken
   std::shared_ptr<AgentCalls::ExecStream> stream;
   std::shared_ptr<void> hold;  // the client's connection is not idle while the command runs
+  std::shared_ptr<void> slot;  // one of its user's kMaxExecsPerUser
 };
+
+std::shared_ptr<void> ClientApi::UserSlots::take(const std::shared_ptr<UserSlots>& slots, const std::string& user,
+                                                 int max, int& held) {
+  std::lock_guard<std::mutex> lock(slots->mu);
+  int& open = slots->open[user];
+  held = open;
+  if (open >= max) {
+    if (open == 0) slots->open.erase(user);
+    return nullptr;
+  }
+  ++open;
+  // A non-null pointer that owns nothing: its deleter gives the slot back.
+  static char token;
+  return std::shared_ptr<void>(&token, [slots, user](void*) {
+    std::lock_guard<std::mutex> l(slots->mu);
+    if (--slots->open[user] <= 0) slots->open.erase(user);
+  });
+}
 
 std::optional<std::string> ClientApi::userExecAllowed(const Caller& caller, const JobEntry& job) const {
   // Admins into every job's replicas, users into their own (docs/security.md).
@@ -118,6 +137,11 @@ void ClientApi::userExec(const std::shared_ptr<wire::Connection>& conn, uint64_t
     return fail(c.label + " runs on node " + c.replica->node + ", whose agent cannot be reached now");
   if (!calls_) return fail("exec: this master cannot reach agents");
   if (userExecs_.count({conn.get(), id})) return fail("exec: request id " + std::to_string(id) + " is already in use");
+  int held = 0;
+  std::shared_ptr<void> slot = UserSlots::take(execs_, caller.user, kMaxExecsPerUser, held);
+  if (!slot)
+    return fail("user " + caller.user + " runs " + std::to_string(held) +
+                " exec sessions at once, the most one user may: end one first");
   std::string hostPort = n->second.record.address + ":" + std::to_string(n->second.record.agentPort);
   rec.outcome = "ok";
   rec.message = "exec " + argv[0] + " in " + c.label;
@@ -137,6 +161,7 @@ void ClientApi::userExec(const std::shared_ptr<wire::Connection>& conn, uint64_t
   session->label = c.label;
   session->takesStdin = spec.stdin;
   session->hold = conn->holdOpen();
+  session->slot = std::move(slot);
   std::weak_ptr<UserExec> weak = session;
   auto key = std::make_pair(conn.get(), id);
   session->stream = calls_->userExec(

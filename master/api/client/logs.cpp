@@ -99,17 +99,12 @@ void ClientApi::logs(const std::shared_ptr<wire::Connection>& conn, uint64_t id,
   auto fail = [&](const std::string& why) { ClientAnswer(conn, id).error(why); };
   std::shared_ptr<void> followSlot;
   if (q.getFollow()) {
-    std::lock_guard<std::mutex> lock(follows_->mu);
-    int& open = follows_->open[caller.user];
-    if (open >= kMaxFollowsPerUser)
-      return fail("user " + caller.user + " follows " + std::to_string(open) +
+    // Given back when the relay ends (its last reference goes).
+    int held = 0;
+    followSlot = UserSlots::take(follows_, caller.user, kMaxFollowsPerUser, held);
+    if (!followSlot)
+      return fail("user " + caller.user + " follows " + std::to_string(held) +
                   " log streams at once, the most one user may: end one first");
-    ++open;
-    // Given back when the relay ends (its last reference goes), on whichever thread that is.
-    followSlot = std::shared_ptr<void>(nullptr, [follows = follows_, user = caller.user](void*) {
-      std::lock_guard<std::mutex> l(follows->mu);
-      if (--follows->open[user] <= 0) follows->open.erase(user);
-    });
   }
   // Following: every stream at once, until each ends or the client goes away. Otherwise one
   // replica after another, so each one's output stays together.

@@ -98,6 +98,12 @@ TEST_CASE("agent config: bad values name the key, the rule and the value") {
   // No token is fine: a node with its certificate needs none (agent/link/bootstrap.h).
   c.token = "";
   CHECK(checkAgentConfig(c) == "");
+  // More than the master takes from any node is refused here already, by name.
+  c.cpuMillis = int64_t{9223372036854775} * 1000;
+  CHECK(checkAgentConfig(c) == "cpu: 9223372036854775 must be at most 1000000");
+  c.cpuMillis = 0;
+  c.memoryBytes = int64_t{1} << 50;
+  CHECK(checkAgentConfig(c) == "memory: 1Pi must be at most 256Ti");
 }
 
 TEST_CASE("capacity: nvidia-smi CSV and /proc/meminfo") {

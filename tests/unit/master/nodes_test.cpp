@@ -40,6 +40,12 @@ std::vector<BadCase> badCases() {
       {"cpu 0", [](R r) { r.record.cpuMillis = 0; }, "capacity.cpuMillis: 0 must be greater than 0"},
       {"memory negative", [](R r) { r.record.memoryBytes = -1; }, "capacity.memoryBytes: -1 must be greater than 0"},
       {"gpu negative", [](R r) { r.record.gpu = -1; r.gpus.clear(); }, "capacity.gpu: -1 must be 0 or more"},
+      // One agent's absurd capacity once wrapped the cluster's total negative (no job placed anywhere).
+      {"cpu past a million cores", [](R r) { r.record.cpuMillis = 9223372036854775000; },
+       "capacity.cpuMillis: 9223372036854775000 must be at most 1000000000 (a million cores)"},
+      {"memory past 256Ti", [](R r) { r.record.memoryBytes = (int64_t{1} << 48) + 1; },
+       "capacity.memoryBytes: 281474976710657 must be at most 281474976710656 (256Ti)"},
+      {"gpu past 1024", [](R r) { r.record.gpu = 1025; }, "capacity.gpu: 1025 must be at most 1024"},
       {"gpu count and list differ", [](R r) { r.record.gpu = 3; },
        "gpus: 2 listed but capacity.gpu is 3; every GPU must be listed once"},
       {"gpu index twice", [](R r) { r.gpus[1].index = 1; }, "gpus: index 1 is listed twice"},

@@ -89,6 +89,20 @@ TEST_CASE("reason: cluster too small for the whole gang", "[reasons]") {
   CHECK(s.run().reason(id) == "cluster too small: needs gpu 32 in total, ready nodes have 24");
 }
 
+// A node whose capacity is near int64's top (a hostile or broken agent) once wrapped the
+// cluster's total negative: every gang then waited as "cluster too small".
+TEST_CASE("reason: sums of capacities saturate instead of wrapping", "[reasons]") {
+  Scenario s;
+  s.node("huge", {.capacity = {INT64_MAX - 1000, INT64_MAX - 1000, 8}}).nodes(1).queue("team-a");
+  int64_t id = s.gang("team-a", "small/train").replicas(1, cores(1, 1)).id();
+  CHECK(s.run().placed(id));
+  Resources r{INT64_MAX, 1, INT64_MIN};
+  r += Resources{5, 2, -5};
+  CHECK(r == Resources{INT64_MAX, 3, INT64_MIN});
+  r -= Resources{-1, 4, 1};
+  CHECK(r == Resources{INT64_MAX, -1, INT64_MIN});
+}
+
 TEST_CASE("reason: declared port needs more nodes than exist", "[reasons]") {
   Scenario s;
   s.nodes(1).queue("team-a");
