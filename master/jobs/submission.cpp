@@ -3,6 +3,7 @@
 #include "common/spec/loader.h"
 #include "common/spec/quantity.h"
 #include "common/spec/validate.h"
+#include "master/scheduler/cohort.h"
 
 namespace yard::master {
 
@@ -81,6 +82,27 @@ std::string checkSubmission(schema::Job::Reader spec, const std::map<std::string
   if (!lines.empty()) return lines.front();
   // Every task's gang must fit inside the queue's quota.
   const store::QueueRecord& qr = q->second;
+  // In a cohort a gang may use what the others can lend beyond the quota (docs/scheduler.md,
+  // "Cohorts"): refused only past the quota plus all of that, within its borrow limit, as the
+  // scheduler's "more than it can ever have" (sched::quotaNeverFits) bounds it.
+  auto resourcesOf = [](int64_t cpu, int64_t memory, int64_t gpu) { return sched::Resources{cpu, memory, gpu}; };
+  const bool inCohort = !qr.cohort.empty();
+  sched::Resources borrowable;
+  if (inCohort) {
+    for (const auto& [otherName, other] : catalog.queues()) {
+      if (otherName == qr.name || other.cohort != qr.cohort) continue;
+      sched::Resources lendable = sched::positive(resourcesOf(other.cpuMillis, other.memoryBytes, other.gpu));
+      if (other.lendLimit)
+        lendable = sched::minOf(lendable, sched::positive(resourcesOf(other.lendLimit->cpuMillis,
+                                                                    other.lendLimit->memoryBytes, other.lendLimit->gpu)));
+      borrowable = sched::addSat(borrowable, lendable);
+    }
+    if (qr.borrowLimit)
+      borrowable = sched::minOf(borrowable, sched::positive(resourcesOf(qr.borrowLimit->cpuMillis,
+                                                                      qr.borrowLimit->memoryBytes, qr.borrowLimit->gpu)));
+  }
+  const sched::Resources most =
+      sched::addSat(sched::positive(resourcesOf(qr.cpuMillis, qr.memoryBytes, qr.gpu)), borrowable);
   for (auto t : tasks) {
     sched::Resources gang;
     if (t.getKind() == schema::TaskKind::CONTAINER_JOB) {
@@ -94,17 +116,20 @@ std::string checkSubmission(schema::Job::Reader spec, const std::map<std::string
       }
     }
     std::vector<std::string> need, limit;
-    if (gang.cpuMillis > qr.cpuMillis) {
+    auto cpuText = [](int64_t v) { return v >= kUnlimited ? std::string("unlimited") : spec::formatCpuMillis(v); };
+    auto memText = [](int64_t v) { return v >= kUnlimited ? std::string("unlimited") : spec::formatMemoryBytes(v); };
+    auto gpuText = [](int64_t v) { return v >= kUnlimited ? std::string("unlimited") : std::to_string(v); };
+    if (gang.cpuMillis > most.cpuMillis) {
       need.push_back("cpu=" + spec::formatCpuMillis(gang.cpuMillis));
-      limit.push_back("cpu=" + spec::formatCpuMillis(qr.cpuMillis));
+      limit.push_back("cpu=" + cpuText(qr.cpuMillis) + (inCohort ? " + " + cpuText(borrowable.cpuMillis) : ""));
     }
-    if (gang.memoryBytes > qr.memoryBytes) {
+    if (gang.memoryBytes > most.memoryBytes) {
       need.push_back("memory=" + spec::formatMemoryBytes(gang.memoryBytes));
-      limit.push_back("memory=" + spec::formatMemoryBytes(qr.memoryBytes));
+      limit.push_back("memory=" + memText(qr.memoryBytes) + (inCohort ? " + " + memText(borrowable.memoryBytes) : ""));
     }
-    if (gang.gpu > qr.gpu) {
+    if (gang.gpu > most.gpu) {
       need.push_back("gpu=" + std::to_string(gang.gpu));
-      limit.push_back("gpu=" + std::to_string(qr.gpu));
+      limit.push_back("gpu=" + gpuText(qr.gpu) + (inCohort ? " + " + gpuText(borrowable.gpu) : ""));
     }
     if (!need.empty()) {
       std::string n, l;
@@ -112,6 +137,9 @@ std::string checkSubmission(schema::Job::Reader spec, const std::map<std::string
         n += (k ? ", " : "") + need[k];
         l += (k ? ", " : "") + limit[k];
       }
+      if (inCohort)
+        return "queue " + queue + " quota is too small for task " + str(t.getName()) + ": needs " + n +
+               ", more than it can ever have: quota + borrowable in cohort " + qr.cohort + " " + l;
       return "queue " + queue + " quota is too small for task " + str(t.getName()) + ": needs " + n + ", quota " + l;
     }
   }

@@ -64,6 +64,14 @@ job "$tmp/more.yaml" more-train team-a 1 4
 job "$tmp/huge2.yaml" huge-again team-a 1 16
 expect 1 'queue team-a quota is too small for task train: needs gpu=16, quota gpu=8' -- job submit "$tmp/huge2.yaml"
 expect 0 submitted -- job submit "$tmp/more.yaml"
+# In a cohort a gang may be larger than the queue's own quota, up to what the others could lend.
+"$bin/yardctl" queue create coh-a --cpu 8 --memory 16Gi --gpu 2 --cohort pool >/dev/null
+"$bin/yardctl" queue create coh-b --cpu 8 --memory 16Gi --gpu 2 --cohort pool --lend-limit gpu=1 >/dev/null
+job "$tmp/coh3.yaml" coh-three coh-a 1 3
+job "$tmp/coh4.yaml" coh-four coh-a 1 4
+expect 1 'queue coh-a quota is too small for task train: needs gpu=4, more than it can ever have: quota \+ borrowable in cohort pool gpu=2 \+ 1$' -- job submit "$tmp/coh4.yaml"
+expect 0 submitted -- job submit "$tmp/coh3.yaml"
+"$bin/yardctl" job cancel coh-three >/dev/null
 eventually 'queue team-a quota: gpu 8/8 in use, needs 4' -- job show more-train
 # A stopped queue dispatches nothing and says so.
 "$bin/yardctl" queue create team-b --cpu 8 --memory 128Gi --gpu 0 >/dev/null
