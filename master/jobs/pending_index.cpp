@@ -241,8 +241,22 @@ const PendingGang* PendingIndex::gang(int64_t id) const {
 }
 
 std::string PendingIndex::reasonOf(const JobEntry& job, size_t task) const {
-  if (task >= job.tasks.size() || job.tasks[task].rec.state != TaskState::Queued) return "";
+  if (task >= job.tasks.size()) return "";
   const std::string& name = job.rec.name;
+  // A running container job's next runs (completions past parallelism, or a failed run's
+  // replacement) are gangs of their own: the lowest index that waits says why, so a task
+  // with no live run is never Running without a word.
+  if (job.tasks[task].rec.state == TaskState::Running) {
+    auto ids = byJob_.find(name);
+    if (ids == byJob_.end()) return "";
+    for (const auto& [key, id] : ids->second) {
+      if (key.first != task || key.second < 0) continue;
+      std::string why = backlog_.reasonOf(id);
+      if (!why.empty()) return "run " + std::to_string(key.second) + " waits: " + why;
+    }
+    return "";
+  }
+  if (job.tasks[task].rec.state != TaskState::Queued) return "";
   if (!job.rec.heldBy.empty()) return "held by " + job.rec.heldBy + " (yardctl job release " + name + ")";
   if (job.rec.afterPending) {
     return afterOutcome(jobs_, job).reason;

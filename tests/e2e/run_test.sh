@@ -177,9 +177,33 @@ timeout 20 "$bin/yardctl" logs e2e-ticker -f >"$tmp/follow.out" 2>&1; rc=$?
 wait_job e2e-ticker Succeeded 10
 "$bin/yardctl" job delete e2e-ticker >/dev/null
 
+say "a running container job's run that waits for room says why"
+# Two nodes of 2 cores: two runs of 1500m fit, the third waits, and the Running task says so
+# (it said nothing: a task Running with no reason while a run waited).
+cat >"$tmp/wide.yaml" <<'YAML'
+name: e2e-wide
+tasks:
+  - name: shards
+    kind: container-job
+    completions: 3
+    parallelism: 3
+    container: { image: host, resources: { cpu: 1500m, memory: 64Mi }, command: sleep, args: "3" }
+YAML
+submit "$tmp/wide.yaml"
+seen=""
+for _ in $(seq 50); do
+  why=$("$bin/yardctl" job show e2e-wide -o json 2>/dev/null | python3 -c 'import json,sys; t=json.load(sys.stdin)["tasks"][0]; print(t["state"], "|", t.get("reason", ""))' 2>/dev/null)
+  case "$why" in "Running | run 2 waits: "*) seen=1; break ;; esac
+  sleep 0.1
+done
+[ -n "$seen" ] || fail "the waiting run's reason is not shown: $why"
+"$bin/yardctl" job show e2e-wide | grep -qE '^shards .*Running .*run 2 waits: ' || fail "job show: $("$bin/yardctl" job show e2e-wide)"
+wait_job e2e-wide Succeeded 30
+
 say "deleting the jobs removes every replica, log and cgroup"
 "$bin/yardctl" job delete e2e-dag >/dev/null || fail "delete e2e-dag"
 "$bin/yardctl" job delete e2e-busy >/dev/null || fail "delete e2e-busy"
+"$bin/yardctl" job delete e2e-wide >/dev/null || fail "delete e2e-wide"
 for _ in $(seq 100); do
   [ -z "$(find "$tmp"/agent*/replicas -mindepth 1 -maxdepth 1 2>/dev/null)" ] && break
   sleep 0.1
