@@ -263,7 +263,9 @@ int run(GlobalOptions& global, Streams io, Fill fill, const char* kind = nullptr
         queueTable(io.out, one.asReader());
         // One queue: who may use it (docs/security.md, "Users, roles and grants").
         io.out << "Host tasks: " << (r.getQueue().getAllowHostTasks() ? "allowed for users" : "admins only") << "\n"
-               << "Granted to: " << listText(r.getQueue().getGrants()) << "\n";
+               << "Granted to: " << listText(r.getQueue().getGrants()) << "\n"
+               << "Fair share: " << shareText(r.getQueue().getShare()) << " (turn order), past usage "
+               << shareText(r.getQueue().getPastShare()) << " (decayed)\n";
         printCohort(io.out, r.getQueue());
       }
       break;

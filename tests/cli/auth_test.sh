@@ -98,6 +98,7 @@ YARD_TOKEN=$alice expect 1 'user alice may not submit to queue team-a: not grant
 expect 0 'queue team-a granted to user alice' -- queue grant team-a alice
 expect 0 'queue team-a granted to user bob' -- queue grant team-a bob
 expect 0 'Granted to: alice,bob' -- queue show team-a
+expect 0 '^Fair share: [0-9.]+% \(turn order\), past usage [0-9.]+% \(decayed\)$' -- queue show team-a
 YARD_TOKEN=$alice expect 1 'queue team-a does not allow host tasks \(image: host\)' -- job submit "$tmp/alice.yaml"
 expect 0 'Host tasks: allowed for users' -- queue update team-a --allow-host-tasks
 YARD_TOKEN=$alice expect 0 'job alice-job submitted' -- job submit "$tmp/alice.yaml"
