@@ -210,6 +210,7 @@ std::optional<std::string> startRunner(Agent::Parts& p) {
   p.host = std::make_unique<HostDriver>(config.shim, p.cgroups.get());
   std::string binDir = std::filesystem::path(config.shim).parent_path().string();
   Runner::Options options{config.dataDir, config.allowHostTasks, binDir};
+  options.logMaxBytes = static_cast<uint64_t>(config.replicaLogMaxBytes);
   // A replica with GPUs is bound to their NUMA node's CPUs (docs/topology.md).
   if (auto t = topology::parseNvidiaSmiTopo(p.capacity.gpuTopology); t.topology)
     options.gpuTopology = std::make_shared<const topology::GpuTopology>(std::move(*t.topology));

@@ -37,6 +37,9 @@ ParsedAgentFlags parseAgentFlags(int argc, char** argv) {
                "leaving them to the next agent (yard-master --dev uses it)");
   app.add_option("--cpu", f.cpu, "Advertise this many cores (e.g. 2 or 1500m) instead of all");
   app.add_option("--memory", f.memory, "Advertise this much memory (e.g. 4Gi) instead of all");
+  app.add_option("--replica-log-max-bytes", f.replicaLogMaxBytes,
+                 "A running replica's output.log holds at most this much disk before its oldest part is dropped "
+                 "(default 1Gi; 0 = no bound); overrides replica_log_max_bytes");
   app.add_option("--gpu-topology-file", f.gpuTopologyFile,
                  "Advertise simulated GPUs from this nvidia-smi topo -m output (docs/topology.md; for tests and "
                  "planning; shown as simulated); overrides gpu_topology_file");
@@ -130,6 +133,11 @@ Result<AgentConfig> mergeAgentConfig(const AgentFlags& f, const std::string& hos
     auto m = spec::parseMemoryBytes(f.memory);
     if (!m) return R::fail("--memory: " + m.error());
     config.memoryBytes = m.value();
+  }
+  if (!f.replicaLogMaxBytes.empty()) {
+    auto m = spec::parseMemoryBytes(f.replicaLogMaxBytes);
+    if (!m) return R::fail("--replica-log-max-bytes: " + m.error());
+    config.replicaLogMaxBytes = m.value();
   }
   if (config.name.empty()) config.name = hostName;
   if (config.cgroupParent.empty()) config.cgroupParent = "yard/" + config.name;

@@ -15,7 +15,7 @@ namespace yard::agent {
 
 struct AgentFlags {
   std::string configPath, master, token, tokenFile, caFile, caFingerprint, name, address, dataDir, portRange, cpu,
-      memory, cgroupParent, shim, containerdSocket, vmRuntime;
+      memory, cgroupParent, shim, containerdSocket, vmRuntime, replicaLogMaxBytes;
   std::vector<std::string> insecureRegistries;
   std::vector<std::string> labels;  // --label KEY=VALUE, as given
   std::optional<std::string> metricsListen;  // set when given, "" included (= off)

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "agent/drivers/driver.h"
+#include "agent/runner/log_cap.h"
 #include "common/util/random.h"
 #include "schema/agent.capnp.h"
 
@@ -60,6 +61,16 @@ struct LogStream : std::enable_shared_from_this<LogStream> {
     auto src = runner.logSource(key);
     if (!src) return finish();
     bool ended = src->ended;  // read before the file: output written before it ended is seen
+    // Output dropped on the node (log_cap.h) is passed over with a line that says so.
+    std::string dir = src->path.substr(0, src->path.rfind('/'));
+    if (uint64_t dropped = logDroppedBefore(dir); offset < dropped) {
+      uint64_t start = readStartAfterDrop(src->path, offset, dropped);
+      std::string notice = droppedNotice(start - offset);
+      offset = static_cast<size_t>(start);
+      respond(conn, id, [&](auto r) {
+        r.setChunk(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(notice.data()), notice.size()));
+      });
+    }
     std::ifstream in(src->path, std::ios::binary);
     std::string data;
     if (in) {

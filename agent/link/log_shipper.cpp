@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/runner/log_cap.h"
 #include "common/util/log_times.h"
 #include "common/wire/client.h"
 #include "schema/agent.capnp.h"
@@ -135,6 +136,11 @@ std::string LogShipper::shipOnce(const Item& item) {
   std::ifstream in(item.dir + "/output.log", std::ios::binary | std::ios::ate);
   uint64_t size = in ? static_cast<uint64_t>(std::max<std::streamoff>(0, in.tellg())) : 0;  // none: empty
   ShipPlan plan = planShipment(size, maxBytes);
+  // What the node dropped while it ran (log_cap.h) is not sent: the marker counts it too.
+  if (uint64_t dropped = logDroppedBefore(item.dir); plan.from < dropped) {
+    plan.from = readStartAfterDrop(item.dir + "/output.log", plan.from, dropped);
+    plan.marker = "[… " + std::to_string(plan.from) + " bytes dropped …]\n";
+  }
   {
     std::ifstream t(item.dir + "/" + kLogTimesFile);
     std::string times((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());

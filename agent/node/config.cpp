@@ -61,7 +61,7 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
                                          "allow_host_tasks", "drivers", "cpu", "memory", "labels", "cgroup_parent",
                                          "shim", "containerd_socket", "insecure_registries", "registries",
                                          "vm_runtime", "metrics_listen", "token_file", "ca", "ca_fingerprint",
-                                         "gpu_topology_file", "gpus"});
+                                         "gpu_topology_file", "gpus", "replica_log_max_bytes"});
       !e.empty())
     return R::fail(source + ": " + e);
   auto fail = [&](const std::string& e) { return R::fail(source + ": " + e); };
@@ -126,6 +126,9 @@ Result<AgentConfig> parseAgentConfig(const std::string& text, const std::string&
   }
   if (const toml::node* n = root.get("memory"))
     if (auto e = quantity(*n, "memory", spec::parseMemoryBytes, c.memoryBytes); !e.empty()) return fail(e);
+  if (const toml::node* n = root.get("replica_log_max_bytes"))
+    if (auto e = quantity(*n, "replica_log_max_bytes", spec::parseMemoryBytes, c.replicaLogMaxBytes); !e.empty())
+      return fail(e);
   if (const toml::node* n = root.get("labels")) {
     const toml::table* t = n->as_table();
     if (!t) return fail("labels: must be a table of strings");
@@ -216,6 +219,9 @@ std::string checkAgentConfig(const AgentConfig& c) {
   }
   if (c.cpuMillis < 0) return "cpu: must be greater than 0";
   if (c.memoryBytes < 0) return "memory: must be greater than 0";
+  // 0 = no bound; else at least 1Mi, so that what is kept (half) holds whole lines.
+  if (c.replicaLogMaxBytes < 0 || (c.replicaLogMaxBytes > 0 && c.replicaLogMaxBytes < (int64_t{1} << 20)))
+    return "replica_log_max_bytes: " + spec::formatMemoryBytes(c.replicaLogMaxBytes) + " must be 0 (no bound) or at least 1Mi";
   if (c.cpuMillis > spec::kMaxNodeCpuMillis)
     return "cpu: " + spec::formatCpuMillis(c.cpuMillis) + " must be at most " + spec::formatCpuMillis(spec::kMaxNodeCpuMillis);
   if (c.memoryBytes > spec::kMaxNodeMemoryBytes)

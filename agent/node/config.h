@@ -27,6 +27,9 @@ struct AgentConfig {
   std::vector<std::string> drivers = {"host"};
   int64_t cpuMillis = 0;                  // advertise this much; 0 = every core
   int64_t memoryBytes = 0;                // 0 = all memory
+  // The most disk a running replica's output.log holds before its oldest part is dropped
+  // (agent/runner/log_cap.h); 0 = no bound.
+  int64_t replicaLogMaxBytes = int64_t{1} << 30;
   // Simulated GPUs (docs/topology.md): advertise the GPUs of this `nvidia-smi topo -m` matrix
   // (the first `gpus` of them; -1 = all) instead of discovering them. For tests and planning.
   std::string gpuTopologyFile;

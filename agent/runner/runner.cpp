@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "agent/node/metrics.h"
+#include "agent/runner/log_cap.h"
 #include "common/util/log_times.h"
 #include "common/util/quantity_format.h"
 
@@ -411,6 +412,7 @@ void Runner::readRestarts(Replica& r) {
     return;
   std::FILE* f = std::fopen((r.dir + "/output.log").c_str(), "rb");
   if (!f) return;
+  r.logRead = std::max(r.logRead, logDroppedBefore(r.dir));  // a dropped part reads as zeros
   char buf[65536];
   // At most 16 MiB a call, so that a replica writing fast cannot hold the io thread.
   for (int i = 0; i < 256 && std::fseek(f, static_cast<long>(r.logRead), SEEK_SET) == 0; ++i) {
@@ -423,6 +425,20 @@ void Runner::readRestarts(Replica& r) {
 }
 
 void Runner::markLogTime(Replica& r, int64_t now, bool last) {
+  if (!last && !r.capFailed && now - r.capCheckedAt >= 1000) {  // once a second
+    r.capCheckedAt = now;
+    auto dropped = capLog(r.dir, options_.logMaxBytes);
+    if (!dropped) {
+      r.capFailed = true;
+      if (log_)
+        log_(r.spec.label() + " attempt " + std::to_string(r.key.attempt) + " (replica " + r.key.name() +
+             "): its output.log is not bounded: " + dropped.error());
+    } else if (dropped.value() > 0 && log_) {
+      log_(r.spec.label() + " attempt " + std::to_string(r.key.attempt) + " (replica " + r.key.name() +
+           "): dropped the oldest " + std::to_string(dropped.value()) +
+           " bytes of its output.log (replica_log_max_bytes " + std::to_string(options_.logMaxBytes) + ")");
+    }
+  }
   if (!last && now - r.markedAt < 1000) return;
   std::error_code ec;
   auto size = static_cast<uint64_t>(fs::file_size(r.dir + "/output.log", ec));

@@ -68,6 +68,9 @@ class Runner {
     int64_t sampleEveryMs = 2000;
     int64_t postStartTimeoutMs = 300000;
     int64_t startTimeoutMs = 120000;  // from start to the process running (the launcher's setup)
+    // The most disk a running replica's output.log may hold before its oldest part is
+    // dropped (log_cap.h); 0 = no bound.
+    uint64_t logMaxBytes = uint64_t{1} << 30;
     // How the node's GPUs are linked (docs/topology.md): a replica with GPUs gets the CPUs
     // and memory nodes of their NUMA node(s) as its cpuset. Null: no binding.
     std::shared_ptr<const topology::GpuTopology> gpuTopology = {};
@@ -166,6 +169,8 @@ class Runner {
     // output.times (common/util/log_times.h): the log's size at the last mark, and when.
     uint64_t markedSize = 0;
     int64_t markedAt = 0;
+    bool capFailed = false;  // capLog failed once (said once in the agent's log)
+    int64_t capCheckedAt = 0;
   };
 
   void start(const ReplicaKey& key, const ReplicaSpec& spec);

@@ -110,5 +110,35 @@ for _ in $(seq 150); do "$bin/yardctl" node list 2>/dev/null | grep -q ' down ' 
 "$bin/yardctl" node list | grep -q ' down ' || fail "the node did not go down"
 logs_ok e2e-lost "after the node was lost" --task main --role master --index 0
 
+say "a running replica's output.log holds at most replica_log_max_bytes of the node's disk"
+# node-1 is down: the flood runs on node-2, whose bound is 1Mi. 6 MB of lines, then it runs on.
+start_agent 2 --replica-log-max-bytes 1Mi
+for _ in $(seq 100); do "$bin/yardctl" node list 2>/dev/null | grep -q '^node-2 .* ready ' && break; sleep 0.1; done
+cat >"$tmp/flood.sh" <<'SH'
+seq 0 59999 | sed 's/.*/flood line & ......................................................................../'
+echo flood-done
+sleep 120
+SH
+job e2e-flood "$tmp/flood.sh"
+for _ in $(seq 150); do grep -q "main/master/0 attempt 0 (replica .*): dropped the oldest" "$tmp/agent2.err" 2>/dev/null && break; sleep 0.1; done
+grep -q "main/master/0 attempt 0 (replica .*): dropped the oldest" "$tmp/agent2.err" || fail "the agent dropped nothing: $(tail -5 "$tmp/agent2.err")"
+for _ in $(seq 100); do "$bin/yardctl" logs e2e-flood 2>/dev/null | grep -q 'flood-done' && break; sleep 0.1; done
+dir=$(grep -l flood-done "$tmp"/agent2/replicas/*/output.log | head -1)
+dir=${dir%/output.log}
+[ -n "$dir" ] || fail "no replica directory with the flood's output"
+held=$(du -k "$dir/output.log" | cut -f1)
+[ "$held" -le 1100 ] || fail "output.log holds ${held}K of disk, the bound is 1Mi"
+[ "$(stat -c %s "$dir/output.log")" -gt 5000000 ] || fail "output.log's size (offsets) changed: $(stat -c %s "$dir/output.log")"
+out=$(timeout 20 "$bin/yardctl" logs e2e-flood 2>&1)
+echo "$out" | head -1 | grep -qE '^main/master/0 \| \[yard: [0-9]+ bytes of earlier output were dropped on the node' ||
+  fail "logs of a capped log: no notice first: $(echo "$out" | head -2)"
+echo "$out" | tail -1 | grep -qx 'main/master/0 | flood-done' || fail "logs of a capped log: no last line: $(echo "$out" | tail -2)"
+echo "$out" | grep -q 'flood line 0 ' && fail "logs of a capped log printed the dropped start"
+timeout 20 "$bin/yardctl" logs e2e-flood >"$tmp/flood.out" 2>&1
+[ "$(tr -cd '\000' <"$tmp/flood.out" | wc -c)" = 0 ] || fail "logs of a capped log printed the hole's zeros"
+out=$(timeout 20 "$bin/yardctl" logs e2e-flood --tail 1 2>&1)
+[ "$out" = "main/master/0 | flood-done" ] || fail "--tail 1 of a capped log: $out"
+"$bin/yardctl" job cancel e2e-flood >/dev/null
+
 kill_replicas
 finish e2e.logs

@@ -3,7 +3,7 @@
 # cgroups are exercised by their own tests and by tests/e2e.
 add_executable(yard_agent_tests ${CMAKE_CURRENT_LIST_DIR}/runner_test.cpp ${CMAKE_CURRENT_LIST_DIR}/agent_config_test.cpp
                ${CMAKE_CURRENT_LIST_DIR}/oci_spec_test.cpp ${CMAKE_CURRENT_LIST_DIR}/log_shipper_test.cpp
-               ${CMAKE_CURRENT_LIST_DIR}/worker_restarts_test.cpp)
+               ${CMAKE_CURRENT_LIST_DIR}/worker_restarts_test.cpp ${CMAKE_CURRENT_LIST_DIR}/log_cap_test.cpp)
 target_include_directories(yard_agent_tests PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(yard_agent_tests PRIVATE yard_agent_core yard_test_main)
 target_compile_definitions(yard_agent_tests PRIVATE YARD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
