@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/shim/files.h"
 #include "common/util/capnp_text.h"
 
 namespace yard::agent {
@@ -123,36 +124,8 @@ Result<ReplicaSpec> decodeSpec(const std::string& bytes) {
 }
 
 Result<bool> writeFileAtomic(const std::string& path, const std::string& data, mode_t mode) {
-  std::string tmp = path + ".tmp";
-  // A new file, never one that is there: in a directory a replica's user may write (DIR/work,
-  // the preemption notice) the name may be theirs, and a link there must not lead root's write
-  // elsewhere. Whatever is at the name goes first (unlink removes a link, not its target); one
-  // put back in between makes O_EXCL fail, and O_NOFOLLOW refuses a link outright.
-  ::unlink(tmp.c_str());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Result<bool>::fail("cannot write " + tmp + ": " + std::strerror(errno));
-  if (mode != 0600 && ::fchmod(fd, mode) != 0) {  // on the file itself, whatever the umask
-    int e = errno;
-    ::close(fd);
-    return Result<bool>::fail("cannot write " + tmp + ": " + std::strerror(e));
-  }
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int e = errno;
-      ::close(fd);
-      return Result<bool>::fail("cannot write " + tmp + ": " + std::strerror(e));
-    }
-    off += static_cast<size_t>(n);
-  }
-  // No fsync: replica files need to outlive process crashes, which rename covers; a power
-  // loss ends the replica's processes too (docs/agent.md).
-  ::close(fd);
-  // rename replaces the name itself: a link at `path` is replaced, never written through.
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return Result<bool>::fail("cannot rename " + tmp + ": " + std::strerror(errno));
+  if (int err = shim::writeFileAtomically(path, data, mode); err != 0)
+    return Result<bool>::fail("cannot write " + path + ": " + std::strerror(err));
   return Result<bool>::ok(true);
 }
 

@@ -73,6 +73,7 @@ Result<ReplicaSpec> decodeSpec(const std::string& bytes);
 // no fsync: nothing here has to survive a power loss, which also ends the replicas). The file
 // is created 0600 (replica files hold users' secrets, docs/security.md) unless `mode` says
 // otherwise. Links are never followed: not at `path`, nor at the temporary file beside it.
+// The shim's writeFileAtomically (agent/shim/files.h) does it; this names the path on failure.
 Result<bool> writeFileAtomic(const std::string& path, const std::string& data, mode_t mode = 0600);
 // The file's contents, or nullopt-like failure when it cannot be read.
 Result<std::string> readFile(const std::string& path);

@@ -1,5 +1,6 @@
 #include "agent/shim/files.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,14 +21,24 @@ int writeAll(int fd, std::string_view data) {
 
 }  // namespace
 
-int writeFileAtomically(const std::string& path, std::string_view content) {
+int writeFileAtomically(const std::string& path, std::string_view content, mode_t mode) {
   std::string tmp = path + ".tmp";
-  // A new file, following no link (as the agent's writeFileAtomic, agent/runner/replica.h).
+  // A new file, never one that is there: in a directory a replica's user may write (DIR/work,
+  // the preemption notice) the name may be theirs, and a link there must not lead root's write
+  // elsewhere. Whatever is at the name goes first (unlink removes a link, not its target); one
+  // put back in between makes O_EXCL fail, and O_NOFOLLOW refuses a link outright.
   ::unlink(tmp.c_str());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return errno;
+  if (mode != 0600 && ::fchmod(fd, mode) != 0) {  // on the file itself, whatever the umask
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return err;
+  }
   // No fsync: these files only need to outlive process crashes (the agent's, the shim's), and
-  // rename is atomic for those. A power loss takes the replica's processes with it, and the
+  // rename is atomic for those (and replaces the name itself: a link at `path` is replaced,
+  // never written through). A power loss takes the replica's processes with it, and the
   // agent reports such a replica Lost either way. (Three fsyncs per start cost ~30 ms.)
   int err = writeAll(fd, content);
   if (::close(fd) != 0 && err == 0) err = errno;
