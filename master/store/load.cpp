@@ -1,5 +1,8 @@
 // Store reads: the start-up load and event queries, on the read-only connection.
 
+#include <algorithm>
+#include <vector>
+
 #include "master/store/columns.h"
 #include "master/store/sqlite.h"
 #include "master/store/store.h"
@@ -98,10 +101,23 @@ JobRecord jobRow(const sql::Stmt& s, std::map<int64_t, std::string>& unreadable)
   j.preemptedAt = s.i64(20);
   return j;
 }
+// A deleted job is kept as a row (its owner, for its archived logs), but nothing reads its
+// spec, tasks or replicas after a start: its id, name and owner come from the jobs_deleted
+// index alone (schema version 17), so a long history does not lengthen every start and
+// failover (docs/reliability.md, "Deleted jobs").
 constexpr const char* kJobs =
     "SELECT id, name, queue, state, reason, priority, spec, submitted_at, started_at,"
     " finished_at, deleted, delete_requested, owner, run_as_uid, run_as_gid, held_by, after_pending, requeues,"
-    " preemptions, preempted_by, preempted_at FROM jobs ORDER BY id";
+    " preemptions, preempted_by, preempted_at FROM jobs WHERE deleted = 0 ORDER BY id";
+JobRecord deletedJobRow(const sql::Stmt& s) {
+  JobRecord j;
+  j.id = s.i64(0);
+  j.name = s.text(1);
+  j.owner = s.text(2);
+  j.deleted = true;
+  return j;
+}
+constexpr const char* kDeletedJobs = "SELECT id, name, owner FROM jobs WHERE deleted = 1 ORDER BY id";
 
 UserRecord userRow(const sql::Stmt& s) { return UserRecord{s.text(0), s.flag(1), s.i64(2), s.i64(3), s.i64(4)}; }
 constexpr const char* kUsers = "SELECT name, admin, uid, gid, created_at FROM users ORDER BY id";
@@ -137,7 +153,8 @@ TaskRecord taskRow(const sql::Stmt& s) {
 }
 constexpr const char* kTasks =
     "SELECT id, job_id, name, state, reason, attempt, started_at, finished_at, desired, scale_since,"
-    " last_scale_at, ending, last_scale, history_before, attempt_base FROM tasks ORDER BY id";
+    " last_scale_at, ending, last_scale, history_before, attempt_base FROM tasks"
+    " WHERE job_id NOT IN (SELECT id FROM jobs WHERE deleted = 1) ORDER BY id";
 
 ReplicaRecord replicaRow(const sql::Stmt& s) {
   ReplicaRecord r;
@@ -167,7 +184,8 @@ ReplicaRecord replicaRow(const sql::Stmt& s) {
 constexpr const char* kReplicas =
     "SELECT id, task_id, role, idx, attempt, state, node, gpus, port, declared_ports, env,"
     " exit_code, reason, cpu_millis, memory_bytes, gpu, started_at, finished_at, end_cause, signal,"
-    " worker_restarts FROM replicas ORDER BY id";
+    " worker_restarts FROM replicas WHERE task_id NOT IN"
+    " (SELECT tasks.id FROM tasks JOIN jobs ON jobs.id = tasks.job_id WHERE jobs.deleted = 1) ORDER BY id";
 
 EventRecord eventRow(const sql::Stmt& s) {
   return EventRecord{s.i64(0), s.i64(1), s.text(2), s.text(3), s.i32(4),
@@ -218,6 +236,14 @@ Result<bool> readState(sql::Connection& conn, State& st) {
     throw SkipRow{};
   };
   if (r.isOk()) r = readRows(conn, kJobs, [&st](const sql::Stmt& s) { return jobRow(s, st.unreadableJobs); }, st.jobs);
+  if (r.isOk()) {
+    std::vector<JobRecord> deleted;
+    r = readRows(conn, kDeletedJobs, deletedJobRow, deleted);
+    size_t live = st.jobs.size();
+    for (auto& d : deleted) st.jobs.push_back(std::move(d));
+    std::inplace_merge(st.jobs.begin(), st.jobs.begin() + static_cast<std::ptrdiff_t>(live), st.jobs.end(),
+                       [](const JobRecord& a, const JobRecord& b) { return a.id < b.id; });
+  }
   if (r.isOk())
     r = readRows(conn, kTasks, [&](const sql::Stmt& s) {
       jobOfTask[s.i64(0)] = s.i64(1);

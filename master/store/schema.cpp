@@ -332,6 +332,14 @@ constexpr const char* kV16 = R"sql(
 ALTER TABLE requests ADD COLUMN request TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 17: deleted jobs are read from an index at every start (their id, name and owner),
+// never from their rows: a row's later columns sit behind its spec blob, so reading even its
+// `deleted` flag walked the blob's pages, and a long history of large specs slowed every
+// start and failover (docs/reliability.md, "Deleted jobs"). Live jobs are found through it too.
+constexpr const char* kV17 = R"sql(
+CREATE INDEX IF NOT EXISTS jobs_deleted ON jobs(deleted, id, owner, name);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
@@ -349,6 +357,7 @@ constexpr Migration kMigrations[] = {
     {14, kV14},
     {15, kV15},
     {16, kV16},
+    {17, kV17},
 };
 
 std::string refuseCorrupt(const std::string& path, const std::string& detail) {

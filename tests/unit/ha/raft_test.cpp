@@ -392,10 +392,10 @@ TEST_CASE("a snapshot of an older schema is upgraded as it is restored", "[ha]")
   startMember(a, pki, true, "127.0.0.1:0", 8);
   REQUIRE(waitFor([&] { return a.raft->status().role == Role::Leader; }));
   {
-    // As a master of schema version 15 held it: no requests.request column yet.
+    // As a master of schema version 15 held it: no requests.request column (16) nor jobs_deleted index (17) yet.
     auto old = sql::Connection::open(a.store->path()).value();
     old->setBusyTimeoutMs(5000);
-    REQUIRE(old->exec("ALTER TABLE requests DROP COLUMN request; PRAGMA user_version = 15"));
+    REQUIRE(old->exec("DROP INDEX jobs_deleted; ALTER TABLE requests DROP COLUMN request; PRAGMA user_version = 15"));
   }
   for (int i = 0; i < 20; ++i) REQUIRE(addQueue(*a.store, "q" + std::to_string(i)));  // snapshots of it
   std::string address = a.raft->hostPort();
@@ -406,6 +406,7 @@ TEST_CASE("a snapshot of an older schema is upgraded as it is restored", "[ha]")
   auto conn = sql::Connection::open(a.store->path(), true).value();
   CHECK(conn->queryInt("PRAGMA user_version").value() == schema::currentVersion());
   CHECK(conn->queryInt("SELECT count(*) FROM requests WHERE request = ''"));  // the column is back
+  CHECK(conn->queryInt("SELECT count(*) FROM sqlite_master WHERE name = 'jobs_deleted'").value() == 1);
   CHECK(conn->queryInt("SELECT count(*) FROM queues WHERE name LIKE 'q%'").value() == 20);
   conn.reset();
   stopMember(a);
