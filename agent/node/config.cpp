@@ -222,6 +222,9 @@ std::string checkAgentConfig(const AgentConfig& c) {
   // 0 = no bound; else at least 1Mi, so that what is kept (half) holds whole lines.
   if (c.replicaLogMaxBytes < 0 || (c.replicaLogMaxBytes > 0 && c.replicaLogMaxBytes < (int64_t{1} << 20)))
     return "replica_log_max_bytes: " + spec::formatMemoryBytes(c.replicaLogMaxBytes) + " must be 0 (no bound) or at least 1Mi";
+  if (c.labels.size() > spec::kMaxNodeLabels)
+    return "labels: " + std::to_string(c.labels.size()) + " labels; a node may have at most " +
+           std::to_string(spec::kMaxNodeLabels);
   if (c.cpuMillis > spec::kMaxNodeCpuMillis)
     return "cpu: " + spec::formatCpuMillis(c.cpuMillis) + " must be at most " + spec::formatCpuMillis(spec::kMaxNodeCpuMillis);
   if (c.memoryBytes > spec::kMaxNodeMemoryBytes)

@@ -34,13 +34,13 @@ Result<uint64_t> capLog(const std::string& dir, uint64_t maxBytes) {
     if (errno == ENOENT) return Result<uint64_t>::ok(0);
     return Result<uint64_t>::fail("cannot open " + path + ": " + std::strerror(errno));
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  auto fail = [&](const std::string& what) {
+    int e = errno;
     ::close(fd);
-    return Result<uint64_t>::ok(0);
-  }
-  uint64_t held = static_cast<uint64_t>(st.st_blocks) * 512;
-  if (held <= maxBytes) {
+    return Result<uint64_t>::fail("cannot bound " + path + " (" + what + "): " + std::strerror(e));
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_blocks) * 512 <= maxBytes) {
     ::close(fd);
     return Result<uint64_t>::ok(0);
   }
@@ -48,24 +48,24 @@ Result<uint64_t> capLog(const std::string& dir, uint64_t maxBytes) {
   uint64_t keep = maxBytes / 2;
   uint64_t cut = size > keep ? (size - keep) & ~uint64_t{4095} : 0;
   uint64_t before = logDroppedBefore(dir);
-  if (cut <= before) {
-    ::close(fd);
-    return Result<uint64_t>::ok(0);
-  }
   // The mark first: a reader between the two skips bytes still there, never reads a hole.
-  if (auto w = writeFileAtomic(dir + "/" + kLogDroppedFile, std::to_string(cut) + "\n"); !w) {
-    ::close(fd);
-    return Result<uint64_t>::fail(w.error());
-  }
-  if (::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(before),
-                  static_cast<off_t>(cut - before)) != 0) {
-    int e = errno;
-    ::close(fd);
-    return Result<uint64_t>::fail("cannot drop the oldest output of " + path + " (fallocate punch hole): " +
-                                  std::strerror(e));
-  }
+  if (cut > before)
+    if (auto w = writeFileAtomic(dir + "/" + kLogDroppedFile, std::to_string(cut) + "\n"); !w) {
+      ::close(fd);
+      return Result<uint64_t>::fail(w.error());
+    }
+  // From 0 each time, not from the last cut: the file is its user's, who may have written
+  // into the dropped part again (a hole already there costs nothing to punch again).
+  if (cut > 0 && ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(cut)) != 0)
+    return fail("fallocate punch hole");
+  // Still more than the bound: blocks allocated past its end (fallocate --keep-size), which no
+  // hole reaches. Truncating to its own size frees them; only such a workload gets here, and a
+  // write of its racing the truncation may lose its bytes.
+  if (::fstat(fd, &st) != 0) return fail("fstat");
+  if (static_cast<uint64_t>(st.st_blocks) * 512 > maxBytes && ::ftruncate(fd, st.st_size) != 0)
+    return fail("ftruncate to its own size");
   ::close(fd);
-  return Result<uint64_t>::ok(cut - before);
+  return Result<uint64_t>::ok(cut > before ? cut - before : 0);
 }
 
 uint64_t readStartAfterDrop(const std::string& path, uint64_t offset, uint64_t dropped) {

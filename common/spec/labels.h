@@ -2,6 +2,7 @@
 // Node labels (an agent's `labels` / `--label`, `yardctl node label`) and the nodeSelector of
 // a job's container (docs/spec.md) follow Kubernetes' rules, checked here for all of them.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,9 @@ bool isLabelValue(std::string_view value);
 inline constexpr const char* kLabelKeyRule =
     "must be NAME or PREFIX/NAME: NAME 1-63 letters, digits, '-', '_' or '.', starting and ending with a "
     "letter or digit; PREFIX a lowercase DNS name of at most 253 characters";
+// The most labels one node's agent may give it (as a Kubernetes node carries a few dozen):
+// each is stored, and replicated to every master, with every registration.
+inline constexpr size_t kMaxNodeLabels = 64;
 inline constexpr const char* kLabelValueRule =
     "must be empty or 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
 

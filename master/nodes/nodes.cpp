@@ -97,6 +97,9 @@ std::string checkCapacity(const NodeRegistration& r) {
   return "";
 }
 
+// nvidia-smi topo -m of 16 GPUs and their NICs is a few KiB.
+constexpr size_t kMaxTopologyBytes = 64 << 10;
+
 std::string checkLists(const NodeRegistration& r) {
   if (r.drivers.empty()) return "drivers: must list at least one of host, containerd";
   std::set<std::string> drivers;
@@ -104,6 +107,12 @@ std::string checkLists(const NodeRegistration& r) {
     if (d != "host" && d != "containerd") return "drivers: " + shown(d) + " must be host or containerd";
     if (!drivers.insert(d).second) return "drivers: " + shown(d) + " is listed twice";
   }
+  if (r.labels.size() > spec::kMaxNodeLabels)
+    return "labels: " + std::to_string(r.labels.size()) + " labels; a node may have at most " +
+           std::to_string(spec::kMaxNodeLabels);
+  if (r.gpuTopology.size() > kMaxTopologyBytes)
+    return "gpuTopology: " + std::to_string(r.gpuTopology.size()) + " bytes; at most " +
+           std::to_string(kMaxTopologyBytes) + " (nvidia-smi topo -m's matrix)";
   std::set<std::string> keys;
   for (const auto& [k, v] : r.labels) {
     if (!spec::isLabelKey(k)) return "labels: key " + shown(k) + " " + spec::kLabelKeyRule;

@@ -19,21 +19,30 @@ namespace {
 
 // Why a master with raft id `id` at `address` ("NAME@HOST:PORT") may not join: another member
 // holds its raft address (the same master, restarted from an empty data directory without
-// being removed first) or its name. nullopt when neither.
-std::optional<std::string> memberClash(const ha::RaftStatus& s, uint64_t id, const std::string& address) {
+// being removed first) or its name. `detail` names that member (for masters, the log and the
+// audit trail); `guest` only what the joiner sent (for a peer that has shown no token yet).
+struct Clash {
+  std::string detail, guest;
+};
+std::optional<Clash> memberClash(const ha::RaftStatus& s, uint64_t id, const std::string& address) {
   std::string hostPort = ha::raftHostPort(address), name = ha::raftMemberName(address);
   for (const auto& m : s.members) {
     if (m.id == id) continue;
     std::string theirs = ha::raftMemberName(m.address);
     std::string label = (theirs.empty() ? "" : theirs + ", ") + "raft id " + std::to_string(m.id);
     if (ha::raftHostPort(m.address) == hostPort)
-      return "refused: the raft address " + hostPort + " is already member " + label +
-             " (a master restarted from an empty data directory?): remove it first (yardctl cluster remove " +
-             std::to_string(m.id) + "), then join again";
+      return Clash{"refused: the raft address " + hostPort + " is already member " + label +
+                       " (a master restarted from an empty data directory?): remove it first (yardctl cluster remove " +
+                       std::to_string(m.id) + "), then join again",
+                   "refused: the raft address " + hostPort +
+                       " is already a member's (a master restarted from an empty data directory?): remove it first "
+                       "(yardctl cluster status lists the members; yardctl cluster remove NAME), then join again"};
     if (!name.empty() && theirs == name)
-      return "refused: a master named " + name + " is already a member (" + label + ", " + ha::raftHostPort(m.address) +
-             "): start this one with another --name, or remove that one first (yardctl cluster remove " +
-             std::to_string(m.id) + ")";
+      return Clash{"refused: a master named " + name + " is already a member (" + label + ", " +
+                       ha::raftHostPort(m.address) + "): start this one with another --name, or remove that one first "
+                       "(yardctl cluster remove " + std::to_string(m.id) + ")",
+                   "refused: a master named " + name + " is already a member: start this one with another --name, "
+                       "or remove that one first (yardctl cluster remove " + name + ")"};
   }
   return std::nullopt;
 }
@@ -41,7 +50,10 @@ std::optional<std::string> memberClash(const ha::RaftStatus& s, uint64_t id, con
 // Joins asked from one address: at most kJoinsPerWindow in each kJoinWindow, so that a peer
 // without a token cannot fill the audit trail and the log (each join, refused or not, is
 // recorded in both). A master joins once, and a joiner that is not answered asks once a second.
+// All addresses together get kJoinsPerWindowAll: many addresses (a /64 holds plenty) must not
+// multiply the budget.
 constexpr int kJoinsPerWindow = 10;
+constexpr int kJoinsPerWindowAll = 30;
 constexpr std::chrono::seconds kJoinWindow{10};
 struct JoinThrottle {
   std::mutex mu;
@@ -50,6 +62,7 @@ struct JoinThrottle {
     int count = 0;
   };
   std::map<std::string, Window> byAddress;  // guarded by mu
+  Window all;                               // guarded by mu: every address
   uint64_t refused = 0;                     // guarded by mu: since the last log line
   std::chrono::steady_clock::time_point lastLogged;
 
@@ -62,11 +75,15 @@ struct JoinThrottle {
         it = now - it->second.start >= kJoinWindow ? byAddress.erase(it) : std::next(it);
     Window& w = byAddress[ip];
     if (now - w.start >= kJoinWindow) w = Window{now, 0};
-    if (++w.count <= kJoinsPerWindow) return true;
+    if (now - all.start >= kJoinWindow) all = Window{now, 0};
+    bool fromHere = ++w.count <= kJoinsPerWindow;
+    if (fromHere && ++all.count <= kJoinsPerWindowAll) return true;
     refused++;
     if (say && now - lastLogged >= kJoinWindow) {
-      say("raft: refused " + std::to_string(refused) + " join(s) unread: more than " + std::to_string(kJoinsPerWindow) +
-          " in " + std::to_string(kJoinWindow.count()) + " s from " + ip);
+      say("raft: refused " + std::to_string(refused) + " join(s) unread: more than " +
+          (fromHere ? std::to_string(kJoinsPerWindowAll) + " in " + std::to_string(kJoinWindow.count()) +
+                          " s from all addresses (the last from " + ip + ")"
+                    : std::to_string(kJoinsPerWindow) + " in " + std::to_string(kJoinWindow.count()) + " s from " + ip));
       lastLogged = now;
       refused = 0;
     }
@@ -120,10 +137,13 @@ void answerMemberCalls(MemberCallParts parts) {
                                     std::to_string(kJoinWindow.count()) + " s"});
       if (auto bad = badJoinAddress(req[2])) return answer({"error", *bad});
       // Before the CA is given: a master already in the configuration at that address.
+      // The joiner has shown no token yet: it is told that it clashes, not with whom (the
+      // members' names, ids and addresses are for masters, as whois is); the log and the
+      // audit trail say whom.
       if (auto clash = memberClash(p->raft.status(), 0, req[2])) {
-        p->log("raft: refused a master joining from " + peer + " (raft address " + req[2] + "): " + *clash);
-        asio::post(p->io, [p, joiner = "master " + req[2], peer, why = *clash] { p->auditRefusal(joiner, peer, why); });
-        return answer({"error", *clash});
+        p->log("raft: refused a master joining from " + peer + " (raft address " + req[2] + "): " + clash->detail);
+        asio::post(p->io, [p, joiner = "master " + req[2], peer, why = clash->detail] { p->auditRefusal(joiner, peer, why); });
+        return answer({"error", clash->guest});
       }
       asio::post(p->io, [p, req, answer, peer] {
         p->redeemJoin(req[1], "master " + req[2], peer, [p, answer, peer, joiner = req[2]](std::optional<std::string> refusal) {
@@ -149,9 +169,9 @@ void answerMemberCalls(MemberCallParts parts) {
       std::string address = req[2];
       if (auto clash = memberClash(p->raft.status(), id, address)) {
         p->log("raft: refused master " + std::to_string(id) + " at " + address + " (from " + peer + ") as a voter: " +
-               *clash);
-        asio::post(p->io, [p, joiner = "master " + address, peer, why = *clash] { p->auditRefusal(joiner, peer, why); });
-        return answer({"error", *clash});
+               clash->detail);
+        asio::post(p->io, [p, joiner = "master " + address, peer, why = clash->detail] { p->auditRefusal(joiner, peer, why); });
+        return answer({"error", clash->detail});
       }
       // addVoter blocks until raft's loop has made the change: not on the thread that called.
       std::thread([p, id, address, answer] {

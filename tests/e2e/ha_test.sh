@@ -236,9 +236,11 @@ say "a new master may not join at a member's raft address, nor under a member's 
 out=$(timeout 60 "$bin/yard-master" --name clash --config "$tmp/master.toml" --data-dir "$tmp/clash" --listen 127.0.0.1:0 \
   --agent-listen 127.0.0.1:0 --metrics-listen "" --raft-listen "127.0.0.1:${rport[$gone]}" \
   --join "127.0.0.1:${rport[$ldr]}" --join-token e2e-token --ca-fingerprint "$fp" 2>&1); rc=$?
-[ "$rc" -eq 2 ] && echo "$out" | grep -q "refused: the raft address 127.0.0.1:${rport[$gone]} is already member m$gone" ||
+# A joiner has shown no token when this is checked: it is not told the member's name or id.
+[ "$rc" -eq 2 ] && echo "$out" | grep -q "refused: the raft address 127.0.0.1:${rport[$gone]} is already a member's" ||
   fail "a join at a stopped member's raft address: rc $rc: $out"
 [ -e "$tmp/clash/ca.key" ] && fail "a join at a member's raft address was given the CA's key"
+echo "$out" | grep -q "member m$gone\|raft id" && fail "a joiner without a token was told the member's name or id: $out"
 out=$(timeout 60 "$bin/yard-master" --name "m$other" --config "$tmp/master.toml" --data-dir "$tmp/clash2" \
   --listen 127.0.0.1:0 --agent-listen 127.0.0.1:0 --metrics-listen "" --raft-listen "127.0.0.1:$(free_port)" \
   --join "127.0.0.1:${rport[$ldr]}" --join-token e2e-token --ca-fingerprint "$fp" 2>&1); rc=$?

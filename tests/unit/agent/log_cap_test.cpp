@@ -113,6 +113,39 @@ TEST_CASE("past its bound a log's oldest part is dropped and readers start after
   CHECK(tail.rfind("line 119999 ", 0) == 0);
 }
 
+// The file is its user's: blocks preallocated past its end, or written again into the
+// dropped part, are freed too (found by a probe: fallocate -n -l 3G output.log held 3 GiB).
+TEST_CASE("a log's user cannot hold disk past the bound", "[log_cap]") {
+  TempDir d;
+  std::string log = d.path + "/output.log";
+  writeLines(log, 0, 10);
+  const uint64_t bound = 2 << 20;
+  int fd = ::open(log.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 16 << 20) == 0);  // 16 MiB past its 1,000 bytes
+  ::close(fd);
+  REQUIRE(diskHeld(log) >= uint64_t{16} << 20);
+  REQUIRE(capLog(d.path, bound).isOk());
+  CHECK(diskHeld(log) <= 8192);
+  CHECK(fs::file_size(log) == 1000);
+  CHECK(readFrom(log, 0, 6) == "line 0");
+  // A drop, then the start written again through a descriptor of its own.
+  writeLines(log, 10, 60000);  // 6 MB
+  REQUIRE(capLog(d.path, bound).value() > 0);
+  uint64_t dropped = logDroppedBefore(d.path);
+  fd = ::open(log.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  std::string junk(dropped, 'j');
+  REQUIRE(::pwrite(fd, junk.data(), junk.size(), 0) == static_cast<ssize_t>(junk.size()));
+  ::close(fd);
+  REQUIRE(diskHeld(log) > bound);
+  auto again = capLog(d.path, bound);
+  REQUIRE(again.isOk());
+  CHECK(again.value() == 0);  // nothing new at the end: the same cut
+  CHECK(diskHeld(log) <= bound / 2 + 8192);
+  CHECK(readFrom(log, 0, 4) == std::string(4, '\0'));
+}
+
 TEST_CASE("a log behind a link is not capped through it", "[log_cap]") {
   TempDir d;
   std::string victim = d.path + "/victim";

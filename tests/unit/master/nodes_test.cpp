@@ -46,6 +46,11 @@ std::vector<BadCase> badCases() {
       {"memory past 256Ti", [](R r) { r.record.memoryBytes = (int64_t{1} << 48) + 1; },
        "capacity.memoryBytes: 281474976710657 must be at most 281474976710656 (256Ti)"},
       {"gpu past 1024", [](R r) { r.record.gpu = 1025; }, "capacity.gpu: 1025 must be at most 1024"},
+      // Each label is replicated with every registration: 50,000 of them made 6 MB raft entries.
+      {"more than 64 labels", [](R r) { r.labels.clear(); for (int i = 0; i < 65; ++i) r.labels.push_back({"k" + std::to_string(i), "v"}); },
+       "labels: 65 labels; a node may have at most 64"},
+      {"a huge topology text", [](R r) { r.gpuTopology = std::string(65537, 'x'); },
+       "gpuTopology: 65537 bytes; at most 65536 (nvidia-smi topo -m's matrix)"},
       {"gpu count and list differ", [](R r) { r.record.gpu = 3; },
        "gpus: 2 listed but capacity.gpu is 3; every GPU must be listed once"},
       {"gpu index twice", [](R r) { r.gpus[1].index = 1; }, "gpus: index 1 is listed twice"},
