@@ -8,6 +8,7 @@
 
 #include "agent/daemon/agent.h"
 #include "agent/daemon/flags.h"
+#include "agent/link/bootstrap.h"
 #include "common/util/log_text.h"
 #include "common/util/scrub_arg.h"
 #include "common/util/sd_notify.h"
@@ -40,6 +41,12 @@ int main(int argc, char** argv) {
   auto config = agent::mergeAgentConfig(*parsed.flags, host, std::filesystem::read_symlink("/proc/self/exe", ec).string());
   if (!config) {
     logLine(config.error());
+    return 2;
+  }
+  // No certificate and nothing to get one with: a configuration error too (exit 2, which
+  // systemd does not restart), not a failure to retry every second.
+  if (std::string missing = agent::missingCredentials(config.value()); !missing.empty()) {
+    logLine(missing);
     return 2;
   }
   auto agent = agent::Agent::create(std::move(config).value(), std::move(options));

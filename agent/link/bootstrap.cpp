@@ -67,16 +67,25 @@ Result<std::string> joinTokenOf(const AgentConfig& config) {
   return Result<std::string>::ok(env ? env : "");
 }
 
+std::string missingCredentials(const AgentConfig& config) {
+  std::string dir = config.dataDir + "/tls";
+  if (exists(dir + "/node.pem")) return "";
+  auto token = joinTokenOf(config);
+  if (!token) return token.error();
+  if (token.value().empty())
+    return "no node certificate in " + dir + " and no join token to get one: set YARD_JOIN_TOKEN, or "
+           "token_file (--token-file FILE)";
+  return "";
+}
+
 R ensureNodeCredentials(const AgentConfig& config, std::function<void(const std::string&)> log,
                         std::function<bool()> stopping) {
   std::string dir = config.dataDir + "/tls";
   if (exists(dir + "/node.pem")) return load(dir, config.name);
 
+  if (std::string missing = missingCredentials(config); !missing.empty()) return R::fail(missing);
   auto token = joinTokenOf(config);
   if (!token) return R::fail(token.error());
-  if (token.value().empty())
-    return R::fail("no node certificate in " + dir + " and no join token to get one: set YARD_JOIN_TOKEN, or "
-                   "token_file (--token-file FILE)");
   Result<wire::ClientTls> tlsSettings = Result<wire::ClientTls>::fail("");
   std::string givenCa;
   if (!config.caFile.empty()) {

@@ -29,4 +29,9 @@ Result<NodeCredentials> ensureNodeCredentials(const AgentConfig& config, std::fu
 // $YARD_JOIN_TOKEN; "" when none is set.
 Result<std::string> joinTokenOf(const AgentConfig& config);
 
+// Why this agent cannot get a node certificate whatever the master says (none on disk, and no
+// join token, or a token file that does not read): a configuration error, which the agent
+// exits 2 for so that systemd does not restart it (RestartPreventExitStatus=2). "" when fine.
+std::string missingCredentials(const AgentConfig& config);
+
 }  // namespace yard::agent

@@ -38,6 +38,15 @@ grep -qF "the master refused the join: join: node name \"PN1\" must use only low
   fail "an agent named PN1: $(cat "$tmp/agent.err")"
 [ -e "$tmp/agent/tls/node.pem" ] && fail "an agent named PN1 got a certificate"
 
+# --- no certificate and no join token: a configuration error (exit 2, which the unit's
+# RestartPreventExitStatus=2 does not restart), said before anything else happens
+env -u YARD_JOIN_TOKEN timeout 20 "$bin/yard-agent" --master "$agents" --ca "$tmp/data/ca.pem" --name pn2 \
+  --address 127.0.0.1 --data-dir "$tmp/agent-none" --cgroup-parent "yard/datadir$$" >/dev/null 2>"$tmp/agent.err"
+rc=$?
+[ $rc -eq 2 ] || fail "an agent without a certificate or a join token: exit $rc, want 2: $(cat "$tmp/agent.err")"
+grep -q "no node certificate in $tmp/agent-none/tls and no join token to get one" "$tmp/agent.err" ||
+  fail "an agent without a join token said: $(cat "$tmp/agent.err")"
+
 # --- a data directory others may read is tightened, and the master says so
 stop_master
 chmod 0755 "$tmp/data"

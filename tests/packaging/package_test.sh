@@ -160,6 +160,9 @@ expect_mode /var/lib/yard/master "yard:yard 700"
 expect_mode /var/lib/yard/agent "root:root 711"  # searchable: host replicas run as their owner
 expect_mode /lib/systemd/system/yard-master.service "root:root 644"
 expect_mode /lib/systemd/system/yard-agent.service "root:root 644"
+# systemd sets StateDirectoryMode at every start: 0700 would shut host replicas run as their
+# owner out of their own directories (the agent's data directory is 0711, docs/security.md).
+grep -qx 'StateDirectoryMode=0711' /lib/systemd/system/yard-agent.service || fail "yard-agent.service: StateDirectoryMode is not 0711"
 dpkg-query -W -f='${Conffiles}\n' yard-master | grep -q '/etc/yard/master.toml' || fail "dpkg does not list master.toml as a conffile"
 dpkg-query -W -f='${Conffiles}\n' yard-agent | grep -q '/etc/yard/agent.toml' || fail "dpkg does not list agent.toml as a conffile"
 [ -L /etc/systemd/system/multi-user.target.wants/yard-master.service ] || fail "yard-master.service is not enabled"

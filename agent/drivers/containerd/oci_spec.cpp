@@ -14,11 +14,13 @@
 namespace yard::agent {
 namespace {
 
-// containerd's and Docker's default capability set.
-const char* const kDefaultCaps[] = {"CAP_CHOWN",          "CAP_DAC_OVERRIDE", "CAP_FSETID",   "CAP_FOWNER",
-                                    "CAP_MKNOD",          "CAP_NET_RAW",      "CAP_SETGID",   "CAP_SETUID",
-                                    "CAP_SETFCAP",        "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE",
-                                    "CAP_SYS_CHROOT",     "CAP_KILL",         "CAP_AUDIT_WRITE"};
+// containerd's and Docker's default capability set, less CAP_NET_RAW and CAP_NET_BIND_SERVICE:
+// Docker gives that set a network namespace of its own, but a Yard container shares the host's
+// (docs/containerd.md), where a raw socket would read every job's traffic on the node and a
+// low port would be the host's.
+const char* const kDefaultCaps[] = {"CAP_CHOWN",      "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER",
+                                    "CAP_MKNOD",      "CAP_SETGID",       "CAP_SETUID", "CAP_SETFCAP",
+                                    "CAP_SETPCAP",    "CAP_SYS_CHROOT",   "CAP_KILL",   "CAP_AUDIT_WRITE"};
 
 // runc's default spec: kernel interfaces a container must not read or write.
 const char* const kMaskedPaths[] = {"/proc/acpi",      "/proc/asound",      "/proc/kcore",   "/proc/keys",
