@@ -319,11 +319,18 @@ void Access::touch(store::TokenRecord& t, int64_t now) {
 
 void Access::redeemJoinToken(const std::string& secret, const std::string& node,
                              std::function<void(std::optional<std::string>)> done) {
-  redeemJoin(secret, node, "node.join", "", std::move(done));
+  redeemJoin(secret, node, "node.join", "", {}, std::move(done));
+}
+
+void Access::redeemJoinToken(const std::string& secret, const std::string& node, const std::string& source,
+                             std::function<std::optional<std::string>()> precheck,
+                             std::function<void(std::optional<std::string>)> done) {
+  redeemJoin(secret, node, "node.join", source, std::move(precheck), std::move(done));
 }
 
 void Access::redeemJoin(const std::string& secret, const std::string& node, const char* request,
-                        const std::string& source, std::function<void(std::optional<std::string>)> done) {
+                        const std::string& source, std::function<std::optional<std::string>()> precheck,
+                        std::function<void(std::optional<std::string>)> done) {
   auto finish = [this, node, request, source, done](std::optional<std::string> refusal, const std::string& which) {
     store::AuditRecord rec;
     rec.request = request;
@@ -333,16 +340,20 @@ void Access::redeemJoin(const std::string& secret, const std::string& node, cons
     rec.message = refusal ? *refusal : "joined with " + which;
     record(rec, [done, refusal] { done(refusal); });
   };
-  if (!staticJoinToken_.empty() && tokensEqual(secret, staticJoinToken_)) return finish(std::nullopt, "the configured join_token");
+  if (!staticJoinToken_.empty() && tokensEqual(secret, staticJoinToken_)) {
+    if (auto refused = precheck ? precheck() : std::nullopt) return finish(refused, "");
+    return finish(std::nullopt, "the configured join_token");
+  }
   auto id = tokens::idOf(secret);
   if (!id) return finish("join token unknown", "");
-  commits_.run("t/" + *id, [this, id = *id, hash = tokens::sha256Hex(secret), finish](CommitQueue::Slot slot) {
+  commits_.run("t/" + *id, [this, id = *id, hash = tokens::sha256Hex(secret), finish, precheck](CommitQueue::Slot slot) {
     auto it = tokens_.find(id);
     std::optional<std::string> why;
     if (it == tokens_.end() || it->second.kind != "join" || !tokensEqual(hash, it->second.secretSha256))
       why = "join token unknown";
     else if (auto unusable = rules::tokenUsable(it->second, now_()))
       why = "join token " + *unusable;
+    if (!why && precheck) why = precheck();  // the token is good: a refusal here spends no use
     if (why) {
       slot.done();
       return finish(why, "");
@@ -362,7 +373,7 @@ void Access::redeemJoin(const std::string& secret, const std::string& node, cons
 
 void Access::redeemMasterJoinToken(const std::string& secret, const std::string& master, const std::string& source,
                                    std::function<void(std::optional<std::string>)> done) {
-  if (masterJoinToken_.empty()) return redeemJoin(secret, master, "master.join", source, std::move(done));
+  if (masterJoinToken_.empty()) return redeemJoin(secret, master, "master.join", source, {}, std::move(done));
   std::optional<std::string> refusal;
   if (!tokensEqual(secret, masterJoinToken_))
     refusal = "join token refused for a master: this cluster admits masters with its master_join_token only, and "

@@ -139,6 +139,12 @@ class Access {
   // up", "join token revoked", "join token unknown". The secret appears in no message or log.
   void redeemJoinToken(const std::string& secret, const std::string& node,
                        std::function<void(std::optional<std::string> refusal)> done);
+  // The same, with the peer's `source` for the audit record, and `precheck`: run once the
+  // token is known good and before a use is spent; its refusal is the join's (audited as
+  // refused, no use spent).
+  void redeemJoinToken(const std::string& secret, const std::string& node, const std::string& source,
+                       std::function<std::optional<std::string>()> precheck,
+                       std::function<void(std::optional<std::string> refusal)> done);
 
   // A master's join (docs/ha.md, "Joining"; it is given the cluster CA's key). With a
   // master_join_token (setMasterJoinToken) only that token is accepted: an agent's join token,
@@ -206,6 +212,7 @@ class Access {
  private:
   // redeemJoinToken's work, audited as `request` ("node.join" or "master.join").
   void redeemJoin(const std::string& secret, const std::string& node, const char* request, const std::string& source,
+                  std::function<std::optional<std::string>()> precheck,
                   std::function<void(std::optional<std::string> refusal)> done);
   void change(const std::string& key, std::function<std::string()> check, store::Store::Write write,
               std::function<void()> apply, Reply reply);

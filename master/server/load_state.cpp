@@ -121,8 +121,9 @@ std::optional<std::string> loadState(Master::Parts& p) {
   agentParts.ca = p.pki.ca;
   // Joins redeem the config's join_token or a join-token object (yardctl token create).
   Access& access = *p.access;
-  agentParts.checkJoin = [&access](const std::string& secret, const std::string& node, auto done) {
-    access.redeemJoinToken(secret, node, std::move(done));
+  agentParts.checkJoin = [&access](const std::string& secret, const std::string& node, const std::string& source,
+                                    JoinPrecheck precheck, auto done) {
+    access.redeemJoinToken(secret, node, source, std::move(precheck), std::move(done));
   };
   agentParts.stopGraceMs = static_cast<uint32_t>(config.stopGraceSeconds * 1000);
   agentParts.term = p.raft ? p.raft->status().term : 0;  // fixed: a master that loses the lead runs again

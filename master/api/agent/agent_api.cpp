@@ -284,15 +284,22 @@ void AgentApi::join(const std::shared_ptr<wire::Connection>& conn, agentapi::Joi
   // Register's rule, checked before the token is redeemed (a use spent) or anything signed: a
   // certificate for a name register refuses would buy the agent nothing.
   if (auto bad = checkNodeName(node); !bad.empty()) return refuse(conn, id, "join: " + bad);
-  auto accepted = [this, conn, id, node, csr, address](std::optional<std::string> refusal) {
+  // Checked once the token is known good, so that an unknown peer learns nothing about node
+  // names, and before its use is spent: a refused join costs the token nothing. A node
+  // registered before certificates existed (an upgraded cluster) has none on record: its
+  // first join claims it.
+  auto nameTaken = std::make_shared<bool>(false);
+  auto taken = [this, node, nameTaken]() -> std::optional<std::string> {
+    if (!registry_.nodes().count(node) || !registry_.certificateOf(node)) return std::nullopt;
+    *nameTaken = true;
+    return "node " + node + " is already registered; an admin removes it with `yardctl node delete " + node +
+           "` before another agent may join under that name";
+  };
+  auto accepted = [this, conn, id, node, csr, address, nameTaken, taken](std::optional<std::string> refusal) {
     if (conn->closed()) return;
-    if (refusal) return refuse(conn, id, "join as node " + node + ": " + *refusal);
-    // Checked after the token, so that an unknown peer learns nothing about node names. A node
-    // registered before certificates existed (an upgraded cluster) has none on record: its
-    // first join claims it.
-    if (registry_.nodes().count(node) && registry_.certificateOf(node))
-      return refuse(conn, id, "node " + node + " is already registered; an admin removes it with `yardctl node delete " +
-                                  node + "` before another agent may join under that name");
+    if (refusal) return refuse(conn, id, *nameTaken ? *refusal : "join as node " + node + ": " + *refusal);
+    // Again: another agent may have taken the name while the use was committed.
+    if (auto again = taken()) return refuse(conn, id, *again);
     tls::Issue what;
     what.commonName = tls::nodeCommonName(node);
     if (auto ep = wire::parseEndpoint(address + ":0"); ep) what.ipSans.push_back(ep.value().address().to_string());
@@ -304,8 +311,10 @@ void AgentApi::join(const std::shared_ptr<wire::Connection>& conn, agentapi::Joi
       asio::post(back, [this, conn, id, node, cert] { issued(conn, id, node, cert); });
     });
   };
-  if (checkJoin_) return checkJoin_(secret, node, accepted);
-  checkConfiguredToken(joinToken_, secret, accepted);
+  if (checkJoin_) return checkJoin_(secret, node, conn->peer(), taken, accepted);
+  checkConfiguredToken(joinToken_, secret, [accepted, taken](std::optional<std::string> refusal) {
+    accepted(refusal ? refusal : taken());
+  });
 }
 
 void AgentApi::issued(const std::shared_ptr<wire::Connection>& conn, uint64_t id, const std::string& node,

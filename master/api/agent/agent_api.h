@@ -28,9 +28,13 @@
 namespace yard::master {
 
 // Decides whether a join token is good (and uses it up); `done(nullopt)` = accepted, else
-// why not.
-using AgentJoinTokenCheck = std::function<void(const std::string& secret, const std::string& node,
-                                          std::function<void(std::optional<std::string>)> done)>;
+// why not. `precheck` runs once the token is known good and before a use is spent: a
+// refusal from it is the join's (audited as refused, the use kept). `source`: the peer's
+// IP:PORT, for the audit record.
+using JoinPrecheck = std::function<std::optional<std::string>()>;
+using AgentJoinTokenCheck =
+    std::function<void(const std::string& secret, const std::string& node, const std::string& source,
+                       JoinPrecheck precheck, std::function<void(std::optional<std::string>)> done)>;
 // What the agent API works with besides the node registry; each one left out turns its
 // part off, as said.
 struct AgentApiParts {

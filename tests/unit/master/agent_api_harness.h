@@ -47,9 +47,12 @@ class ApiHarness {
       logs_.push_back(line);
     };
     // Join-token objects once withAccess() made an Access, the configured token before.
-    parts.checkJoin = [this, token](const std::string& secret, const std::string& node, auto done) {
-      if (access_) return access_->redeemJoinToken(secret, node, std::move(done));
-      master::AgentApi::checkConfiguredToken(token, secret, done);
+    parts.checkJoin = [this, token](const std::string& secret, const std::string& node, const std::string& source,
+                                    master::JoinPrecheck precheck, auto done) {
+      if (access_) return access_->redeemJoinToken(secret, node, source, std::move(precheck), std::move(done));
+      master::AgentApi::checkConfiguredToken(token, secret, [done, precheck](std::optional<std::string> refusal) {
+        done(refusal ? refusal : precheck());
+      });
     };
     if (withJobs) {
       auto state = nodes.db->loadAll();

@@ -164,6 +164,28 @@ TEST_CASE("a join for a name register refuses spends no token use and signs noth
   auto c = connect(h.address());
   CHECK(joinAs(*c, token.value().secret, "pn1", key)->root<agentapi::AgentResponse>().isJoined());
   CHECK(usesLeft() == 1);
+  // A name another node holds is refused once the token is known good, and spends no use
+  // either; the audit trail says refused, from the peer's address.
+  REQUIRE(registerWithCertificate(h, "gpu-01"));
+  auto d = connect(h.address());
+  expectRefused(*d, joinAs(*d, token.value().secret, "gpu-01", key),
+                "node gpu-01 is already registered; an admin removes it with `yardctl node delete gpu-01` before "
+                "another agent may join under that name");
+  CHECK(usesLeft() == 1);
+  std::vector<store::AuditRecord> rows;
+  for (int i = 0; i < 100 && rows.size() < 2; ++i) {  // written after the answer
+    rows.clear();
+    auto all = h.nodes.db->audit(store::AuditQuery{});
+    REQUIRE(all);
+    for (const auto& r : all.value())
+      if (r.request == "node.join") rows.push_back(r);
+    if (rows.size() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].outcome == "ok");
+  CHECK(rows[1].outcome == "refused");
+  CHECK(rows[1].target == "gpu-01");
+  CHECK(rows[1].source.rfind("127.0.0.1:", 0) == 0);
 }
 
 TEST_CASE("a node registered before certificates existed is claimed by its first join", "[agent-api][join]") {
