@@ -221,7 +221,17 @@ void addTokenCommands(CLI::App& app, GlobalOptions& global, Streams io, Action& 
   auto o = std::make_shared<TokenOptions>();
   CLI::App* create = token->add_subcommand("create", "Create a join token for agents; its secret is printed once");
   create->add_option("--ttl", o->ttl, "Expire after this long (default 24h)");
-  create->add_option("--uses", o->uses, "How many agents may join with it (default unlimited)")->check(kNonNegative);
+  // 0 on the wire means unlimited: --uses 0 is refused rather than read as that.
+  create->add_option("--uses", o->uses, "How many agents may join with it, 1 or more (default unlimited)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            std::string bad = kNonNegative(text);
+            if (!bad.empty() && bad.rfind("must be 0 or more", 0) != 0) return bad;  // not a number
+            return !bad.empty() || std::stoll(text) == 0
+                       ? "must be 1 or more, not " + text + " (leave --uses out for a token without a limit)"
+                       : "";
+          },
+          ""));
   create->add_option("--description", o->description, "What the token is for");
   on(create, global, io, action, [o](api::Request::Builder r) -> std::string {
     auto ttl = ttlSeconds(o->ttl);

@@ -69,6 +69,8 @@ YARD_TOKEN=$bob expect 1 'user bob may not list the tokens of user alice: admins
 YARD_TOKEN=$bob expect 0 "$bob_id +api +bob +active" -- user token list
 
 # --- a join token good for one agent
+# --uses 0 would be read as no limit on the wire: refused as a usage error instead.
+expect 2 '--uses: must be 1 or more, not 0' -- token create --uses 0
 join=$("$bin/yardctl" token create --uses 1 --ttl 1h --description rack-1 2>/dev/null)
 expect 0 'join +- +active .* 1 ' -- token list
 start_agent() {  # start_agent N: an agent joining with $join from the environment
