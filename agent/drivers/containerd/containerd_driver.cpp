@@ -89,7 +89,9 @@ ContainerdDriver::~ContainerdDriver() {
 }
 
 void ContainerdDriver::recoverAll(const std::set<std::string>& held, std::function<void()> wake, Log log) {
-  if (log) this->log = [log](const std::string& line) { log("containerd: " + line); };
+  // The client's errors already say "containerd: ": said once.
+  if (log)
+    this->log = [log](const std::string& line) { log(line.rfind("containerd: ", 0) == 0 ? line : "containerd: " + line); };
   for (const auto& note : recoverNotes_)
     if (this->log) this->log(note);
   recoverNotes_.clear();
@@ -394,7 +396,7 @@ DriverStatus ContainerdDriver::recover(const ReplicaKey& key, const ReplicaSpec&
 void ContainerdDriver::removeLeftovers(const std::set<std::string>& held, const Log& log) {
   auto ids = client_->containers(options_.ns, "labels.\"yard.node\"==\"" + options_.node + "\"");
   if (!ids) {
-    if (log) log("containerd: " + ids.error());
+    if (log) log(ids.error().rfind("containerd: ", 0) == 0 ? ids.error() : "containerd: " + ids.error());
     return;
   }
   std::string prefix = containerId(ReplicaKey{});
