@@ -1,5 +1,7 @@
 #include "master/jobs/usage_accounting.h"
 
+#include <algorithm>
+
 namespace yard::master {
 
 void UsageAccounting::report(const std::vector<const JobEntry*>& jobs,
@@ -27,7 +29,11 @@ void UsageAccounting::report(const std::vector<const JobEntry*>& jobs,
           key = {job.rec.id, job.rec.name, job.rec.owner, job.rec.queue, job.rec.startedAt};
           keyed = true;
         }
-        ledger_.sample(key, rec.id, it->second->cpuMillisUsed, it->second->memoryBytesUsed, rec.gpu, now);
+        // Within what the replica was given: its cgroup holds it to its request, so more is an
+        // agent's error or lie, which must not bury its owner's fair share (or lift another's).
+        auto within = [](int64_t v, int64_t most) { return std::clamp<int64_t>(v, 0, std::max<int64_t>(0, most)); };
+        ledger_.sample(key, rec.id, within(it->second->cpuMillisUsed, rec.cpuMillis),
+                       within(it->second->memoryBytesUsed, rec.memoryBytes), rec.gpu, now);
       }
   }
 }

@@ -8,6 +8,7 @@
 
 #include "master/store/store.h"
 #include "master/access/usage_ledger.h"
+#include "master/jobs/usage_accounting.h"
 
 using namespace yard::master;
 using yard::store::UsageRecord;
@@ -121,4 +122,39 @@ TEST_CASE("usage store: rows add up, keep the earliest start and latest end, and
   auto kept = store.usage({"alice", 0, 0});
   REQUIRE(kept.value().size() == 2);
   CHECK(kept.value().at(0) == UsageRecord{job.id, "gone", "alice", "default", 1000, 2000, 3, 0, 0});
+}
+
+// An agent reports its replicas' usage; their cgroups hold them to their requests, so a
+// report past one is an error or a lie: charged as the request, so that a hostile agent
+// cannot bury an owner's fair share (a probe found the ledger took INT64_MAX as it was).
+TEST_CASE("usage accounting: a reported usage past the replica's request is charged as the request") {
+  JobEntry job;
+  job.rec.id = 7;
+  job.rec.name = "train";
+  job.rec.owner = "alice";
+  job.rec.queue = "team-a";
+  job.rec.startedAt = 1000;
+  job.rec.state = yard::JobState::Running;
+  TaskEntry task;
+  yard::store::ReplicaRecord r;
+  r.id = 11;
+  r.state = yard::ReplicaState::Running;
+  r.cpuMillis = 2000;
+  r.memoryBytes = 2 * kGiB;
+  task.replicas.push_back(r);
+  job.tasks.push_back(task);
+  lifecycle::ReplicaReport rep;
+  rep.replicaId = 11;
+  rep.state = yard::ReplicaState::Running;
+  rep.cpuMillisUsed = INT64_MAX;
+  rep.memoryBytesUsed = INT64_MAX;
+  UsageAccounting a;
+  a.report({&job}, {rep}, 10000);
+  a.report({&job}, {rep}, 14000);  // 4 s
+  UsageAccounting::Jobs jobs;
+  jobs["train"] = job;
+  auto rows = a.due(jobs, 14000 + UsageLedger::kFlushEveryMs);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].coreSeconds == Approx(8));       // 4 s at its 2 cores
+  CHECK(rows[0].memoryGibSeconds == Approx(8));  // 4 s at its 2 GiB
 }
